@@ -1,0 +1,48 @@
+# Entry points for a fresh Debian 12 machine (run as root, or with sudo available):
+#   make demo   installs what is missing, builds Release, runs the main job
+#   make test   installs what is missing, builds, runs the whole suite through ctest
+BUILD ?= build
+BUILD_TYPE ?= Release
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+DEBIAN_PACKAGES := g++ cmake ninja-build libdnnl-dev libgtest-dev libgmock-dev libbenchmark-dev
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+LAUNCHER := $(shell command -v ccache >/dev/null 2>&1 && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+
+.PHONY: deps configure build test demo bench asan install clean
+
+deps:
+	@missing=""; for p in $(DEBIAN_PACKAGES); do \
+	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+
+configure: deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(LAUNCHER) $(CMAKE_FLAGS)
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+demo: build
+	./$(BUILD)/autograd_basics
+
+bench: build
+	./$(BUILD)/ignis bench op_overhead
+	./$(BUILD)/ignis bench sgemm
+	./$(BUILD)/ignis bench seed_jit_mlp
+
+# The suite under AddressSanitizer + UndefinedBehaviorSanitizer.
+asan:
+	$(MAKE) test BUILD=build-asan BUILD_TYPE=RelWithDebInfo CMAKE_FLAGS="-DIGNIS_SANITIZE=ON"
+
+install: build
+	cmake --install $(BUILD) --prefix $(or $(PREFIX),/usr/local)
+
+clean:
+	rm -rf $(BUILD) build-asan

@@ -1,0 +1,12 @@
+// The umbrella header: everything a user of ignis needs.
+#pragma once
+
+#include "ignis/allocator.h"
+#include "ignis/autograd.h"
+#include "ignis/device.h"
+#include "ignis/dtype.h"
+#include "ignis/error.h"
+#include "ignis/generator.h"
+#include "ignis/ops.h"
+#include "ignis/scalar.h"
+#include "ignis/tensor.h"

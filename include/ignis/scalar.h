@@ -1,0 +1,50 @@
+// Scalar: a number passed to an op (the `2` in `x * 2`).
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "ignis/dtype.h"
+
+namespace ignis {
+
+/// A bool, integer or floating number; its kind decides promotion like a Python number in PyTorch.
+class Scalar {
+ public:
+  Scalar() = default;
+  template <class T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
+  Scalar(T v) {  // NOLINT: implicit, like c10::Scalar
+    if constexpr (std::is_same_v<T, bool>) {
+      kind_ = DType::Bool;
+      i_ = v;
+    } else if constexpr (std::is_integral_v<T>) {
+      kind_ = DType::Int64;
+      i_ = static_cast<int64_t>(v);
+    } else {
+      kind_ = DType::Float64;
+      d_ = static_cast<double>(v);
+    }
+  }
+  Scalar(BFloat16 v) : kind_(DType::Float64), d_(static_cast<float>(v)) {}  // NOLINT
+
+  /// Bool, Int64 or Float64.
+  DType kind() const { return kind_; }
+  bool is_floating_point() const { return kind_ == DType::Float64; }
+  bool is_integral() const { return kind_ == DType::Int64; }
+  bool is_bool() const { return kind_ == DType::Bool; }
+  double to_double() const { return kind_ == DType::Float64 ? d_ : static_cast<double>(i_); }
+  int64_t to_int() const { return kind_ == DType::Float64 ? static_cast<int64_t>(d_) : i_; }
+  template <class T>
+  T to() const {
+    if constexpr (std::is_same_v<T, bool>) return to_double() != 0;
+    else if constexpr (std::is_integral_v<T>) return static_cast<T>(to_int());
+    else return static_cast<T>(to_double());
+  }
+
+ private:
+  DType kind_ = DType::Int64;
+  int64_t i_ = 0;
+  double d_ = 0;
+};
+
+}  // namespace ignis

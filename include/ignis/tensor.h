@@ -1,0 +1,369 @@
+// Tensor: a strided view of typed storage on a device, with an optional autograd history.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "ignis/device.h"
+#include "ignis/dtype.h"
+#include "ignis/error.h"
+#include "ignis/scalar.h"
+#include "ignis/small_vector.h"
+
+namespace ignis {
+
+class TensorImpl;
+class Tensor;
+using TensorList = std::vector<Tensor>;
+
+namespace autograd {
+class Node;
+}
+
+/// How to create a tensor: dtype, device and requires_grad, chained like LibTorch's options:
+/// `zeros({2, 2}, TensorOptions().dtype(kFloat64).requires_grad(true))` or `zeros({2}, kInt64)`.
+class TensorOptions {
+ public:
+  TensorOptions() = default;
+  TensorOptions(DType d) : dtype_(d) {}    // NOLINT: implicit
+  TensorOptions(Device d) : device_(d) {}  // NOLINT: implicit
+  TensorOptions dtype(DType d) const { auto o = *this; o.dtype_ = d; return o; }
+  TensorOptions device(Device d) const { auto o = *this; o.device_ = d; return o; }
+  TensorOptions requires_grad(bool r) const { auto o = *this; o.requires_grad_ = r; return o; }
+  DType dtype() const { return dtype_.value_or(default_dtype()); }
+  bool has_dtype() const { return dtype_.has_value(); }
+  Device device() const { return device_; }
+  bool requires_grad() const { return requires_grad_; }
+
+ private:
+  std::optional<DType> dtype_;
+  Device device_ = kCPU;
+  bool requires_grad_ = false;
+};
+
+/// A hook on a tensor's gradient: may return a replacement gradient, or an undefined Tensor to
+/// keep it.
+using GradHook = std::function<Tensor(const Tensor&)>;
+
+/// Elements of `x.index({...})`: an integer, a Slice, None (new axis), Ellipsis, or an integer or
+/// boolean Tensor.
+struct Slice {
+  std::optional<int64_t> start, stop;
+  int64_t step = 1;
+  Slice(std::optional<int64_t> start_ = std::nullopt, std::optional<int64_t> stop_ = std::nullopt,
+        int64_t step_ = 1)
+      : start(start_), stop(stop_), step(step_) {}
+};
+struct NoneIndex {};
+struct EllipsisIndex {};
+constexpr NoneIndex None{};
+constexpr EllipsisIndex Ellipsis{};
+class TensorIndex;
+
+/// The tensor handle. Copies share the same tensor (like LibTorch's at::Tensor); views share
+/// storage. Every op is also a free function in `ignis/ops.h`.
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  bool defined() const { return impl_ != nullptr; }
+  TensorImpl* impl() const { return impl_.get(); }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+  bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
+
+  // ---- metadata
+  int64_t dim() const;
+  int64_t ndimension() const { return dim(); }
+  IntArrayRef sizes() const;
+  IntArrayRef strides() const;
+  int64_t size(int64_t d) const;
+  int64_t stride(int64_t d) const;
+  int64_t numel() const;
+  int64_t storage_offset() const;
+  DType dtype() const;
+  DType scalar_type() const { return dtype(); }
+  Device device() const;
+  size_t element_size() const { return ignis::element_size(dtype()); }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(); }
+  bool is_contiguous() const;
+  bool is_floating_point() const { return ignis::is_floating_point(dtype()); }
+  TensorOptions options() const { return TensorOptions(dtype()).device(device()); }
+  /// Pointer to the first element. The typed form checks the dtype.
+  void* data_ptr() const;
+  template <class T>
+  T* data_ptr() const {
+    IGNIS_CHECK(dtype_of_v<T> == dtype(), "data_ptr: tensor has dtype ", dtype(),
+                " but the requested element type is ", dtype_of_v<T>);
+    return static_cast<T*>(data_ptr());
+  }
+  /// The value of a one-element tensor.
+  Scalar item() const;
+  template <class T>
+  T item() const {
+    return item().to<T>();
+  }
+  /// Storage version, bumped by every in-place write (autograd checks it on saved tensors).
+  uint32_t _version() const;
+
+  // ---- autograd
+  bool requires_grad() const;
+  Tensor& requires_grad_(bool r = true);
+  Tensor& set_requires_grad(bool r) { return requires_grad_(r); }
+  bool is_leaf() const;
+  /// The gradient accumulated by backward (undefined until then).
+  const Tensor& grad() const;
+  Tensor& mutable_grad();
+  void set_grad(const Tensor& g);
+  std::shared_ptr<autograd::Node> grad_fn() const;
+  int64_t output_nr() const;
+  void retain_grad();
+  bool retains_grad() const;
+  void backward(const Tensor& gradient = Tensor(), std::optional<bool> retain_graph = std::nullopt,
+                bool create_graph = false) const;
+  /// Registers a hook called with this tensor's gradient during backward; returns its handle.
+  size_t register_hook(GradHook hook) const;
+  size_t register_hook(std::function<void(const Tensor&)> hook) const;
+  void remove_hook(size_t handle) const;
+  Tensor detach() const;
+  Tensor& detach_();
+  /// Internal: the autograd record of this tensor (nullptr when it has none).
+  struct AutogradMeta* autograd_meta() const;
+
+  // ---- conversion and copies
+  Tensor to(DType dtype, bool copy = false) const;
+  Tensor to(Device device, bool copy = false) const;
+  Tensor to(const TensorOptions& opts, bool copy = false) const;
+  Tensor cpu() const { return to(kCPU); }
+  Tensor cuda() const { return to(Device(DeviceType::CUDA, 0)); }
+  Tensor clone() const;
+  Tensor contiguous() const;
+  Tensor& copy_(const Tensor& src);
+
+  // ---- views (zero-copy)
+  Tensor view(IntArrayRef shape) const;
+  Tensor reshape(IntArrayRef shape) const;
+  Tensor view_as(const Tensor& o) const { return view(o.sizes()); }
+  Tensor reshape_as(const Tensor& o) const { return reshape(o.sizes()); }
+  Tensor transpose(int64_t d0, int64_t d1) const;
+  Tensor permute(IntArrayRef dims) const;
+  Tensor t() const;
+  Tensor mT() const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor slice(int64_t dim, std::optional<int64_t> start = std::nullopt,
+               std::optional<int64_t> end = std::nullopt, int64_t step = 1) const;
+  Tensor select(int64_t dim, int64_t index) const;
+  Tensor operator[](int64_t index) const { return select(0, index); }
+  Tensor expand(IntArrayRef shape) const;
+  Tensor expand_as(const Tensor& o) const { return expand(o.sizes()); }
+  Tensor squeeze() const;
+  Tensor squeeze(int64_t dim) const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  Tensor unflatten(int64_t dim, IntArrayRef sizes) const;
+  Tensor as_strided(IntArrayRef sizes, IntArrayRef strides,
+                    std::optional<int64_t> storage_offset = std::nullopt) const;
+
+  // ---- indexing
+  Tensor index(const std::vector<TensorIndex>& indices) const;
+  Tensor& index_put_(const std::vector<TensorIndex>& indices, const Tensor& value);
+  Tensor& index_put_(const std::vector<TensorIndex>& indices, Scalar value);
+  Tensor index_select(int64_t dim, const Tensor& index) const;
+  Tensor gather(int64_t dim, const Tensor& index) const;
+  Tensor scatter(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor index_add(int64_t dim, const Tensor& index, const Tensor& source, Scalar alpha = 1) const;
+  Tensor masked_fill(const Tensor& mask, Scalar value) const;
+  Tensor masked_select(const Tensor& mask) const;
+  Tensor& masked_fill_(const Tensor& mask, Scalar value);
+  Tensor& index_add_(int64_t dim, const Tensor& index, const Tensor& source, Scalar alpha = 1);
+  Tensor& scatter_(int64_t dim, const Tensor& index, const Tensor& src);
+  Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src);
+  Tensor repeat(IntArrayRef repeats) const;
+  Tensor flip(IntArrayRef dims) const;
+  Tensor tril(int64_t diagonal = 0) const;
+  Tensor triu(int64_t diagonal = 0) const;
+  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
+
+  // ---- elementwise
+  Tensor add(const Tensor& o, Scalar alpha = 1) const;
+  Tensor add(Scalar o, Scalar alpha = 1) const;
+  Tensor sub(const Tensor& o, Scalar alpha = 1) const;
+  Tensor sub(Scalar o, Scalar alpha = 1) const;
+  Tensor mul(const Tensor& o) const;
+  Tensor mul(Scalar o) const;
+  Tensor div(const Tensor& o) const;
+  Tensor div(Scalar o) const;
+  Tensor pow(const Tensor& e) const;
+  Tensor pow(Scalar e) const;
+  Tensor neg() const;
+  Tensor abs() const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor log1p() const;
+  Tensor sqrt() const;
+  Tensor rsqrt() const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor relu() const;
+  Tensor sign() const;
+  Tensor floor() const;
+  Tensor ceil() const;
+  Tensor round() const;
+  Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
+  Tensor clamp_min(Scalar min) const { return clamp(min, std::nullopt); }
+  Tensor clamp_max(Scalar max) const { return clamp(std::nullopt, max); }
+  Tensor maximum(const Tensor& o) const;
+  Tensor minimum(const Tensor& o) const;
+  Tensor eq(const Tensor& o) const;
+  Tensor eq(Scalar o) const;
+  Tensor ne(const Tensor& o) const;
+  Tensor ne(Scalar o) const;
+  Tensor lt(const Tensor& o) const;
+  Tensor lt(Scalar o) const;
+  Tensor le(const Tensor& o) const;
+  Tensor le(Scalar o) const;
+  Tensor gt(const Tensor& o) const;
+  Tensor gt(Scalar o) const;
+  Tensor ge(const Tensor& o) const;
+  Tensor ge(Scalar o) const;
+  Tensor logical_and(const Tensor& o) const;
+  Tensor logical_or(const Tensor& o) const;
+  Tensor logical_not() const;
+
+  // ---- in place (each bumps the version counter)
+  Tensor& add_(const Tensor& o, Scalar alpha = 1);
+  Tensor& add_(Scalar o, Scalar alpha = 1);
+  Tensor& sub_(const Tensor& o, Scalar alpha = 1);
+  Tensor& sub_(Scalar o, Scalar alpha = 1);
+  Tensor& mul_(const Tensor& o);
+  Tensor& mul_(Scalar o);
+  Tensor& div_(const Tensor& o);
+  Tensor& div_(Scalar o);
+  Tensor& pow_(Scalar e);
+  Tensor& neg_();
+  Tensor& exp_();
+  Tensor& sqrt_();
+  Tensor& relu_();
+  Tensor& sigmoid_();
+  Tensor& tanh_();
+  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
+  Tensor& zero_();
+  Tensor& fill_(Scalar v);
+  Tensor& uniform_(double from = 0, double to = 1);
+  Tensor& normal_(double mean = 0, double std = 1);
+
+  // ---- reductions (an empty dims list means all dims)
+  Tensor sum(std::optional<DType> dtype = std::nullopt) const;
+  Tensor sum(IntArrayRef dims, bool keepdim = false, std::optional<DType> dtype = std::nullopt) const;
+  Tensor mean() const;
+  Tensor mean(IntArrayRef dims, bool keepdim = false) const;
+  Tensor prod() const;
+  Tensor prod(int64_t dim, bool keepdim = false) const;
+  Tensor max() const;
+  std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;
+  Tensor min() const;
+  std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
+  Tensor amax(IntArrayRef dims = {}, bool keepdim = false) const;
+  Tensor amin(IntArrayRef dims = {}, bool keepdim = false) const;
+  Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor var(IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false) const;
+  Tensor std(IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false) const;
+  Tensor norm(double p = 2, IntArrayRef dims = {}, bool keepdim = false) const;
+  Tensor logsumexp(IntArrayRef dims, bool keepdim = false) const;
+  Tensor softmax(int64_t dim) const;
+  Tensor log_softmax(int64_t dim) const;
+  Tensor cumsum(int64_t dim) const;
+  Tensor all() const;
+  Tensor all(int64_t dim, bool keepdim = false) const;
+  Tensor any() const;
+  Tensor any(int64_t dim, bool keepdim = false) const;
+  Tensor sum_to_size(IntArrayRef shape) const;
+
+  // ---- linear algebra
+  Tensor matmul(const Tensor& o) const;
+  Tensor mm(const Tensor& o) const;
+  Tensor bmm(const Tensor& o) const;
+  Tensor dot(const Tensor& o) const;
+  Tensor outer(const Tensor& o) const;
+
+  // ---- operators (also free operators below)
+  Tensor operator-() const { return neg(); }
+  Tensor& operator+=(const Tensor& o) { return add_(o); }
+  Tensor& operator+=(Scalar o) { return add_(o); }
+  Tensor& operator-=(const Tensor& o) { return sub_(o); }
+  Tensor& operator-=(Scalar o) { return sub_(o); }
+  Tensor& operator*=(const Tensor& o) { return mul_(o); }
+  Tensor& operator*=(Scalar o) { return mul_(o); }
+  Tensor& operator/=(const Tensor& o) { return div_(o); }
+  Tensor& operator/=(Scalar o) { return div_(o); }
+
+  std::string toString() const;
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+/// One element of `Tensor::index`.
+class TensorIndex {
+ public:
+  enum class Kind { Integer, Slice, None, Ellipsis, Tensor, Bool };
+  TensorIndex(int64_t i) : kind_(Kind::Integer), integer_(i) {}  // NOLINT: implicit
+  TensorIndex(int i) : kind_(Kind::Integer), integer_(i) {}      // NOLINT: implicit
+  TensorIndex(bool b) : kind_(Kind::Bool), integer_(b) {}        // NOLINT: implicit
+  TensorIndex(Slice s) : kind_(Kind::Slice), slice_(s) {}        // NOLINT: implicit
+  TensorIndex(NoneIndex) : kind_(Kind::None) {}                  // NOLINT: implicit
+  TensorIndex(EllipsisIndex) : kind_(Kind::Ellipsis) {}          // NOLINT: implicit
+  TensorIndex(Tensor t) : kind_(Kind::Tensor), tensor_(std::move(t)) {}  // NOLINT: implicit
+  Kind kind() const { return kind_; }
+  int64_t integer() const { return integer_; }
+  const Slice& slice() const { return slice_; }
+  const Tensor& tensor() const { return tensor_; }
+
+ private:
+  Kind kind_;
+  int64_t integer_ = 0;
+  Slice slice_;
+  Tensor tensor_;
+};
+
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, Scalar b);
+Tensor operator+(Scalar a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, Scalar b);
+Tensor operator-(Scalar a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, Scalar b);
+Tensor operator*(Scalar a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, Scalar b);
+Tensor operator/(Scalar a, const Tensor& b);
+Tensor operator==(const Tensor& a, const Tensor& b);
+Tensor operator==(const Tensor& a, Scalar b);
+Tensor operator!=(const Tensor& a, const Tensor& b);
+Tensor operator!=(const Tensor& a, Scalar b);
+Tensor operator<(const Tensor& a, const Tensor& b);
+Tensor operator<(const Tensor& a, Scalar b);
+Tensor operator<=(const Tensor& a, const Tensor& b);
+Tensor operator<=(const Tensor& a, Scalar b);
+Tensor operator>(const Tensor& a, const Tensor& b);
+Tensor operator>(const Tensor& a, Scalar b);
+Tensor operator>=(const Tensor& a, const Tensor& b);
+Tensor operator>=(const Tensor& a, Scalar b);
+Tensor operator&&(const Tensor& a, const Tensor& b);
+Tensor operator||(const Tensor& a, const Tensor& b);
+Tensor operator!(const Tensor& a);
+
+/// Prints like PyTorch: `tensor([[1., 2.], [3., 4.]], dtype=float64, requires_grad=True)`.
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+}  // namespace ignis

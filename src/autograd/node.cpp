@@ -1,0 +1,127 @@
+// Nodes, saved variables, grad mode, and connecting new nodes into the graph.
+#include "autograd/node.h"
+
+#include <atomic>
+
+#include "autograd/accumulate_grad.h"
+
+namespace ignis {
+
+namespace {
+thread_local bool grad_enabled = true;
+}
+bool is_grad_enabled() { return grad_enabled; }
+void set_grad_enabled(bool enabled) { grad_enabled = enabled; }
+
+namespace autograd {
+
+namespace {
+std::atomic<uint64_t> next_sequence_nr{0};
+}
+
+Node::Node() : sequence_nr_(next_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {}
+
+SavedVariable::SavedVariable(const Tensor& t, bool is_output) {
+  if (!t.defined()) return;
+  version_ = t._version();
+  is_output_ = is_output;
+  requires_grad_ = t.requires_grad();
+  if (is_output) {
+    // An alias without autograd meta: holding the output itself would make a cycle
+    // (output -> grad_fn -> saved output).
+    data_ = make_view(t, t.impl()->sizes().shape(), t.impl()->strides().shape(),
+                      t.impl()->offset());
+    output_nr_ = t.autograd_meta() ? t.autograd_meta()->output_nr : 0;
+  } else {
+    data_ = t;
+  }
+}
+
+Tensor SavedVariable::unpack(const Node* node) const {
+  if (!data_.defined()) {
+    if (!was_reset_) return Tensor();
+    IGNIS_FAIL("backward: trying to backward through the graph a second time (or to access saved "
+               "tensors after they were freed)",
+               node ? " at " + node->name() : std::string(),
+               ". Pass retain_graph=true to the first backward if you need to backward twice.");
+  }
+  uint32_t now = data_._version();
+  IGNIS_CHECK(now == version_, "backward: one of the tensors needed for gradient computation "
+              "has been modified by an in-place operation: a ", data_.dtype(), " tensor of shape ",
+              data_.sizes(), (is_output_ ? " (an output of " : " (an input of "),
+              node ? node->name() : std::string("?"), ") is at version ", now,
+              "; expected version ", version_, " instead.");
+  if (!is_output_) return data_;
+  Tensor t = make_view(data_, data_.impl()->sizes().shape(), data_.impl()->strides().shape(),
+                       data_.impl()->offset());
+  if (requires_grad_ && node != nullptr) {
+    auto& m = t.impl()->ensure_autograd();
+    m.requires_grad = true;
+    m.grad_fn = const_cast<Node*>(node)->shared_from_this();
+    m.output_nr = output_nr_;
+  }
+  return t;
+}
+
+bool any_needs_grad(std::initializer_list<const Tensor*> inputs) {
+  if (!grad_enabled) return false;
+  for (const Tensor* t : inputs) {
+    if (t->defined() && t->requires_grad()) return true;
+  }
+  return false;
+}
+
+Edge gradient_edge(const Tensor& t) {
+  AutogradMeta* m = t.autograd_meta();
+  if (m == nullptr || !m->requires_grad) return {};
+  if (m->grad_fn) return {m->grad_fn, m->output_nr};
+  // A leaf: its AccumulateGrad node, shared by every op that uses it in this graph.
+  std::shared_ptr<Node> acc = m->grad_accumulator.lock();
+  if (!acc) {
+    acc = std::make_shared<AccumulateGrad>(t);
+    m->grad_accumulator = acc;
+  }
+  return {acc, 0};
+}
+
+namespace {
+void add_input(Node& node, const Tensor& t) {
+  InputMeta meta;
+  if (t.defined()) {
+    meta.edge = gradient_edge(t);
+    meta.shape = t.sizes().shape();
+    meta.dtype = t.dtype();
+  } else {
+    meta.dtype = DType::Float32;
+  }
+  node.inputs().push_back(std::move(meta));
+}
+void set_history(const std::shared_ptr<Node>& node, Tensor& out, uint32_t nr) {
+  if (!out.defined()) return;
+  auto& m = out.impl()->ensure_autograd();
+  m.requires_grad = true;
+  m.grad_fn = node;
+  m.output_nr = nr;
+}
+}  // namespace
+
+void connect(const std::shared_ptr<Node>& node, std::initializer_list<const Tensor*> inputs,
+             std::initializer_list<Tensor*> outputs) {
+  node->inputs().reserve(inputs.size());
+  for (const Tensor* t : inputs) add_input(*node, *t);
+  uint32_t nr = 0;
+  for (Tensor* t : outputs) set_history(node, *t, nr++);
+  node->num_outputs = nr;
+}
+
+void connect(const std::shared_ptr<Node>& node, const variable_list& inputs,
+             variable_list& outputs) {
+  node->inputs().reserve(inputs.size());
+  for (const Tensor& t : inputs) add_input(*node, t);
+  uint32_t nr = 0;
+  for (Tensor& t : outputs) set_history(node, t, nr++);
+  node->num_outputs = nr;
+}
+
+}  // namespace autograd
+}  // namespace ignis

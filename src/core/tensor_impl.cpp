@@ -1,0 +1,142 @@
+// TensorImpl and StorageImpl, plus the geometry helpers shared by ops.
+#include "core/tensor_impl.h"
+
+#include <sstream>
+
+#include "ignis/autograd.h"
+
+namespace ignis {
+
+StorageImpl::StorageImpl(size_t n, Device d) : nbytes(n), device(d) {
+  allocator = &allocator_for(d);
+  data = allocator->allocate(n);
+}
+
+StorageImpl::StorageImpl(void* p, size_t n, Device d, std::function<void(void*)> del)
+    : data(p), nbytes(n), device(d), deleter(std::move(del)) {}
+
+StorageImpl::~StorageImpl() {
+  if (allocator != nullptr) {
+    allocator->deallocate(data, nbytes);
+  } else if (deleter) {
+    deleter(data);
+  }
+}
+
+TensorImpl::TensorImpl(std::shared_ptr<StorageImpl> storage, Shape sizes, Shape strides,
+                       int64_t offset, DType dtype)
+    : storage_(std::move(storage)),
+      sizes_(std::move(sizes)),
+      strides_(std::move(strides)),
+      offset_(offset),
+      dtype_(dtype) {
+  refresh();
+}
+
+void TensorImpl::set_geometry(Shape sizes, Shape strides, int64_t offset) {
+  sizes_ = std::move(sizes);
+  strides_ = std::move(strides);
+  offset_ = offset;
+  refresh();
+}
+
+void TensorImpl::refresh() {
+  numel_ = 1;
+  for (int64_t s : sizes_) numel_ *= s;
+  contiguous_ = true;
+  int64_t expected = 1;
+  for (size_t i = sizes_.size(); i-- > 0;) {
+    if (sizes_[i] == 1) continue;
+    if (strides_[i] != expected) {
+      contiguous_ = false;
+      break;
+    }
+    expected *= sizes_[i];
+  }
+  if (numel_ == 0) contiguous_ = true;
+}
+
+Shape contiguous_strides(IntArrayRef sizes) {
+  Shape st(sizes.size());
+  int64_t acc = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    st[i] = acc;
+    acc *= std::max<int64_t>(sizes[i], 1);
+  }
+  return st;
+}
+
+int64_t shape_numel(IntArrayRef sizes, const char* op) {
+  int64_t n = 1;
+  for (int64_t s : sizes) {
+    IGNIS_CHECK(s >= 0, op, ": negative dimension in shape ", sizes);
+    IGNIS_CHECK(!__builtin_mul_overflow(n, s, &n), op, ": shape ", sizes,
+                " has too many elements (int64 overflow)");
+  }
+  return n;
+}
+
+int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
+  int64_t n = std::max<int64_t>(ndim, 1);  // a 0-d tensor accepts dim 0 and -1
+  IGNIS_CHECK(dim >= -n && dim < n, op, ": dimension ", dim, " out of range for a ", ndim,
+              "-d tensor (expected to be in [", -n, ", ", n - 1, "])");
+  return dim < 0 ? dim + n : dim;
+}
+
+Tensor make_tensor(IntArrayRef sizes, DType dtype, Device device) {
+  int64_t n = shape_numel(sizes, "empty");
+  size_t bytes;
+  IGNIS_CHECK(!__builtin_mul_overflow(static_cast<size_t>(n), element_size(dtype), &bytes),
+              "empty: shape ", sizes, " of ", dtype, " is too large");
+  auto storage = std::make_shared<StorageImpl>(bytes, device);
+  return Tensor(std::make_shared<TensorImpl>(std::move(storage), sizes.shape(),
+                                             contiguous_strides(sizes), 0, dtype));
+}
+
+Tensor make_view(const Tensor& base, Shape sizes, Shape strides, int64_t offset) {
+  return Tensor(std::make_shared<TensorImpl>(base.impl()->storage(), std::move(sizes),
+                                             std::move(strides), offset, base.dtype()));
+}
+
+bool needs_grad(const Tensor& x) {
+  return x.defined() && x.requires_grad() && is_grad_enabled();
+}
+
+std::string shape_str(IntArrayRef s) {
+  std::ostringstream os;
+  os << s;
+  return os.str();
+}
+
+Device::Device(const std::string& spec) {
+  if (spec == "cpu") {
+    type = DeviceType::CPU;
+    index = 0;
+    return;
+  }
+  if (spec.rfind("cuda", 0) == 0) {
+    type = DeviceType::CUDA;
+    index = 0;
+    if (spec.size() > 4) {
+      IGNIS_CHECK(spec[4] == ':' && spec.size() > 5, "Device: invalid device string '", spec, "'");
+      try {
+        size_t used = 0;
+        index = std::stoi(spec.substr(5), &used);
+        IGNIS_CHECK(used == spec.size() - 5 && index >= 0, "Device: invalid device string '",
+                    spec, "'");
+      } catch (const std::logic_error&) {
+        IGNIS_FAIL("Device: invalid device string '", spec, "'");
+      }
+    }
+    return;
+  }
+  IGNIS_FAIL("Device: invalid device string '", spec, "' (expected cpu, cuda or cuda:N)");
+}
+
+std::string Device::str() const {
+  return is_cpu() ? "cpu" : "cuda:" + std::to_string(index);
+}
+
+bool cuda_is_available() { return false; }
+
+}  // namespace ignis

@@ -1,0 +1,75 @@
+#include "core/tensor_iter.h"
+
+namespace ignis {
+
+TensorIter TensorIter::build(const Tensor& out, std::initializer_list<const Tensor*> inputs) {
+  TensorIter it;
+  it.ntensors = static_cast<int>(inputs.size()) + 1;
+  IGNIS_CHECK(it.ntensors <= kMaxOperands, "TensorIter: too many operands");
+  const int64_t nd = out.dim();
+  it.numel = out.numel();
+  // Reverse order: innermost dim first.
+  Shape shape(nd);
+  for (int64_t d = 0; d < nd; ++d) shape[d] = out.sizes()[nd - 1 - d];
+  const Tensor* ops[kMaxOperands];
+  ops[0] = &out;
+  int k = 1;
+  for (const Tensor* t : inputs) ops[k++] = t;
+  for (int i = 0; i < it.ntensors; ++i) {
+    const Tensor& t = *ops[i];
+    const int64_t es = static_cast<int64_t>(t.element_size());
+    const int64_t tnd = t.dim();
+    Shape st(nd, 0);
+    for (int64_t d = 0; d < tnd; ++d) {
+      int64_t size = t.sizes()[tnd - 1 - d];
+      // Broadcast dims (size 1 against a larger output) get stride 0.
+      st[d] = (size == 1 && shape[d] != 1) ? 0 : t.strides()[tnd - 1 - d] * es;
+    }
+    it.strides[i] = std::move(st);
+    it.data[i] = t.impl()->data();
+  }
+  // Drop size-1 dims, then merge dim d+1 into d when every operand is contiguous across them.
+  int64_t w = 0;
+  for (int64_t d = 0; d < nd; ++d) {
+    if (shape[d] == 1) continue;
+    if (w > 0) {
+      bool mergeable = true;
+      for (int i = 0; i < it.ntensors; ++i) {
+        if (it.strides[i][w - 1] * shape[w - 1] != it.strides[i][d]) {
+          mergeable = false;
+          break;
+        }
+      }
+      if (mergeable) {
+        shape[w - 1] *= shape[d];
+        continue;
+      }
+    }
+    shape[w] = shape[d];
+    for (int i = 0; i < it.ntensors; ++i) it.strides[i][w] = it.strides[i][d];
+    ++w;
+  }
+  if (w == 0) {  // all dims of size 1 (or a 0-d tensor): one element
+    shape.resize(1);
+    shape[0] = it.numel;
+    for (int i = 0; i < it.ntensors; ++i) it.strides[i].assign(size_t{1}, int64_t{0});
+    w = 1;
+  }
+  shape.resize(w);
+  for (int i = 0; i < it.ntensors; ++i) it.strides[i].resize(w);
+  it.shape = std::move(shape);
+  it.ndim = static_cast<int>(w);
+  return it;
+}
+
+bool TensorIter::is_contiguous(std::initializer_list<size_t> elem_sizes) const {
+  if (ndim != 1) return ndim == 0;
+  int i = 0;
+  for (size_t es : elem_sizes) {
+    if (strides[i][0] != static_cast<int64_t>(es) && shape[0] > 1) return false;
+    ++i;
+  }
+  return true;
+}
+
+}  // namespace ignis

@@ -1,0 +1,28 @@
+// TensorIter: the iteration space of an elementwise op. Operands (output first) are broadcast to
+// the output's shape, their strides become byte strides (0 along broadcast dims), and adjacent
+// dims that are contiguous in every operand are merged, so most ops run as one flat loop.
+// Device-independent: CPU loops (cpu/loops.h) and later CUDA kernels consume it.
+#pragma once
+
+#include <array>
+
+#include "core/tensor_impl.h"
+
+namespace ignis {
+
+struct TensorIter {
+  static constexpr int kMaxOperands = 4;
+  int ntensors = 0;
+  int ndim = 0;                                // after merging; dim 0 is the innermost
+  Shape shape;                                 // innermost first
+  std::array<Shape, kMaxOperands> strides;     // bytes, innermost first
+  std::array<char*, kMaxOperands> data{};
+  int64_t numel = 0;
+
+  /// Iterates out (already allocated with the broadcast shape) and inputs.
+  static TensorIter build(const Tensor& out, std::initializer_list<const Tensor*> inputs);
+  /// True when every operand is dense in memory with its element size (a flat loop).
+  bool is_contiguous(std::initializer_list<size_t> elem_sizes) const;
+};
+
+}  // namespace ignis

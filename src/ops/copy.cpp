@@ -1,0 +1,84 @@
+// Copies, casts, clone/contiguous, fill: the ops that move data without arithmetic.
+#include "ops/copy.h"
+
+#include "autograd/node.h"
+
+namespace ignis {
+
+IGNIS_DEFINE_STUB(copy_stub, CopyFn);
+
+void copy_into(const Tensor& dst, const Tensor& src) {
+  IGNIS_CHECK(dst.device() == src.device(), "copy_: copying between ", src.device().str(), " and ",
+              dst.device().str(), " needs a device backend");
+  if (dst.numel() == 0) return;
+  TensorIter it = TensorIter::build(dst, {&src});
+  copy_stub[dst.device()](it, dst.dtype(), src.dtype());
+}
+
+Tensor Tensor::to(DType dtype, bool copy) const {
+  if (dtype == this->dtype() && !copy) return *this;
+  Tensor out = make_tensor(sizes(), dtype, device());
+  copy_into(out, *this);
+  if (autograd::any_needs_grad({this}) && ignis::is_floating_point(dtype)) {
+    // The engine casts the gradient back to the input's dtype.
+    autograd::record("to", {this}, {&out}, [](autograd::BackwardCtx&, const TensorList& g) {
+      return TensorList{g[0]};
+    });
+  }
+  return out;
+}
+
+Tensor Tensor::to(Device device, bool copy) const {
+  if (device == this->device() && !copy) return *this;
+  Tensor out = make_tensor(sizes(), dtype(), device);  // throws if no backend for `device`
+  copy_into(out, *this);
+  return out;
+}
+
+Tensor Tensor::to(const TensorOptions& opts, bool copy) const {
+  Tensor t = opts.has_dtype() ? to(opts.dtype(), copy) : *this;
+  return t.to(opts.device(), copy && !opts.has_dtype());
+}
+
+Tensor Tensor::clone() const {
+  Tensor out = make_tensor(sizes(), dtype(), device());
+  copy_into(out, *this);
+  if (autograd::any_needs_grad({this})) {
+    autograd::record("clone", {this}, {&out}, [](autograd::BackwardCtx&, const TensorList& g) {
+      return TensorList{g[0]};
+    });
+  }
+  return out;
+}
+
+Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+Tensor contiguous(const Tensor& x) { return x.contiguous(); }
+
+Tensor& Tensor::copy_(const Tensor& src) {
+  IGNIS_CHECK(defined() && src.defined(), "copy_: undefined tensor");
+  if (autograd::any_needs_grad({this, &src})) {
+    Tensor r = src.expand(sizes()).to(dtype(), true);
+    return inplace_from(*this, r, "copy_");
+  }
+  Shape s = broadcast_shapes(sizes(), src.sizes());
+  IGNIS_CHECK(IntArrayRef(s).equals(sizes()), "copy_: source of shape ", src.sizes(),
+              " can't be broadcast to the destination's shape ", sizes());
+  copy_into(*this, src);
+  impl()->bump_version();
+  return *this;
+}
+
+Tensor& Tensor::fill_(Scalar v) {
+  check_inplace(*this, "fill_");
+  copy_into(*this, wrap_scalar(v, dtype(), device()));
+  impl()->bump_version();
+  if (AutogradMeta* m = autograd_meta(); m && m->grad_fn && is_grad_enabled()) {
+    m->grad_fn.reset();  // a constant now: no history
+    m->requires_grad = false;
+  }
+  return *this;
+}
+
+Tensor& Tensor::zero_() { return fill_(0); }
+
+}  // namespace ignis

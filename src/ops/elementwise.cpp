@@ -1,0 +1,132 @@
+#include "ops/elementwise.h"
+
+#include "autograd/node.h"
+#include "ops/copy.h"
+
+namespace ignis {
+
+DType result_type(const Tensor& a, const Tensor& b) {
+  const bool a0 = a.dim() == 0, b0 = b.dim() == 0;
+  if (a0 == b0) return promote_types(a.dtype(), b.dtype());
+  const DType dim_t = a0 ? b.dtype() : a.dtype();
+  const DType zero_t = a0 ? a.dtype() : b.dtype();
+  return dtype_category(zero_t) > dtype_category(dim_t) ? promote_types(dim_t, zero_t) : dim_t;
+}
+
+DType result_type(const Tensor& a, Scalar b) {
+  const DType t = a.dtype();
+  const DType s = b.is_floating_point() ? default_dtype() : b.is_integral() ? kInt64 : kBool;
+  return dtype_category(s) > dtype_category(t) ? promote_types(t, s) : t;
+}
+
+Tensor wrap_scalar(Scalar s, DType dtype, Device device) {
+  Tensor t = make_tensor({}, dtype, device);
+  if (device.is_cpu()) {
+    dispatch_dtype(dtype, "scalar", [&]<class T>() {
+      *static_cast<T*>(t.data_ptr()) = static_cast<T>(s.to<acc_t<T>>());
+    });
+  } else {
+    t.fill_(s);
+  }
+  return t;
+}
+
+Tensor cast(const Tensor& x, DType dtype) { return x.dtype() == dtype ? x : x.to(dtype); }
+
+Tensor binary_op(const DispatchStub<ElementwiseFn>& stub, const Tensor& a, const Tensor& b,
+                 DType compute, DType out_dtype, OpArgs args) {
+  IGNIS_CHECK(a.device() == b.device(), stub.op, ": expected both tensors on the same device, "
+              "but got ", a.device().str(), " and ", b.device().str());
+  const Tensor ca = cast(a, compute);
+  const Tensor cb = cast(b, compute);
+  Tensor out;
+  if (a.sizes().equals(b.sizes())) {
+    out = make_tensor(a.sizes(), out_dtype, a.device());
+  } else {
+    Shape s;
+    try {
+      s = broadcast_shapes(a.sizes(), b.sizes());
+    } catch (const Error&) {
+      IGNIS_FAIL(stub.op, ": shapes ", a.sizes(), " and ", b.sizes(), " cannot be broadcast");
+    }
+    out = make_tensor(s, out_dtype, a.device());
+  }
+  TensorIter it = TensorIter::build(out, {&ca, &cb});
+  stub[a.device()](it, compute, args);
+  return out;
+}
+
+Tensor unary_op(const DispatchStub<ElementwiseFn>& stub, const Tensor& x, DType compute,
+                DType out_dtype, OpArgs args) {
+  const Tensor cx = cast(x, compute);
+  Tensor out = make_tensor(x.sizes(), out_dtype, x.device());
+  TensorIter it = TensorIter::build(out, {&cx});
+  stub[x.device()](it, compute, args);
+  return out;
+}
+
+void inplace_op(const DispatchStub<ElementwiseFn>& stub, Tensor& self, const Tensor& other,
+                DType compute, OpArgs args) {
+  // PyTorch's can_cast: no float -> integer, no number -> bool.
+  IGNIS_CHECK(dtype_category(compute) <= dtype_category(self.dtype()), stub.op,
+              "_: result type ", compute, " can't be cast to the desired output type ",
+              self.dtype());
+  Tensor cs = self;
+  if (compute != self.dtype()) cs = cast(self, compute);
+  if (other.defined()) {
+    IGNIS_CHECK(other.device() == self.device(), stub.op, "_: expected both tensors on the same "
+                "device, but got ", self.device().str(), " and ", other.device().str());
+    Shape s;
+    try {
+      s = broadcast_shapes(self.sizes(), other.sizes());
+    } catch (const Error&) {
+      IGNIS_FAIL(stub.op, "_: shapes ", self.sizes(), " and ", other.sizes(),
+                 " cannot be broadcast");
+    }
+    IGNIS_CHECK(IntArrayRef(s).equals(self.sizes()), stub.op, "_: output with shape ",
+                self.sizes(), " doesn't match the broadcast shape ", s);
+  }
+  const Tensor co = other.defined() ? cast(other, compute) : Tensor();
+  if (compute == self.dtype()) {
+    TensorIter it = other.defined() ? TensorIter::build(self, {&cs, &co})
+                                    : TensorIter::build(self, {&cs});
+    stub[self.device()](it, compute, args);
+  } else {
+    Tensor tmp = make_tensor(self.sizes(), compute, self.device());
+    TensorIter it = other.defined() ? TensorIter::build(tmp, {&cs, &co})
+                                    : TensorIter::build(tmp, {&cs});
+    stub[self.device()](it, compute, args);
+    copy_into(self, tmp);
+  }
+  self.impl()->bump_version();
+}
+
+void check_inplace(const Tensor& self, const char* op) {
+  AutogradMeta* m = self.autograd_meta();
+  if (m == nullptr || !is_grad_enabled()) return;
+  IGNIS_CHECK(!(m->requires_grad && !m->grad_fn), op, ": a leaf tensor that requires grad is "
+              "being used in an in-place operation; wrap it in NoGradGuard or use an "
+              "out-of-place op");
+  IGNIS_CHECK(!m->is_view, op, ": in-place operation on a view of a tensor that requires grad "
+              "is not supported; clone() the view first");
+}
+
+Tensor& inplace_from(Tensor& self, const Tensor& result, const char* op) {
+  check_inplace(self, op);
+  IGNIS_CHECK(result.sizes().equals(self.sizes()), op, ": output with shape ", self.sizes(),
+              " doesn't match the broadcast shape ", result.sizes());
+  {
+    NoGradGuard ng;
+    copy_into(self, result);
+  }
+  self.impl()->bump_version();
+  if (AutogradMeta* rm = result.autograd_meta(); rm && rm->grad_fn) {
+    auto& m = self.impl()->ensure_autograd();
+    m.requires_grad = true;
+    m.grad_fn = rm->grad_fn;
+    m.output_nr = rm->output_nr;
+  }
+  return self;
+}
+
+}  // namespace ignis

@@ -1,0 +1,128 @@
+// Creation ops: empty, zeros, ones, full, the *_like forms, tensor(...) from C++ data.
+#include <cstring>
+
+#include "autograd/node.h"
+#include "ops/elementwise.h"
+
+namespace ignis {
+
+namespace {
+Tensor finish(Tensor t, const TensorOptions& opts) {
+  if (opts.requires_grad()) t.requires_grad_(true);
+  return t;
+}
+TensorOptions like(const Tensor& t, const std::optional<TensorOptions>& opts) {
+  if (!opts) return t.options();
+  TensorOptions o = *opts;
+  if (!o.has_dtype()) o = o.dtype(t.dtype());
+  return o;
+}
+template <class T>
+Tensor from_data(const T* data, size_t n, Shape shape, TensorOptions opts) {
+  Tensor src = make_tensor(shape, dtype_of_v<T>);
+  if (n) std::memcpy(src.data_ptr(), data, n * sizeof(T));
+  return finish(src.to(opts.dtype()).to(opts.device()), opts);
+}
+}  // namespace
+
+Tensor empty(IntArrayRef size, TensorOptions opts) {
+  return finish(make_tensor(size, opts.dtype(), opts.device()), opts);
+}
+Tensor full(IntArrayRef size, Scalar value, TensorOptions opts) {
+  Tensor t = make_tensor(size, opts.dtype(), opts.device());
+  t.fill_(value);
+  return finish(t, opts);
+}
+Tensor zeros(IntArrayRef size, TensorOptions opts) {
+  Tensor t = make_tensor(size, opts.dtype(), opts.device());
+  if (opts.device().is_cpu()) {
+    if (t.nbytes()) std::memset(t.data_ptr(), 0, t.nbytes());
+  } else {
+    t.fill_(0);
+  }
+  return finish(t, opts);
+}
+Tensor ones(IntArrayRef size, TensorOptions opts) { return full(size, 1, opts); }
+Tensor scalar_tensor(Scalar value, TensorOptions opts) { return full({}, value, opts); }
+
+Tensor empty_like(const Tensor& t, std::optional<TensorOptions> o) { return empty(t.sizes(), like(t, o)); }
+Tensor zeros_like(const Tensor& t, std::optional<TensorOptions> o) { return zeros(t.sizes(), like(t, o)); }
+Tensor ones_like(const Tensor& t, std::optional<TensorOptions> o) { return ones(t.sizes(), like(t, o)); }
+Tensor full_like(const Tensor& t, Scalar v, std::optional<TensorOptions> o) {
+  return full(t.sizes(), v, like(t, o));
+}
+
+Tensor tensor(const std::vector<double>& v, TensorOptions opts) {
+  return from_data(v.data(), v.size(), {static_cast<int64_t>(v.size())}, opts);
+}
+Tensor tensor(const std::vector<float>& v, TensorOptions opts) {
+  return from_data(v.data(), v.size(), {static_cast<int64_t>(v.size())}, opts);
+}
+Tensor tensor(const std::vector<int64_t>& v, TensorOptions opts) {
+  return from_data(v.data(), v.size(), {static_cast<int64_t>(v.size())}, opts);
+}
+Tensor tensor(const std::vector<int>& v, TensorOptions opts) {
+  std::vector<int64_t> w(v.begin(), v.end());
+  return tensor(w, opts);
+}
+Tensor tensor(const std::vector<bool>& v, TensorOptions opts) {
+  std::vector<uint8_t> w(v.begin(), v.end());
+  Tensor t = make_tensor({static_cast<int64_t>(v.size())}, kBool);
+  if (!w.empty()) std::memcpy(t.data_ptr(), w.data(), w.size());
+  return finish(t.to(opts.dtype()).to(opts.device()), opts);
+}
+Tensor tensor(std::initializer_list<double> v, TensorOptions opts) {
+  return tensor(std::vector<double>(v), opts);
+}
+Tensor tensor(std::initializer_list<int> v, TensorOptions opts) {
+  return tensor(std::vector<int>(v), opts);
+}
+Tensor tensor(std::initializer_list<std::initializer_list<double>> rows, TensorOptions opts) {
+  std::vector<double> flat;
+  const size_t cols = rows.size() ? rows.begin()->size() : 0;
+  for (const auto& r : rows) {
+    IGNIS_CHECK(r.size() == cols, "tensor: rows have different lengths (", cols, " and ",
+                r.size(), ")");
+    flat.insert(flat.end(), r.begin(), r.end());
+  }
+  return from_data(flat.data(), flat.size(),
+                   {static_cast<int64_t>(rows.size()), static_cast<int64_t>(cols)}, opts);
+}
+Tensor tensor(std::initializer_list<std::initializer_list<int>> rows, TensorOptions opts) {
+  std::vector<int64_t> flat;
+  const size_t cols = rows.size() ? rows.begin()->size() : 0;
+  for (const auto& r : rows) {
+    IGNIS_CHECK(r.size() == cols, "tensor: rows have different lengths (", cols, " and ",
+                r.size(), ")");
+    flat.insert(flat.end(), r.begin(), r.end());
+  }
+  return from_data(flat.data(), flat.size(),
+                   {static_cast<int64_t>(rows.size()), static_cast<int64_t>(cols)}, opts);
+}
+Tensor tensor(double value, TensorOptions opts) { return scalar_tensor(value, opts); }
+
+Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, TensorOptions opts,
+                 std::function<void(void*)> deleter) {
+  IGNIS_CHECK(sizes.size() == strides.size(), "from_blob: got ", sizes.size(), " sizes but ",
+              strides.size(), " strides");
+  int64_t span = 1;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    IGNIS_CHECK(sizes[i] >= 0 && strides[i] >= 0, "from_blob: negative size or stride");
+    if (sizes[i] == 0) span = 0;
+  }
+  if (span) {
+    for (size_t i = 0; i < sizes.size(); ++i) span += (sizes[i] - 1) * strides[i];
+  }
+  const size_t nbytes = static_cast<size_t>(span) * element_size(opts.dtype());
+  auto storage = std::make_shared<StorageImpl>(data, nbytes, opts.device(), std::move(deleter));
+  Tensor t(std::make_shared<TensorImpl>(std::move(storage), sizes.shape(), strides.shape(), 0,
+                                        opts.dtype()));
+  return finish(t, opts);
+}
+
+Tensor from_blob(void* data, IntArrayRef sizes, TensorOptions opts,
+                 std::function<void(void*)> deleter) {
+  return from_blob(data, sizes, contiguous_strides(sizes), opts, std::move(deleter));
+}
+
+}  // namespace ignis
