@@ -8,7 +8,7 @@
 namespace ignis {
 
 namespace {
-thread_local bool grad_enabled = true;
+thread_local bool grad_enabled __attribute__((tls_model("initial-exec"))) = true;
 }
 bool is_grad_enabled() { return grad_enabled; }
 void set_grad_enabled(bool enabled) { grad_enabled = enabled; }

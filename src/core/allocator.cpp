@@ -1,7 +1,9 @@
 // The caching CPU allocator: 64-byte aligned blocks, kept in size-class free lists on free and
-// handed out again, so steady-state training loops do not call malloc.
+// handed out again, so steady-state training loops do not call malloc. Small blocks (<= 4 KiB,
+// the per-op temporaries of small tensors) go through a lock-free per-thread cache first.
 #include "ignis/allocator.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <vector>
@@ -12,105 +14,148 @@ namespace ignis {
 namespace {
 
 constexpr size_t kAlign = 64;
-constexpr int kNumClasses = 64;
+constexpr size_t kSmall = 4096;
+constexpr int kNumSmall = kSmall / kAlign + 1;  // classes 64, 128, ..., 4096 (index size/64)
+constexpr size_t kLocalMax = 32;                // blocks kept per class per thread
 
-// Size classes: 64-byte granularity up to 4 KiB, then powers of two split in 4 (at most 25%
-// waste), so a freed block serves any later request of its class.
-size_t round_size(size_t n, int* cls) {
-  if (n <= 4096) {
-    size_t r = (n + kAlign - 1) / kAlign * kAlign;
-    if (r == 0) r = kAlign;
-    *cls = -1;
-    return r;
-  }
+// Sizes: 64-byte granularity up to 4 KiB, then powers of two split in quarters (<= 25% waste).
+size_t round_size(size_t n) {
+  if (n <= kSmall) return n == 0 ? kAlign : (n + kAlign - 1) / kAlign * kAlign;
   int lg = 63 - __builtin_clzll(n - 1);  // 2^lg < n <= 2^(lg+1)
   size_t quarter = size_t{1} << (lg - 1);
-  size_t r = (size_t{1} << lg) + ((n - (size_t{1} << lg) + quarter - 1) / quarter) * quarter;
-  *cls = 0;
-  return r;
+  return (size_t{1} << lg) + ((n - (size_t{1} << lg) + quarter - 1) / quarter) * quarter;
 }
+
+struct Block {
+  void* ptr;
+  size_t size;
+};
+
+class CpuCachingAllocator;
+CpuCachingAllocator& cpu_allocator();
+
+// A thread's cache of small free blocks; returned to the shared cache when the thread exits.
+struct LocalCache {
+  std::vector<void*> lists[kNumSmall];
+  ~LocalCache();
+};
 
 class CpuCachingAllocator final : public Allocator {
  public:
   void* allocate(size_t nbytes) override {
-    int cls;
-    size_t size = round_size(nbytes, &cls);
-    std::lock_guard<std::mutex> g(mu_);
-    ++stats_.num_allocs;
-    auto& list = free_[slot(size)];
-    for (size_t i = list.size(); i-- > 0;) {
-      if (list[i].size == size) {
-        void* p = list[i].ptr;
-        list[i] = list.back();
+    const size_t size = round_size(nbytes);
+    num_allocs_.fetch_add(1, std::memory_order_relaxed);
+    if (size <= kSmall) {
+      auto& list = local().lists[size / kAlign];
+      if (!list.empty()) {
+        void* p = list.back();
         list.pop_back();
-        ++stats_.cache_hits;
-        cached_ -= static_cast<int64_t>(size);
-        account(size);
+        cache_hits_.fetch_add(1, std::memory_order_relaxed);
+        account(static_cast<int64_t>(size));
         return p;
+      }
+    }
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      auto& list = free_[slot(size)];
+      for (size_t i = list.size(); i-- > 0;) {
+        if (list[i].size == size) {
+          void* p = list[i].ptr;
+          list[i] = list.back();
+          list.pop_back();
+          cache_hits_.fetch_add(1, std::memory_order_relaxed);
+          account(static_cast<int64_t>(size));
+          return p;
+        }
       }
     }
     void* p = std::aligned_alloc(kAlign, size);
     if (p == nullptr) {
-      // Give the cache back to the system and retry once before failing.
-      release_cache_locked();
+      empty_cache();  // give the cache back to the system and retry once
       p = std::aligned_alloc(kAlign, size);
     }
     IGNIS_CHECK(p != nullptr, "CPU allocator: out of memory allocating ", nbytes, " bytes (",
-                stats_.reserved, " bytes reserved)");
-    stats_.reserved += static_cast<int64_t>(size);
-    account(size);
+                reserved_.load(), " bytes reserved)");
+    reserved_.fetch_add(static_cast<int64_t>(size), std::memory_order_relaxed);
+    account(static_cast<int64_t>(size));
     return p;
   }
+
   void deallocate(void* ptr, size_t nbytes) override {
     if (ptr == nullptr) return;
-    int cls;
-    size_t size = round_size(nbytes, &cls);
-    std::lock_guard<std::mutex> g(mu_);
-    stats_.allocated -= static_cast<int64_t>(size);
-    free_[slot(size)].push_back({ptr, size});
-    cached_ += static_cast<int64_t>(size);
+    const size_t size = round_size(nbytes);
+    allocated_.fetch_sub(static_cast<int64_t>(size), std::memory_order_relaxed);
+    if (size <= kSmall && !in_teardown) {
+      auto& list = local().lists[size / kAlign];
+      if (list.size() < kLocalMax) {
+        list.push_back(ptr);
+        return;
+      }
+    }
+    give_back(ptr, size);
   }
-  MemoryStats stats() {
-    std::lock_guard<std::mutex> g(mu_);
-    return stats_;
-  }
-  void reset_peak() {
-    std::lock_guard<std::mutex> g(mu_);
-    stats_.peak_allocated = stats_.allocated;
-  }
-  void empty_cache() {
-    std::lock_guard<std::mutex> g(mu_);
-    release_cache_locked();
-  }
-  ~CpuCachingAllocator() override { release_cache_locked(); }
 
- private:
-  struct Block {
-    void* ptr;
-    size_t size;
-  };
-  static int slot(size_t size) {
-    return static_cast<int>((63 - __builtin_clzll(size)) % kNumClasses);
+  void give_back(void* ptr, size_t size) {
+    std::lock_guard<std::mutex> g(mu_);
+    free_[slot(size)].push_back({ptr, size});
   }
-  void account(size_t size) {
-    stats_.allocated += static_cast<int64_t>(size);
-    if (stats_.allocated > stats_.peak_allocated) stats_.peak_allocated = stats_.allocated;
+
+  MemoryStats stats() const {
+    MemoryStats s;
+    s.allocated = allocated_.load();
+    s.reserved = reserved_.load();
+    s.peak_allocated = peak_.load();
+    s.num_allocs = num_allocs_.load();
+    s.cache_hits = cache_hits_.load();
+    return s;
   }
-  void release_cache_locked() {
+  void reset_peak() { peak_.store(allocated_.load()); }
+
+  /// Frees the shared cache and this thread's cache (other threads keep theirs until they exit).
+  void empty_cache() {
+    LocalCache& lc = local();
+    for (int c = 0; c < kNumSmall; ++c) {
+      for (void* p : lc.lists[c]) give_back(p, static_cast<size_t>(c) * kAlign);
+      lc.lists[c].clear();
+    }
+    std::lock_guard<std::mutex> g(mu_);
     for (auto& list : free_) {
       for (auto& b : list) {
         std::free(b.ptr);
-        stats_.reserved -= static_cast<int64_t>(b.size);
+        reserved_.fetch_sub(static_cast<int64_t>(b.size), std::memory_order_relaxed);
       }
       list.clear();
     }
-    cached_ = 0;
+  }
+
+  static thread_local bool in_teardown;
+
+ private:
+  static LocalCache& local() {
+    // initial-exec: a direct TLS access, not a __tls_get_addr call, on the per-op path.
+    static thread_local LocalCache cache __attribute__((tls_model("initial-exec")));
+    return cache;
+  }
+  static int slot(size_t size) { return 63 - __builtin_clzll(size); }
+  void account(int64_t size) {
+    int64_t now = allocated_.fetch_add(size, std::memory_order_relaxed) + size;
+    int64_t peak = peak_.load(std::memory_order_relaxed);
+    while (now > peak && !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+    }
   }
   std::mutex mu_;
-  std::vector<Block> free_[kNumClasses];
-  MemoryStats stats_;
-  int64_t cached_ = 0;
+  std::vector<Block> free_[64];
+  std::atomic<int64_t> allocated_{0}, reserved_{0}, peak_{0}, num_allocs_{0}, cache_hits_{0};
 };
+
+thread_local bool CpuCachingAllocator::in_teardown = false;
+
+LocalCache::~LocalCache() {
+  CpuCachingAllocator::in_teardown = true;
+  for (int c = 0; c < kNumSmall; ++c) {
+    for (void* p : lists[c]) cpu_allocator().give_back(p, static_cast<size_t>(c) * kAlign);
+  }
+}
 
 CpuCachingAllocator& cpu_allocator() {
   static auto* a = new CpuCachingAllocator();  // never destroyed: tensors may outlive main

@@ -8,6 +8,23 @@ TensorIter TensorIter::build(const Tensor& out, std::initializer_list<const Tens
   IGNIS_CHECK(it.ntensors <= kMaxOperands, "TensorIter: too many operands");
   const int64_t nd = out.dim();
   it.numel = out.numel();
+  // Fast path: every operand contiguous with the output's shape -- one flat dim.
+  bool flat = out.is_contiguous();
+  for (const Tensor* t : inputs) {
+    flat = flat && t->is_contiguous() && t->sizes().equals(out.sizes());
+  }
+  if (flat) {
+    it.ndim = 1;
+    it.shape.assign(size_t{1}, it.numel);
+    it.strides[0].assign(size_t{1}, static_cast<int64_t>(out.element_size()));
+    it.data[0] = out.impl()->data();
+    int k = 1;
+    for (const Tensor* t : inputs) {
+      it.strides[k].assign(size_t{1}, static_cast<int64_t>(t->element_size()));
+      it.data[k++] = t->impl()->data();
+    }
+    return it;
+  }
   // Reverse order: innermost dim first.
   Shape shape(nd);
   for (int64_t d = 0; d < nd; ++d) shape[d] = out.sizes()[nd - 1 - d];

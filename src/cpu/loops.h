@@ -107,6 +107,16 @@ void cpu_kernel(const TensorIter& it, const F& f) {
     detail::row_loop<Out, In...>(ptrs, n, s, f, std::index_sequence_for<In...>{});
   };
   if (it.numel <= kGrainSize) {
+    if (it.ndim == 1) {  // one row: skip the index bookkeeping (tiny tensors' fast path)
+      char* ptrs[TensorIter::kMaxOperands];
+      int64_t inner[TensorIter::kMaxOperands];
+      for (int i = 0; i < it.ntensors; ++i) {
+        ptrs[i] = it.data[i];
+        inner[i] = it.strides[i][0];
+      }
+      row(ptrs, it.numel, inner);
+      return;
+    }
     for_each_row(it, 0, it.numel, row);
     return;
   }

@@ -16,9 +16,11 @@
 //  * sigmoid: with e = exp(-|x|) <= 1 (never overflows): 1/(1+e) for x >= 0, e/(1+e) otherwise.
 //  * erf: |x| < 0.9: x*P(x^2); otherwise 1 - exp(Q(|x|)), Q a minimax fit of log(erfc) on [0.9, 4].
 //  * sin/cos: k = round(x*2/pi), r = x - k*pi/2 with pi/2 split into 5 floats, the first four
-//    holding 11 significant bits, so every k*C_i that matters is exact for |k| < 2^13 and the
-//    reduction stays accurate for |x| <~ 1.2e4. Minimax odd/even polynomials on [-pi/4, pi/4] and
-//    a quadrant select finish. Accuracy degrades for larger |x| (results are clamped to [-1, 1]).
+//    holding <= 8 significant bits, so every k*C_i that matters is exact for |k| < 2^16 and the
+//    reduction is accurate for |x| <= 1e5 (with or without FMA). Minimax odd/even polynomials on
+//    [-pi/4, pi/4] and a quadrant select finish. Beyond 1e5 accuracy degrades (absolute error
+//    ~1e-7 up to 2e6 when FMA contraction is on); beyond ~6e6 results are meaningless but stay in
+//    [-1, 1].
 //
 // All polynomial coefficients are Remez fits made for this file. Max errors measured against a
 // double-precision reference are listed in tests/test_vec_math.cpp (all <= 2 ulp). Requires IEEE
@@ -125,9 +127,9 @@ IGNIS_VMATH_FN float log_core(float x, float corr) {
 
 // sin(x + quadrant*pi/2).
 IGNIS_VMATH_FN float sin_quadrant(float x, std::uint32_t quadrant) {
-  // pi/2 = C1 + C2 + C3 + C4 + C5 (C1..C4: 11 significant bits each), error ~ 2.7e-24.
-  constexpr float kC1 = 0x1.92p+0f, kC2 = 0x1.fb4p-12f, kC3 = 0x1.444p-24f;
-  constexpr float kC4 = 0x1.68cp-39f, kC5 = 0x1.1a6264p-54f;
+  // pi/2 = C1 + C2 + C3 + C4 + C5 with |error| < 1e-19; C1..C4 have <= 8 significant bits.
+  constexpr float kC1 = 0x1.92p+0f, kC2 = 0x1.fcp-12f, kC3 = -0x1.58p-21f;
+  constexpr float kC4 = 0x1.1p-30f, kC5 = 0x1.68c234p-39f;
   std::int32_t k;
   const float kf = round_int(x * 0x1.45f306p-1f, k);  // x * 2/pi
   float r = x - kf * kC1;

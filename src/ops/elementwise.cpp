@@ -37,8 +37,12 @@ Tensor binary_op(const DispatchStub<ElementwiseFn>& stub, const Tensor& a, const
                  DType compute, DType out_dtype, OpArgs args) {
   IGNIS_CHECK(a.device() == b.device(), stub.op, ": expected both tensors on the same device, "
               "but got ", a.device().str(), " and ", b.device().str());
-  const Tensor ca = cast(a, compute);
-  const Tensor cb = cast(b, compute);
+  // Cast only operands that need it (no handle copies on the common path).
+  Tensor ta, tb;
+  const Tensor* pa = &a;
+  const Tensor* pb = &b;
+  if (a.dtype() != compute) pa = &(ta = a.to(compute));
+  if (b.dtype() != compute) pb = &(tb = b.to(compute));
   Tensor out;
   if (a.sizes().equals(b.sizes())) {
     out = make_tensor(a.sizes(), out_dtype, a.device());
@@ -51,7 +55,7 @@ Tensor binary_op(const DispatchStub<ElementwiseFn>& stub, const Tensor& a, const
     }
     out = make_tensor(s, out_dtype, a.device());
   }
-  TensorIter it = TensorIter::build(out, {&ca, &cb});
+  TensorIter it = TensorIter::build(out, {pa, pb});
   stub[a.device()](it, compute, args);
   return out;
 }
