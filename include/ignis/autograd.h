@@ -7,6 +7,7 @@
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <typeinfo>
 #include <vector>
 
 #include "ignis/tensor.h"
@@ -86,6 +87,7 @@ class AutogradContext {
 
  private:
   friend struct CustomFunctionAccess;
+  variable_list to_save_;                     // what forward saved, until the node exists
   std::vector<std::shared_ptr<void>> saved_;  // SavedVariables (private type)
   std::vector<bool> needs_input_grad_;
   std::vector<const TensorImpl*> non_differentiable_;
@@ -98,6 +100,8 @@ void record_custom(const char* name, const std::shared_ptr<AutogradContext>& ctx
                    const variable_list& inputs, variable_list& outputs,
                    std::function<variable_list(AutogradContext*, variable_list)> backward);
 std::vector<bool> needs_grad_flags(const variable_list& inputs);
+/// Fills ctx's needs_input_grad before forward runs.
+void init_context(AutogradContext& ctx, const variable_list& inputs);
 template <class T>
 void collect_tensors(variable_list& out, const T& arg) {
   if constexpr (std::is_same_v<std::decay_t<T>, Tensor>) out.push_back(arg);
@@ -119,6 +123,7 @@ struct Function {
     auto ctx = std::make_shared<AutogradContext>();
     variable_list inputs;
     (detail::collect_tensors(inputs, args), ...);
+    detail::init_context(*ctx, inputs);
     using Out = decltype(Derived::forward(ctx.get(), std::forward<Args>(args)...));
     variable_list outputs;
     Out result;

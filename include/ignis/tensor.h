@@ -131,6 +131,9 @@ class Tensor {
   void remove_hook(size_t handle) const;
   Tensor detach() const;
   Tensor& detach_();
+  /// Makes this tensor use new_data's storage, shape and dtype, keeping its identity and autograd
+  /// flags (what Module::to and optimizers rely on; PyTorch's `param.data = ...`).
+  void set_data(const Tensor& new_data);
   /// Internal: the autograd record of this tensor (nullptr when it has none).
   struct AutogradMeta* autograd_meta() const;
 

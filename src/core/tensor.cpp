@@ -171,6 +171,14 @@ Tensor Tensor::detach() const {
   return make_view(*this, impl_->sizes().shape(), impl_->strides().shape(), impl_->offset());
 }
 
+void Tensor::set_data(const Tensor& d) {
+  check_defined(*this, "set_data");
+  check_defined(d, "set_data");
+  TensorImpl* src = d.impl();
+  impl_->set_data(src->storage(), src->sizes().shape(), src->strides().shape(), src->offset(),
+                  src->dtype());
+}
+
 Tensor& Tensor::detach_() {
   AutogradMeta* m = autograd_meta();
   IGNIS_CHECK(m == nullptr || !m->is_view, "detach_: can't detach a view in place; use detach()");

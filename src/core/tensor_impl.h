@@ -64,6 +64,13 @@ class TensorImpl {
   void bump_version() { storage_->version.fetch_add(1, std::memory_order_relaxed); }
   uint32_t version() const { return storage_->version.load(std::memory_order_relaxed); }
 
+  /// Points this tensor at other storage (Tensor::set_data).
+  void set_data(std::shared_ptr<StorageImpl> storage, Shape sizes, Shape strides, int64_t offset,
+                DType dtype) {
+    storage_ = std::move(storage);
+    dtype_ = dtype;
+    set_geometry(std::move(sizes), std::move(strides), offset);
+  }
   /// Replaces the view geometry (used by in-place view ops such as detach_ and squeeze_).
   void set_geometry(Shape sizes, Shape strides, int64_t offset);
 

@@ -132,11 +132,12 @@ IGNIS_VMATH_FN float sin_quadrant(float x, std::uint32_t quadrant) {
   constexpr float kC4 = 0x1.1p-30f, kC5 = 0x1.68c234p-39f;
   std::int32_t k;
   const float kf = round_int(x * 0x1.45f306p-1f, k);  // x * 2/pi
-  float r = x - kf * kC1;
-  r = r - kf * kC2;
-  r = r - kf * kC3;
-  r = r - kf * kC4;
-  r = r - kf * kC5;
+  // The first two steps are exact. The next two are exact whenever the result is small, and
+  // otherwise their rounding errors e3, e4 are recovered exactly (Fast2Sum) and added back.
+  const float r2 = (x - kf * kC1) - kf * kC2;
+  const float p3 = kf * kC3, r3 = r2 - p3, e3 = (r2 - r3) - p3;
+  const float p4 = kf * kC4, r4 = r3 - p4, e4 = (r3 - r4) - p4;
+  const float r = r4 + ((e3 + e4) - kf * kC5);
   const float z = r * r;
   // sin(r) = r + r*z*S(z), cos(r) = 1 - z/2 + z^2*C(z) on |r| <= pi/4.
   const float sp = 0x1.994feep-13f;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cmath>
+#include <limits>
 #include <type_traits>
 
 #include "cpu/vec_math.h"
@@ -50,6 +51,400 @@ struct Div {  // true division (callers promote integers to float first)
   OpArgs p;
   template <class T>
   IGNIS_HD T operator()(T a, T b) const { return a / b; }
+};
+
+
+// ---- unary math (floating ops are called with float or double only; integer and bool inputs
+// are promoted by the front end where PyTorch promotes them)
+namespace detail {
+/// base^exp for integers by repeated squaring, wrapping like the hardware (computed unsigned).
+/// Negative exponents: 1 for base 1, +-1 for base -1, else 0 (truncated 1/base^n).
+template <class T>
+IGNIS_HD T ipow(T base, T exp) {
+  if constexpr (std::is_signed_v<T>) {
+    if (exp < 0) {
+      if (base == 1) return 1;
+      if (base == -1) return (exp & 1) ? T(-1) : T(1);
+      return 0;
+    }
+  }
+  using U = std::make_unsigned_t<std::conditional_t<sizeof(T) < 4, unsigned, T>>;
+  U r = 1, b = static_cast<U>(base);
+  for (U e = static_cast<U>(exp); e != 0; e >>= 1) {
+    if (e & 1u) r *= b;
+    b *= b;
+  }
+  return static_cast<T>(r);
+}
+template <class T>
+IGNIS_HD T fexp(T x) {
+  if constexpr (std::is_same_v<T, float>) return vmath::exp(x);
+  else return std::exp(x);
+}
+template <class T>
+IGNIS_HD T ftanh(T x) {
+  if constexpr (std::is_same_v<T, float>) return vmath::tanh(x);
+  else return std::tanh(x);
+}
+template <class T>
+IGNIS_HD T fsigmoid(T x) {
+  if constexpr (std::is_same_v<T, float>) return vmath::sigmoid(x);
+  else return T(1) / (T(1) + std::exp(-x));
+}
+template <class T>
+IGNIS_HD T ferf(T x) {
+  if constexpr (std::is_same_v<T, float>) return vmath::erf(x);
+  else return std::erf(x);
+}
+template <class T>
+IGNIS_HD T flog1p(T x) {
+  if constexpr (std::is_same_v<T, float>) return vmath::log1p(x);
+  else return std::log1p(x);
+}
+constexpr double kSqrt1_2 = 0.70710678118654752440;      // 1/sqrt(2)
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;   // 1/sqrt(2*pi)
+constexpr double kSqrt2OverPi = 0.79788456080286535588;  // sqrt(2/pi)
+constexpr double kGeluCoef = 0.044715;
+}  // namespace detail
+
+struct Neg {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T x) const { return static_cast<T>(-x); }
+};
+struct Abs {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T x) const {
+    if constexpr (is_float_v<T>) return std::fabs(x);
+    else if constexpr (std::is_unsigned_v<T>) return x;
+    else return x < 0 ? static_cast<T>(-x) : x;
+  }
+};
+struct Sign {  // 0 for 0 and NaN
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T x) const {
+    if constexpr (std::is_same_v<T, bool> || std::is_unsigned_v<T>) return static_cast<T>(x != 0);
+    else return static_cast<T>((T(0) < x) - (x < T(0)));
+  }
+};
+struct Exp {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T x) const { return detail::fexp(x); }
+};
+struct Log {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T x) const {
+    if constexpr (std::is_same_v<T, float>) return vmath::log(x);
+    else return std::log(x);
+  }
+};
+struct Log1p {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T x) const { return detail::flog1p(x); }
+};
+struct Sqrt {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T x) const { return std::sqrt(x); }
+};
+struct Rsqrt {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T x) const { return T(1) / std::sqrt(x); }
+};
+struct Sin {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T x) const {
+    if constexpr (std::is_same_v<T, float>) return vmath::sin(x);
+    else return std::sin(x);
+  }
+};
+struct Cos {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T x) const {
+    if constexpr (std::is_same_v<T, float>) return vmath::cos(x);
+    else return std::cos(x);
+  }
+};
+struct Floor {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T x) const { return std::floor(x); }
+};
+struct Ceil {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T x) const { return std::ceil(x); }
+};
+struct Round {  // half to even (the default rounding mode)
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T x) const { return std::nearbyint(x); }
+};
+
+// ---- powers: x^e for tensor e (Pow) or the scalar p.a (the others pick a cheap form of it)
+struct Pow {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T x, T e) const {
+    if constexpr (is_float_v<T>) return std::pow(x, e);
+    else return detail::ipow(x, e);
+  }
+};
+struct PowScalar {  // x^p.a
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T x) const {
+    if constexpr (is_float_v<T>) return std::pow(x, static_cast<T>(p.a));
+    else return detail::ipow(x, static_cast<T>(p.a));
+  }
+};
+struct Square {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T x) const { return static_cast<T>(x * x); }
+};
+struct Cube {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T x) const { return static_cast<T>(x * x * x); }
+};
+struct Reciprocal {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T x) const { return T(1) / x; }
+};
+
+// ---- clamping and extrema (NaN propagates, like PyTorch)
+struct Clamp {  // min p.a, then max p.b: with min > max every element becomes max
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T x) const {
+    const T lo = static_cast<T>(p.a), hi = static_cast<T>(p.b);
+    const T t = x < lo ? lo : x;
+    return t > hi ? hi : t;
+  }
+};
+struct ClampMin {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T x) const {
+    const T lo = static_cast<T>(p.a);
+    return x < lo ? lo : x;
+  }
+};
+struct ClampMax {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T x) const {
+    const T hi = static_cast<T>(p.a);
+    return x > hi ? hi : x;
+  }
+};
+struct Maximum {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T a, T b) const {
+    if constexpr (is_float_v<T>) return (a > b || a != a) ? a : b;
+    else return a > b ? a : b;
+  }
+};
+struct Minimum {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T a, T b) const {
+    if constexpr (is_float_v<T>) return (a < b || a != a) ? a : b;
+    else return a < b ? a : b;
+  }
+};
+
+// ---- activations (p: leaky_relu slope in a; softplus beta in a, threshold in b)
+struct Relu {  // NaN stays NaN (PyTorch's clamp_min(x, 0))
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T x) const {
+    if constexpr (std::is_unsigned_v<T>) return x;
+    else return x < T(0) ? T(0) : x;
+  }
+};
+struct Tanh {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T x) const { return detail::ftanh(x); }
+};
+struct Sigmoid {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T x) const { return detail::fsigmoid(x); }
+};
+struct LeakyRelu {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T x) const { return x > T(0) ? x : x * static_cast<T>(p.a); }
+};
+struct Gelu {  // x * Phi(x), Phi the standard normal CDF
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T x) const {
+    return T(0.5) * x * (T(1) + detail::ferf(x * static_cast<T>(detail::kSqrt1_2)));
+  }
+};
+struct GeluTanh {  // the tanh approximation
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T x) const {
+    const T inner = static_cast<T>(detail::kSqrt2OverPi) *
+                    (x + static_cast<T>(detail::kGeluCoef) * x * x * x);
+    return T(0.5) * x * (T(1) + detail::ftanh(inner));
+  }
+};
+struct Silu {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T x) const { return x * detail::fsigmoid(x); }
+};
+struct Softplus {  // log(1 + exp(beta x)) / beta, or x where beta x > threshold
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T x) const {
+    const T beta = static_cast<T>(p.a);
+    const T bx = x * beta;
+    return bx > static_cast<T>(p.b) ? x : detail::flog1p(detail::fexp(bx)) / beta;
+  }
+};
+
+// ---- fused backward of activations: (g, saved) -> grad of the input
+struct ThresholdBackward {  // relu: g where y > p.a
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T g, T y) const { return y <= static_cast<T>(p.a) ? T(0) : g; }
+};
+struct TanhBackward {  // from the output y
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T g, T y) const { return g * (T(1) - y * y); }
+};
+struct SigmoidBackward {  // from the output y
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T g, T y) const { return g * (T(1) - y) * y; }
+};
+struct LeakyReluBackward {  // from the input x
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T g, T x) const { return x > T(0) ? g : g * static_cast<T>(p.a); }
+};
+struct GeluBackward {  // from x: Phi(x) + x phi(x)
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T g, T x) const {
+    const T cdf = T(0.5) * (T(1) + detail::ferf(x * static_cast<T>(detail::kSqrt1_2)));
+    const T pdf = static_cast<T>(detail::kInvSqrt2Pi) * detail::fexp(T(-0.5) * x * x);
+    return g * (cdf + x * pdf);
+  }
+};
+struct GeluTanhBackward {  // from x
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T g, T x) const {
+    const T k = static_cast<T>(detail::kSqrt2OverPi), c = static_cast<T>(detail::kGeluCoef);
+    const T x2 = x * x;
+    const T t = detail::ftanh(k * (x + c * x2 * x));
+    const T dinner = k * (T(1) + T(3) * c * x2);
+    return g * (T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * dinner);
+  }
+};
+struct SiluBackward {  // from x: s (1 + x (1 - s)), s = sigmoid(x)
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T g, T x) const {
+    const T s = detail::fsigmoid(x);
+    return g * s * (T(1) + x * (T(1) - s));
+  }
+};
+struct SoftplusBackward {  // from x: sigmoid(beta x), or 1 above the threshold
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T g, T x) const {
+    const T bx = x * static_cast<T>(p.a);
+    return bx > static_cast<T>(p.b) ? g : g * detail::fsigmoid(bx);
+  }
+};
+
+// ---- comparisons and logic (bool results)
+struct Eq {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD bool operator()(T a, T b) const { return a == b; }
+};
+struct Ne {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD bool operator()(T a, T b) const { return a != b; }
+};
+struct Lt {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD bool operator()(T a, T b) const { return a < b; }
+};
+struct Le {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD bool operator()(T a, T b) const { return a <= b; }
+};
+struct Gt {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD bool operator()(T a, T b) const { return a > b; }
+};
+struct Ge {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD bool operator()(T a, T b) const { return a >= b; }
+};
+struct LogicalAnd {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD bool operator()(T a, T b) const { return (a != T(0)) & (b != T(0)); }
+};
+struct LogicalOr {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD bool operator()(T a, T b) const { return (a != T(0)) | (b != T(0)); }
+};
+struct LogicalNot {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD bool operator()(T x) const { return x == T(0); }
+};
+struct IsNan {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD bool operator()(T x) const { return x != x; }
+};
+struct IsInf {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD bool operator()(T x) const {
+    return std::fabs(x) == std::numeric_limits<T>::infinity();
+  }
+};
+struct IsFinite {  // false for NaN and +-inf
+  OpArgs p;
+  template <class T>
+  IGNIS_HD bool operator()(T x) const { return std::fabs(x) < std::numeric_limits<T>::infinity(); }
+};
+struct Where {  // c ? a : b
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(bool c, T a, T b) const { return c ? a : b; }
 };
 
 }  // namespace fn

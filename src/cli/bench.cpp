@@ -1,0 +1,97 @@
+// `ignis bench WORKLOAD [--threads T] [--repeat R]`: option parsing and the table of workloads.
+#include "cli/bench.h"
+
+#include <cstdio>
+#include <iostream>
+#include <random>
+#include <string>
+
+#include "cli/cli.h"
+#include "ignis/ops.h"
+
+namespace ignis::cli {
+namespace {
+
+constexpr Workload kWorkloads[] = {
+    {"op_overhead", "per-op cost of add on 1 and 64 floats, with and without autograd recording",
+     &bench_op_overhead},
+    {"sgemm", "square float32 matmul, n = 256..2048: GFLOP/s of ignis::matmul vs raw dnnl_sgemm",
+     &bench_sgemm},
+    {"seed_jit_mlp", "inference of a 512-256-128-2 ReLU MLP on one sample (us per forward)",
+     &bench_seed_jit_mlp},
+};
+
+std::string bench_usage() {
+  std::string s =
+      "usage: ignis bench WORKLOAD [--threads T] [--repeat R]\n\n"
+      "Prints one line per measurement: workload=NAME key=value ...\n\nworkloads:\n";
+  for (const Workload& w : kWorkloads) {
+    std::string name = w.name;
+    s += "  " + name + std::string(name.size() < 14 ? 14 - name.size() : 1, ' ') + w.summary +
+         "\n";
+  }
+  s += "  all           every workload above, in turn\n\n"
+       "options:\n"
+       "  --threads T   intra-op threads (ignis::set_num_threads); default: the OpenMP default\n"
+       "  --repeat R    timed batches per measurement, the median is reported (default 7)\n";
+  return s;
+}
+
+}  // namespace
+
+Tensor uniform_tensor(IntArrayRef shape, float bound, uint32_t seed) {
+  std::mt19937 engine(seed);
+  std::uniform_real_distribution<float> dist(-bound, bound);
+  size_t n = 1;
+  for (int64_t d : shape) n *= static_cast<size_t>(d);
+  std::vector<float> values(n);
+  for (float& v : values) v = dist(engine);
+  return tensor(values, kFloat32).reshape(shape);
+}
+
+int bench_main(const Args& args) {
+  const std::string usage = bench_usage();
+  std::string workload;
+  BenchOptions opts;
+  int threads = 0;  // 0: leave the OpenMP default
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      std::cout << usage;
+      return 0;
+    }
+    if (a.rfind("--", 0) == 0) {
+      std::string key = a, value;
+      if (const size_t eq = a.find('='); eq != std::string::npos) {
+        key = a.substr(0, eq);
+        value = a.substr(eq + 1);
+      } else if (key == "--threads" || key == "--repeat") {
+        if (i + 1 >= args.size()) throw UsageError(key + " expects a value", usage);
+        value = args[++i];
+      }
+      if (key == "--threads") {
+        threads = static_cast<int>(parse_int(key, value, 1, 4096, usage));
+      } else if (key == "--repeat") {
+        opts.repeat = static_cast<int>(parse_int(key, value, 1, 1000, usage));
+      } else {
+        throw UsageError("unknown option '" + a + "'", usage);
+      }
+      continue;
+    }
+    if (!workload.empty()) throw UsageError("unexpected argument '" + a + "'", usage);
+    workload = a;
+  }
+  if (workload.empty()) throw UsageError("missing WORKLOAD", usage);
+
+  std::vector<const Workload*> selected;
+  for (const Workload& w : kWorkloads) {
+    if (workload == w.name || workload == "all") selected.push_back(&w);
+  }
+  if (selected.empty()) throw UsageError("unknown workload '" + workload + "'", usage);
+
+  if (threads > 0) set_num_threads(threads);
+  for (const Workload* w : selected) w->run(opts);
+  return 0;
+}
+
+}  // namespace ignis::cli

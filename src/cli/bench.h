@@ -1,0 +1,80 @@
+// `ignis bench`: workloads and the timing helpers they share. Every measurement is printed as one
+// line of `key=value` pairs starting with `workload=NAME` (bench/compare_pytorch.py parses them).
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "ignis/tensor.h"
+
+namespace ignis::cli {
+
+struct BenchOptions {
+  int repeat = 7;  // timed batches per measurement; the median is reported
+};
+
+/// One workload of `ignis bench NAME`.
+struct Workload {
+  const char* name;
+  const char* summary;
+  void (*run)(const BenchOptions& opts);
+};
+
+void bench_op_overhead(const BenchOptions& opts);
+void bench_sgemm(const BenchOptions& opts);
+void bench_seed_jit_mlp(const BenchOptions& opts);
+
+// ---- timing
+
+inline double now_s() {
+  using clock = std::chrono::steady_clock;
+  return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
+}
+
+inline double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/// Seconds taken by body(iters), which runs `iters` iterations of the measured code.
+template <class F>
+double time_once(const F& body, int64_t iters) {
+  const double t0 = now_s();
+  body(iters);
+  return now_s() - t0;
+}
+
+/// The number of iterations for which body(iters) takes at least `target_s` seconds. Running it
+/// is also the warm-up (caches, the allocator's free lists, the OpenMP pool).
+template <class F>
+int64_t calibrate(const F& body, double target_s) {
+  int64_t iters = 1;
+  for (;;) {
+    const double t = time_once(body, iters);
+    if (t >= target_s || iters >= (int64_t{1} << 40)) return iters;
+    // Grow towards the target, at most 100x per step (the first runs include warm-up).
+    const double scale = t > 0 ? std::min(100.0, 1.2 * target_s / t) : 100.0;
+    iters = std::max(iters + 1, static_cast<int64_t>(static_cast<double>(iters) * scale));
+  }
+}
+
+/// Median over `repeat` batches of the seconds per iteration of body, each batch >= target_s.
+template <class F>
+double seconds_per_iter(const F& body, int repeat, double target_s) {
+  const int64_t iters = calibrate(body, target_s);
+  std::vector<double> per_iter;
+  for (int r = 0; r < repeat; ++r) {
+    per_iter.push_back(time_once(body, iters) / static_cast<double>(iters));
+  }
+  return median(per_iter);
+}
+
+/// A float32 tensor of `shape` with values drawn from U(-bound, bound) by a fixed-seed engine
+/// (the benchmarks' inputs and weights; kept independent of ignis's own generator).
+Tensor uniform_tensor(IntArrayRef shape, float bound, uint32_t seed);
+
+}  // namespace ignis::cli

@@ -1,0 +1,123 @@
+// The workloads of `ignis bench`. bench/compare_pytorch.py runs the same ones in PyTorch: keep
+// the two in step when changing what is measured.
+#include <oneapi/dnnl/dnnl.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "cli/bench.h"
+#include "ignis/autograd.h"
+#include "ignis/ops.h"
+
+namespace ignis::cli {
+
+// add of two small float32 tensors: the fixed cost of one op (argument checks, type promotion,
+// output allocation, dispatch, and with requires_grad the graph node). The result is dropped
+// every iteration, so the graph never grows.
+void bench_op_overhead(const BenchOptions& opts) {
+  for (int64_t n : {int64_t{1}, int64_t{64}}) {
+    for (bool rg : {false, true}) {
+      const TensorOptions o = TensorOptions(kFloat32).requires_grad(rg);
+      const Tensor a = full({n}, 1.5, o);
+      const Tensor b = full({n}, 2.5, o);
+      auto body = [&](int64_t iters) {
+        for (int64_t i = 0; i < iters; ++i) {
+          Tensor c = add(a, b);
+        }
+      };
+      const double ns = seconds_per_iter(body, opts.repeat, 0.05) * 1e9;
+      std::printf("workload=op_overhead case=add_%lld requires_grad=%d threads=%d ns_per_op=%.1f\n",
+                  static_cast<long long>(n), rg ? 1 : 0, get_num_threads(), ns);
+      std::fflush(stdout);
+    }
+  }
+}
+
+// C = A @ B for square float32 matrices, through ignis::matmul (which allocates C) and through
+// raw dnnl_sgemm on the same A and B (writing a preallocated C). Batches of the two alternate, so
+// that clock or thermal drift does not favour either.
+void bench_sgemm(const BenchOptions& opts) {
+  for (int64_t n : {int64_t{256}, int64_t{512}, int64_t{1024}, int64_t{2048}}) {
+    const Tensor a = uniform_tensor({n, n}, 1.0f, 1);
+    const Tensor b = uniform_tensor({n, n}, 1.0f, 2);
+    Tensor c_ref = zeros({n, n});
+    const float* pa = a.data_ptr<float>();
+    const float* pb = b.data_ptr<float>();
+    float* pc = c_ref.data_ptr<float>();
+    auto run_onednn = [&](int64_t iters) {
+      for (int64_t i = 0; i < iters; ++i) {
+        const dnnl_status_t st = dnnl_sgemm('N', 'N', n, n, n, 1.0f, pa, n, pb, n, 0.0f, pc, n);
+        IGNIS_CHECK(st == dnnl_success, "bench sgemm: dnnl_sgemm failed with status ",
+                    static_cast<int>(st));
+      }
+    };
+    auto run_ignis = [&](int64_t iters) {
+      for (int64_t i = 0; i < iters; ++i) {
+        Tensor c = matmul(a, b);
+      }
+    };
+    // Check that both compute the same product before timing them.
+    run_onednn(1);
+    const Tensor c = matmul(a, b);
+    const double err = (c - c_ref).abs().max().item<double>();
+    const double scale = c_ref.abs().max().item<double>();
+    IGNIS_CHECK(err <= 1e-4 * scale, "bench sgemm: ignis::matmul differs from dnnl_sgemm at n=", n,
+                " (max abs difference ", err, ", max abs value ", scale, ")");
+
+    const double target = 0.2;
+    const int64_t it_ignis = calibrate(run_ignis, target);
+    const int64_t it_onednn = calibrate(run_onednn, target);
+    std::vector<double> t_ignis, t_onednn;
+    for (int r = 0; r < opts.repeat; ++r) {
+      t_ignis.push_back(time_once(run_ignis, it_ignis) / static_cast<double>(it_ignis));
+      t_onednn.push_back(time_once(run_onednn, it_onednn) / static_cast<double>(it_onednn));
+    }
+    const double flop = 2.0 * static_cast<double>(n) * static_cast<double>(n) *
+                        static_cast<double>(n);
+    const double g_ignis = flop / median(t_ignis) * 1e-9;
+    const double g_onednn = flop / median(t_onednn) * 1e-9;
+    std::printf("workload=sgemm n=%lld threads=%d ms=%.3f gflops=%.1f onednn_gflops=%.1f "
+                "ratio=%.3f\n",
+                static_cast<long long>(n), get_num_threads(), median(t_ignis) * 1e3, g_ignis,
+                g_onednn, g_ignis / g_onednn);
+    std::fflush(stdout);
+  }
+}
+
+// Linear(512,256)-ReLU-Linear(256,128)-ReLU-Linear(128,2) on a 1x512 input, inference under
+// NoGradGuard: the eager per-op path at small sizes (nine ops a forward). Weights and biases are
+// drawn like torch.nn.Linear's defaults, U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
+void bench_seed_jit_mlp(const BenchOptions& opts) {
+  constexpr int64_t kSizes[] = {512, 256, 128, 2};
+  constexpr int64_t kForwards = 1000;
+  std::vector<Tensor> weights, biases;
+  for (int l = 0; l < 3; ++l) {
+    const float bound = 1.0f / std::sqrt(static_cast<float>(kSizes[l]));
+    weights.push_back(uniform_tensor({kSizes[l + 1], kSizes[l]}, bound, 10 + 2 * l));
+    biases.push_back(uniform_tensor({kSizes[l + 1]}, bound, 11 + 2 * l));
+  }
+  const Tensor x = uniform_tensor({1, kSizes[0]}, 1.0f, 3);
+  NoGradGuard no_grad;
+  auto forward = [&]() {
+    Tensor h = relu(linear(x, weights[0], biases[0]));
+    h = relu(linear(h, weights[1], biases[1]));
+    return linear(h, weights[2], biases[2]);
+  };
+  auto body = [&](int64_t iters) {
+    for (int64_t i = 0; i < iters; ++i) {
+      Tensor y = forward();
+    }
+  };
+  IGNIS_CHECK(forward().sizes().equals({1, 2}), "bench seed_jit_mlp: unexpected output shape ",
+              forward().sizes());
+  body(100);  // warm-up
+  std::vector<double> us;
+  for (int r = 0; r < opts.repeat; ++r) {
+    us.push_back(time_once(body, kForwards) / kForwards * 1e6);
+  }
+  std::printf("workload=seed_jit_mlp batch=1 forwards=%lld threads=%d us_per_forward=%.2f\n",
+              static_cast<long long>(kForwards), get_num_threads(), median(us));
+  std::fflush(stdout);
+}
+
+}  // namespace ignis::cli

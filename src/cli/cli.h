@@ -1,0 +1,39 @@
+// The `ignis` command-line program: a table of subcommands (bench now; train, eval, fetch later),
+// each a function from its arguments to an exit status.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ignis::cli {
+
+using Args = std::vector<std::string>;
+
+/// Exit status for bad usage (unknown command, workload or option), as argparse and getopt.
+constexpr int kUsageError = 2;
+
+/// Thrown for bad command-line usage: main prints the message and the usage, exits with 2.
+struct UsageError : std::runtime_error {
+  UsageError(const std::string& msg, std::string usage_text)
+      : std::runtime_error(msg), usage(std::move(usage_text)) {}
+  std::string usage;
+};
+
+/// One subcommand: `ignis NAME ARGS...` calls run(ARGS).
+struct Command {
+  const char* name;
+  const char* args;     // the argument synopsis shown in the usage
+  const char* summary;  // one line for `ignis --help`
+  int (*run)(const Args& args);
+};
+
+/// Parses the value of an integer option (`--threads 4` or `--threads=4`) in [lo, hi].
+int64_t parse_int(const std::string& option, const std::string& value, int64_t lo, int64_t hi,
+                  const std::string& usage);
+
+// ---- subcommands
+int bench_main(const Args& args);
+
+}  // namespace ignis::cli

@@ -1,0 +1,108 @@
+// `ignis COMMAND [ARGS...]`: looks COMMAND up in the table of subcommands and runs it. A new
+// subcommand (train, eval, fetch) is one row of kCommands plus its function.
+#include <oneapi/dnnl/dnnl.h>
+#include <omp.h>
+
+#include <cstdio>
+#include <exception>
+#include <iostream>
+#include <string>
+
+#include "cli/cli.h"
+#include "ignis/error.h"
+
+#ifndef IGNIS_VERSION
+#define IGNIS_VERSION "0.1.0"
+#endif
+
+namespace ignis::cli {
+namespace {
+
+int help_main(const Args& args);
+int version_main(const Args& args);
+
+constexpr Command kCommands[] = {
+    {"bench", "WORKLOAD [--threads T] [--repeat R]",
+     "run a benchmark workload (op_overhead, sgemm, seed_jit_mlp, all)", &bench_main},
+    {"version", "", "print the versions of ignis and its libraries", &version_main},
+    {"help", "", "print this help", &help_main},
+};
+
+std::string usage() {
+  std::string s = "usage: ignis COMMAND [ARGS...]\n\ncommands:\n";
+  for (const Command& c : kCommands) {
+    std::string synopsis = std::string(c.name) + (*c.args ? " " : "") + c.args;
+    s += "  " + synopsis;
+    s += synopsis.size() < 40 ? std::string(40 - synopsis.size(), ' ') : "\n" + std::string(42, ' ');
+    s += c.summary;
+    s += "\n";
+  }
+  s += "\nRun `ignis COMMAND --help` for a command's options.\n";
+  return s;
+}
+
+int help_main(const Args&) {
+  std::cout << usage();
+  return 0;
+}
+
+int version_main(const Args& args) {
+  if (!args.empty()) throw UsageError("version takes no arguments", "usage: ignis version\n");
+  const dnnl_version_t* v = dnnl_version();
+  std::cout << "ignis " << IGNIS_VERSION << "\n"
+            << "oneDNN " << v->major << "." << v->minor << "." << v->patch << " (" << v->hash
+            << ")\n"
+            << "OpenMP " << _OPENMP << ", " << omp_get_max_threads() << " threads by default\n"
+            << "compiler " << __VERSION__ << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int64_t parse_int(const std::string& option, const std::string& value, int64_t lo, int64_t hi,
+                  const std::string& usage_text) {
+  size_t used = 0;
+  int64_t v = 0;
+  try {
+    v = std::stoll(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != value.size()) {
+    throw UsageError(option + " expects an integer, got '" + value + "'", usage_text);
+  }
+  if (v < lo || v > hi) {
+    throw UsageError(option + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                         "], got " + value,
+                     usage_text);
+  }
+  return v;
+}
+
+}  // namespace ignis::cli
+
+int main(int argc, char** argv) {
+  using namespace ignis::cli;
+  if (argc < 2) {
+    std::cerr << "ignis: error: missing command\n" << usage();
+    return kUsageError;
+  }
+  const std::string name = argv[1];
+  if (name == "--help" || name == "-h") return help_main({});
+  if (name == "--version") return version_main({});
+  const Args args(argv + 2, argv + argc);
+  for (const Command& c : kCommands) {
+    if (name != c.name) continue;
+    try {
+      return c.run(args);
+    } catch (const UsageError& e) {
+      std::cerr << "ignis " << name << ": error: " << e.what() << "\n" << e.usage;
+      return kUsageError;
+    } catch (const std::exception& e) {
+      std::cerr << "ignis " << name << ": " << e.what() << "\n";
+      return 1;
+    }
+  }
+  std::cerr << "ignis: error: unknown command '" << name << "'\n" << usage();
+  return kUsageError;
+}

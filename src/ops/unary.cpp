@@ -1,0 +1,346 @@
+// Unary math (neg, abs, sign, exp, log, sqrt, trig, rounding), pow, clamp, maximum and minimum.
+// Each op: dtype rule, kernel call, and a backward written in ignis ops (so it can be
+// differentiated again). Floating math promotes integer and bool inputs to float32 like PyTorch.
+#include "ops/unary.h"
+
+namespace ignis {
+
+using autograd::BackwardCtx;
+using autograd::SavedVariable;
+
+IGNIS_DEFINE_OP_STUB(neg);
+IGNIS_DEFINE_OP_STUB(abs);
+IGNIS_DEFINE_OP_STUB(sign);
+IGNIS_DEFINE_OP_STUB(exp);
+IGNIS_DEFINE_OP_STUB(log);
+IGNIS_DEFINE_OP_STUB(log1p);
+IGNIS_DEFINE_OP_STUB(sqrt);
+IGNIS_DEFINE_OP_STUB(rsqrt);
+IGNIS_DEFINE_OP_STUB(sin);
+IGNIS_DEFINE_OP_STUB(cos);
+IGNIS_DEFINE_OP_STUB(floor);
+IGNIS_DEFINE_OP_STUB(ceil);
+IGNIS_DEFINE_OP_STUB(round);
+IGNIS_DEFINE_OP_STUB(pow);
+DispatchStub<ElementwiseFn> pow_scalar_stub("pow");
+IGNIS_DEFINE_OP_STUB(clamp);
+DispatchStub<ElementwiseFn> clamp_min_stub("clamp");
+DispatchStub<ElementwiseFn> clamp_max_stub("clamp");
+IGNIS_DEFINE_OP_STUB(maximum);
+IGNIS_DEFINE_OP_STUB(minimum);
+
+namespace {
+// The result dtype of a tensor of dtype `t` with a scalar operand (result_type(Tensor, Scalar)).
+DType scalar_result_type(DType t, Scalar s) {
+  const DType st = s.is_floating_point() ? default_dtype() : s.is_integral() ? kInt64 : kBool;
+  return dtype_category(st) > dtype_category(t) ? promote_types(t, st) : t;
+}
+
+// The floating op `stub` on x (integers and bool promote to float32).
+Tensor floating_unary(const DispatchStub<ElementwiseFn>& stub, const Tensor& x) {
+  const DType t = to_floating(x.dtype());
+  return unary_op(stub, x, t, t);
+}
+
+// Rounding ops: identity (a copy) on integers, zero gradient on floats (like PyTorch).
+Tensor rounding(const DispatchStub<ElementwiseFn>& stub, const char* op, const Tensor& x) {
+  if (!x.is_floating_point()) return x.clone();
+  Tensor out = unary_op(stub, x, x.dtype(), x.dtype());
+  if (autograd::any_needs_grad({&x})) {
+    autograd::record(op, {&x}, {&out}, [](BackwardCtx&, const TensorList& g) {
+      return TensorList{zeros_like(g[0])};
+    });
+  }
+  return out;
+}
+}  // namespace
+
+Tensor neg(const Tensor& x) {
+  IGNIS_CHECK(x.dtype() != kBool, "neg: negation, the `-` operator, on a bool tensor is not "
+              "supported; if you are trying to invert a mask, use logical_not() or `!` instead");
+  Tensor out = unary_op(neg_stub, x, x.dtype(), x.dtype());
+  if (autograd::any_needs_grad({&x})) {
+    autograd::record("neg", {&x}, {&out}, [](BackwardCtx&, const TensorList& g) {
+      return TensorList{neg(g[0])};
+    });
+  }
+  return out;
+}
+
+Tensor abs(const Tensor& x) {
+  Tensor out = unary_op(abs_stub, x, x.dtype(), x.dtype());
+  if (autograd::any_needs_grad({&x})) {
+    autograd::record("abs", {&x}, {&out},
+                     [sx = SavedVariable(x, false)](BackwardCtx& c, const TensorList& g) {
+                       return TensorList{g[0] * sign(c.unpack(sx))};
+                     });
+  }
+  return out;
+}
+
+Tensor sign(const Tensor& x) {
+  Tensor out = unary_op(sign_stub, x, x.dtype(), x.dtype());
+  if (autograd::any_needs_grad({&x})) {
+    autograd::record("sign", {&x}, {&out}, [](BackwardCtx&, const TensorList& g) {
+      return TensorList{zeros_like(g[0])};
+    });
+  }
+  return out;
+}
+
+Tensor exp(const Tensor& x) {
+  Tensor out = floating_unary(exp_stub, x);
+  if (autograd::any_needs_grad({&x})) {
+    autograd::record("exp", {&x}, {&out},
+                     [so = save_output(out)](BackwardCtx& c, const TensorList& g) {
+                       return TensorList{g[0] * c.unpack(so)};
+                     });
+  }
+  return out;
+}
+
+Tensor log(const Tensor& x) {
+  Tensor out = floating_unary(log_stub, x);
+  if (autograd::any_needs_grad({&x})) {
+    autograd::record("log", {&x}, {&out},
+                     [sx = SavedVariable(x, false)](BackwardCtx& c, const TensorList& g) {
+                       return TensorList{g[0] / c.unpack(sx)};
+                     });
+  }
+  return out;
+}
+
+Tensor log1p(const Tensor& x) {
+  Tensor out = floating_unary(log1p_stub, x);
+  if (autograd::any_needs_grad({&x})) {
+    autograd::record("log1p", {&x}, {&out},
+                     [sx = SavedVariable(x, false)](BackwardCtx& c, const TensorList& g) {
+                       return TensorList{g[0] / (c.unpack(sx) + 1)};
+                     });
+  }
+  return out;
+}
+
+Tensor sqrt(const Tensor& x) {
+  Tensor out = floating_unary(sqrt_stub, x);
+  if (autograd::any_needs_grad({&x})) {
+    autograd::record("sqrt", {&x}, {&out},
+                     [so = save_output(out)](BackwardCtx& c, const TensorList& g) {
+                       return TensorList{g[0] / (c.unpack(so) * 2)};
+                     });
+  }
+  return out;
+}
+
+Tensor rsqrt(const Tensor& x) {
+  Tensor out = floating_unary(rsqrt_stub, x);
+  if (autograd::any_needs_grad({&x})) {
+    // d/dx x^(-1/2) = -0.5 y^3
+    autograd::record("rsqrt", {&x}, {&out},
+                     [so = save_output(out)](BackwardCtx& c, const TensorList& g) {
+                       return TensorList{g[0] * pow(c.unpack(so), 3) * -0.5};
+                     });
+  }
+  return out;
+}
+
+Tensor sin(const Tensor& x) {
+  Tensor out = floating_unary(sin_stub, x);
+  if (autograd::any_needs_grad({&x})) {
+    autograd::record("sin", {&x}, {&out},
+                     [sx = SavedVariable(x, false)](BackwardCtx& c, const TensorList& g) {
+                       return TensorList{g[0] * cos(c.unpack(sx))};
+                     });
+  }
+  return out;
+}
+
+Tensor cos(const Tensor& x) {
+  Tensor out = floating_unary(cos_stub, x);
+  if (autograd::any_needs_grad({&x})) {
+    autograd::record("cos", {&x}, {&out},
+                     [sx = SavedVariable(x, false)](BackwardCtx& c, const TensorList& g) {
+                       return TensorList{g[0] * neg(sin(c.unpack(sx)))};
+                     });
+  }
+  return out;
+}
+
+Tensor floor(const Tensor& x) { return rounding(floor_stub, "floor", x); }
+Tensor ceil(const Tensor& x) { return rounding(ceil_stub, "ceil", x); }
+Tensor round(const Tensor& x) { return rounding(round_stub, "round", x); }
+
+// ---- pow
+
+Tensor pow(const Tensor& a, const Tensor& e) {
+  const DType t = result_type(a, e);
+  IGNIS_CHECK(t != kBool, "pow: not supported for bool tensors (", a.dtype(), " ^ ", e.dtype(),
+              ")");
+  Tensor out = binary_op(pow_stub, a, e, t, t);
+  if (autograd::any_needs_grad({&a, &e})) {
+    autograd::record(
+        "pow", {&a, &e}, {&out},
+        [sa = SavedVariable(a, false), se = SavedVariable(e, false), so = save_output(out)](
+            BackwardCtx& c, const TensorList& g) {
+          const Tensor av = c.unpack(sa), ev = c.unpack(se);
+          Tensor ga, ge;
+          if (c.needs_input_grad(0)) {
+            // x^0 is constant even where x^-1 is not finite.
+            ga = where(ev == 0, 0.0, g[0] * (ev * pow(av, ev - 1)));
+          }
+          if (c.needs_input_grad(1)) {
+            // d/de x^e = x^e log(x), taken as 0 at x == 0 for e >= 0 (where log(x) = -inf).
+            Tensor gy = g[0] * c.unpack(so);
+            ge = where(logical_and(ev >= 0, av == 0), 0.0, gy * log(av));
+          }
+          return TensorList{ga, ge};
+        });
+  }
+  return out;
+}
+
+Tensor pow(const Tensor& a, Scalar e) {
+  const DType t = result_type(a, e);
+  IGNIS_CHECK(t != kBool, "pow: not supported for bool tensors (", a.dtype(), " ^ bool)");
+  IGNIS_CHECK(!(is_integral(t) && e.is_integral() && e.to_int() < 0), "pow: integers to negative "
+              "integer powers are not allowed (", t, " tensor ^ ", e.to_int(), ")");
+  const double ed = e.to_double();
+  Tensor out = unary_op(pow_scalar_stub, a, t, t, {ed});
+  if (autograd::any_needs_grad({&a})) {
+    autograd::record("pow", {&a}, {&out},
+                     [sa = SavedVariable(a, false), ed](BackwardCtx& c, const TensorList& g) {
+                       if (ed == 0) return TensorList{zeros_like(g[0])};
+                       return TensorList{g[0] * (pow(c.unpack(sa), ed - 1) * ed)};
+                     });
+  }
+  return out;
+}
+
+Tensor pow(Scalar a, const Tensor& e) {
+  return pow(wrap_scalar(a, result_type(e, a), e.device()), e);
+}
+
+// ---- clamp
+
+Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
+  IGNIS_CHECK(min || max, "clamp: at least one of 'min' or 'max' must not be None");
+  DType t = x.dtype();
+  if (min) t = scalar_result_type(t, *min);
+  if (max) t = scalar_result_type(t, *max);
+  IGNIS_CHECK(t != kBool, "clamp: not supported for bool tensors");
+  Tensor out;
+  if (min && max) {
+    out = unary_op(clamp_stub, x, t, t, {min->to_double(), max->to_double()});
+  } else {
+    out = unary_op(min ? clamp_min_stub : clamp_max_stub, x, t, t,
+                   {(min ? *min : *max).to_double()});
+  }
+  if (autograd::any_needs_grad({&x})) {
+    autograd::record("clamp", {&x}, {&out},
+                     [sx = SavedVariable(x, false), min, max](BackwardCtx& c, const TensorList& g) {
+                       const Tensor xv = c.unpack(sx);
+                       Tensor keep = min && max ? logical_and(xv >= *min, xv <= *max)
+                                     : min      ? xv >= *min
+                                                : xv <= *max;
+                       return TensorList{where(keep, g[0], 0.0)};
+                     });
+  }
+  return out;
+}
+
+// ---- maximum / minimum: ties split the gradient evenly, like PyTorch
+
+Tensor maximum(const Tensor& a, const Tensor& b) {
+  const DType t = result_type(a, b);
+  Tensor out = binary_op(maximum_stub, a, b, t, t);
+  if (autograd::any_needs_grad({&a, &b})) {
+    autograd::record("maximum", {&a, &b}, {&out},
+                     [sa = SavedVariable(a, false), sb = SavedVariable(b, false)](
+                         BackwardCtx& c, const TensorList& g) {
+                       const Tensor av = c.unpack(sa), bv = c.unpack(sb);
+                       const Tensor shared = where(av == bv, g[0] * 0.5, g[0]);
+                       return TensorList{
+                           c.needs_input_grad(0) ? where(av < bv, 0.0, shared) : Tensor(),
+                           c.needs_input_grad(1) ? where(av > bv, 0.0, shared) : Tensor()};
+                     });
+  }
+  return out;
+}
+
+Tensor minimum(const Tensor& a, const Tensor& b) {
+  const DType t = result_type(a, b);
+  Tensor out = binary_op(minimum_stub, a, b, t, t);
+  if (autograd::any_needs_grad({&a, &b})) {
+    autograd::record("minimum", {&a, &b}, {&out},
+                     [sa = SavedVariable(a, false), sb = SavedVariable(b, false)](
+                         BackwardCtx& c, const TensorList& g) {
+                       const Tensor av = c.unpack(sa), bv = c.unpack(sb);
+                       const Tensor shared = where(av == bv, g[0] * 0.5, g[0]);
+                       return TensorList{
+                           c.needs_input_grad(0) ? where(av > bv, 0.0, shared) : Tensor(),
+                           c.needs_input_grad(1) ? where(av < bv, 0.0, shared) : Tensor()};
+                     });
+  }
+  return out;
+}
+
+// ---- methods
+
+Tensor Tensor::pow(const Tensor& e) const { return ignis::pow(*this, e); }
+Tensor Tensor::pow(Scalar e) const { return ignis::pow(*this, e); }
+Tensor Tensor::neg() const { return ignis::neg(*this); }
+Tensor Tensor::abs() const { return ignis::abs(*this); }
+Tensor Tensor::exp() const { return ignis::exp(*this); }
+Tensor Tensor::log() const { return ignis::log(*this); }
+Tensor Tensor::log1p() const { return ignis::log1p(*this); }
+Tensor Tensor::sqrt() const { return ignis::sqrt(*this); }
+Tensor Tensor::rsqrt() const { return ignis::rsqrt(*this); }
+Tensor Tensor::sin() const { return ignis::sin(*this); }
+Tensor Tensor::cos() const { return ignis::cos(*this); }
+Tensor Tensor::sign() const { return ignis::sign(*this); }
+Tensor Tensor::floor() const { return ignis::floor(*this); }
+Tensor Tensor::ceil() const { return ignis::ceil(*this); }
+Tensor Tensor::round() const { return ignis::round(*this); }
+Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const {
+  return ignis::clamp(*this, min, max);
+}
+Tensor Tensor::maximum(const Tensor& o) const { return ignis::maximum(*this, o); }
+Tensor Tensor::minimum(const Tensor& o) const { return ignis::minimum(*this, o); }
+
+// ---- in place
+
+Tensor& Tensor::pow_(Scalar e) {
+  const DType t = result_type(*this, e);
+  IGNIS_CHECK(!(is_integral(t) && e.is_integral() && e.to_int() < 0), "pow_: integers to "
+              "negative integer powers are not allowed (", t, " tensor ^ ", e.to_int(), ")");
+  return inplace_unary(*this, pow_scalar_stub, t, {e.to_double()}, "pow_", true,
+                       [&](const Tensor& x) { return ignis::pow(x, e); });
+}
+Tensor& Tensor::neg_() {
+  IGNIS_CHECK(dtype() != kBool, "neg_: negation, the `-` operator, on a bool tensor is not "
+              "supported; if you are trying to invert a mask, use logical_not() or `!` instead");
+  return inplace_unary(*this, neg_stub, dtype(), {}, "neg_", false,
+                       [](const Tensor& x) { return ignis::neg(x); });
+}
+Tensor& Tensor::exp_() {
+  return inplace_unary(*this, exp_stub, to_floating(dtype()), {}, "exp_", false,
+                       [](const Tensor& x) { return ignis::exp(x); });
+}
+Tensor& Tensor::sqrt_() {
+  return inplace_unary(*this, sqrt_stub, to_floating(dtype()), {}, "sqrt_", false,
+                       [](const Tensor& x) { return ignis::sqrt(x); });
+}
+Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
+  IGNIS_CHECK(min || max, "clamp_: at least one of 'min' or 'max' must not be None");
+  DType t = dtype();
+  if (min) t = scalar_result_type(t, *min);
+  if (max) t = scalar_result_type(t, *max);
+  IGNIS_CHECK(t != kBool, "clamp_: not supported for bool tensors");
+  const auto& stub = min && max ? clamp_stub : min ? clamp_min_stub : clamp_max_stub;
+  const OpArgs args = min && max ? OpArgs{min->to_double(), max->to_double()}
+                                 : OpArgs{(min ? *min : *max).to_double()};
+  return inplace_unary(*this, stub, t, args, "clamp_", true,
+                       [&](const Tensor& x) { return ignis::clamp(x, min, max); });
+}
+
+}  // namespace ignis
