@@ -7,6 +7,7 @@
 #include "ignis/dtype.h"
 #include "ignis/error.h"
 #include "ignis/generator.h"
+#include "ignis/nn.h"
 #include "ignis/ops.h"
 #include "ignis/scalar.h"
 #include "ignis/tensor.h"

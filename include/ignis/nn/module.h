@@ -24,6 +24,9 @@ class Module : public std::enable_shared_from_this<Module> {
   virtual ~Module() = default;
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
+  /// Movable, so that `Sequential(Linear(784, 512), ReLU())` can take modules by value.
+  Module(Module&&) = default;
+  Module& operator=(Module&&) = default;
 
   /// The type name printed in summaries ("Linear").
   virtual std::string type_name() const { return "Module"; }

@@ -1,0 +1,8 @@
+// ignis::nn: modules, layers, losses, initialisers and the functional forms.
+#pragma once
+
+#include "ignis/nn/functional.h"
+#include "ignis/nn/init.h"
+#include "ignis/nn/layers.h"
+#include "ignis/nn/loss.h"
+#include "ignis/nn/module.h"

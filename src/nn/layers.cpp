@@ -1,0 +1,205 @@
+#include "ignis/nn/layers.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "ignis/autograd.h"
+#include "ignis/nn/init.h"
+
+namespace ignis::nn {
+
+namespace {
+std::string fmt(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+}  // namespace
+
+// ---- functional
+
+Tensor functional::dropout(const Tensor& x, double p, bool training) {
+  IGNIS_CHECK(p >= 0 && p <= 1, "dropout: probability has to be between 0 and 1, but got ", p);
+  if (!training || p == 0) return x;
+  if (p == 1) return x * 0;
+  Tensor keep = (rand(x.sizes(), TensorOptions(x.dtype()).device(x.device())) >= p).to(x.dtype());
+  return x * (keep * (1.0 / (1.0 - p)));
+}
+
+Tensor functional::embedding(const Tensor& indices, const Tensor& weight,
+                             std::optional<int64_t> padding_idx) {
+  IGNIS_CHECK(weight.dim() == 2, "embedding: weight must be 2-d, got shape ", weight.sizes());
+  IGNIS_CHECK(indices.dtype() == kInt64 || indices.dtype() == kInt32,
+              "embedding: indices must be int64 or int32, got ", indices.dtype());
+  Shape out_shape = indices.sizes().shape();
+  out_shape.push_back(weight.size(1));
+  Tensor out = index_select(weight, 0, indices.reshape({-1})).reshape(out_shape);
+  if (padding_idx) {
+    // Rows of the padding index give zeros and send no gradient to the weight.
+    out = out * (indices != *padding_idx).unsqueeze(-1).to(weight.dtype());
+  }
+  return out;
+}
+
+Tensor functional::layer_norm(const Tensor& x, IntArrayRef shape, const Tensor& weight,
+                              const Tensor& bias, double eps) {
+  const int64_t k = static_cast<int64_t>(shape.size());
+  IGNIS_CHECK(k >= 1 && x.dim() >= k, "layer_norm: normalized_shape ", shape,
+              " does not fit input of shape ", x.sizes());
+  for (int64_t i = 0; i < k; ++i) {
+    IGNIS_CHECK(x.size(x.dim() - k + i) == shape[i], "layer_norm: normalized_shape ", shape,
+                " does not match the trailing dims of input of shape ", x.sizes());
+  }
+  std::vector<int64_t> dims;
+  for (int64_t i = x.dim() - k; i < x.dim(); ++i) dims.push_back(i);
+  Tensor mu = x.mean(dims, true);
+  Tensor xc = x - mu;
+  Tensor var = (xc * xc).mean(dims, true);
+  Tensor y = xc * rsqrt(var + eps);
+  if (weight.defined()) y = y * weight;
+  if (bias.defined()) y = y + bias;
+  return y;
+}
+
+// ---- Linear
+
+Linear::Linear(int64_t in, int64_t out, bool with_bias) : in_features(in), out_features(out) {
+  IGNIS_CHECK(in > 0 && out > 0, "Linear: in_features and out_features must be positive, got ",
+              in, " and ", out);
+  weight = register_parameter("weight", empty({out, in}));
+  if (with_bias) bias = register_parameter("bias", empty({out}));
+  reset_parameters();
+}
+
+void Linear::reset_parameters() {
+  init::kaiming_uniform_(weight, std::sqrt(5.0));
+  if (bias.defined()) {
+    const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
+    init::uniform_(bias, -bound, bound);
+  }
+}
+
+std::string Linear::extra_repr() const {
+  return "in_features=" + std::to_string(in_features) +
+         ", out_features=" + std::to_string(out_features) +
+         ", bias=" + (bias.defined() ? "true" : "false");
+}
+
+Tensor Linear::forward(const Tensor& x) {
+  IGNIS_CHECK(x.dim() >= 1 && x.size(-1) == in_features, "Linear: input of shape ", x.sizes(),
+              " does not end in in_features=", in_features);
+  return ignis::linear(x, weight, bias);
+}
+
+std::string Flatten::extra_repr() const {
+  return "start_dim=" + std::to_string(start_) + ", end_dim=" + std::to_string(end_);
+}
+
+std::string Unflatten::extra_repr() const {
+  std::ostringstream os;
+  os << "dim=" << dim_ << ", unflattened_size=" << IntArrayRef(sizes_);
+  return os.str();
+}
+
+std::string LeakyReLU::extra_repr() const { return "negative_slope=" + fmt(slope_); }
+
+Dropout::Dropout(double p) : p_(p) {
+  IGNIS_CHECK(p >= 0 && p <= 1, "Dropout: probability has to be between 0 and 1, but got ", p);
+}
+std::string Dropout::extra_repr() const { return "p=" + fmt(p_); }
+
+// ---- Embedding
+
+Embedding::Embedding(int64_t num, int64_t dim, std::optional<int64_t> padding_idx)
+    : num_(num), dim_(dim) {
+  IGNIS_CHECK(num > 0 && dim > 0, "Embedding: num_embeddings and embedding_dim must be positive");
+  if (padding_idx) {
+    int64_t p = *padding_idx < 0 ? *padding_idx + num : *padding_idx;
+    IGNIS_CHECK(p >= 0 && p < num, "Embedding: padding_idx ", *padding_idx,
+                " must be within num_embeddings (", num, ")");
+    padding_idx_ = p;
+  }
+  weight = register_parameter("weight", randn({num, dim}));
+  if (padding_idx_) {
+    NoGradGuard ng;
+    weight.select(0, *padding_idx_).zero_();
+  }
+}
+
+std::string Embedding::extra_repr() const {
+  return std::to_string(num_) + ", " + std::to_string(dim_) +
+         (padding_idx_ ? ", padding_idx=" + std::to_string(*padding_idx_) : "");
+}
+
+Tensor Embedding::forward(const Tensor& indices) {
+  return functional::embedding(indices, weight, padding_idx_);
+}
+
+// ---- LayerNorm
+
+LayerNorm::LayerNorm(std::vector<int64_t> shape, double eps, bool affine)
+    : shape_(std::move(shape)), eps_(eps) {
+  IGNIS_CHECK(!shape_.empty(), "LayerNorm: normalized_shape must not be empty");
+  if (affine) {
+    weight = register_parameter("weight", ones(shape_));
+    bias = register_parameter("bias", zeros(shape_));
+  }
+}
+
+std::string LayerNorm::extra_repr() const {
+  std::ostringstream os;
+  os << IntArrayRef(shape_) << ", eps=" << eps_
+     << ", elementwise_affine=" << (weight.defined() ? "true" : "false");
+  return os.str();
+}
+
+Tensor LayerNorm::forward(const Tensor& x) {
+  return functional::layer_norm(x, shape_, weight, bias, eps_);
+}
+
+// ---- containers
+
+Tensor Sequential::forward(const Tensor& x) {
+  Tensor h = x;
+  for (auto& m : mods_) h = m->forward(h);
+  return h;
+}
+
+void Sequential::push_back(std::shared_ptr<Module> m) {
+  push_back(std::to_string(mods_.size()), std::move(m));
+}
+
+void Sequential::push_back(const std::string& name, std::shared_ptr<Module> m) {
+  add_child(name, m);
+  mods_.push_back(std::move(m));
+}
+
+std::shared_ptr<Module> Sequential::operator[](size_t i) const {
+  IGNIS_CHECK(i < mods_.size(), "Sequential: index ", i, " is out of range (size ", mods_.size(),
+              ")");
+  return mods_[i];
+}
+
+void ModuleList::push_back(std::shared_ptr<Module> m) {
+  add_child(std::to_string(mods_.size()), m);
+  mods_.push_back(std::move(m));
+}
+
+std::shared_ptr<Module> ModuleList::operator[](size_t i) const {
+  IGNIS_CHECK(i < mods_.size(), "ModuleList: index ", i, " is out of range (size ", mods_.size(),
+              ")");
+  return mods_[i];
+}
+
+void ModuleDict::insert(const std::string& name, std::shared_ptr<Module> m) {
+  add_child(name, std::move(m));
+}
+
+bool ModuleDict::contains(const std::string& name) const {
+  for (const auto& [n, c] : named_children()) {
+    if (n == name) return true;
+  }
+  return false;
+}
+
+}  // namespace ignis::nn

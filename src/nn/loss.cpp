@@ -1,0 +1,281 @@
+// Losses as compositions of differentiable ops (no loss needs its own backward).
+#include "ignis/nn/loss.h"
+
+#include <cmath>
+#include <limits>
+
+#include "ignis/autograd.h"
+#include "ignis/ops.h"
+
+namespace ignis::nn {
+
+namespace F = functional;
+
+namespace {
+void check_reduction(const std::string& r, const char* op, bool batchmean = false) {
+  IGNIS_CHECK(r == "none" || r == "mean" || r == "sum" || (batchmean && r == "batchmean"), op,
+              ": reduction must be 'none', 'mean' or 'sum'", batchmean ? " or 'batchmean'" : "",
+              ", got '", r, "'");
+}
+Tensor reduce(const Tensor& l, const std::string& r) {
+  if (r == "none") return l;
+  return r == "sum" ? l.sum() : l.mean();
+}
+void check_same_shape(const Tensor& input, const Tensor& target, const char* op) {
+  IGNIS_CHECK(input.sizes().equals(target.sizes()), op, ": target of shape ", target.sizes(),
+              " does not match input of shape ", input.sizes());
+}
+}  // namespace
+
+Tensor F::mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction) {
+  check_reduction(reduction, "mse_loss");
+  check_same_shape(input, target, "mse_loss");
+  Tensor d = input - target;
+  return reduce(d * d, reduction);
+}
+
+Tensor F::l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction) {
+  check_reduction(reduction, "l1_loss");
+  check_same_shape(input, target, "l1_loss");
+  return reduce(abs(input - target), reduction);
+}
+
+Tensor F::smooth_l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction,
+                         double beta) {
+  check_reduction(reduction, "smooth_l1_loss");
+  check_same_shape(input, target, "smooth_l1_loss");
+  IGNIS_CHECK(beta >= 0, "smooth_l1_loss: beta must be non-negative, got ", beta);
+  Tensor d = abs(input - target);
+  if (beta == 0) return reduce(d, reduction);
+  return reduce(where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta), reduction);
+}
+
+Tensor F::huber_loss(const Tensor& input, const Tensor& target, const std::string& reduction,
+                     double delta) {
+  check_reduction(reduction, "huber_loss");
+  check_same_shape(input, target, "huber_loss");
+  IGNIS_CHECK(delta > 0, "huber_loss: delta must be positive, got ", delta);
+  Tensor d = abs(input - target);
+  return reduce(where(d <= delta, d * d * 0.5, (d - 0.5 * delta) * delta), reduction);
+}
+
+namespace {
+// Per-element nll (before reduction) and the weight of each target; input [N, C, d...] of
+// log-probabilities, target [N, d...]. Ignored targets get weight 0.
+std::pair<Tensor, Tensor> nll_terms(const Tensor& logp, const Tensor& target,
+                                    const Tensor& weight, int64_t ignore_index, const char* op) {
+  IGNIS_CHECK(target.dtype() == kInt64 || target.dtype() == kInt32, op,
+              ": expected class indices of dtype int64 for the target, got ", target.dtype(),
+              " (for class probabilities pass a floating target of the input's shape)");
+  IGNIS_CHECK(logp.dim() >= 1, op, ": input must have at least 1 dimension");
+  const bool unbatched = logp.dim() == 1;
+  Tensor lp = unbatched ? logp.unsqueeze(0) : logp;
+  Tensor t = unbatched ? target.reshape({1}) : target;
+  const int64_t c = lp.size(1);
+  Shape expect = lp.sizes().shape();
+  expect.erase(expect.begin() + 1);
+  IGNIS_CHECK(t.sizes().equals(expect), op, ": target of shape ", target.sizes(),
+              " does not match input of shape ", logp.sizes(), " (expected ", expect, ")");
+  if (weight.defined()) {
+    IGNIS_CHECK(weight.dim() == 1 && weight.size(0) == c, op, ": weight of shape ",
+                weight.sizes(), " must have one entry per class (", c, ")");
+  }
+  t = t.to(kInt64);
+  Tensor valid = t != ignore_index;
+  Tensor safe = where(valid, t, zeros_like(t));
+  if (t.numel() > 0) {
+    Tensor bad = logical_and(valid, logical_or(safe < 0, safe >= c));
+    IGNIS_CHECK(!bad.any().item<bool>(), op, ": target ", masked_select(t, bad)[0].item<int64_t>(),
+                " is out of bounds for ", c, " classes");
+  }
+  Tensor picked = -gather(lp, 1, safe.unsqueeze(1)).squeeze(1);
+  Tensor w = weight.defined() ? index_select(weight.to(lp.dtype()), 0, safe.reshape({-1}))
+                                    .reshape(safe.sizes())
+                              : ones_like(picked);
+  w = w * valid.to(lp.dtype());
+  if (unbatched) return {(picked * w).squeeze(0), w.squeeze(0)};
+  return {picked * w, w};
+}
+}  // namespace
+
+Tensor F::nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
+                   int64_t ignore_index, const std::string& reduction) {
+  check_reduction(reduction, "nll_loss");
+  auto [l, w] = nll_terms(input, target, weight, ignore_index, "nll_loss");
+  if (reduction == "none") return l;
+  if (reduction == "sum") return l.sum();
+  return l.sum() / w.sum();
+}
+
+Tensor F::cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
+                        int64_t ignore_index, const std::string& reduction,
+                        double label_smoothing) {
+  check_reduction(reduction, "cross_entropy");
+  IGNIS_CHECK(label_smoothing >= 0 && label_smoothing <= 1, "cross_entropy: label_smoothing ",
+              "must be between 0.0 and 1.0, got ", label_smoothing);
+  IGNIS_CHECK(input.is_floating_point(), "cross_entropy: input must be floating point, got ",
+              input.dtype());
+  const int64_t cdim = input.dim() == 1 ? 0 : 1;
+  Tensor logp = log_softmax(input, cdim);
+  const int64_t c = input.size(cdim);
+  // Shape of the weight broadcast along the class dim.
+  Shape wshape(static_cast<size_t>(input.dim()), 1);
+  wshape[cdim] = c;
+  if (target.is_floating_point()) {
+    check_same_shape(input, target, "cross_entropy");
+    Tensor t = label_smoothing > 0 ? target * (1 - label_smoothing) + label_smoothing / c : target;
+    Tensor prod = logp * t;
+    if (weight.defined()) prod = prod * weight.reshape(wshape);
+    Tensor l = -prod.sum({cdim});
+    if (reduction == "none") return l;
+    if (reduction == "sum") return l.sum();
+    return l.mean();
+  }
+  auto [l, w] = nll_terms(logp, target, weight, ignore_index, "cross_entropy");
+  Tensor nll = reduction == "none" ? l : reduction == "sum" ? l.sum() : l.sum() / w.sum();
+  if (label_smoothing == 0) return nll;
+  Tensor lp = weight.defined() ? logp * weight.reshape(wshape) : logp;
+  Tensor valid = (target.to(kInt64) != ignore_index).to(logp.dtype());
+  Tensor smooth = -lp.sum({cdim}) * valid;
+  Tensor s;
+  if (reduction == "none") {
+    s = smooth;
+  } else if (reduction == "sum") {
+    s = smooth.sum();
+  } else {
+    s = smooth.sum() / (weight.defined() ? w.sum() : valid.sum());
+  }
+  return nll * (1 - label_smoothing) + s * (label_smoothing / c);
+}
+
+Tensor F::binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
+                               const std::string& reduction) {
+  check_reduction(reduction, "binary_cross_entropy");
+  check_same_shape(input, target, "binary_cross_entropy");
+  if (input.numel() > 0) {
+    NoGradGuard ng;
+    IGNIS_CHECK(logical_and(input >= 0, input <= 1).all().item<bool>(), "binary_cross_entropy: ",
+                "all elements of input should be between 0 and 1");
+  }
+  // log clamped at -100 like PyTorch, so that 0 * log(0) stays finite.
+  auto log_clamped = [](const Tensor& x) { return clamp(log(x), -100.0); };
+  Tensor l = -(target * log_clamped(input) + (1 - target) * log_clamped(1 - input));
+  if (weight.defined()) l = l * weight;
+  return reduce(l, reduction);
+}
+
+Tensor F::binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
+                                           const Tensor& weight, const Tensor& pos_weight,
+                                           const std::string& reduction) {
+  check_reduction(reduction, "binary_cross_entropy_with_logits");
+  return ignis::binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction);
+}
+
+Tensor F::kl_div(const Tensor& input, const Tensor& target, const std::string& reduction,
+                 bool log_target) {
+  check_reduction(reduction, "kl_div", true);
+  Tensor l;
+  if (log_target) {
+    l = exp(target) * (target - input);
+  } else {
+    // xlogy: 0 where target == 0.
+    Tensor pos = target > 0;
+    Tensor safe = where(pos, target, ones_like(target));
+    l = where(pos, target * (log(safe) - input), zeros_like(input * target));
+  }
+  if (reduction == "batchmean") {
+    return input.dim() == 0 ? l.sum() : l.sum() / static_cast<double>(input.size(0));
+  }
+  return reduce(l, reduction);
+}
+
+// ---- modules
+
+Loss::Loss(std::string reduction) : reduction_(std::move(reduction)) {
+  check_reduction(reduction_, "Loss", true);
+}
+
+Tensor MSELoss::forward(const Tensor& i, const Tensor& t) { return F::mse_loss(i, t, reduction_); }
+Tensor L1Loss::forward(const Tensor& i, const Tensor& t) { return F::l1_loss(i, t, reduction_); }
+Tensor SmoothL1Loss::forward(const Tensor& i, const Tensor& t) {
+  return F::smooth_l1_loss(i, t, reduction_, beta_);
+}
+Tensor HuberLoss::forward(const Tensor& i, const Tensor& t) {
+  return F::huber_loss(i, t, reduction_, delta_);
+}
+
+CrossEntropyLoss::CrossEntropyLoss(CrossEntropyOptions o) : Loss(o.reduction), o_(std::move(o)) {
+  if (o_.weight.defined()) register_buffer("weight", o_.weight);
+}
+Tensor CrossEntropyLoss::forward(const Tensor& i, const Tensor& t) {
+  return F::cross_entropy(i, t, o_.weight, o_.ignore_index, reduction_, o_.label_smoothing);
+}
+
+NLLLoss::NLLLoss(Tensor weight, int64_t ignore_index, std::string reduction)
+    : Loss(std::move(reduction)), weight_(std::move(weight)), ignore_index_(ignore_index) {
+  if (weight_.defined()) register_buffer("weight", weight_);
+}
+Tensor NLLLoss::forward(const Tensor& i, const Tensor& t) {
+  return F::nll_loss(i, t, weight_, ignore_index_, reduction_);
+}
+
+BCELoss::BCELoss(Tensor weight, std::string reduction)
+    : Loss(std::move(reduction)), weight_(std::move(weight)) {
+  if (weight_.defined()) register_buffer("weight", weight_);
+}
+Tensor BCELoss::forward(const Tensor& i, const Tensor& t) {
+  return F::binary_cross_entropy(i, t, weight_, reduction_);
+}
+
+BCEWithLogitsLoss::BCEWithLogitsLoss(Tensor weight, std::string reduction, Tensor pos_weight)
+    : Loss(std::move(reduction)), weight_(std::move(weight)), pos_weight_(std::move(pos_weight)) {
+  if (weight_.defined()) register_buffer("weight", weight_);
+  if (pos_weight_.defined()) register_buffer("pos_weight", pos_weight_);
+}
+Tensor BCEWithLogitsLoss::forward(const Tensor& i, const Tensor& t) {
+  return F::binary_cross_entropy_with_logits(i, t, weight_, pos_weight_, reduction_);
+}
+
+Tensor KLDivLoss::forward(const Tensor& i, const Tensor& t) {
+  return F::kl_div(i, t, reduction_, log_target_);
+}
+
+// ---- gradient clipping
+
+double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type,
+                       bool error_if_nonfinite) {
+  NoGradGuard ng;
+  std::vector<Tensor> grads;
+  for (const Tensor& p : params) {
+    if (p.grad().defined()) grads.push_back(p.grad());
+  }
+  if (grads.empty()) return 0;
+  double total = 0;
+  if (std::isinf(norm_type)) {
+    for (const Tensor& g : grads) {
+      if (g.numel()) total = std::max(total, abs(g).max().item<double>());
+    }
+  } else {
+    for (const Tensor& g : grads) {
+      total += std::pow(norm(g.to(kFloat64), norm_type).item<double>(), norm_type);
+    }
+    total = std::pow(total, 1.0 / norm_type);
+  }
+  IGNIS_CHECK(!error_if_nonfinite || std::isfinite(total), "clip_grad_norm_: the total norm of "
+              "order ", norm_type, " for gradients is non-finite, so it cannot be clipped");
+  const double coef = max_norm / (total + 1e-6);
+  if (coef < 1) {
+    for (Tensor& g : grads) g.mul_(coef);
+  }
+  return total;
+}
+
+void clip_grad_value_(const std::vector<Tensor>& params, double clip_value) {
+  NoGradGuard ng;
+  for (const Tensor& p : params) {
+    Tensor g = p.grad();  // the same tensor: clamped in place
+    if (g.defined()) g.clamp_(-clip_value, clip_value);
+  }
+}
+
+}  // namespace ignis::nn
