@@ -9,7 +9,7 @@ DEBIAN_PACKAGES := g++ cmake ninja-build libdnnl-dev libgtest-dev libgmock-dev l
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 LAUNCHER := $(shell command -v ccache >/dev/null 2>&1 && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 
-.PHONY: deps configure build test demo bench asan install clean
+.PHONY: deps configure build test demo bench asan install clean fuzz
 
 deps:
 	@missing=""; for p in $(DEBIAN_PACKAGES); do \
@@ -46,3 +46,13 @@ install: build
 
 clean:
 	rm -rf $(BUILD) build-asan
+
+# Fuzz the safetensors header parser with libFuzzer under ASan + UBSan (clang), for FUZZ_SECONDS.
+FUZZ_SECONDS ?= 60
+fuzz:
+	mkdir -p $(BUILD)/fuzz/corpus
+	clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -Isrc \
+	  fuzz/safetensors_fuzzer.cpp src/io/safetensors_header.cpp src/io/json.cpp \
+	  -o $(BUILD)/fuzz/safetensors_fuzzer
+	$(BUILD)/fuzz/safetensors_fuzzer -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
+	  $(BUILD)/fuzz/corpus fuzz/seeds
