@@ -1,0 +1,173 @@
+// A Keras-like training loop (fit / evaluate) with metrics and callbacks, and full training
+// checkpoints. The hand-written loop (zero_grad, forward, loss, backward, step) stays the
+// first-class way; fit is that loop plus bookkeeping.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ignis/data.h"
+#include "ignis/nn/module.h"
+#include "ignis/optim.h"
+
+namespace ignis::train {
+
+/// loss(output, target) -> a scalar tensor.
+using LossFn = std::function<Tensor(const Tensor& output, const Tensor& target)>;
+
+/// Mean loss and accuracy (argmax over dim 1 equals an integer target) over `samples`.
+struct Metrics {
+  double loss = 0;
+  double accuracy = 0;
+  int64_t samples = 0;
+};
+
+/// What callbacks see and may change (stop_training).
+struct FitState {
+  nn::Module* model = nullptr;
+  optim::Optimizer* optimizer = nullptr;
+  int64_t epoch = 0;              // 0-based current epoch
+  int64_t epochs = 0;             // total epochs of this fit
+  int64_t step = 0;               // optimizer steps so far (global, survives resume)
+  int64_t batch = 0;              // batch index within the epoch
+  int64_t batches_per_epoch = 0;
+  int64_t batch_size = 0;         // samples in the last batch
+  double batch_loss = 0;
+  Metrics train;                  // running over the current epoch
+  std::optional<Metrics> val;     // after the epoch's validation
+  double epoch_seconds = 0;
+  bool stop_training = false;
+};
+
+class Callback {
+ public:
+  virtual ~Callback() = default;
+  virtual void on_train_begin(FitState&) {}
+  virtual void on_epoch_begin(FitState&) {}
+  virtual void on_batch_end(FitState&) {}
+  virtual void on_epoch_end(FitState&) {}
+  virtual void on_train_end(FitState&) {}
+};
+
+struct History {
+  std::vector<Metrics> train;
+  std::vector<Metrics> val;
+};
+
+struct FitOptions {
+  int64_t epochs = 1;
+  /// Resume: the epoch to start at and the optimizer steps already taken.
+  int64_t start_epoch = 0;
+  int64_t start_step = 0;
+};
+
+/// Trains `model` for opts.epochs passes over train_loader (one epoch = one pass; the loader's
+/// epoch counter is set so that data order depends only on (seed, epoch)), evaluating on
+/// val_loader (if any) after each epoch.
+History fit(nn::Module& model, const LossFn& loss, optim::Optimizer& optimizer,
+            data::DataLoader& train_loader, data::DataLoader* val_loader, FitOptions opts,
+            const std::vector<std::shared_ptr<Callback>>& callbacks = {});
+
+/// Loss and accuracy of `model` (in eval mode, without gradients) over a loader.
+Metrics evaluate(nn::Module& model, const LossFn& loss, data::DataLoader& loader);
+
+/// Number of correct predictions: argmax(output, 1) == target.
+int64_t count_correct(const Tensor& output, const Tensor& target);
+
+// ---- callbacks
+
+/// Stops when `monitor` ("val_loss", "val_accuracy", "loss", "accuracy") has not improved by
+/// min_delta for `patience` epochs.
+class EarlyStopping : public Callback {
+ public:
+  explicit EarlyStopping(std::string monitor = "val_loss", int64_t patience = 3,
+                         double min_delta = 0);
+  void on_epoch_end(FitState& s) override;
+  int64_t stopped_epoch() const { return stopped_epoch_; }
+
+ private:
+  std::string monitor_;
+  int64_t patience_;
+  double min_delta_;
+  std::optional<double> best_;
+  int64_t wait_ = 0;
+  int64_t stopped_epoch_ = -1;
+};
+
+/// Steps an LR scheduler every epoch (or every optimizer step).
+class LRSchedulerCallback : public Callback {
+ public:
+  explicit LRSchedulerCallback(std::shared_ptr<optim::LRScheduler> s, bool per_step = false)
+      : sched_(std::move(s)), per_step_(per_step) {}
+  /// ReduceLROnPlateau, stepped with val_loss (or the training loss without validation).
+  explicit LRSchedulerCallback(std::shared_ptr<optim::ReduceLROnPlateau> s)
+      : plateau_(std::move(s)) {}
+  void on_batch_end(FitState& s) override;
+  void on_epoch_end(FitState& s) override;
+
+ private:
+  std::shared_ptr<optim::LRScheduler> sched_;
+  std::shared_ptr<optim::ReduceLROnPlateau> plateau_;
+  bool per_step_ = false;
+};
+
+/// Calls `save(state)` every `every_n_steps` optimizer steps and/or at each epoch end.
+class CheckpointCallback : public Callback {
+ public:
+  CheckpointCallback(std::function<void(const FitState&)> save, int64_t every_n_steps = 0,
+                     bool each_epoch = true)
+      : save_(std::move(save)), every_(every_n_steps), each_epoch_(each_epoch) {}
+  void on_batch_end(FitState& s) override;
+  void on_epoch_end(FitState& s) override;
+
+ private:
+  std::function<void(const FitState&)> save_;
+  int64_t every_;
+  bool each_epoch_;
+};
+
+/// Progress output: a live bar (samples/s, loss, ETA) on a terminal, plain lines otherwise
+/// (every `print_every` batches), a summary line per epoch, and optionally a JSON-lines log.
+class ProgressLogger : public Callback {
+ public:
+  explicit ProgressLogger(std::string jsonl_path = "", int64_t print_every = 100,
+                          std::optional<bool> tty = std::nullopt);
+  void on_epoch_begin(FitState& s) override;
+  void on_batch_end(FitState& s) override;
+  void on_epoch_end(FitState& s) override;
+
+ private:
+  std::string log_path_;
+  int64_t every_;
+  bool tty_;
+  double epoch_start_ = 0;
+  double last_draw_ = 0;
+};
+
+// ---- checkpoints
+
+/// Everything needed to continue a run bit for bit.
+struct TrainingState {
+  int64_t epoch = 0;  // the next epoch to run
+  int64_t step = 0;   // optimizer steps taken
+};
+
+/// Saves model, optimizer, scheduler (optional), epoch, step and the RNG state to one
+/// safetensors file (atomically). Keys: "model.<name>", "optim.<key>", "sched.<key>", and
+/// metadata "epoch", "step", "rng_seed", "rng_offset", "format".
+void save_checkpoint(const std::string& path, const nn::Module& model,
+                     const optim::Optimizer& optimizer, const optim::LRScheduler* scheduler,
+                     const TrainingState& state);
+/// Restores what save_checkpoint wrote (and the RNG state); returns epoch and step.
+TrainingState load_checkpoint(const std::string& path, nn::Module& model,
+                              optim::Optimizer& optimizer, optim::LRScheduler* scheduler);
+
+/// Saves / loads just a module's state_dict.
+void save_module(const std::string& path, const nn::Module& model);
+void load_module(const std::string& path, nn::Module& model, bool strict = true);
+
+}  // namespace ignis::train

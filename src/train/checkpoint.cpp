@@ -1,0 +1,88 @@
+// Training checkpoints in one safetensors file: model, optimizer and scheduler state as
+// prefixed tensors, counters and the RNG state as metadata.
+#include <string>
+
+#include "ignis/generator.h"
+#include "ignis/serialize.h"
+#include "ignis/train.h"
+
+namespace ignis::train {
+
+namespace {
+constexpr const char* kFormat = "ignis-checkpoint-1";
+
+uint64_t parse_u64(const std::map<std::string, std::string>& meta, const std::string& key,
+                   const std::string& path) {
+  auto it = meta.find(key);
+  IGNIS_CHECK(it != meta.end(), "load_checkpoint: ", path, " has no '", key, "' metadata");
+  try {
+    size_t used = 0;
+    unsigned long long v = std::stoull(it->second, &used);
+    IGNIS_CHECK(used == it->second.size(), "bad number");
+    return v;
+  } catch (const std::exception&) {
+    IGNIS_FAIL("load_checkpoint: ", path, ": metadata '", key, "' = '", it->second,
+               "' is not a number");
+  }
+}
+
+std::vector<std::pair<std::string, Tensor>> with_prefix(
+    const std::vector<std::pair<std::string, Tensor>>& file, const std::string& prefix) {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (const auto& [n, t] : file) {
+    if (n.rfind(prefix, 0) == 0) out.emplace_back(n.substr(prefix.size()), t);
+  }
+  return out;
+}
+}  // namespace
+
+void save_checkpoint(const std::string& path, const nn::Module& model,
+                     const optim::Optimizer& optimizer, const optim::LRScheduler* scheduler,
+                     const TrainingState& state) {
+  NamedTensorList all;
+  for (auto& [n, t] : model.state_dict()) all.emplace_back("model." + n, t);
+  for (auto& [n, t] : optimizer.state_dict()) all.emplace_back("optim." + n, t);
+  if (scheduler) {
+    for (auto& [n, t] : scheduler->state_dict()) all.emplace_back("sched." + n, t);
+  }
+  Generator& g = default_generator();
+  std::map<std::string, std::string> meta = {
+      {"format", kFormat},
+      {"epoch", std::to_string(state.epoch)},
+      {"step", std::to_string(state.step)},
+      {"rng_seed", std::to_string(g.seed())},
+      {"rng_offset", std::to_string(g.offset())},
+      {"optimizer", optimizer.name()}};
+  save_safetensors(path, all, meta);
+}
+
+TrainingState load_checkpoint(const std::string& path, nn::Module& model,
+                              optim::Optimizer& optimizer, optim::LRScheduler* scheduler) {
+  SafetensorsFile f = load_safetensors(path);
+  auto fmt = f.metadata.find("format");
+  IGNIS_CHECK(fmt != f.metadata.end() && fmt->second == kFormat, "load_checkpoint: ", path,
+              " is not an ignis training checkpoint (format metadata '",
+              fmt == f.metadata.end() ? std::string("<none>") : fmt->second, "')");
+  auto opt = f.metadata.find("optimizer");
+  IGNIS_CHECK(opt == f.metadata.end() || opt->second == optimizer.name(), "load_checkpoint: ",
+              path, " holds the state of a ", opt->second, " optimizer, not ", optimizer.name());
+  model.load_state_dict(with_prefix(f.tensors, "model."), true);
+  optimizer.load_state_dict(with_prefix(f.tensors, "optim."));
+  if (scheduler) scheduler->load_state_dict(with_prefix(f.tensors, "sched."));
+  TrainingState s;
+  s.epoch = static_cast<int64_t>(parse_u64(f.metadata, "epoch", path));
+  s.step = static_cast<int64_t>(parse_u64(f.metadata, "step", path));
+  default_generator().set_state(parse_u64(f.metadata, "rng_seed", path),
+                                parse_u64(f.metadata, "rng_offset", path));
+  return s;
+}
+
+void save_module(const std::string& path, const nn::Module& model) {
+  save_safetensors(path, model.state_dict(), {{"format", "ignis-module-1"}});
+}
+
+void load_module(const std::string& path, nn::Module& model, bool strict) {
+  model.load_state_dict(load_safetensors(path).tensors, strict);
+}
+
+}  // namespace ignis::train

@@ -1,0 +1,95 @@
+// fit / evaluate: the training loop of the lecture notes (zero_grad, forward, loss, backward,
+// step) with metrics and callbacks around it.
+#include <chrono>
+
+#include "ignis/autograd.h"
+#include "ignis/ops.h"
+#include "ignis/train.h"
+
+namespace ignis::train {
+
+namespace {
+double now_seconds() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+void add_batch(Metrics& m, double loss, int64_t correct, int64_t n) {
+  const int64_t total = m.samples + n;
+  if (total == 0) return;
+  m.loss = (m.loss * static_cast<double>(m.samples) + loss * static_cast<double>(n)) /
+           static_cast<double>(total);
+  m.accuracy = (m.accuracy * static_cast<double>(m.samples) + static_cast<double>(correct)) /
+               static_cast<double>(total);
+  m.samples = total;
+}
+}  // namespace
+
+int64_t count_correct(const Tensor& output, const Tensor& target) {
+  if (output.dim() != 2 || target.dim() != 1 || target.is_floating_point()) return 0;
+  NoGradGuard ng;
+  return (argmax(output, 1) == target.to(kInt64)).sum().item<int64_t>();
+}
+
+Metrics evaluate(nn::Module& model, const LossFn& loss, data::DataLoader& loader) {
+  const bool was_training = model.is_training();
+  model.eval();
+  NoGradGuard ng;
+  Metrics m;
+  for (auto& batch : loader) {
+    Tensor out = model.forward(batch.data);
+    const double l = loss(out, batch.target).item<double>();
+    add_batch(m, l, count_correct(out, batch.target), batch.data.size(0));
+  }
+  model.train(was_training);
+  return m;
+}
+
+History fit(nn::Module& model, const LossFn& loss, optim::Optimizer& optimizer,
+            data::DataLoader& train_loader, data::DataLoader* val_loader, FitOptions opts,
+            const std::vector<std::shared_ptr<Callback>>& callbacks) {
+  IGNIS_CHECK(opts.epochs >= 0 && opts.start_epoch >= 0, "fit: epochs and start_epoch must be "
+              "non-negative");
+  History history;
+  FitState s;
+  s.model = &model;
+  s.optimizer = &optimizer;
+  s.epochs = opts.epochs;
+  s.step = opts.start_step;
+  s.batches_per_epoch = train_loader.size();
+  for (auto& c : callbacks) c->on_train_begin(s);
+  for (int64_t epoch = opts.start_epoch; epoch < opts.epochs && !s.stop_training; ++epoch) {
+    s.epoch = epoch;
+    s.train = Metrics{};
+    s.val.reset();
+    s.batch = 0;
+    model.train();
+    train_loader.set_epoch(epoch);  // data order depends only on (seed, epoch)
+    for (auto& c : callbacks) c->on_epoch_begin(s);
+    const double t0 = now_seconds();
+    for (auto& batch : train_loader) {
+      optimizer.zero_grad();
+      Tensor out = model.forward(batch.data);
+      Tensor l = loss(out, batch.target);
+      l.backward();
+      optimizer.step();
+      ++s.step;
+      s.batch_size = batch.data.size(0);
+      s.batch_loss = l.item<double>();
+      add_batch(s.train, s.batch_loss, count_correct(out, batch.target), s.batch_size);
+      for (auto& c : callbacks) c->on_batch_end(s);
+      ++s.batch;
+      if (s.stop_training) break;
+    }
+    s.epoch_seconds = now_seconds() - t0;
+    history.train.push_back(s.train);
+    if (val_loader != nullptr) {
+      s.val = evaluate(model, loss, *val_loader);
+      history.val.push_back(*s.val);
+    }
+    for (auto& c : callbacks) c->on_epoch_end(s);
+  }
+  for (auto& c : callbacks) c->on_train_end(s);
+  return history;
+}
+
+}  // namespace ignis::train
