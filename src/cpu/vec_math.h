@@ -1,9 +1,9 @@
 // ignis::vmath -- branch-free float32 transcendental functions that auto-vectorize.
 //
-// Every function is straight-line code: float arithmetic, compares feeding ternary selects, and
-// bit casts. There is no libm call, no lookup table and no data-dependent branch, so a loop that
-// calls these functions (they are force-inlined) is if-converted and vectorized by GCC/Clang at
-// -O3, and the same code compiles for CUDA device code.
+// Every function is straight-line code: float arithmetic, compares feeding bitwise selects, and
+// bit casts. There is no libm call, no lookup table and no branch, so a loop calling these
+// functions (they are force-inlined) vectorizes with GCC and Clang at -O3 on any x86 level (SSE2
+// to AVX-512), and the same code compiles for CUDA device code.
 //
 //  * exp/expm1: x = k*ln2 + r, k = round(x/ln2) via the 1.5*2^23 "magic number" (the integer k is
 //    read from the bits, no float->int conversion). ln2 is split Cody-Waite style so k*ln2_hi is
@@ -22,9 +22,10 @@
 //    ~1e-7 up to 2e6 when FMA contraction is on); beyond ~6e6 results are meaningless but stay in
 //    [-1, 1].
 //
-// All polynomial coefficients are Remez fits made for this file. Max errors measured against a
-// double-precision reference are listed in tests/test_vec_math.cpp (all <= 2 ulp). Requires IEEE
-// semantics: FMA contraction is fine, -ffast-math is not (it breaks the two-sum and NaN checks).
+// All polynomial coefficients are Remez fits made for this file. Max errors, measured over every
+// float against a double-precision reference, are listed in tests/test_vec_math.cpp (<= 3 ulp).
+// Requires IEEE semantics: FMA contraction is fine, -ffast-math is not (it breaks the error-free
+// transformations and the NaN/inf handling).
 #pragma once
 
 #include <bit>
@@ -63,6 +64,14 @@ IGNIS_VMATH_FN float from_bits(std::uint32_t u) {
 #else
   return std::bit_cast<float>(u);
 #endif
+}
+
+// c ? a : b. Written with bit operations so that no compiler pass turns it into control flow:
+// GCC otherwise threads or sinks code into branches and, unless AVX-512 masking is available,
+// refuses to if-convert possibly trapping FP operations there, so the loop does not vectorize.
+IGNIS_VMATH_FN float select(bool c, float a, float b) {
+  const std::uint32_t m = 0u - static_cast<std::uint32_t>(c);
+  return from_bits((bits(a) & m) | (bits(b) & ~m));
 }
 
 IGNIS_VMATH_FN float inf() { return from_bits(0x7f800000u); }
@@ -111,12 +120,13 @@ IGNIS_VMATH_FN float expm1_poly(float r) {
 // log(x) + corr for finite x > 0 (subnormals included), corr a small correction term.
 IGNIS_VMATH_FN float log_core(float x, float corr) {
   constexpr std::uint32_t kSqrtHalf = 0x3f3504f3u;  // bits of sqrt(1/2)
-  const bool tiny = x < 0x1p-126f;
-  x = tiny ? x * 0x1p23f : x;
-  const std::uint32_t ix = bits(x) - kSqrtHalf;
-  const float e = static_cast<float>(static_cast<std::int32_t>(ix) >> 23) - (tiny ? 23.0f : 0.0f);
+  // Subnormals are scaled by 2^23 first; the exponent correction is read back from the scale.
+  const float scale = select(x < 0x1p-126f, 0x1p23f, 1.0f);
+  const std::uint32_t ix = bits(x * scale) - kSqrtHalf;
+  const std::int32_t scale_exp = static_cast<std::int32_t>(bits(scale) >> 23) - 127;
+  const float e = static_cast<float>((static_cast<std::int32_t>(ix) >> 23) - scale_exp);
   const float m = from_bits((ix & 0x007fffffu) + kSqrtHalf);  // in [sqrt(1/2), sqrt(2))
-  const float f = m - 1.0f;                                     // exact
+  const float f = m - 1.0f;                                   // exact
   const float s = f / (2.0f + f);
   const float z = s * s;
   // 2*atanh(s) = 2s + s*z*T(z) and 2s = f - s*f.
@@ -137,51 +147,51 @@ IGNIS_VMATH_FN float sin_quadrant(float x, std::uint32_t quadrant) {
   const float r2 = (x - kf * kC1) - kf * kC2;
   const float p3 = kf * kC3, r3 = r2 - p3, e3 = (r2 - r3) - p3;
   const float p4 = kf * kC4, r4 = r3 - p4, e4 = (r3 - r4) - p4;
-  const float r = r4 + ((e3 + e4) - kf * kC5);
+  const float r = r4 - (kf * kC5 - (e3 + e4));
   const float z = r * r;
   // sin(r) = r + r*z*S(z), cos(r) = 1 - z/2 + z^2*C(z) on |r| <= pi/4.
   const float sp = 0x1.994feep-13f;
   const float s = r + (r * z) * (-0x1.555546p-3f + z * (0x1.110766p-7f - z * sp));
-  const float c = 1.0f - 0.5f * z + (z * z) * (0x1.55554ap-5f + z * (-0x1.6c0c8ap-10f +
-                                                                    z * 0x1.9a0216p-16f));
+  const float c =
+      1.0f - 0.5f * z + (z * z) * (0x1.55554ap-5f + z * (-0x1.6c0c8ap-10f + z * 0x1.9a0216p-16f));
   const std::uint32_t q = static_cast<std::uint32_t>(k) + quadrant;
-  float y = (q & 1u) ? c : s;
+  float y = select((q & 1u) != 0u, c, s);
   y = from_bits(bits(y) ^ ((q & 2u) << 30));
-  y = y > 1.0f ? 1.0f : y;  // only matters far outside the accurate range; keeps NaN
-  return y < -1.0f ? -1.0f : y;
+  y = select(y > 1.0f, 1.0f, y);  // only matters far outside the accurate range; keeps NaN
+  return select(y < -1.0f, -1.0f, y);
 }
 
 }  // namespace detail
 
 // e^x. Overflows to +inf above ~88.72; results below FLT_MIN are subnormal (or 0 under FTZ).
 IGNIS_VMATH_FN float exp(float x) {
-  float xc = x > 89.0f ? 89.0f : x;  // comparisons are false for NaN: NaN propagates
-  xc = xc < -104.0f ? -104.0f : xc;
+  float xc = detail::select(x > 89.0f, 89.0f, x);  // comparisons are false for NaN: NaN stays
+  xc = detail::select(x < -104.0f, -104.0f, xc);
   std::int32_t k;
   const float r = detail::exp_reduce(xc, k);
   const float p = 1.0f + detail::expm1_poly(r);
-  const std::int32_t k1 = k >> 1;  // k in [-150, 129]: both factors are normal
+  const std::int32_t k1 = k >> 1;  // k in [-150, 128]: both factors are normal
   return p * detail::pow2i(k1) * detail::pow2i(k - k1);
 }
 
 // e^x - 1, accurate (relative) for small |x|.
 IGNIS_VMATH_FN float expm1(float x) {
-  float xc = x > 89.0f ? 89.0f : x;
-  xc = xc < -25.0f ? -25.0f : xc;  // expm1(x) rounds to -1 below ~ -17.3
+  float xc = detail::select(x > 89.0f, 89.0f, x);
+  xc = detail::select(x < -25.0f, -25.0f, xc);  // expm1(x) rounds to -1 below ~ -17.3
   std::int32_t k;
   const float r = detail::exp_reduce(xc, k);
   const float p = detail::expm1_poly(r);
-  const float s = detail::pow2i(k > 127 ? 127 : k);
+  const bool big = k > 127;
+  const float s = detail::pow2i(big ? 127 : k);
   const float y = p * s + (s - 1.0f);  // 2^k*(1+p) - 1, s-1 is exact for small k
-  return k > 127 ? y * 2.0f : y;
+  return y * detail::select(big, 2.0f, 1.0f);
 }
 
 // Natural logarithm: log(0) = -inf, log(x < 0) = NaN, log(inf) = inf.
 IGNIS_VMATH_FN float log(float x) {
-  const float y = detail::log_core(x, 0.0f);
-  const float special = x == 0.0f ? -detail::inf() : detail::qnan();
-  const float r = x > 0.0f ? y : special;
-  return x == detail::inf() ? x : r;
+  const float nan_or_inf = detail::select(x > 0.0f, x, detail::qnan());
+  const float special = detail::select(x == 0.0f, -detail::inf(), nan_or_inf);
+  return detail::select((x > 0.0f) & (x < detail::inf()), detail::log_core(x, 0.0f), special);
 }
 
 // log(1 + x), accurate (relative) for small |x|.
@@ -189,15 +199,15 @@ IGNIS_VMATH_FN float log1p(float x) {
   const float u = 1.0f + x;
   const float v = u - 1.0f;
   const float c = (1.0f - (u - v)) + (x - v);  // two-sum: u + c == 1 + x exactly
-  const float y = detail::log_core(u, c / u);
-  const float special = x == -1.0f ? -detail::inf() : detail::qnan();
-  const float r = x > -1.0f ? y : special;
-  return x == detail::inf() ? x : r;
+  const bool ok = (x > -1.0f) & (x < detail::inf());
+  const float nan_or_inf = detail::select(x > -1.0f, x, detail::qnan());
+  const float special = detail::select(x == -1.0f, -detail::inf(), nan_or_inf);
+  return detail::select(ok, detail::log_core(u, c / u), special);
 }
 
 IGNIS_VMATH_FN float tanh(float x) {
   float a = detail::fabs(x);
-  a = a > 10.0f ? 10.0f : a;  // tanh(10) rounds to 1
+  a = detail::select(a > 10.0f, 10.0f, a);  // tanh(10) rounds to 1
   const float t = vmath::expm1(2.0f * a);
   return detail::copy_sign(t / (t + 2.0f), x);
 }
@@ -205,7 +215,7 @@ IGNIS_VMATH_FN float tanh(float x) {
 // 1 / (1 + e^-x) without overflow for any x.
 IGNIS_VMATH_FN float sigmoid(float x) {
   const float e = vmath::exp(-detail::fabs(x));
-  return (x >= 0.0f ? 1.0f : e) / (1.0f + e);
+  return detail::select(x >= 0.0f, 1.0f, e) / (1.0f + e);
 }
 
 IGNIS_VMATH_FN float erf(float x) {
@@ -219,7 +229,7 @@ IGNIS_VMATH_FN float erf(float x) {
   p = p * z - 0x1.8126fap-2f;
   p = p * z + 0x1.20dd74p+0f;
   // |x| >= 0.9: log(erfc(a)) = Q(a); erf rounds to 1 beyond ~3.92.
-  const float b = a > 4.0f ? 4.0f : a;
+  const float b = detail::select(a > 4.0f, 4.0f, a);
   float q = 0x1.9fb26p-13f;
   q = q * b - 0x1.91cccap-9f;
   q = q * b + 0x1.6d9ccap-6f;
@@ -227,12 +237,15 @@ IGNIS_VMATH_FN float erf(float x) {
   q = q * b - 0x1.4621bap-1f;
   q = q * b - 0x1.20b752p+0f;
   q = q * b - 0x1.5d10dap-13f;
-  const float y = a < 0.9f ? a * p : 1.0f - vmath::exp(q);
+  const float y = detail::select(a < 0.9f, a * p, 1.0f - vmath::exp(q));
   return detail::copy_sign(y, x);
 }
 
-// Few-ulp accurate for |x| <~ 1.2e4; sin(+-inf) = NaN.
-IGNIS_VMATH_FN float sin(float x) { return detail::sin_quadrant(x, 0u); }
+// <= 3 ulp for |x| <= 1e5 (see sin_quadrant for larger |x|); sin(+-inf) = NaN.
+IGNIS_VMATH_FN float sin(float x) {
+  const float y = detail::sin_quadrant(x, 0u);
+  return detail::select(x == 0.0f, x, y);  // sin(-0) = -0
+}
 IGNIS_VMATH_FN float cos(float x) { return detail::sin_quadrant(x, 1u); }
 
 }  // namespace ignis::vmath
