@@ -114,8 +114,10 @@ void collect_tensors(variable_list& out, const T& arg) {
 ///     static variable_list backward(AutogradContext* ctx, variable_list grad_outputs);
 ///   };
 ///   Tensor z = MultiplyGate::apply(x, y);
-/// forward runs without recording; backward returns one gradient per tensor argument (an
-/// undefined Tensor for none) and may use any differentiable ignis op.
+/// forward runs without recording; backward gets one gradient per output (zeros where none
+/// flowed) and returns one per tensor argument of forward (an undefined Tensor for none). It may
+/// use any differentiable ignis op, so custom functions support double backward. The node is
+/// named after the struct: "MultiplyGateBackward".
 template <class Derived>
 struct Function {
   template <class... Args>

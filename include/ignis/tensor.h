@@ -6,6 +6,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ignis/device.h"
@@ -127,7 +128,18 @@ class Tensor {
                 bool create_graph = false) const;
   /// Registers a hook called with this tensor's gradient during backward; returns its handle.
   size_t register_hook(GradHook hook) const;
-  size_t register_hook(std::function<void(const Tensor&)> hook) const;
+  /// Any callable taking the gradient: returning a Tensor replaces it, returning void observes.
+  template <class F>
+  size_t register_hook(F&& hook) const {
+    if constexpr (std::is_void_v<std::invoke_result_t<F&, const Tensor&>>) {
+      return register_hook(GradHook([f = std::forward<F>(hook)](const Tensor& g) mutable {
+        f(g);
+        return Tensor();
+      }));
+    } else {
+      return register_hook(GradHook(std::forward<F>(hook)));
+    }
+  }
   void remove_hook(size_t handle) const;
   Tensor detach() const;
   Tensor& detach_();

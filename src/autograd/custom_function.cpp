@@ -76,9 +76,10 @@ class CustomNode final : public Node {
     const size_t n = num_inputs();
     // Extra trailing gradients are allowed only when undefined (for non-tensor arguments).
     while (r.size() > n && !r.back().defined()) r.pop_back();
-    IGNIS_CHECK(r.size() == n, "backward: function ", name_, " returned an incorrect number of "
-                "gradients (expected ", n, ", one per tensor argument of forward, got ", r.size(),
-                ")");
+    IGNIS_CHECK(r.size() == n, "backward: function ", name_,
+                " returned an incorrect number of "
+                "gradients (expected ",
+                n, ", one per tensor argument of forward, got ", r.size(), ")");
     for (size_t i = 0; i < n; ++i) {
       if (!needs_input_grad(i)) r[i] = Tensor();
     }
@@ -107,7 +108,8 @@ variable_list AutogradContext::get_saved_variables() const {
   if (saved_.empty()) return to_save_;  // still in forward (or nothing was recorded)
   variable_list out;
   out.reserve(saved_.size());
-  for (const auto& p : saved_) out.push_back(static_cast<SavedVariable*>(p.get())->unpack(node.get()));
+  for (const auto& p : saved_)
+    out.push_back(static_cast<SavedVariable*>(p.get())->unpack(node.get()));
   return out;
 }
 
@@ -127,8 +129,8 @@ Scalar AutogradContext::saved(const std::string& key) const {
   }
   std::string keys;
   for (const auto& kv : saved_data) keys += (keys.empty() ? "" : ", ") + kv.first;
-  IGNIS_FAIL("AutogradContext::saved: no value saved under key '", key, "' (saved keys: ",
-             keys.empty() ? "none" : keys, ")");
+  IGNIS_FAIL("AutogradContext::saved: no value saved under key '", key,
+             "' (saved keys: ", keys.empty() ? "none" : keys, ")");
 }
 
 // ---- recording
@@ -138,7 +140,8 @@ namespace detail {
 std::vector<bool> needs_grad_flags(const variable_list& inputs) {
   std::vector<bool> f(inputs.size(), false);
   if (!is_grad_enabled()) return f;
-  for (size_t i = 0; i < inputs.size(); ++i) f[i] = inputs[i].defined() && inputs[i].requires_grad();
+  for (size_t i = 0; i < inputs.size(); ++i)
+    f[i] = inputs[i].defined() && inputs[i].requires_grad();
   return f;
 }
 
@@ -171,15 +174,15 @@ void record_custom(const char* name, const std::shared_ptr<AutogradContext>& ctx
     }
     // An input returned as is (or any tensor with history) must not get this node as its
     // grad_fn: the output becomes an alias of it.
+    const bool diff = out.is_floating_point() && !is_non_diff(out);
     bool alias = out.requires_grad();
     for (const Tensor& in : inputs) alias = alias || out.is_same(in);
     if (alias) out = out.detach();
-    const bool diff = out.is_floating_point() && !is_non_diff(outputs[i]);
     metas.push_back({out.sizes().shape(), out.dtype(), diff});
     if (diff) to_connect[i] = out;
   }
-  auto node = std::make_shared<CustomNode>(cached_name(name), ctx, std::move(backward),
-                                           std::move(metas));
+  auto node =
+      std::make_shared<CustomNode>(cached_name(name), ctx, std::move(backward), std::move(metas));
   connect(node, inputs, to_connect);
   node->num_outputs = static_cast<uint32_t>(outputs.size());
   Access::node(*ctx) = node;

@@ -101,11 +101,9 @@ void execute(const std::vector<Edge>& roots, const variable_list& root_grads, bo
   for (const Edge& e : roots) {
     if (e.fn && seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
   }
-  std::vector<Node*> order;
   while (!stack.empty()) {
     Node* n = stack.back();
     stack.pop_back();
-    order.push_back(n);
     for (const InputMeta& in : n->inputs()) {
       Node* next = in.edge.fn.get();
       if (next == nullptr) continue;
@@ -116,7 +114,19 @@ void execute(const std::vector<Edge>& roots, const variable_list& root_grads, bo
   // 2. With captures, only nodes on a path to a captured input need to run.
   std::unordered_set<Node*> needed;
   if (captures != nullptr) {
-    // Nodes in `order` are discovered parent-first; resolve in reverse so children come first.
+    // A topological order (every consumer before what it consumes; DFS discovery order is not
+    // one when paths share nodes), resolved in reverse so that children come first.
+    std::vector<Node*> order;
+    std::unordered_map<Node*, int> pending = deps;
+    for (Node* n : seen) {
+      if (pending[n] == 0) order.push_back(n);
+    }
+    for (size_t i = 0; i < order.size(); ++i) {
+      for (const InputMeta& in : order[i]->inputs()) {
+        Node* next = in.edge.fn.get();
+        if (next != nullptr && --pending[next] == 0) order.push_back(next);
+      }
+    }
     std::unordered_set<Node*> targets;
     for (const Capture& c : *captures) targets.insert(c.node);
     for (auto it = order.rbegin(); it != order.rend(); ++it) {

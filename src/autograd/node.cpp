@@ -25,7 +25,8 @@ SavedVariable::SavedVariable(const Tensor& t, bool is_output) {
   if (!t.defined()) return;
   version_ = t._version();
   is_output_ = is_output;
-  requires_grad_ = t.requires_grad();
+  // An op's output is saved before record() gives it history, but it will require grad.
+  requires_grad_ = is_output || t.requires_grad();
   if (is_output) {
     // An alias without autograd meta: holding the output itself would make a cycle
     // (output -> grad_fn -> saved output).

@@ -27,8 +27,7 @@ std::string bench_usage() {
       "Prints one line per measurement: workload=NAME key=value ...\n\nworkloads:\n";
   for (const Workload& w : kWorkloads) {
     std::string name = w.name;
-    s += "  " + name + std::string(name.size() < 14 ? 14 - name.size() : 1, ' ') + w.summary +
-         "\n";
+    s += "  " + name + std::string(name.size() < 14 ? 14 - name.size() : 1, ' ') + w.summary + "\n";
   }
   s += "  all           every workload above, in turn\n\n"
        "options:\n"

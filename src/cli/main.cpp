@@ -1,7 +1,7 @@
 // `ignis COMMAND [ARGS...]`: looks COMMAND up in the table of subcommands and runs it. A new
 // subcommand (train, eval, fetch) is one row of kCommands plus its function.
-#include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
 
 #include <cstdio>
 #include <exception>
@@ -31,11 +31,7 @@ constexpr Command kCommands[] = {
 std::string usage() {
   std::string s = "usage: ignis COMMAND [ARGS...]\n\ncommands:\n";
   for (const Command& c : kCommands) {
-    std::string synopsis = std::string(c.name) + (*c.args ? " " : "") + c.args;
-    s += "  " + synopsis;
-    s += synopsis.size() < 40 ? std::string(40 - synopsis.size(), ' ') : "\n" + std::string(42, ' ');
-    s += c.summary;
-    s += "\n";
+    s += std::string("  ") + c.name + (*c.args ? " " : "") + c.args + "\n      " + c.summary + "\n";
   }
   s += "\nRun `ignis COMMAND --help` for a command's options.\n";
   return s;
@@ -49,9 +45,10 @@ int help_main(const Args&) {
 int version_main(const Args& args) {
   if (!args.empty()) throw UsageError("version takes no arguments", "usage: ignis version\n");
   const dnnl_version_t* v = dnnl_version();
+  const std::string hash = v->hash;
   std::cout << "ignis " << IGNIS_VERSION << "\n"
-            << "oneDNN " << v->major << "." << v->minor << "." << v->patch << " (" << v->hash
-            << ")\n"
+            << "oneDNN " << v->major << "." << v->minor << "." << v->patch
+            << (hash.empty() || hash == "N/A" ? "" : " (" + hash + ")") << "\n"
             << "OpenMP " << _OPENMP << ", " << omp_get_max_threads() << " threads by default\n"
             << "compiler " << __VERSION__ << "\n";
   return 0;

@@ -6,15 +6,27 @@
 #include "ignis/dtype.h"
 #include "ignis/error.h"
 
+#include <string_view>
 #include <type_traits>
 
 namespace ignis {
 
 template <class Fn>
 struct DispatchStub {
-  const char* op;
+  const char* op;  // the op's name for messages ("add" for add_stub)
   Fn table[kNumDeviceTypes] = {};
-  explicit constexpr DispatchStub(const char* name) : op(name) {}
+  // constexpr: stubs are constant-initialised, before any kernel registrar runs.
+  explicit constexpr DispatchStub(const char* name) : op(op_buf_) {
+    size_t n = 0;
+    while (name[n] != '\0' && n + 1 < sizeof(op_buf_)) {
+      op_buf_[n] = name[n];
+      ++n;
+    }
+    op_buf_[n] = '\0';
+    if (n > 5 && std::string_view(op_buf_ + n - 5) == "_stub") op_buf_[n - 5] = '\0';
+  }
+  DispatchStub(const DispatchStub&) = delete;
+  DispatchStub& operator=(const DispatchStub&) = delete;
   Fn operator[](Device d) const {
     Fn f = table[static_cast<int>(d.type)];
     if (__builtin_expect(f == nullptr, 0)) {
@@ -23,6 +35,9 @@ struct DispatchStub {
     }
     return f;
   }
+
+ private:
+  char op_buf_[64] = {};
 };
 
 template <class Fn>
@@ -35,7 +50,7 @@ struct KernelRegistrar {
 /// IGNIS_DECLARE_STUB(add_stub, BinaryFn) in a header; IGNIS_DEFINE_STUB in one .cpp;
 /// IGNIS_REGISTER_KERNEL(add_stub, CPU, &fn) in the backend's .cpp.
 #define IGNIS_DECLARE_STUB(name, Fn) extern ::ignis::DispatchStub<Fn> name
-#define IGNIS_DEFINE_STUB(name, Fn) ::ignis::DispatchStub<Fn> name(#name)
+#define IGNIS_DEFINE_STUB(name, Fn) constinit ::ignis::DispatchStub<Fn> name(#name)
 #define IGNIS_CONCAT_(a, b) a##b
 #define IGNIS_CONCAT(a, b) IGNIS_CONCAT_(a, b)
 #define IGNIS_REGISTER_KERNEL(stub, DEV, fn)                                    \

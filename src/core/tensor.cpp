@@ -144,13 +144,6 @@ size_t Tensor::register_hook(GradHook hook) const {
   return h;
 }
 
-size_t Tensor::register_hook(std::function<void(const Tensor&)> hook) const {
-  return register_hook(GradHook([f = std::move(hook)](const Tensor& g) {
-    f(g);
-    return Tensor();
-  }));
-}
-
 void Tensor::remove_hook(size_t handle) const {
   AutogradMeta* m = autograd_meta();
   if (m == nullptr) return;

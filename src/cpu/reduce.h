@@ -1,12 +1,20 @@
-// CPU reduction driver: brings the reduced dims of x together and runs a reducer over them.
-// A reducer is a struct with
+// CPU reduction driver: sees x as a dense [outer, n, inner] block (n = the reduced elements of
+// each output) and runs a reducer over it, vectorised and in parallel.
+// A reducer is a small struct with
 //   using acc_type;  acc_type identity() const;
-//   acc_type step(acc_type acc, acc_t<T> v) const;   // fold one element (vectorisable)
-//   acc_type merge(acc_type a, acc_type b) const;    // combine partial results
-//   Out finish(acc_type a, int64_t n) const;         // the output value from n elements
+//   acc_type step(acc_type acc, V v) const;        // fold one element, V = acc_t<T> (vectorisable)
+//   acc_type merge(acc_type a, acc_type b) const;  // combine partial results
+//   Out finish(acc_type a, int64_t n) const;       // the output value from n elements
+// The loops take `get_r(k)`, the reducer of output k, so that two-pass reductions (var,
+// logsumexp) can give each output a reducer holding its first-pass result.
 #pragma once
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <type_traits>
+#include <vector>
 
 #include "autograd/node.h"
 #include "core/dispatch.h"
@@ -15,12 +23,34 @@
 
 namespace ignis::cpu {
 
-/// Rows of length n at `p`: fold with kLanes independent accumulators so that the compiler can
+/// x as a dense [outer, n, inner] block: output o * inner + i folds x[o, 0..n, i]. No copy when
+/// the reduced dims form one block in x's memory order and the kept dims stay in order; otherwise
+/// `hold` is a copy of x with the reduced dims moved last (inner = 1).
+struct ReduceLayout {
+  Tensor hold;
+  const void* data = nullptr;
+  int64_t outer = 1, n = 1, inner = 1;
+};
+ReduceLayout reduce_layout(const Tensor& x, const ReducePlan& plan);
+/// The same for the one dim `dim` of a contiguous copy of x (for ops whose output has x's shape:
+/// the element order then matches a contiguous output).
+ReduceLayout dim_layout(const Tensor& x, int64_t dim);
+
+constexpr int kLanes = 32;           // independent accumulators per row (GCC vectorises 32 well)
+constexpr int64_t kBlock = 4096;     // rows longer than this are summed pairwise (accuracy)
+constexpr int64_t kTile = 256;       // outputs per column tile
+constexpr int64_t kColLeaf = 64;     // longer columns are folded pairwise (accuracy)
+
+/// Folds the n elements at p with kLanes independent accumulators so that the compiler can
 /// vectorise without reassociating floating point adds.
 template <class T, class R>
-typename R::acc_type reduce_row(const T* p, int64_t n, const R& r) {
+typename R::acc_type reduce_block(const T* p, int64_t n, const R& r) {
   using A = typename R::acc_type;
-  constexpr int kLanes = 16;
+  if (n < kLanes) {
+    A a = r.identity();
+    for (int64_t i = 0; i < n; ++i) a = r.step(a, static_cast<acc_t<T>>(p[i]));
+    return a;
+  }
   A acc[kLanes];
   for (auto& a : acc) a = r.identity();
   int64_t i = 0;
@@ -34,64 +64,215 @@ typename R::acc_type reduce_row(const T* p, int64_t n, const R& r) {
   return acc[0];
 }
 
-/// Reduces x over plan.reduced into out (contiguous, of dtype Out).
-template <class T, class Out, class R>
-void run_reduction(const Tensor& out, const Tensor& x, const ReducePlan& plan, const R& r) {
+/// A row of any length: blocks of kBlock combined pairwise (a binary counter of partial
+/// results, no recursion), so float sums lose O(log n) ulps, not O(n).
+template <class T, class R>
+typename R::acc_type reduce_row(const T* p, int64_t n, const R& r) {
   using A = typename R::acc_type;
-  Out* o = static_cast<Out*>(out.data_ptr());
-  const int64_t nout = out.numel();
-  const int64_t n = plan.reduced_numel;
-  if (nout == 0) return;
-  if (n == 0) {
-    for (int64_t k = 0; k < nout; ++k) o[k] = r.finish(r.identity(), 0);
-    return;
+  if (n <= kBlock) return reduce_block(p, n, r);
+  A stack[64];
+  int sp = 0;
+  int64_t count = 0;
+  for (int64_t i = 0; i < n; i += kBlock) {
+    A v = reduce_block(p + i, std::min(kBlock, n - i), r);
+    for (int64_t c = ++count; (c & 1) == 0; c >>= 1) v = r.merge(stack[--sp], v);
+    stack[sp++] = v;
   }
-  const int64_t nd = x.dim();
-  // Reduced dims all leading and x contiguous: a column reduction over [n, nout], vectorised
-  // across the output.
-  int64_t leading = 0;
-  while (leading < nd && plan.reduced[leading]) ++leading;
-  bool only_leading = true;
-  for (int64_t d = leading; d < nd; ++d) only_leading = only_leading && !plan.reduced[d];
-  if (only_leading && leading > 0 && x.is_contiguous() && nout > 1) {
-    const T* p = static_cast<const T*>(x.data_ptr());
-    std::vector<A> acc(nout, r.identity());
-    parallel_for(0, nout, std::max<int64_t>(kGrainSize / std::max<int64_t>(n, 1), 16),
+  A total = stack[--sp];
+  while (sp > 0) total = r.merge(stack[--sp], total);
+  return total;
+}
+
+/// Output rows [0, outer) of length n each: o[k] = finish(fold of row k).
+template <class T, class Out, class GetR>
+void reduce_rows(const T* p, int64_t outer, int64_t n, Out* o, const GetR& get_r) {
+  using R = std::remove_cvref_t<decltype(get_r(int64_t{0}))>;
+  using A = typename R::acc_type;
+  const int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+  if (outer * n <= kGrainSize || nt == 1 || outer >= nt) {
+    parallel_for(0, outer, std::max<int64_t>(kGrainSize / std::max<int64_t>(n, 1), 1),
                  [&](int64_t b, int64_t e) {
-                   for (int64_t i = 0; i < n; ++i) {
-                     const T* row = p + i * nout;
-                     for (int64_t k = b; k < e; ++k)
-                       acc[k] = r.step(acc[k], static_cast<acc_t<T>>(row[k]));
+                   for (int64_t k = b; k < e; ++k) {
+                     const R r = get_r(k);
+                     o[k] = r.finish(reduce_row(p + k * n, n, r), n);
                    }
-                   for (int64_t k = b; k < e; ++k) o[k] = r.finish(acc[k], n);
                  });
     return;
   }
-  // General case: permute reduced dims last, make contiguous, reduce rows.
-  Shape perm;
-  for (int64_t d = 0; d < nd; ++d) if (!plan.reduced[d]) perm.push_back(d);
-  for (int64_t d = 0; d < nd; ++d) if (plan.reduced[d]) perm.push_back(d);
-  Tensor xp;
-  {
-    NoGradGuard ng;
-    xp = x.detach().permute(perm).contiguous();
+  // Fewer rows than threads: split each row into chunks, then merge the partials in order.
+  const int64_t c = std::min<int64_t>((nt + outer - 1) / outer, std::max<int64_t>(n / 4096, 1));
+  std::unique_ptr<A[]> part(new A[outer * c]);  // not vector: A may be bool
+  parallel_for(0, outer * c, 1, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t k = t / c, j = t % c;
+      const int64_t lo = n * j / c, hi = n * (j + 1) / c;
+      part[t] = reduce_row(p + k * n + lo, hi - lo, get_r(k));
+    }
+  });
+  for (int64_t k = 0; k < outer; ++k) {
+    const R r = get_r(k);
+    A a = part[k * c];
+    for (int64_t j = 1; j < c; ++j) a = r.merge(a, part[k * c + j]);
+    o[k] = r.finish(a, n);
   }
-  const T* p = static_cast<const T*>(xp.data_ptr());
-  if (nout == 1) {
-    // One long row: split it across threads, merge the partials.
-    const int nt = n > kGrainSize ? std::max(1, omp_get_max_threads()) : 1;
-    std::vector<A> part(nt, r.identity());
-    parallel_for(0, n, kGrainSize, [&](int64_t b, int64_t e) {
-      part[nt > 1 ? omp_get_thread_num() : 0] = reduce_row(p + b, e - b, r);
-    });
-    A total = part[0];
-    for (int t = 1; t < nt; ++t) total = r.merge(total, part[t]);
-    o[0] = r.finish(total, n);
+}
+
+/// acc[i] (i < w) = fold of column i over `rows` rows at p, `stride` elements apart; the reducer
+/// of column i is get_r(k0 + i). Long columns are folded pairwise (blocks of kColLeaf rows), so
+/// float sums lose O(log n) ulps, not O(n).
+template <class T, class A, class GetR>
+void fold_cols(const T* p, int64_t rows, int64_t stride, int64_t w, int64_t k0, A* acc,
+               const GetR& get_r) {
+  if (rows > kColLeaf) {
+    const int64_t half = rows / 2;
+    fold_cols(p, half, stride, w, k0, acc, get_r);
+    A part[kTile];
+    fold_cols(p + half * stride, rows - half, stride, w, k0, part, get_r);
+    for (int64_t i = 0; i < w; ++i) acc[i] = get_r(k0 + i).merge(acc[i], part[i]);
     return;
   }
-  parallel_for(0, nout, std::max<int64_t>(kGrainSize / n, 1), [&](int64_t b, int64_t e) {
-    for (int64_t k = b; k < e; ++k) o[k] = r.finish(reduce_row(p + k * n, n, r), n);
-  });
+  for (int64_t i = 0; i < w; ++i) acc[i] = get_r(k0 + i).identity();
+  for (int64_t k = 0; k < rows; ++k) {
+    const T* row = p + k * stride;
+    for (int64_t i = 0; i < w; ++i)
+      acc[i] = get_r(k0 + i).step(acc[i], static_cast<acc_t<T>>(row[i]));
+  }
 }
+
+/// Outputs [outer, inner], each folding n elements `inner` apart: vectorised across outputs.
+template <class T, class Out, class GetR>
+void reduce_cols(const T* p, int64_t outer, int64_t n, int64_t inner, Out* o,
+                 const GetR& get_r) {
+  using R = std::remove_cvref_t<decltype(get_r(int64_t{0}))>;
+  using A = typename R::acc_type;
+  const int64_t tiles = (inner + kTile - 1) / kTile;
+  const int64_t tasks = outer * tiles;
+  const int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+  auto tile = [&](int64_t t, int64_t r0, int64_t r1, A* acc) {
+    const int64_t ob = t / tiles, i0 = (t % tiles) * kTile;
+    const int64_t w = std::min(kTile, inner - i0);
+    fold_cols(p + (ob * n + r0) * inner + i0, r1 - r0, inner, w, ob * inner + i0, acc, get_r);
+    return w;
+  };
+  if (outer * n * inner <= kGrainSize || nt == 1 || tasks >= nt || n < 64) {
+    const int64_t work = n * std::min(inner, kTile);
+    parallel_for(0, tasks, std::max<int64_t>(kGrainSize / work, 1), [&](int64_t b, int64_t e) {
+      A acc[kTile];
+      for (int64_t t = b; t < e; ++t) {
+        const int64_t w = tile(t, 0, n, acc);
+        const int64_t k0 = (t / tiles) * inner + (t % tiles) * kTile;
+        for (int64_t i = 0; i < w; ++i) o[k0 + i] = get_r(k0 + i).finish(acc[i], n);
+      }
+    });
+    return;
+  }
+  // Fewer tiles than threads: split the rows too, then merge the partials in order.
+  const int64_t c = std::min<int64_t>((nt + tasks - 1) / tasks, n / 32);
+  const int64_t nout = outer * inner;
+  std::unique_ptr<A[]> part(new A[c * nout]);
+  parallel_for(0, tasks * c, 1, [&](int64_t b, int64_t e) {
+    A acc[kTile];
+    for (int64_t u = b; u < e; ++u) {
+      const int64_t t = u / c, j = u % c;
+      const int64_t w = tile(t, n * j / c, n * (j + 1) / c, acc);
+      const int64_t k0 = (t / tiles) * inner + (t % tiles) * kTile;
+      std::copy(acc, acc + w, part.get() + j * nout + k0);
+    }
+  });
+  for (int64_t k = 0; k < nout; ++k) {
+    const R r = get_r(k);
+    A a = part[k];
+    for (int64_t j = 1; j < c; ++j) a = r.merge(a, part[j * nout + k]);
+    o[k] = r.finish(a, n);
+  }
+}
+
+/// Reduces the layout L with per-output reducers get_r(k) into o.
+template <class T, class Out, class GetR>
+void reduce_layout_into(const ReduceLayout& L, Out* o, const GetR& get_r) {
+  const T* p = static_cast<const T*>(L.data);
+  if (L.inner == 1) {
+    reduce_rows<T, Out>(p, L.outer, L.n, o, get_r);
+  } else {
+    reduce_cols<T, Out>(p, L.outer, L.n, L.inner, o, get_r);
+  }
+}
+
+/// Reduces x (elements of type T) over plan's dims into out (contiguous, elements of type Out).
+template <class T, class Out, class R>
+void run_reduction(const Tensor& out, const Tensor& x, const ReducePlan& plan, const R& r) {
+  Out* o = static_cast<Out*>(out.data_ptr());
+  const int64_t nout = out.numel();
+  if (nout == 0) return;
+  if (plan.reduced_numel == 0) {
+    std::fill(o, o + nout, static_cast<Out>(r.finish(r.identity(), 0)));
+    return;
+  }
+  const ReduceLayout L = reduce_layout(x, plan);
+  reduce_layout_into<T, Out>(L, o, [&r](int64_t) -> const R& { return r; });
+}
+
+/// Two-pass reductions: s_k = r1's result over output k's elements, then
+/// out[k] = make2(s_k)'s result over the same elements (var: the mean, then squared deviations).
+template <class T, class Out, class R1, class Make2>
+void run_two_pass(const Tensor& out, const Tensor& x, const ReducePlan& plan, const R1& r1,
+                  const Make2& make2) {
+  using S = decltype(r1.finish(r1.identity(), 0));
+  Out* o = static_cast<Out*>(out.data_ptr());
+  const int64_t nout = out.numel();
+  if (nout == 0) return;
+  if (plan.reduced_numel == 0) {
+    const auto r2 = make2(r1.finish(r1.identity(), 0));
+    std::fill(o, o + nout, static_cast<Out>(r2.finish(r2.identity(), 0)));
+    return;
+  }
+  const ReduceLayout L = reduce_layout(x, plan);
+  std::unique_ptr<S[]> s(new S[nout]);
+  reduce_layout_into<T, S>(L, s.get(), [&r1](int64_t) -> const R1& { return r1; });
+  reduce_layout_into<T, Out>(L, o, [&](int64_t k) { return make2(s[k]); });
+}
+
+// ---- reducers shared by several kernels
+
+/// Sums in A.
+template <class A>
+struct SumReducer {
+  using acc_type = A;
+  A identity() const { return A(0); }
+  A step(A a, A v) const { return a + v; }
+  A merge(A a, A b) const { return a + b; }
+  A finish(A a, int64_t) const { return a; }
+};
+
+/// The mean in A (var's first pass).
+template <class A>
+struct MeanReducer : SumReducer<A> {
+  A finish(A a, int64_t n) const { return a / static_cast<A>(n); }
+};
+
+/// Max (IsMax) or min in A; NaN beats every number (like PyTorch).
+template <class A, bool IsMax>
+struct MinMaxReducer {
+  using acc_type = A;
+  A identity() const {
+    if constexpr (std::is_same_v<A, bool>) {
+      return !IsMax;
+    } else if constexpr (std::is_floating_point_v<A>) {
+      return IsMax ? -std::numeric_limits<A>::infinity() : std::numeric_limits<A>::infinity();
+    } else {
+      return IsMax ? std::numeric_limits<A>::lowest() : std::numeric_limits<A>::max();
+    }
+  }
+  A step(A a, A v) const {
+    const A m = (IsMax ? (v > a) : (v < a)) ? v : a;
+    if constexpr (std::is_floating_point_v<A>) {
+      return v != v ? v : m;  // two selects, no branch: vectorises
+    } else {
+      return m;
+    }
+  }
+  A merge(A a, A b) const { return step(a, b); }
+  A finish(A a, int64_t) const { return a; }
+};
 
 }  // namespace ignis::cpu

@@ -5,7 +5,9 @@
 // op's scalar parameters (alpha, slopes, bounds).
 #pragma once
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <type_traits>
 
@@ -54,13 +56,23 @@ struct Div {  // true division (callers promote integers to float first)
 };
 
 
+// Functors with transcendental bodies are large: force inlining so that the elementwise loops
+// calling them stay vectorisable (an out-of-line call blocks vectorisation).
+#if defined(__CUDACC__)
+#define IGNIS_FN_INLINE __forceinline__
+#elif defined(__GNUC__) || defined(__clang__)
+#define IGNIS_FN_INLINE inline __attribute__((always_inline))
+#else
+#define IGNIS_FN_INLINE inline
+#endif
+
 // ---- unary math (floating ops are called with float or double only; integer and bool inputs
 // are promoted by the front end where PyTorch promotes them)
 namespace detail {
 /// base^exp for integers by repeated squaring, wrapping like the hardware (computed unsigned).
 /// Negative exponents: 1 for base 1, +-1 for base -1, else 0 (truncated 1/base^n).
 template <class T>
-IGNIS_HD T ipow(T base, T exp) {
+IGNIS_HD IGNIS_FN_INLINE T ipow(T base, T exp) {
   if constexpr (std::is_signed_v<T>) {
     if (exp < 0) {
       if (base == 1) return 1;
@@ -77,29 +89,45 @@ IGNIS_HD T ipow(T base, T exp) {
   return static_cast<T>(r);
 }
 template <class T>
-IGNIS_HD T fexp(T x) {
+IGNIS_HD IGNIS_FN_INLINE T fexp(T x) {
   if constexpr (std::is_same_v<T, float>) return vmath::exp(x);
   else return std::exp(x);
 }
 template <class T>
-IGNIS_HD T ftanh(T x) {
+IGNIS_HD IGNIS_FN_INLINE T ftanh(T x) {
   if constexpr (std::is_same_v<T, float>) return vmath::tanh(x);
   else return std::tanh(x);
 }
 template <class T>
-IGNIS_HD T fsigmoid(T x) {
+IGNIS_HD IGNIS_FN_INLINE T fsigmoid(T x) {
   if constexpr (std::is_same_v<T, float>) return vmath::sigmoid(x);
   else return T(1) / (T(1) + std::exp(-x));
 }
 template <class T>
-IGNIS_HD T ferf(T x) {
+IGNIS_HD IGNIS_FN_INLINE T ferf(T x) {
   if constexpr (std::is_same_v<T, float>) return vmath::erf(x);
   else return std::erf(x);
 }
 template <class T>
-IGNIS_HD T flog1p(T x) {
+IGNIS_HD IGNIS_FN_INLINE T flog1p(T x) {
   if constexpr (std::is_same_v<T, float>) return vmath::log1p(x);
   else return std::log1p(x);
+}
+/// c ? a : b, computed without a branch for float: GCC would otherwise move the work of the
+/// branch not taken into control flow, and the loop would not vectorise.
+template <class T>
+IGNIS_HD IGNIS_FN_INLINE T select(bool c, T a, T b) {
+  if constexpr (std::is_same_v<T, float>) {
+    const std::uint32_t m = 0u - static_cast<std::uint32_t>(c);
+#if defined(__CUDA_ARCH__)
+    return __uint_as_float((__float_as_uint(a) & m) | (__float_as_uint(b) & ~m));
+#else
+    return std::bit_cast<float>((std::bit_cast<std::uint32_t>(a) & m) |
+                                (std::bit_cast<std::uint32_t>(b) & ~m));
+#endif
+  } else {
+    return c ? a : b;
+  }
 }
 constexpr double kSqrt1_2 = 0.70710678118654752440;      // 1/sqrt(2)
 constexpr double kInvSqrt2Pi = 0.39894228040143267794;   // 1/sqrt(2*pi)
@@ -110,12 +138,12 @@ constexpr double kGeluCoef = 0.044715;
 struct Neg {
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T x) const { return static_cast<T>(-x); }
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const { return static_cast<T>(-x); }
 };
 struct Abs {
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T x) const {
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const {
     if constexpr (is_float_v<T>) return std::fabs(x);
     else if constexpr (std::is_unsigned_v<T>) return x;
     else return x < 0 ? static_cast<T>(-x) : x;
@@ -124,7 +152,7 @@ struct Abs {
 struct Sign {  // 0 for 0 and NaN
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T x) const {
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const {
     if constexpr (std::is_same_v<T, bool> || std::is_unsigned_v<T>) return static_cast<T>(x != 0);
     else return static_cast<T>((T(0) < x) - (x < T(0)));
   }
@@ -132,12 +160,12 @@ struct Sign {  // 0 for 0 and NaN
 struct Exp {
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T x) const { return detail::fexp(x); }
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const { return detail::fexp(x); }
 };
 struct Log {
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T x) const {
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const {
     if constexpr (std::is_same_v<T, float>) return vmath::log(x);
     else return std::log(x);
   }
@@ -145,22 +173,22 @@ struct Log {
 struct Log1p {
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T x) const { return detail::flog1p(x); }
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const { return detail::flog1p(x); }
 };
 struct Sqrt {
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T x) const { return std::sqrt(x); }
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const { return std::sqrt(x); }
 };
 struct Rsqrt {
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T x) const { return T(1) / std::sqrt(x); }
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const { return T(1) / std::sqrt(x); }
 };
 struct Sin {
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T x) const {
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const {
     if constexpr (std::is_same_v<T, float>) return vmath::sin(x);
     else return std::sin(x);
   }
@@ -168,7 +196,7 @@ struct Sin {
 struct Cos {
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T x) const {
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const {
     if constexpr (std::is_same_v<T, float>) return vmath::cos(x);
     else return std::cos(x);
   }
@@ -176,24 +204,24 @@ struct Cos {
 struct Floor {
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T x) const { return std::floor(x); }
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const { return std::floor(x); }
 };
 struct Ceil {
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T x) const { return std::ceil(x); }
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const { return std::ceil(x); }
 };
 struct Round {  // half to even (the default rounding mode)
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T x) const { return std::nearbyint(x); }
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const { return std::nearbyint(x); }
 };
 
 // ---- powers: x^e for tensor e (Pow) or the scalar p.a (the others pick a cheap form of it)
 struct Pow {
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T x, T e) const {
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T x, T e) const {
     if constexpr (is_float_v<T>) return std::pow(x, e);
     else return detail::ipow(x, e);
   }
@@ -201,7 +229,7 @@ struct Pow {
 struct PowScalar {  // x^p.a
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T x) const {
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const {
     if constexpr (is_float_v<T>) return std::pow(x, static_cast<T>(p.a));
     else return detail::ipow(x, static_cast<T>(p.a));
   }
@@ -209,24 +237,24 @@ struct PowScalar {  // x^p.a
 struct Square {
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T x) const { return static_cast<T>(x * x); }
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const { return static_cast<T>(x * x); }
 };
 struct Cube {
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T x) const { return static_cast<T>(x * x * x); }
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const { return static_cast<T>(x * x * x); }
 };
 struct Reciprocal {
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T x) const { return T(1) / x; }
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const { return T(1) / x; }
 };
 
 // ---- clamping and extrema (NaN propagates, like PyTorch)
 struct Clamp {  // min p.a, then max p.b: with min > max every element becomes max
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T x) const {
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const {
     const T lo = static_cast<T>(p.a), hi = static_cast<T>(p.b);
     const T t = x < lo ? lo : x;
     return t > hi ? hi : t;
@@ -235,7 +263,7 @@ struct Clamp {  // min p.a, then max p.b: with min > max every element becomes m
 struct ClampMin {
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T x) const {
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const {
     const T lo = static_cast<T>(p.a);
     return x < lo ? lo : x;
   }
@@ -243,7 +271,7 @@ struct ClampMin {
 struct ClampMax {
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T x) const {
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const {
     const T hi = static_cast<T>(p.a);
     return x > hi ? hi : x;
   }
@@ -251,7 +279,7 @@ struct ClampMax {
 struct Maximum {
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T a, T b) const {
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T a, T b) const {
     if constexpr (is_float_v<T>) return (a > b || a != a) ? a : b;
     else return a > b ? a : b;
   }
@@ -259,7 +287,7 @@ struct Maximum {
 struct Minimum {
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T a, T b) const {
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T a, T b) const {
     if constexpr (is_float_v<T>) return (a < b || a != a) ? a : b;
     else return a < b ? a : b;
   }
@@ -269,7 +297,7 @@ struct Minimum {
 struct Relu {  // NaN stays NaN (PyTorch's clamp_min(x, 0))
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T x) const {
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const {
     if constexpr (std::is_unsigned_v<T>) return x;
     else return x < T(0) ? T(0) : x;
   }
@@ -277,29 +305,32 @@ struct Relu {  // NaN stays NaN (PyTorch's clamp_min(x, 0))
 struct Tanh {
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T x) const { return detail::ftanh(x); }
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const { return detail::ftanh(x); }
 };
 struct Sigmoid {
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T x) const { return detail::fsigmoid(x); }
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const { return detail::fsigmoid(x); }
 };
 struct LeakyRelu {
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T x) const { return x > T(0) ? x : x * static_cast<T>(p.a); }
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const {
+    const T y = x * static_cast<T>(p.a);  // computed unconditionally: a select vectorises
+    return x > T(0) ? x : y;
+  }
 };
 struct Gelu {  // x * Phi(x), Phi the standard normal CDF
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T x) const {
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const {
     return T(0.5) * x * (T(1) + detail::ferf(x * static_cast<T>(detail::kSqrt1_2)));
   }
 };
 struct GeluTanh {  // the tanh approximation
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T x) const {
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const {
     const T inner = static_cast<T>(detail::kSqrt2OverPi) *
                     (x + static_cast<T>(detail::kGeluCoef) * x * x * x);
     return T(0.5) * x * (T(1) + detail::ftanh(inner));
@@ -308,15 +339,15 @@ struct GeluTanh {  // the tanh approximation
 struct Silu {
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T x) const { return x * detail::fsigmoid(x); }
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const { return x * detail::fsigmoid(x); }
 };
 struct Softplus {  // log(1 + exp(beta x)) / beta, or x where beta x > threshold
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T x) const {
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const {
     const T beta = static_cast<T>(p.a);
     const T bx = x * beta;
-    return bx > static_cast<T>(p.b) ? x : detail::flog1p(detail::fexp(bx)) / beta;
+    return detail::select(bx > static_cast<T>(p.b), x, detail::flog1p(detail::fexp(bx)) / beta);
   }
 };
 
@@ -324,27 +355,32 @@ struct Softplus {  // log(1 + exp(beta x)) / beta, or x where beta x > threshold
 struct ThresholdBackward {  // relu: g where y > p.a
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T g, T y) const { return y <= static_cast<T>(p.a) ? T(0) : g; }
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T g, T y) const {
+    return y <= static_cast<T>(p.a) ? T(0) : g;
+  }
 };
 struct TanhBackward {  // from the output y
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T g, T y) const { return g * (T(1) - y * y); }
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T g, T y) const { return g * (T(1) - y * y); }
 };
 struct SigmoidBackward {  // from the output y
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T g, T y) const { return g * (T(1) - y) * y; }
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T g, T y) const { return g * (T(1) - y) * y; }
 };
 struct LeakyReluBackward {  // from the input x
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T g, T x) const { return x > T(0) ? g : g * static_cast<T>(p.a); }
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T g, T x) const {
+    const T gs = g * static_cast<T>(p.a);
+    return x > T(0) ? g : gs;
+  }
 };
 struct GeluBackward {  // from x: Phi(x) + x phi(x)
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T g, T x) const {
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T g, T x) const {
     const T cdf = T(0.5) * (T(1) + detail::ferf(x * static_cast<T>(detail::kSqrt1_2)));
     const T pdf = static_cast<T>(detail::kInvSqrt2Pi) * detail::fexp(T(-0.5) * x * x);
     return g * (cdf + x * pdf);
@@ -353,7 +389,7 @@ struct GeluBackward {  // from x: Phi(x) + x phi(x)
 struct GeluTanhBackward {  // from x
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T g, T x) const {
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T g, T x) const {
     const T k = static_cast<T>(detail::kSqrt2OverPi), c = static_cast<T>(detail::kGeluCoef);
     const T x2 = x * x;
     const T t = detail::ftanh(k * (x + c * x2 * x));
@@ -364,7 +400,7 @@ struct GeluTanhBackward {  // from x
 struct SiluBackward {  // from x: s (1 + x (1 - s)), s = sigmoid(x)
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T g, T x) const {
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T g, T x) const {
     const T s = detail::fsigmoid(x);
     return g * s * (T(1) + x * (T(1) - s));
   }
@@ -372,9 +408,9 @@ struct SiluBackward {  // from x: s (1 + x (1 - s)), s = sigmoid(x)
 struct SoftplusBackward {  // from x: sigmoid(beta x), or 1 above the threshold
   OpArgs p;
   template <class T>
-  IGNIS_HD T operator()(T g, T x) const {
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T g, T x) const {
     const T bx = x * static_cast<T>(p.a);
-    return bx > static_cast<T>(p.b) ? g : g * detail::fsigmoid(bx);
+    return detail::select(bx > static_cast<T>(p.b), g, g * detail::fsigmoid(bx));
   }
 };
 
@@ -382,69 +418,71 @@ struct SoftplusBackward {  // from x: sigmoid(beta x), or 1 above the threshold
 struct Eq {
   OpArgs p;
   template <class T>
-  IGNIS_HD bool operator()(T a, T b) const { return a == b; }
+  IGNIS_HD IGNIS_FN_INLINE bool operator()(T a, T b) const { return a == b; }
 };
 struct Ne {
   OpArgs p;
   template <class T>
-  IGNIS_HD bool operator()(T a, T b) const { return a != b; }
+  IGNIS_HD IGNIS_FN_INLINE bool operator()(T a, T b) const { return a != b; }
 };
 struct Lt {
   OpArgs p;
   template <class T>
-  IGNIS_HD bool operator()(T a, T b) const { return a < b; }
+  IGNIS_HD IGNIS_FN_INLINE bool operator()(T a, T b) const { return a < b; }
 };
 struct Le {
   OpArgs p;
   template <class T>
-  IGNIS_HD bool operator()(T a, T b) const { return a <= b; }
+  IGNIS_HD IGNIS_FN_INLINE bool operator()(T a, T b) const { return a <= b; }
 };
 struct Gt {
   OpArgs p;
   template <class T>
-  IGNIS_HD bool operator()(T a, T b) const { return a > b; }
+  IGNIS_HD IGNIS_FN_INLINE bool operator()(T a, T b) const { return a > b; }
 };
 struct Ge {
   OpArgs p;
   template <class T>
-  IGNIS_HD bool operator()(T a, T b) const { return a >= b; }
+  IGNIS_HD IGNIS_FN_INLINE bool operator()(T a, T b) const { return a >= b; }
 };
 struct LogicalAnd {
   OpArgs p;
   template <class T>
-  IGNIS_HD bool operator()(T a, T b) const { return (a != T(0)) & (b != T(0)); }
+  IGNIS_HD IGNIS_FN_INLINE bool operator()(T a, T b) const { return (a != T(0)) & (b != T(0)); }
 };
 struct LogicalOr {
   OpArgs p;
   template <class T>
-  IGNIS_HD bool operator()(T a, T b) const { return (a != T(0)) | (b != T(0)); }
+  IGNIS_HD IGNIS_FN_INLINE bool operator()(T a, T b) const { return (a != T(0)) | (b != T(0)); }
 };
 struct LogicalNot {
   OpArgs p;
   template <class T>
-  IGNIS_HD bool operator()(T x) const { return x == T(0); }
+  IGNIS_HD IGNIS_FN_INLINE bool operator()(T x) const { return x == T(0); }
 };
 struct IsNan {
   OpArgs p;
   template <class T>
-  IGNIS_HD bool operator()(T x) const { return x != x; }
+  IGNIS_HD IGNIS_FN_INLINE bool operator()(T x) const { return x != x; }
 };
 struct IsInf {
   OpArgs p;
   template <class T>
-  IGNIS_HD bool operator()(T x) const {
+  IGNIS_HD IGNIS_FN_INLINE bool operator()(T x) const {
     return std::fabs(x) == std::numeric_limits<T>::infinity();
   }
 };
 struct IsFinite {  // false for NaN and +-inf
   OpArgs p;
   template <class T>
-  IGNIS_HD bool operator()(T x) const { return std::fabs(x) < std::numeric_limits<T>::infinity(); }
+  IGNIS_HD IGNIS_FN_INLINE bool operator()(T x) const {
+    return std::fabs(x) < std::numeric_limits<T>::infinity();
+  }
 };
-struct Where {  // c ? a : b
+struct Where {  // c ? a : b (c: bool, or the uint8 bytes of a bool tensor)
   OpArgs p;
-  template <class T>
-  IGNIS_HD T operator()(bool c, T a, T b) const { return c ? a : b; }
+  template <class C, class T>
+  IGNIS_HD IGNIS_FN_INLINE T operator()(C c, T a, T b) const { return c ? a : b; }
 };
 
 }  // namespace fn

@@ -22,10 +22,10 @@ IGNIS_DEFINE_OP_STUB(floor);
 IGNIS_DEFINE_OP_STUB(ceil);
 IGNIS_DEFINE_OP_STUB(round);
 IGNIS_DEFINE_OP_STUB(pow);
-DispatchStub<ElementwiseFn> pow_scalar_stub("pow");
+constinit DispatchStub<ElementwiseFn> pow_scalar_stub("pow");
 IGNIS_DEFINE_OP_STUB(clamp);
-DispatchStub<ElementwiseFn> clamp_min_stub("clamp");
-DispatchStub<ElementwiseFn> clamp_max_stub("clamp");
+constinit DispatchStub<ElementwiseFn> clamp_min_stub("clamp");
+constinit DispatchStub<ElementwiseFn> clamp_max_stub("clamp");
 IGNIS_DEFINE_OP_STUB(maximum);
 IGNIS_DEFINE_OP_STUB(minimum);
 
@@ -56,13 +56,13 @@ Tensor rounding(const DispatchStub<ElementwiseFn>& stub, const char* op, const T
 }  // namespace
 
 Tensor neg(const Tensor& x) {
-  IGNIS_CHECK(x.dtype() != kBool, "neg: negation, the `-` operator, on a bool tensor is not "
-              "supported; if you are trying to invert a mask, use logical_not() or `!` instead");
+  IGNIS_CHECK(x.dtype() != kBool,
+              "neg: negation, the `-` operator, on a bool tensor is not supported; "
+              "if you are trying to invert a mask, use logical_not() or `!` instead");
   Tensor out = unary_op(neg_stub, x, x.dtype(), x.dtype());
   if (autograd::any_needs_grad({&x})) {
-    autograd::record("neg", {&x}, {&out}, [](BackwardCtx&, const TensorList& g) {
-      return TensorList{neg(g[0])};
-    });
+    autograd::record("neg", {&x}, {&out},
+                     [](BackwardCtx&, const TensorList& g) { return TensorList{neg(g[0])}; });
   }
   return out;
 }
@@ -178,23 +178,22 @@ Tensor pow(const Tensor& a, const Tensor& e) {
               ")");
   Tensor out = binary_op(pow_stub, a, e, t, t);
   if (autograd::any_needs_grad({&a, &e})) {
-    autograd::record(
-        "pow", {&a, &e}, {&out},
-        [sa = SavedVariable(a, false), se = SavedVariable(e, false), so = save_output(out)](
-            BackwardCtx& c, const TensorList& g) {
-          const Tensor av = c.unpack(sa), ev = c.unpack(se);
-          Tensor ga, ge;
-          if (c.needs_input_grad(0)) {
-            // x^0 is constant even where x^-1 is not finite.
-            ga = where(ev == 0, 0.0, g[0] * (ev * pow(av, ev - 1)));
-          }
-          if (c.needs_input_grad(1)) {
-            // d/de x^e = x^e log(x), taken as 0 at x == 0 for e >= 0 (where log(x) = -inf).
-            Tensor gy = g[0] * c.unpack(so);
-            ge = where(logical_and(ev >= 0, av == 0), 0.0, gy * log(av));
-          }
-          return TensorList{ga, ge};
-        });
+    autograd::record("pow", {&a, &e}, {&out},
+                     [sa = SavedVariable(a, false), se = SavedVariable(e, false),
+                      so = save_output(out)](BackwardCtx& c, const TensorList& g) {
+                       const Tensor av = c.unpack(sa), ev = c.unpack(se);
+                       Tensor ga, ge;
+                       if (c.needs_input_grad(0)) {
+                         // x^0 is constant even where x^-1 is not finite.
+                         ga = where(ev == 0, 0.0, g[0] * (ev * pow(av, ev - 1)));
+                       }
+                       if (c.needs_input_grad(1)) {
+                         // d/de x^e = x^e log(x); 0 at x == 0 for e >= 0 (log(0) = -inf).
+                         Tensor gy = g[0] * c.unpack(so);
+                         ge = where(logical_and(ev >= 0, av == 0), 0.0, gy * log(av));
+                       }
+                       return TensorList{ga, ge};
+                     });
   }
   return out;
 }
@@ -202,8 +201,9 @@ Tensor pow(const Tensor& a, const Tensor& e) {
 Tensor pow(const Tensor& a, Scalar e) {
   const DType t = result_type(a, e);
   IGNIS_CHECK(t != kBool, "pow: not supported for bool tensors (", a.dtype(), " ^ bool)");
-  IGNIS_CHECK(!(is_integral(t) && e.is_integral() && e.to_int() < 0), "pow: integers to negative "
-              "integer powers are not allowed (", t, " tensor ^ ", e.to_int(), ")");
+  IGNIS_CHECK(!(is_integral(t) && e.is_integral() && e.to_int() < 0),
+              "pow: integers to negative integer powers are not allowed (", t, " tensor ^ ",
+              e.to_int(), ")");
   const double ed = e.to_double();
   Tensor out = unary_op(pow_scalar_stub, a, t, t, {ed});
   if (autograd::any_needs_grad({&a})) {
@@ -232,8 +232,8 @@ Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> m
   if (min && max) {
     out = unary_op(clamp_stub, x, t, t, {min->to_double(), max->to_double()});
   } else {
-    out = unary_op(min ? clamp_min_stub : clamp_max_stub, x, t, t,
-                   {(min ? *min : *max).to_double()});
+    out =
+        unary_op(min ? clamp_min_stub : clamp_max_stub, x, t, t, {(min ? *min : *max).to_double()});
   }
   if (autograd::any_needs_grad({&x})) {
     autograd::record("clamp", {&x}, {&out},
@@ -311,14 +311,16 @@ Tensor Tensor::minimum(const Tensor& o) const { return ignis::minimum(*this, o);
 
 Tensor& Tensor::pow_(Scalar e) {
   const DType t = result_type(*this, e);
-  IGNIS_CHECK(!(is_integral(t) && e.is_integral() && e.to_int() < 0), "pow_: integers to "
-              "negative integer powers are not allowed (", t, " tensor ^ ", e.to_int(), ")");
+  IGNIS_CHECK(!(is_integral(t) && e.is_integral() && e.to_int() < 0),
+              "pow_: integers to negative integer powers are not allowed (", t, " tensor ^ ",
+              e.to_int(), ")");
   return inplace_unary(*this, pow_scalar_stub, t, {e.to_double()}, "pow_", true,
                        [&](const Tensor& x) { return ignis::pow(x, e); });
 }
 Tensor& Tensor::neg_() {
-  IGNIS_CHECK(dtype() != kBool, "neg_: negation, the `-` operator, on a bool tensor is not "
-              "supported; if you are trying to invert a mask, use logical_not() or `!` instead");
+  IGNIS_CHECK(dtype() != kBool,
+              "neg_: negation, the `-` operator, on a bool tensor is not supported; "
+              "if you are trying to invert a mask, use logical_not() or `!` instead");
   return inplace_unary(*this, neg_stub, dtype(), {}, "neg_", false,
                        [](const Tensor& x) { return ignis::neg(x); });
 }

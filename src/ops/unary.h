@@ -7,7 +7,7 @@
 #include "ops/elementwise.h"
 
 /// Defines the stub `name##_stub` whose errors name the op as `name`.
-#define IGNIS_DEFINE_OP_STUB(name) ::ignis::DispatchStub<::ignis::ElementwiseFn> name##_stub(#name)
+#define IGNIS_DEFINE_OP_STUB(name) constinit ::ignis::DispatchStub<::ignis::ElementwiseFn> name##_stub(#name)
 
 namespace ignis {
 

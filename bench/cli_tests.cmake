@@ -1,0 +1,21 @@
+# Smoke tests of the `ignis` program, included from tests/CMakeLists.txt (after enable_testing).
+# Exit codes: 0 for --help and a workload, 2 for an unknown command / workload / option.
+if(NOT TARGET ignis_cli)
+  return()
+endif()
+add_test(NAME cli_help COMMAND ignis_cli --help)
+set_tests_properties(cli_help PROPERTIES PASS_REGULAR_EXPRESSION "usage: ignis COMMAND")
+add_test(NAME cli_version COMMAND ignis_cli version)
+set_tests_properties(cli_version PROPERTIES PASS_REGULAR_EXPRESSION "ignis [0-9]+\\.[0-9]+")
+foreach(bad "frobnicate" "bench;no_such_workload" "bench;op_overhead;--bogus"
+            "bench;op_overhead;--threads;x" "bench")
+  string(REPLACE ";" "_" name "cli_usage_error_${bad}")
+  # The program's exit status must be exactly 2 (usage error) and the usage printed.
+  add_test(NAME ${name}
+           COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:ignis_cli> "-DARGS=${bad}"
+                   -P ${CMAKE_CURRENT_LIST_DIR}/expect_usage_error.cmake)
+endforeach()
+foreach(w op_overhead seed_jit_mlp)
+  add_test(NAME cli_bench_${w} COMMAND ignis_cli bench ${w} --repeat 1 --threads 1)
+  set_tests_properties(cli_bench_${w} PROPERTIES PASS_REGULAR_EXPRESSION "workload=${w} ")
+endforeach()

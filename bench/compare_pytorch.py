@@ -1,0 +1,324 @@
+#!/usr/bin/python3
+"""Runs the `ignis bench` workloads and the same workloads in PyTorch, in one invocation, and
+prints ignis against PyTorch per workload.
+
+    /usr/bin/python3 bench/compare_pytorch.py [--ignis build/ignis] [--threads 1,2] [--json]
+
+Each framework runs every workload at each thread count of --threads (default 1 and 2); per
+measurement the best thread count of each framework is kept and reported. PyTorch is Debian's
+python3-torch (no PyPI package needed). PyTorch's times are taken from Python, so they include
+the interpreter's cost of the call, as a PyTorch user pays it.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+WORKLOADS = ("op_overhead", "sgemm", "seed_jit_mlp")
+
+# Per workload: the keys that identify a measurement, its metric, and whether higher is better.
+SPECS = {
+    "op_overhead": {"keys": ("case", "requires_grad"), "metric": "ns_per_op", "higher": False,
+                    "title": "ns per op (lower is better)"},
+    "sgemm": {"keys": ("n",), "metric": "gflops", "higher": True,
+              "title": "GFLOP/s (higher is better)"},
+    "seed_jit_mlp": {"keys": ("batch",), "metric": "us_per_forward", "higher": False,
+                     "title": "us per forward (lower is better)"},
+}
+
+
+# ---------------------------------------------------------------- ignis (the `ignis` binary)
+
+def parse_lines(text):
+    """The `workload=NAME key=value ...` lines of `ignis bench` output, as dicts."""
+    records = []
+    for line in text.splitlines():
+        if not line.startswith("workload="):
+            continue
+        rec = {}
+        for field in line.split():
+            key, _, value = field.partition("=")
+            try:
+                rec[key] = int(value)
+            except ValueError:
+                try:
+                    rec[key] = float(value)
+                except ValueError:
+                    rec[key] = value
+        records.append(rec)
+    return records
+
+
+def run_ignis(binary, workload, threads, repeat):
+    cmd = [binary, "bench", workload, "--threads", str(threads), "--repeat", str(repeat)]
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"compare_pytorch: `{' '.join(cmd)}` failed ({proc.returncode}):\n{proc.stderr}")
+    return parse_lines(proc.stdout)
+
+
+# ---------------------------------------------------------------- PyTorch, the same workloads
+
+def calibrate(body, target_s):
+    """(iters, seconds) such that body(iters) takes >= target_s seconds (running it is also the
+    warm-up)."""
+    iters = 1
+    while True:
+        t0 = time.perf_counter()
+        body(iters)
+        t = time.perf_counter() - t0
+        if t >= target_s:
+            return iters, t
+        scale = min(100.0, 1.2 * target_s / t) if t > 0 else 100.0
+        iters = max(iters + 1, int(iters * scale))
+
+
+def seconds_per_iter(body, repeat, target_s):
+    iters, t = calibrate(body, target_s)
+    if t > 2.0:  # one call takes seconds (reference BLAS at n=2048): 3 batches are enough
+        repeat = min(repeat, 3)
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        body(iters)
+        times.append((time.perf_counter() - t0) / iters)
+    return statistics.median(times)
+
+
+def torch_op_overhead(torch, threads, repeat):
+    out = []
+    add = torch.add
+    for n in (1, 64):
+        for rg in (0, 1):
+            a = torch.full((n,), 1.5, dtype=torch.float32, requires_grad=bool(rg))
+            b = torch.full((n,), 2.5, dtype=torch.float32, requires_grad=bool(rg))
+
+            def body(iters, a=a, b=b):
+                for _ in range(iters):
+                    add(a, b)
+
+            ns = seconds_per_iter(body, repeat, 0.05) * 1e9
+            out.append({"workload": "op_overhead", "case": f"add_{n}", "requires_grad": rg,
+                        "threads": threads, "variant": "eager", "ns_per_op": ns})
+    return out
+
+
+def torch_sgemm(torch, threads, repeat):
+    """torch.matmul (Debian's build sends it to the system BLAS), and, as variant `onednn`, the
+    same product through PyTorch's own oneDNN: mkldnn_linear(a, b^T) on tensors converted to
+    oneDNN's layout beforehand (the conversion is not timed)."""
+    out = []
+    gen = torch.Generator().manual_seed(1)
+    mkldnn_linear = getattr(torch._C._nn, "mkldnn_linear", None)
+    for n in (256, 512, 1024, 2048):
+        a = torch.rand((n, n), generator=gen) * 2 - 1
+        b = torch.rand((n, n), generator=gen) * 2 - 1
+
+        def body(iters, a=a, b=b):
+            for _ in range(iters):
+                torch.matmul(a, b)
+
+        variants = [("matmul", body)]
+        if mkldnn_linear is not None and torch.backends.mkldnn.is_available():
+            am, bt = a.to_mkldnn(), b.t().contiguous().to_mkldnn()
+
+            def body_onednn(iters, am=am, bt=bt):
+                for _ in range(iters):
+                    mkldnn_linear(am, bt, None)
+
+            variants.append(("onednn", body_onednn))
+        for name, fn in variants:
+            with torch.no_grad():
+                s = seconds_per_iter(fn, repeat, 0.2)
+            out.append({"workload": "sgemm", "n": n, "threads": threads, "variant": name,
+                        "ms": s * 1e3, "gflops": 2.0 * n ** 3 / s * 1e-9})
+    return out
+
+
+def torch_seed_jit_mlp(torch, threads, repeat):
+    torch.manual_seed(0)
+    nn = torch.nn
+    # nn.Linear's default init is U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weight and bias.
+    model = nn.Sequential(nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
+                          nn.Linear(128, 2)).eval()
+    x = torch.rand(1, 512) * 2 - 1
+    forwards = 1000
+    variants = [("eager", model)]
+    try:  # the lecture's TorchScript variant, frozen for inference
+        with torch.no_grad():
+            variants.append(("torchscript", torch.jit.freeze(torch.jit.script(model))))
+    except Exception as e:  # pragma: no cover - depends on the torch build
+        print(f"compare_pytorch: TorchScript variant skipped: {e}", file=sys.stderr)
+    out = []
+    for name, m in variants:
+        with torch.no_grad():
+            for _ in range(100):  # warm-up (TorchScript profiles its first runs)
+                m(x)
+            us = []
+            for _ in range(repeat):
+                t0 = time.perf_counter()
+                for _ in range(forwards):
+                    m(x)
+                us.append((time.perf_counter() - t0) / forwards * 1e6)
+        out.append({"workload": "seed_jit_mlp", "batch": 1, "forwards": forwards,
+                    "threads": threads, "variant": name, "us_per_forward": statistics.median(us)})
+    return out
+
+
+TORCH_WORKLOADS = {"op_overhead": torch_op_overhead, "sgemm": torch_sgemm,
+                   "seed_jit_mlp": torch_seed_jit_mlp}
+
+
+# ---------------------------------------------------------------- comparison
+
+def best_by_key(records, spec, extra_key=None):
+    """{identity: best record over thread counts} for one framework."""
+    best = {}
+    for r in records:
+        ident = tuple(r.get(k) for k in spec["keys"]) + ((r.get(extra_key),) if extra_key else ())
+        v = r[spec["metric"]]
+        cur = best.get(ident)
+        if cur is None or (v > cur[spec["metric"]] if spec["higher"] else v < cur[spec["metric"]]):
+            best[ident] = r
+    return best
+
+
+def compare(workload, ignis_records, torch_records):
+    """Rows pairing ignis's and PyTorch's best measurement of each case."""
+    spec = SPECS[workload]
+    metric = spec["metric"]
+    ig = best_by_key(ignis_records, spec)
+    pt = best_by_key(torch_records, spec, "variant")
+    rows = []
+    for ident, r in ig.items():
+        matches = [(k, v) for k, v in pt.items() if k[:len(ident)] == ident]
+        for pk, p in (matches or [(None, None)]):
+            row = {"workload": workload}
+            row.update({k: r.get(k) for k in spec["keys"]})
+            row["metric"] = metric
+            row["ignis"] = r[metric]
+            row["ignis_threads"] = r.get("threads")
+            if workload == "sgemm":
+                row["onednn_gflops"] = r.get("onednn_gflops")
+                row["ignis_vs_onednn"] = r.get("ratio")
+            if p is not None:
+                row["pytorch_variant"] = p.get("variant")
+                row["pytorch"] = p[metric]
+                row["pytorch_threads"] = p.get("threads")
+                # ignis/PyTorch time (< 1: ignis is faster) and its inverse, the speedup.
+                ratio = (p[metric] / r[metric]) if spec["higher"] else (r[metric] / p[metric])
+                row["time_ratio"] = ratio
+                row["speedup"] = 1.0 / ratio
+            rows.append(row)
+    return rows
+
+
+def fmt(v, digits=1):
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.{digits}f}"
+    return str(v)
+
+
+LABELS = {"case": "case", "requires_grad": "grad", "n": "n", "batch": "batch"}
+
+
+def print_table(workload, rows):
+    spec = SPECS[workload]
+    print(f"\n== {workload}: {spec['title']}")
+    cols = [(LABELS[k], lambda r, k=k: fmt(r.get(k))) for k in spec["keys"]]
+    cols.append(("PyTorch variant", lambda r: fmt(r.get("pytorch_variant"))))
+    cols.append(("ignis", lambda r: f"{fmt(r['ignis'])} ({r['ignis_threads']}T)"))
+    cols.append(("PyTorch", lambda r: f"{fmt(r.get('pytorch'))} ({r.get('pytorch_threads', '-')}T)"))
+    if workload == "sgemm":
+        cols.append(("raw oneDNN", lambda r: fmt(r.get("onednn_gflops"))))
+        cols.append(("ignis/oneDNN", lambda r: fmt(r.get("ignis_vs_onednn"), 3)))
+    cols.append(("ignis/PyTorch time", lambda r: fmt(r.get("time_ratio"), 3)))
+    cols.append(("speedup", lambda r: f"{fmt(r.get('speedup'), 2)}x"))
+    table = [[label for label, _ in cols]] + [[get(r) for _, get in cols] for r in rows]
+    widths = [max(len(line[i]) for line in table) for i in range(len(cols))]
+    for line in table:
+        print("  ".join(c.ljust(w) if i < len(spec["keys"]) + 1 else c.rjust(w)
+                        for i, (c, w) in enumerate(zip(line, widths))))
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ignis", default=os.path.join(os.path.dirname(here), "build", "ignis"),
+                    help="the ignis binary (default: build/ignis)")
+    ap.add_argument("--threads", default="1,2",
+                    help="comma-separated thread counts to try; the best is kept (default 1,2)")
+    ap.add_argument("--repeat", type=int, default=7,
+                    help="timed batches per measurement, the median is reported (default 7)")
+    ap.add_argument("--workloads", default=",".join(WORKLOADS),
+                    help=f"comma-separated subset of {', '.join(WORKLOADS)}")
+    ap.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    ap.add_argument("--save", metavar="FILE", help="also write the JSON results to FILE")
+    args = ap.parse_args()
+
+    try:
+        threads = [int(t) for t in args.threads.split(",") if t]
+    except ValueError:
+        ap.error(f"--threads expects integers separated by commas, got '{args.threads}'")
+    if not threads or min(threads) < 1:
+        ap.error("--threads: thread counts must be >= 1")
+    workloads = [w for w in args.workloads.split(",") if w]
+    for w in workloads:
+        if w not in WORKLOADS:
+            ap.error(f"unknown workload '{w}' (choose from {', '.join(WORKLOADS)})")
+    if not os.access(args.ignis, os.X_OK):
+        ap.error(f"no ignis binary at {args.ignis} (build it, or pass --ignis PATH)")
+    try:
+        import torch
+    except ImportError:
+        sys.exit("compare_pytorch: PyTorch is not importable; run with /usr/bin/python3 "
+                 "(Debian's python3-torch)")
+
+    version = subprocess.run([args.ignis, "version"], stdout=subprocess.PIPE, text=True).stdout
+    meta = {
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "cpu": next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
+                     if l.startswith("model name")), platform.processor()),
+        "ignis": version.splitlines()[0] if version else None,
+        "pytorch": torch.__version__,
+        "threads_tried": threads,
+        "repeat": args.repeat,
+    }
+    results = []
+    for w in workloads:
+        ig, pt = [], []
+        for t in threads:
+            print(f"compare_pytorch: {w}, {t} thread(s)...", file=sys.stderr, flush=True)
+            ig += run_ignis(args.ignis, w, t, args.repeat)
+            torch.set_num_threads(t)
+            pt += TORCH_WORKLOADS[w](torch, t, args.repeat)
+        results.append((w, compare(w, ig, pt)))
+
+    doc = {"meta": meta, "results": [r for _, rows in results for r in rows]}
+    if args.save:
+        with open(args.save, "w") as f:
+            json.dump(doc, f, indent=2)
+            f.write("\n")
+    if args.json:
+        json.dump(doc, sys.stdout, indent=2)
+        print()
+        return
+    print(f"ignis vs PyTorch {meta['pytorch']} on {meta['cpu']} ({meta['cpus']} CPUs), "
+          f"{meta['date']}; best of threads {threads} per framework (shown as nT)")
+    for w, rows in results:
+        print_table(w, rows)
+    print("\nignis/PyTorch time < 1 (speedup > 1x) means ignis is faster.")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,285 @@
+// Op table entries of the elementwise ops: unary math, pow, clamp, maximum/minimum, activations,
+// comparisons, logical ops, isnan/isinf/isfinite and where. References are plain std:: math.
+#include <cmath>
+#include <limits>
+
+#include "op_table.h"
+
+namespace ignis::testing {
+namespace {
+
+using Inputs = std::vector<Tensor>;
+using Values = std::vector<double>;
+
+const std::vector<DType> kFloatDtypes = {kFloat32, kFloat64, kBFloat16};
+
+/// A unary entry: the standard samples with values in [lo, hi).
+OpInfo unary(std::string name, std::function<Tensor(const Tensor&)> f,
+             std::function<double(double)> r, double lo = -2, double hi = 2) {
+  OpInfo o;
+  o.name = std::move(name);
+  o.fn = [f](const Inputs& x) { return f(x[0]); };
+  o.ref = [r](const Inputs& x) {
+    return ref_elementwise(x, [r](const Values& v) { return r(v[0]); });
+  };
+  o.samples = [lo, hi] { return elementwise_samples(1, lo, hi); };
+  o.dtypes = kFloatDtypes;
+  return o;
+}
+
+/// A binary entry: the standard samples (same shape, broadcast, 0-d, empty, non-contiguous).
+OpInfo binary(std::string name, std::function<Tensor(const Tensor&, const Tensor&)> f,
+              std::function<double(double, double)> r, double lo = -2, double hi = 2) {
+  OpInfo o;
+  o.name = std::move(name);
+  o.fn = [f](const Inputs& x) { return f(x[0], x[1]); };
+  o.ref = [r](const Inputs& x) {
+    return ref_elementwise(x, [r](const Values& v) { return r(v[0], v[1]); });
+  };
+  o.samples = [lo, hi] { return elementwise_samples(2, lo, hi); };
+  o.dtypes = kFloatDtypes;
+  return o;
+}
+
+/// Small integer values in [-3, 2] as float64: many ties and zeros.
+Tensor int_valued(IntArrayRef shape, uint64_t seed) {
+  Values v = values(make_input(shape, seed, -3, 3));
+  for (double& x : v) x = std::floor(x);
+  return from_values(v, shape);
+}
+
+/// Binary samples with ties (equal elements) and zeros, plus the standard ones.
+std::vector<OpSample> samples_with_ties() {
+  std::vector<OpSample> s = elementwise_samples(2);
+  s.push_back({"ties", {int_valued({3, 4}, 11), int_valued({3, 4}, 12)}});
+  s.push_back({"ties broadcast", {int_valued({2, 1, 4}, 13), int_valued({3, 1}, 14)}});
+  return s;
+}
+
+/// A comparison or logical op: bool output, not differentiable, ties included.
+OpInfo predicate2(std::string name, std::function<Tensor(const Tensor&, const Tensor&)> f,
+                  std::function<bool(double, double)> r) {
+  OpInfo o = binary(std::move(name), std::move(f),
+                    [r](double a, double b) { return r(a, b) ? 1.0 : 0.0; });
+  o.samples = samples_with_ties;
+  o.differentiable = false;
+  o.twice_differentiable = false;
+  return o;
+}
+
+/// A comparison with a scalar right operand (values include ties with it).
+OpInfo compare_scalar(std::string name, std::function<Tensor(const Tensor&, Scalar)> f,
+                      std::function<bool(double, double)> r) {
+  OpInfo o = unary(
+      std::move(name), [f](const Tensor& x) { return f(x, -1); },
+      [r](double a) { return r(a, -1) ? 1.0 : 0.0; });
+  o.samples = [] {
+    std::vector<OpSample> s = elementwise_samples(1);
+    s.push_back({"ties", {int_valued({3, 4}, 21)}});
+    return s;
+  };
+  o.differentiable = false;
+  o.twice_differentiable = false;
+  return o;
+}
+
+/// Values with NaN, +-inf, zeros and finite numbers.
+std::vector<OpSample> special_samples() {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<OpSample> s = elementwise_samples(1);
+  s.push_back({"nan and inf", {from_values({nan, inf, -inf, 0, -1.5, 2, 1e30, -0.0}, {2, 4})}});
+  s.push_back({"nan and inf transposed", {from_values({nan, inf, -inf, 0, -1.5, 2}, {2, 3}).t()}});
+  return s;
+}
+
+OpInfo special_predicate(std::string name, std::function<Tensor(const Tensor&)> f,
+                         std::function<bool(double)> r) {
+  OpInfo o = unary(std::move(name), std::move(f), [r](double a) { return r(a) ? 1.0 : 0.0; });
+  o.samples = special_samples;
+  o.differentiable = false;
+  o.twice_differentiable = false;
+  return o;
+}
+
+/// where(cond, a, b): cond is bool (a comparison of a third random tensor).
+std::vector<OpSample> where_samples() {
+  auto cond = [](IntArrayRef shape, uint64_t seed) { return make_input(shape, seed) > 0; };
+  return {
+      {"same shape", {cond({2, 3}, 1), make_input({2, 3}, 2), make_input({2, 3}, 3)}},
+      {"broadcast", {cond({2, 1, 3}, 4), make_input({4, 1}, 5), make_input({3}, 6)}},
+      {"broadcast cond", {cond({3}, 7), make_input({2, 3}, 8), make_input({2, 3}, 9)}},
+      {"0-d", {cond({}, 10), make_input({2, 3}, 11), make_input({}, 12)}},
+      {"empty", {cond({0, 3}, 13), make_input({0, 3}, 14), make_input({1, 3}, 15)}},
+      {"noncontiguous",
+       {cond({4, 3}, 16).t(), make_noncontiguous({3, 4}, 17), make_input({4, 3}, 18).t()}},
+  };
+}
+
+OpInfo with_ties(OpInfo o) {
+  o.samples = samples_with_ties;
+  return o;
+}
+
+OpInfo where_entry() {
+  OpInfo o;
+  o.name = "where";
+  o.fn = [](const Inputs& x) { return where(x[0], x[1], x[2]); };
+  o.ref = [](const Inputs& x) {
+    return ref_elementwise(x, [](const Values& v) { return v[0] != 0 ? v[1] : v[2]; });
+  };
+  o.samples = where_samples;
+  o.dtypes = kFloatDtypes;
+  o.grad_inputs = {1, 2};
+  return o;
+}
+
+double sigmoid_ref(double x) { return 1 / (1 + std::exp(-x)); }
+double gelu_tanh_ref(double x) {
+  const double k = std::sqrt(2 / M_PI);
+  return 0.5 * x * (1 + std::tanh(k * (x + 0.044715 * x * x * x)));
+}
+double softplus_ref(double x, double beta, double threshold) {
+  return beta * x > threshold ? x : std::log(1 + std::exp(beta * x)) / beta;
+}
+
+}  // namespace
+
+// The entries are one-liners; clang-format would split them into unreadable lambdas.
+// clang-format off
+
+// ---- unary math
+IGNIS_OP_INFO(unary("neg", [](const Tensor& x) { return neg(x); },
+                    [](double x) { return -x; }));
+IGNIS_OP_INFO(unary("neg_operator", [](const Tensor& x) { return -x; },
+                    [](double x) { return -x; }));
+IGNIS_OP_INFO(unary("abs", [](const Tensor& x) { return abs(x); },
+                    [](double x) { return std::fabs(x); }));
+IGNIS_OP_INFO(unary("exp", [](const Tensor& x) { return exp(x); },
+                    [](double x) { return std::exp(x); }));
+IGNIS_OP_INFO(unary("exp_wide", [](const Tensor& x) { return x.exp(); },
+                    [](double x) { return std::exp(x); }, -20, 20));
+IGNIS_OP_INFO(unary("log", [](const Tensor& x) { return log(x); },
+                    [](double x) { return std::log(x); }, 0.1, 3));
+IGNIS_OP_INFO(unary("log1p", [](const Tensor& x) { return log1p(x); },
+                    [](double x) { return std::log1p(x); }, -0.9, 3));
+IGNIS_OP_INFO(unary("sqrt", [](const Tensor& x) { return sqrt(x); },
+                    [](double x) { return std::sqrt(x); }, 0.1, 3));
+IGNIS_OP_INFO(unary("rsqrt", [](const Tensor& x) { return rsqrt(x); },
+                    [](double x) { return 1 / std::sqrt(x); }, 0.1, 3));
+IGNIS_OP_INFO(unary("sin", [](const Tensor& x) { return sin(x); },
+                    [](double x) { return std::sin(x); }, -4, 4));
+IGNIS_OP_INFO(unary("cos", [](const Tensor& x) { return cos(x); },
+                    [](double x) { return std::cos(x); }, -4, 4));
+IGNIS_OP_INFO(unary("sign", [](const Tensor& x) { return sign(x); },
+                    [](double x) { return static_cast<double>((x > 0) - (x < 0)); }));
+IGNIS_OP_INFO(unary("floor", [](const Tensor& x) { return floor(x); },
+                    [](double x) { return std::floor(x); }, -3, 3));
+IGNIS_OP_INFO(unary("ceil", [](const Tensor& x) { return ceil(x); },
+                    [](double x) { return std::ceil(x); }, -3, 3));
+IGNIS_OP_INFO(unary("round", [](const Tensor& x) { return round(x); },
+                    [](double x) { return std::nearbyint(x); }, -3, 3));
+
+// ---- pow (positive bases where the exponent is not an integer)
+IGNIS_OP_INFO(binary("pow", [](const Tensor& a, const Tensor& b) { return pow(a, b); },
+                     [](double a, double b) { return std::pow(a, b); }, 0.25, 2.5));
+IGNIS_OP_INFO(unary("pow_scalar_2", [](const Tensor& x) { return pow(x, 2); },
+                    [](double x) { return x * x; }));
+IGNIS_OP_INFO(unary("pow_scalar_3", [](const Tensor& x) { return x.pow(3); },
+                    [](double x) { return x * x * x; }));
+IGNIS_OP_INFO(unary("pow_scalar_0.5", [](const Tensor& x) { return pow(x, 0.5); },
+                    [](double x) { return std::sqrt(x); }, 0.1, 3));
+IGNIS_OP_INFO(unary("pow_scalar_-0.5", [](const Tensor& x) { return pow(x, -0.5); },
+                    [](double x) { return 1 / std::sqrt(x); }, 0.1, 3));
+IGNIS_OP_INFO(unary("pow_scalar_-1", [](const Tensor& x) { return pow(x, -1); },
+                    [](double x) { return 1 / x; }, 0.2, 3));
+IGNIS_OP_INFO(unary("pow_scalar_2.7", [](const Tensor& x) { return pow(x, 2.7); },
+                    [](double x) { return std::pow(x, 2.7); }, 0.1, 3));
+IGNIS_OP_INFO(unary("pow_scalar_0", [](const Tensor& x) { return pow(x, 0); },
+                    [](double) { return 1.0; }));
+IGNIS_OP_INFO(unary("pow_scalar_base", [](const Tensor& x) { return pow(1.7, x); },
+                    [](double x) { return std::pow(1.7, x); }));
+
+// ---- clamp, maximum, minimum
+IGNIS_OP_INFO(unary("clamp", [](const Tensor& x) { return clamp(x, -0.5, 0.8); },
+                    [](double x) { return std::min(std::max(x, -0.5), 0.8); }));
+IGNIS_OP_INFO(unary("clamp_min", [](const Tensor& x) { return x.clamp_min(-0.3); },
+                    [](double x) { return std::max(x, -0.3); }));
+IGNIS_OP_INFO(unary("clamp_max", [](const Tensor& x) { return x.clamp_max(0.4); },
+                    [](double x) { return std::min(x, 0.4); }));
+IGNIS_OP_INFO(with_ties(binary("maximum",
+                               [](const Tensor& a, const Tensor& b) { return maximum(a, b); },
+                               [](double a, double b) { return std::max(a, b); })));
+IGNIS_OP_INFO(with_ties(binary("minimum",
+                               [](const Tensor& a, const Tensor& b) { return a.minimum(b); },
+                               [](double a, double b) { return std::min(a, b); })));
+
+// ---- activations
+IGNIS_OP_INFO(unary("relu", [](const Tensor& x) { return relu(x); },
+                    [](double x) { return x > 0 ? x : 0.0; }));
+IGNIS_OP_INFO(unary("tanh", [](const Tensor& x) { return tanh(x); },
+                    [](double x) { return std::tanh(x); }, -5, 5));
+IGNIS_OP_INFO(unary("sigmoid", [](const Tensor& x) { return sigmoid(x); },
+                    sigmoid_ref, -8, 8));
+IGNIS_OP_INFO(unary("leaky_relu", [](const Tensor& x) { return leaky_relu(x, 0.2); },
+                    [](double x) { return x > 0 ? x : 0.2 * x; }));
+IGNIS_OP_INFO(unary("gelu", [](const Tensor& x) { return gelu(x); },
+                    [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }, -4, 4));
+IGNIS_OP_INFO(unary("gelu_tanh", [](const Tensor& x) { return gelu(x, "tanh"); },
+                    gelu_tanh_ref, -4, 4));
+IGNIS_OP_INFO(unary("silu", [](const Tensor& x) { return silu(x); },
+                    [](double x) { return x * sigmoid_ref(x); }, -6, 6));
+IGNIS_OP_INFO(unary("softplus", [](const Tensor& x) { return softplus(x); },
+                    [](double x) { return softplus_ref(x, 1, 20); }, -5, 5));
+IGNIS_OP_INFO(unary("softplus_beta_threshold", [](const Tensor& x) { return softplus(x, 2, 3); },
+                    [](double x) { return softplus_ref(x, 2, 3); }, -3, 3));
+
+// ---- comparisons and logic
+IGNIS_OP_INFO(predicate2("eq", [](const Tensor& a, const Tensor& b) { return eq(a, b); },
+                         [](double a, double b) { return a == b; }));
+IGNIS_OP_INFO(predicate2("ne", [](const Tensor& a, const Tensor& b) { return a != b; },
+                         [](double a, double b) { return a != b; }));
+IGNIS_OP_INFO(predicate2("lt", [](const Tensor& a, const Tensor& b) { return lt(a, b); },
+                         [](double a, double b) { return a < b; }));
+IGNIS_OP_INFO(predicate2("le", [](const Tensor& a, const Tensor& b) { return a <= b; },
+                         [](double a, double b) { return a <= b; }));
+IGNIS_OP_INFO(predicate2("gt", [](const Tensor& a, const Tensor& b) { return a.gt(b); },
+                         [](double a, double b) { return a > b; }));
+IGNIS_OP_INFO(predicate2("ge", [](const Tensor& a, const Tensor& b) { return ge(a, b); },
+                         [](double a, double b) { return a >= b; }));
+IGNIS_OP_INFO(compare_scalar("eq_scalar", [](const Tensor& a, Scalar b) { return a == b; },
+                             [](double a, double b) { return a == b; }));
+IGNIS_OP_INFO(compare_scalar("ne_scalar", [](const Tensor& a, Scalar b) { return ne(a, b); },
+                             [](double a, double b) { return a != b; }));
+IGNIS_OP_INFO(compare_scalar("lt_scalar", [](const Tensor& a, Scalar b) { return a < b; },
+                             [](double a, double b) { return a < b; }));
+IGNIS_OP_INFO(compare_scalar("le_scalar", [](const Tensor& a, Scalar b) { return le(a, b); },
+                             [](double a, double b) { return a <= b; }));
+IGNIS_OP_INFO(compare_scalar("gt_scalar", [](const Tensor& a, Scalar b) { return a > b; },
+                             [](double a, double b) { return a > b; }));
+IGNIS_OP_INFO(compare_scalar("ge_scalar", [](const Tensor& a, Scalar b) { return a.ge(b); },
+                             [](double a, double b) { return a >= b; }));
+IGNIS_OP_INFO(predicate2("logical_and",
+                         [](const Tensor& a, const Tensor& b) { return logical_and(a, b); },
+                         [](double a, double b) { return a != 0 && b != 0; }));
+IGNIS_OP_INFO(predicate2("logical_or", [](const Tensor& a, const Tensor& b) { return a || b; },
+                         [](double a, double b) { return a != 0 || b != 0; }));
+IGNIS_OP_INFO(compare_scalar("logical_not", [](const Tensor& a, Scalar) { return logical_not(a); },
+                             [](double a, double) { return a == 0; }));
+IGNIS_OP_INFO(special_predicate("isnan", [](const Tensor& x) { return isnan(x); },
+                                [](double x) { return std::isnan(x); }));
+IGNIS_OP_INFO(special_predicate("isinf", [](const Tensor& x) { return isinf(x); },
+                                [](double x) { return std::isinf(x); }));
+IGNIS_OP_INFO(special_predicate("isfinite", [](const Tensor& x) { return isfinite(x); },
+                                [](double x) { return std::isfinite(x); }));
+
+// ---- where
+IGNIS_OP_INFO(where_entry());
+IGNIS_OP_INFO(unary("where_scalar_other", [](const Tensor& x) { return where(x > 0.5, x, -1.5); },
+                    [](double x) { return x > 0.5 ? x : -1.5; }));
+IGNIS_OP_INFO(unary("where_scalar_self", [](const Tensor& x) { return where(x > 0.5, 2, x); },
+                    [](double x) { return x > 0.5 ? 2.0 : x; }));
+
+// clang-format on
+
+}  // namespace ignis::testing

@@ -1,0 +1,200 @@
+// The driver of the op table (op_table.h): for every registered op, a forward check per dtype
+// against the float64 reference, a float64 gradcheck, and a gradgradcheck. Each op gets its own
+// tests (OpTable.Forward/add, OpTable.Gradcheck/add, ...) so ctest lists and runs them apart.
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <cmath>
+#include <set>
+#include <sstream>
+
+#include "op_table.h"
+
+namespace ignis::testing {
+namespace {
+
+struct Tolerance {
+  double atol, rtol;
+};
+
+// Rank of a dtype's precision (higher = looser tolerance); integers and bool are exact.
+int looseness(DType t) {
+  switch (t) {
+    case kBFloat16:
+      return 2;
+    case kFloat32:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+Tolerance tolerance_for(const OpInfo& op, DType tested, DType out) {
+  const int l = std::max(looseness(tested), looseness(out));
+  if (l == 2) return {op.atol_bf16, op.rtol_bf16};
+  if (l == 1) return {op.atol32, op.rtol32};
+  return {op.atol64, op.rtol64};
+}
+
+// Floating inputs converted to `dtype`; integer and bool inputs kept.
+std::vector<Tensor> cast_inputs(const std::vector<Tensor>& in, DType dtype) {
+  std::vector<Tensor> out;
+  for (const Tensor& t : in) {
+    out.push_back(t.defined() && t.is_floating_point() ? t.to(dtype) : t);
+  }
+  return out;
+}
+
+bool has_empty_input(const OpSample& s) {
+  for (const Tensor& t : s.inputs) {
+    if (t.defined() && t.numel() == 0) return true;
+  }
+  return false;
+}
+
+// Compares `got` with the float64 reference `want` element by element.
+void expect_close(const Tensor& got, const Tensor& want, Tolerance tol) {
+  ASSERT_TRUE(got.defined()) << "the op returned an undefined tensor";
+  ASSERT_TRUE(want.defined()) << "the reference returned an undefined tensor";
+  ASSERT_TRUE(got.sizes().equals(want.sizes()))
+      << "shape " << got.sizes() << " but the reference has shape " << want.sizes();
+  const std::vector<double> g = values(got), w = values(want);
+  ASSERT_EQ(g.size(), w.size());
+  int reported = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const bool ok = (std::isnan(g[i]) && std::isnan(w[i])) || g[i] == w[i] ||
+                    std::abs(g[i] - w[i]) <= tol.atol + tol.rtol * std::abs(w[i]);
+    if (!ok && reported++ < 5) {
+      ADD_FAILURE() << "element " << i << ": got " << g[i] << " but the reference gives " << w[i]
+                    << " (|difference| " << std::abs(g[i] - w[i]) << ", atol " << tol.atol
+                    << ", rtol " << tol.rtol << ")";
+    }
+  }
+}
+
+// The inputs of a gradcheck: float64 copies of the sample's inputs (same layout), with
+// requires_grad on the differentiated ones.
+std::vector<Tensor> grad_inputs(const OpInfo& op, const OpSample& s) {
+  std::vector<Tensor> in;
+  for (size_t i = 0; i < s.inputs.size(); ++i) {
+    Tensor t = s.inputs[i];
+    const bool floating = t.defined() && t.is_floating_point();
+    if (floating) t = t.dtype() == kFloat64 ? t.detach() : t.to(kFloat64);
+    bool wanted = floating;
+    if (!op.grad_inputs.empty()) {
+      wanted = false;
+      for (size_t g : op.grad_inputs) wanted = wanted || g == i;
+    }
+    if (wanted && floating) t.requires_grad_(true);
+    in.push_back(t);
+  }
+  return in;
+}
+
+bool any_requires_grad(const std::vector<Tensor>& in) {
+  for (const Tensor& t : in) {
+    if (t.defined() && t.requires_grad()) return true;
+  }
+  return false;
+}
+
+class OpTable : public ::testing::TestWithParam<size_t> {
+ protected:
+  const OpInfo& op() const { return op_table()[GetParam()]; }
+};
+
+TEST_P(OpTable, Forward) {
+  const OpInfo& o = op();
+  for (const OpSample& s : o.samples()) {
+    for (DType dt : o.dtypes) {
+      SCOPED_TRACE("op " + o.name + ", sample '" + s.desc + "', dtype " +
+                   std::string(ignis::dtype_name(dt)));
+      std::vector<Tensor> in = cast_inputs(s.inputs, dt);
+      // The reference sees the same (rounded) values, in float64: this checks the op's own
+      // arithmetic, not the rounding of its inputs.
+      std::vector<Tensor> ref_in = cast_inputs(in, kFloat64);
+      Tensor got, want;
+      try {
+        got = o.fn(in);
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "the op threw: " << e.what();
+        continue;
+      }
+      want = o.ref(ref_in);
+      expect_close(got, want, tolerance_for(o, dt, got.defined() ? got.dtype() : dt));
+    }
+  }
+}
+
+TEST_P(OpTable, Gradcheck) {
+  const OpInfo& o = op();
+  if (!o.differentiable) GTEST_SKIP() << o.name << " is not differentiable";
+  int checked = 0;
+  for (const OpSample& s : o.samples()) {
+    if (has_empty_input(s)) continue;
+    SCOPED_TRACE("op " + o.name + ", sample '" + s.desc + "'");
+    std::vector<Tensor> in = grad_inputs(o, s);
+    if (!any_requires_grad(in)) continue;
+    auto fn = [&](const std::vector<Tensor>& x) { return std::vector<Tensor>{o.fn(x)}; };
+    try {
+      EXPECT_TRUE(autograd::gradcheck(fn, in));
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << e.what();
+    }
+    ++checked;
+  }
+  if (checked == 0) GTEST_SKIP() << o.name << ": no sample with floating inputs to check";
+}
+
+TEST_P(OpTable, Gradgradcheck) {
+  const OpInfo& o = op();
+  if (!o.differentiable || !o.twice_differentiable) {
+    GTEST_SKIP() << o.name << " is not twice differentiable";
+  }
+  int checked = 0;
+  for (const OpSample& s : o.samples()) {
+    if (has_empty_input(s)) continue;
+    SCOPED_TRACE("op " + o.name + ", sample '" + s.desc + "'");
+    std::vector<Tensor> in = grad_inputs(o, s);
+    if (!any_requires_grad(in)) continue;
+    auto fn = [&](const std::vector<Tensor>& x) { return std::vector<Tensor>{o.fn(x)}; };
+    try {
+      EXPECT_TRUE(autograd::gradgradcheck(fn, in));
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << e.what();
+    }
+    ++checked;
+  }
+  if (checked == 0) GTEST_SKIP() << o.name << ": no sample with floating inputs to check";
+}
+
+std::vector<size_t> op_indices() {
+  std::vector<size_t> idx(op_table().size());
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+  return idx;
+}
+
+// Test names: the op's name with anything but [A-Za-z0-9_] replaced, made unique.
+std::string param_name(const ::testing::TestParamInfo<size_t>& info) {
+  static std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    std::set<std::string> used;
+    for (const OpInfo& o : op_table()) {
+      std::string n;
+      for (char c : o.name) n += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+      if (n.empty()) n = "op";
+      std::string u = n;
+      for (int k = 2; used.count(u); ++k) u = n + "_" + std::to_string(k);
+      used.insert(u);
+      out.push_back(u);
+    }
+    return out;
+  }();
+  return names[info.param];
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, OpTable, ::testing::ValuesIn(op_indices()), param_name);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(OpTable);
+
+}  // namespace
+}  // namespace ignis::testing
