@@ -8,6 +8,8 @@ CMAKE_FLAGS ?=
 DEBIAN_PACKAGES := g++ cmake ninja-build libdnnl-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 LAUNCHER := $(shell command -v ccache >/dev/null 2>&1 && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+# ccache hits across clones in different directories.
+export CCACHE_BASEDIR := $(CURDIR)
 
 .PHONY: deps configure build test demo bench asan install clean fuzz
 
