@@ -32,8 +32,10 @@ Tensor ref_reduce(const Tensor& x, Dims dims, bool keepdim,
   }
   Shape out_shape;
   for (int64_t d = 0; d < nd; ++d) {
-    if (!red[d]) out_shape.push_back(x.size(d));
-    else if (keepdim) out_shape.push_back(1);
+    if (!red[d])
+      out_shape.push_back(x.size(d));
+    else if (keepdim)
+      out_shape.push_back(1);
   }
   int64_t nout = 1;
   for (int64_t d = 0; d < nd; ++d) nout *= red[d] ? 1 : x.size(d);
@@ -223,8 +225,7 @@ std::vector<OpSample> samples_bools() {
 
 OpInfo entry(std::string name, std::function<Tensor(const Tensor&)> f,
              std::function<Tensor(const Tensor&)> ref,
-             std::function<std::vector<OpSample>()> samples,
-             std::vector<DType> dtypes = kFloats) {
+             std::function<std::vector<OpSample>()> samples, std::vector<DType> dtypes = kFloats) {
   OpInfo o;
   o.name = std::move(name);
   o.fn = [f](const TL& x) { return f(x[0]); };
@@ -238,9 +239,10 @@ OpInfo reduction(std::string name, std::function<Tensor(const Tensor&)> f,
                  std::function<double(const Values&)> r, Dims dims, bool keepdim,
                  std::function<std::vector<OpSample>()> samples,
                  std::vector<DType> dtypes = kFloats) {
-  return entry(std::move(name), std::move(f),
-               [r, dims, keepdim](const Tensor& x) { return ref_reduce(x, dims, keepdim, r); },
-               std::move(samples), std::move(dtypes));
+  return entry(
+      std::move(name), std::move(f),
+      [r, dims, keepdim](const Tensor& x) { return ref_reduce(x, dims, keepdim, r); },
+      std::move(samples), std::move(dtypes));
 }
 OpInfo not_differentiable(OpInfo o) {
   o.differentiable = false;
@@ -256,99 +258,135 @@ auto sall = [] { return samples_all(); };
 auto sallne = [] { return samples_all(false); };
 
 // ---- sum, mean, sum_to_size
-IGNIS_OP_INFO(reduction("sum", [](const Tensor& x) { return x.sum(); }, r_sum, {}, false, sall,
-                        kWithInts));
-IGNIS_OP_INFO(reduction("sum dim=0", [](const Tensor& x) { return sum(x, 0); }, r_sum, {0},
-                        false, s2, kWithInts));
-IGNIS_OP_INFO(reduction("sum dim=1 keepdim", [](const Tensor& x) { return x.sum(1, true); },
-                        r_sum, {1}, true, s2, kWithInts));
-IGNIS_OP_INFO(reduction("sum dim=-1", [](const Tensor& x) { return sum(x, -1); }, r_sum, {-1},
-                        false, s3, kWithInts));
-IGNIS_OP_INFO(reduction("sum dims=0,2", [](const Tensor& x) { return sum(x, {0, 2}); }, r_sum,
-                        {0, 2}, false, s3, kWithInts));
-IGNIS_OP_INFO(reduction("sum dims=2,0 keepdim", [](const Tensor& x) { return sum(x, {2, 0}, true); },
-                        r_sum, {0, 2}, true, s3));
-IGNIS_OP_INFO(reduction("sum dims=0,1 of 3-d", [](const Tensor& x) { return sum(x, {0, 1}); },
-                        r_sum, {0, 1}, false, s3));
-IGNIS_OP_INFO(reduction("sum dtype=float64", [](const Tensor& x) {
-                          return x.sum(1, false, kFloat64);
-                        }, r_sum, {1}, false, s2));
-IGNIS_OP_INFO(reduction("mean", [](const Tensor& x) { return x.mean(); }, r_mean, {}, false,
-                        sallne));
-IGNIS_OP_INFO(reduction("mean dim=1", [](const Tensor& x) { return mean(x, 1); }, r_mean, {1},
-                        false, s2ne));
-IGNIS_OP_INFO(reduction("mean dims=0,2 keepdim",
-                        [](const Tensor& x) { return x.mean({0, 2}, true); }, r_mean, {0, 2},
-                        true, s3ne));
-IGNIS_OP_INFO(reduction("sum_to_size 3x4 to 1x4",
-                        [](const Tensor& x) { return x.sum_to_size({1, x.size(1)}); }, r_sum,
-                        {0}, true, s2));
-IGNIS_OP_INFO(entry("sum_to_size 2x3x4 to 3x1",
-                    [](const Tensor& x) { return sum_to_size(x, {x.size(1), 1}); },
-                    [](const Tensor& x) {
-                      return ref_reduce(x, {0, 2}, false, r_sum).reshape({x.size(1), 1});
-                    },
-                    s3));
-IGNIS_OP_INFO(entry("sum_to_size same shape",
-                    [](const Tensor& x) { return sum_to_size(x, x.sizes()); },
-                    [](const Tensor& x) { return x.clone(); }, s2));
+IGNIS_OP_INFO(reduction(
+    "sum", [](const Tensor& x) { return x.sum(); }, r_sum, {}, false, sall, kWithInts));
+IGNIS_OP_INFO(reduction(
+    "sum dim=0", [](const Tensor& x) { return sum(x, 0); }, r_sum, {0}, false, s2, kWithInts));
+IGNIS_OP_INFO(reduction(
+    "sum dim=1 keepdim", [](const Tensor& x) { return x.sum(1, true); }, r_sum, {1}, true, s2,
+    kWithInts));
+IGNIS_OP_INFO(reduction(
+    "sum dim=-1", [](const Tensor& x) { return sum(x, -1); }, r_sum, {-1}, false, s3, kWithInts));
+IGNIS_OP_INFO(reduction(
+    "sum dims=0,2",
+    [](const Tensor& x) {
+      return sum(x, {0, 2});
+    },
+    r_sum, {0, 2}, false, s3, kWithInts));
+IGNIS_OP_INFO(reduction(
+    "sum dims=2,0 keepdim",
+    [](const Tensor& x) {
+      return sum(x, {2, 0}, true);
+    },
+    r_sum, {0, 2}, true, s3));
+IGNIS_OP_INFO(reduction(
+    "sum dims=0,1 of 3-d",
+    [](const Tensor& x) {
+      return sum(x, {0, 1});
+    },
+    r_sum, {0, 1}, false, s3));
+IGNIS_OP_INFO(reduction(
+    "sum dtype=float64", [](const Tensor& x) { return x.sum(1, false, kFloat64); }, r_sum, {1},
+    false, s2));
+IGNIS_OP_INFO(reduction(
+    "mean", [](const Tensor& x) { return x.mean(); }, r_mean, {}, false, sallne));
+IGNIS_OP_INFO(reduction(
+    "mean dim=1", [](const Tensor& x) { return mean(x, 1); }, r_mean, {1}, false, s2ne));
+IGNIS_OP_INFO(reduction(
+    "mean dims=0,2 keepdim",
+    [](const Tensor& x) {
+      return x.mean({0, 2}, true);
+    },
+    r_mean, {0, 2}, true, s3ne));
+IGNIS_OP_INFO(reduction(
+    "sum_to_size 3x4 to 1x4",
+    [](const Tensor& x) {
+      return x.sum_to_size({1, x.size(1)});
+    },
+    r_sum, {0}, true, s2));
+IGNIS_OP_INFO(entry(
+    "sum_to_size 2x3x4 to 3x1",
+    [](const Tensor& x) {
+      return sum_to_size(x, {x.size(1), 1});
+    },
+    [](const Tensor& x) {
+      return ref_reduce(x, {0, 2}, false, r_sum).reshape({x.size(1), 1});
+    },
+    s3));
+IGNIS_OP_INFO(entry(
+    "sum_to_size same shape", [](const Tensor& x) { return sum_to_size(x, x.sizes()); },
+    [](const Tensor& x) { return x.clone(); }, s2));
 
 // ---- prod: zeros exercise the backward's zero handling (prod is smooth, so gradcheck holds)
-IGNIS_OP_INFO(reduction("prod", [](const Tensor& x) { return x.prod(); }, r_prod, {}, false,
-                        [] {
-                          auto s = samples_zeros();
-                          s.push_back({"0-d", {in({}, 20)}});
-                          s.push_back({"empty", {in({0, 3}, 21)}});
-                          return s;
-                        },
-                        kWithInts));
-IGNIS_OP_INFO(reduction("prod dim=1", [](const Tensor& x) { return prod(x, 1); }, r_prod, {1},
-                        false, samples_zeros, kWithInts));
-IGNIS_OP_INFO(reduction("prod dim=0 keepdim", [](const Tensor& x) { return x.prod(0, true); },
-                        r_prod, {0}, true, samples_zeros));
-IGNIS_OP_INFO(reduction("prod dim=1 of 3-d", [](const Tensor& x) { return prod(x, 1); }, r_prod,
-                        {1}, false, s3));
+IGNIS_OP_INFO(reduction(
+    "prod", [](const Tensor& x) { return x.prod(); }, r_prod, {}, false,
+    [] {
+      auto s = samples_zeros();
+      s.push_back({"0-d", {in({}, 20)}});
+      s.push_back({"empty", {in({0, 3}, 21)}});
+      return s;
+    },
+    kWithInts));
+IGNIS_OP_INFO(reduction(
+    "prod dim=1", [](const Tensor& x) { return prod(x, 1); }, r_prod, {1}, false, samples_zeros,
+    kWithInts));
+IGNIS_OP_INFO(reduction(
+    "prod dim=0 keepdim", [](const Tensor& x) { return x.prod(0, true); }, r_prod, {0}, true,
+    samples_zeros));
+IGNIS_OP_INFO(reduction(
+    "prod dim=1 of 3-d", [](const Tensor& x) { return prod(x, 1); }, r_prod, {1}, false, s3));
 
 // ---- amax / amin / max() / min() (random inputs: no ties; ties are in test_reduce.cpp)
-IGNIS_OP_INFO(reduction("amax", [](const Tensor& x) { return amax(x); }, r_max, {}, false,
-                        sallne, kWithInts));
-IGNIS_OP_INFO(reduction("amax dim=1", [](const Tensor& x) { return x.amax(1); }, r_max, {1},
-                        false, [] {
-                          auto s = samples2(false);
-                          s.push_back({"empty 0x4", {in({0, 4}, 22)}});
-                          return s;
-                        },
-                        kWithInts));
-IGNIS_OP_INFO(reduction("amax dims=0,2 keepdim",
-                        [](const Tensor& x) { return amax(x, {0, 2}, true); }, r_max, {0, 2},
-                        true, s3ne));
-IGNIS_OP_INFO(reduction("amin", [](const Tensor& x) { return x.amin(); }, r_min, {}, false,
-                        sallne, kWithInts));
-IGNIS_OP_INFO(reduction("amin dim=0", [](const Tensor& x) { return amin(x, 0); }, r_min, {0},
-                        false, s2ne, kWithInts));
-IGNIS_OP_INFO(reduction("amin dims=1,2", [](const Tensor& x) { return amin(x, {1, 2}); }, r_min,
-                        {1, 2}, false, s3ne));
-IGNIS_OP_INFO(reduction("max", [](const Tensor& x) { return x.max(); }, r_max, {}, false,
-                        sallne, kWithInts));
-IGNIS_OP_INFO(reduction("min", [](const Tensor& x) { return x.min(); }, r_min, {}, false,
-                        sallne, kWithInts));
+IGNIS_OP_INFO(reduction(
+    "amax", [](const Tensor& x) { return amax(x); }, r_max, {}, false, sallne, kWithInts));
+IGNIS_OP_INFO(reduction(
+    "amax dim=1", [](const Tensor& x) { return x.amax(1); }, r_max, {1}, false,
+    [] {
+      auto s = samples2(false);
+      s.push_back({"empty 0x4", {in({0, 4}, 22)}});
+      return s;
+    },
+    kWithInts));
+IGNIS_OP_INFO(reduction(
+    "amax dims=0,2 keepdim",
+    [](const Tensor& x) {
+      return amax(x, {0, 2}, true);
+    },
+    r_max, {0, 2}, true, s3ne));
+IGNIS_OP_INFO(reduction(
+    "amin", [](const Tensor& x) { return x.amin(); }, r_min, {}, false, sallne, kWithInts));
+IGNIS_OP_INFO(reduction(
+    "amin dim=0", [](const Tensor& x) { return amin(x, 0); }, r_min, {0}, false, s2ne, kWithInts));
+IGNIS_OP_INFO(reduction(
+    "amin dims=1,2",
+    [](const Tensor& x) {
+      return amin(x, {1, 2});
+    },
+    r_min, {1, 2}, false, s3ne));
+IGNIS_OP_INFO(reduction(
+    "max", [](const Tensor& x) { return x.max(); }, r_max, {}, false, sallne, kWithInts));
+IGNIS_OP_INFO(reduction(
+    "min", [](const Tensor& x) { return x.min(); }, r_min, {}, false, sallne, kWithInts));
 
 // ---- max(dim) / min(dim): values (gradient to the index) and indices
-IGNIS_OP_INFO(reduction("max dim=1 values",
-                        [](const Tensor& x) { return std::get<0>(max(x, 1)); }, r_max, {1},
-                        false, s2ne, kWithInts));
-IGNIS_OP_INFO(reduction("max dim=0 keepdim values",
-                        [](const Tensor& x) { return std::get<0>(x.max(0, true)); }, r_max, {0},
-                        true, s2ne));
-IGNIS_OP_INFO(reduction("max dim=1 of 3-d values",
-                        [](const Tensor& x) { return std::get<0>(max(x, 1)); }, r_max, {1},
-                        false, s3ne));
-IGNIS_OP_INFO(reduction("min dim=-1 values",
-                        [](const Tensor& x) { return std::get<0>(min(x, -1)); }, r_min, {-1},
-                        false, s3ne, kWithInts));
-IGNIS_OP_INFO(reduction("max 0-d dim=0 values",
-                        [](const Tensor& x) { return std::get<0>(max(x, 0)); }, r_max, {}, false,
-                        [] { return std::vector<OpSample>{{"0-d", {in({}, 23)}}}; }));
+IGNIS_OP_INFO(reduction(
+    "max dim=1 values", [](const Tensor& x) { return std::get<0>(max(x, 1)); }, r_max, {1}, false,
+    s2ne, kWithInts));
+IGNIS_OP_INFO(reduction(
+    "max dim=0 keepdim values", [](const Tensor& x) { return std::get<0>(x.max(0, true)); }, r_max,
+    {0}, true, s2ne));
+IGNIS_OP_INFO(reduction(
+    "max dim=1 of 3-d values", [](const Tensor& x) { return std::get<0>(max(x, 1)); }, r_max, {1},
+    false, s3ne));
+IGNIS_OP_INFO(reduction(
+    "min dim=-1 values", [](const Tensor& x) { return std::get<0>(min(x, -1)); }, r_min, {-1},
+    false, s3ne, kWithInts));
+IGNIS_OP_INFO(reduction(
+    "max 0-d dim=0 values", [](const Tensor& x) { return std::get<0>(max(x, 0)); }, r_max, {},
+    false,
+    [] {
+      return std::vector<OpSample>{{"0-d", {in({}, 23)}}};
+    }));
 IGNIS_OP_INFO(not_differentiable(reduction(
     "max dim=1 indices", [](const Tensor& x) { return std::get<1>(max(x, 1)); }, r_argmax, {1},
     false, s2ne, kWithInts)));
@@ -360,89 +398,102 @@ IGNIS_OP_INFO(not_differentiable(reduction(
     {1}, false, s3ne, kWithInts)));
 
 // ---- argmax / argmin
-IGNIS_OP_INFO(not_differentiable(reduction("argmax", [](const Tensor& x) { return argmax(x); },
-                                           r_argmax, {}, false, sallne, kWithInts)));
-IGNIS_OP_INFO(not_differentiable(reduction("argmax dim=1", [](const Tensor& x) {
-  return x.argmax(1);
-}, r_argmax, {1}, false, s2ne, kWithInts)));
-IGNIS_OP_INFO(not_differentiable(reduction("argmax dim=0 keepdim", [](const Tensor& x) {
-  return argmax(x, 0, true);
-}, r_argmax, {0}, true, s3ne)));
-IGNIS_OP_INFO(not_differentiable(reduction("argmin", [](const Tensor& x) { return x.argmin(); },
-                                           r_argmin, {}, false, sallne, kWithInts)));
-IGNIS_OP_INFO(not_differentiable(reduction("argmin dim=2", [](const Tensor& x) {
-  return argmin(x, 2);
-}, r_argmin, {2}, false, s3ne)));
+IGNIS_OP_INFO(not_differentiable(reduction(
+    "argmax", [](const Tensor& x) { return argmax(x); }, r_argmax, {}, false, sallne, kWithInts)));
+IGNIS_OP_INFO(not_differentiable(reduction(
+    "argmax dim=1", [](const Tensor& x) { return x.argmax(1); }, r_argmax, {1}, false, s2ne,
+    kWithInts)));
+IGNIS_OP_INFO(not_differentiable(reduction(
+    "argmax dim=0 keepdim", [](const Tensor& x) { return argmax(x, 0, true); }, r_argmax, {0}, true,
+    s3ne)));
+IGNIS_OP_INFO(not_differentiable(reduction(
+    "argmin", [](const Tensor& x) { return x.argmin(); }, r_argmin, {}, false, sallne, kWithInts)));
+IGNIS_OP_INFO(not_differentiable(reduction(
+    "argmin dim=2", [](const Tensor& x) { return argmin(x, 2); }, r_argmin, {2}, false, s3ne)));
 IGNIS_OP_INFO(not_differentiable(entry(
     "argmax keepdim all dims", [](const Tensor& x) { return argmax(x, std::nullopt, true); },
-    [](const Tensor& x) {
-      return ref_reduce(x, {}, false, r_argmax).reshape(Shape(x.dim(), 1));
-    },
+    [](const Tensor& x) { return ref_reduce(x, {}, false, r_argmax).reshape(Shape(x.dim(), 1)); },
     s3ne)));
 
 // ---- var / std
-IGNIS_OP_INFO(reduction("var", [](const Tensor& x) { return x.var(); }, r_var(1, false), {},
-                        false, [] {
-                          auto s = samples2(false);
-                          for (auto& t : samples3(false)) s.push_back(t);
-                          return s;
-                        }));
-IGNIS_OP_INFO(reduction("var dim=1", [](const Tensor& x) { return var(x, {1}); }, r_var(1, false),
-                        {1}, false, s2ne));
-IGNIS_OP_INFO(reduction("var dims=0,2 correction=0 keepdim",
-                        [](const Tensor& x) { return var(x, {0, 2}, 0, true); }, r_var(0, false),
-                        {0, 2}, true, s3ne));
-IGNIS_OP_INFO(reduction("var correction=2 dim=0",
-                        [](const Tensor& x) { return x.var({0}, 2); }, r_var(2, false), {0}, false,
-                        [] {
-                          return std::vector<OpSample>{{"5x3", {in({5, 3}, 24)}},
-                                                       {"transposed", {in({3, 5}, 25).t()}}};
-                        }));
-IGNIS_OP_INFO(reduction("std", [](const Tensor& x) { return x.std(); }, r_var(1, true), {}, false,
-                        s3ne));
-IGNIS_OP_INFO(reduction("std dim=0", [](const Tensor& x) { return ignis::std(x, {0}); },
-                        r_var(1, true), {0}, false, [] {
-                          std::vector<OpSample> s = samples2(false);
-                          s.pop_back();  // 1x5 has one element per column
-                          return s;
-                        }));
-IGNIS_OP_INFO(reduction("std dim=-1 correction=0 keepdim",
-                        [](const Tensor& x) { return x.std({-1}, 0, true); }, r_var(0, true), {-1},
-                        true, s3ne));
+IGNIS_OP_INFO(reduction(
+    "var", [](const Tensor& x) { return x.var(); }, r_var(1, false), {}, false,
+    [] {
+      auto s = samples2(false);
+      for (auto& t : samples3(false)) s.push_back(t);
+      return s;
+    }));
+IGNIS_OP_INFO(reduction(
+    "var dim=1", [](const Tensor& x) { return var(x, {1}); }, r_var(1, false), {1}, false, s2ne));
+IGNIS_OP_INFO(reduction(
+    "var dims=0,2 correction=0 keepdim",
+    [](const Tensor& x) {
+      return var(x, {0, 2}, 0, true);
+    },
+    r_var(0, false), {0, 2}, true, s3ne));
+IGNIS_OP_INFO(reduction(
+    "var correction=2 dim=0", [](const Tensor& x) { return x.var({0}, 2); }, r_var(2, false), {0},
+    false,
+    [] {
+      return std::vector<OpSample>{{"5x3", {in({5, 3}, 24)}}, {"transposed", {in({3, 5}, 25).t()}}};
+    }));
+IGNIS_OP_INFO(reduction(
+    "std", [](const Tensor& x) { return x.std(); }, r_var(1, true), {}, false, s3ne));
+IGNIS_OP_INFO(reduction(
+    "std dim=0", [](const Tensor& x) { return ignis::std(x, {0}); }, r_var(1, true), {0}, false,
+    [] {
+      std::vector<OpSample> s = samples2(false);
+      s.pop_back();  // 1x5 has one element per column
+      return s;
+    }));
+IGNIS_OP_INFO(reduction(
+    "std dim=-1 correction=0 keepdim", [](const Tensor& x) { return x.std({-1}, 0, true); },
+    r_var(0, true), {-1}, true, s3ne));
 
 // ---- norm
-IGNIS_OP_INFO(reduction("norm", [](const Tensor& x) { return x.norm(); }, r_norm(2), {}, false,
-                        sall));
-IGNIS_OP_INFO(reduction("norm p=2 dim=1", [](const Tensor& x) { return norm(x, 2, {1}); },
-                        r_norm(2), {1}, false, s2));
-IGNIS_OP_INFO(reduction("norm p=1 dim=0", [](const Tensor& x) { return norm(x, 1, {0}); },
-                        r_norm(1), {0}, false, s2));
-IGNIS_OP_INFO(reduction("norm p=inf dim=1", [](const Tensor& x) { return x.norm(kInf, {1}); },
-                        r_norm(kInf), {1}, false, s2ne));
-IGNIS_OP_INFO(reduction("norm p=-inf", [](const Tensor& x) { return x.norm(-kInf); },
-                        r_norm(-kInf), {}, false, s3ne));
-IGNIS_OP_INFO(reduction("norm p=3 dims=0,2 keepdim",
-                        [](const Tensor& x) { return norm(x, 3, {0, 2}, true); }, r_norm(3),
-                        {0, 2}, true, s3));
-IGNIS_OP_INFO(reduction("norm p=1.5 dim=1", [](const Tensor& x) { return norm(x, 1.5, {1}); },
-                        r_norm(1.5), {1}, false, s2));
-IGNIS_OP_INFO(reduction("norm p=0.5", [](const Tensor& x) { return norm(x, 0.5); }, r_norm(0.5),
-                        {}, false, s2));
-IGNIS_OP_INFO(reduction("norm p=0 dim=1", [](const Tensor& x) { return norm(x, 0, {1}); },
-                        r_norm(0), {1}, false, [] {
-                          auto s = samples_bools();
-                          s.resize(4);  // the floating samples
-                          return s;
-                        }));
+IGNIS_OP_INFO(reduction(
+    "norm", [](const Tensor& x) { return x.norm(); }, r_norm(2), {}, false, sall));
+IGNIS_OP_INFO(reduction(
+    "norm p=2 dim=1", [](const Tensor& x) { return norm(x, 2, {1}); }, r_norm(2), {1}, false, s2));
+IGNIS_OP_INFO(reduction(
+    "norm p=1 dim=0", [](const Tensor& x) { return norm(x, 1, {0}); }, r_norm(1), {0}, false, s2));
+IGNIS_OP_INFO(reduction(
+    "norm p=inf dim=1", [](const Tensor& x) { return x.norm(kInf, {1}); }, r_norm(kInf), {1}, false,
+    s2ne));
+IGNIS_OP_INFO(reduction(
+    "norm p=-inf", [](const Tensor& x) { return x.norm(-kInf); }, r_norm(-kInf), {}, false, s3ne));
+IGNIS_OP_INFO(reduction(
+    "norm p=3 dims=0,2 keepdim",
+    [](const Tensor& x) {
+      return norm(x, 3, {0, 2}, true);
+    },
+    r_norm(3), {0, 2}, true, s3));
+IGNIS_OP_INFO(reduction(
+    "norm p=1.5 dim=1", [](const Tensor& x) { return norm(x, 1.5, {1}); }, r_norm(1.5), {1}, false,
+    s2));
+IGNIS_OP_INFO(reduction(
+    "norm p=0.5", [](const Tensor& x) { return norm(x, 0.5); }, r_norm(0.5), {}, false, s2));
+IGNIS_OP_INFO(reduction(
+    "norm p=0 dim=1", [](const Tensor& x) { return norm(x, 0, {1}); }, r_norm(0), {1}, false,
+    [] {
+      auto s = samples_bools();
+      s.resize(4);  // the floating samples
+      return s;
+    }));
 
 // ---- logsumexp
-IGNIS_OP_INFO(reduction("logsumexp dim=1", [](const Tensor& x) { return logsumexp(x, {1}); },
-                        r_logsumexp, {1}, false, s2));
-IGNIS_OP_INFO(reduction("logsumexp all", [](const Tensor& x) { return x.logsumexp({}); },
-                        r_logsumexp, {}, false, sall));
-IGNIS_OP_INFO(reduction("logsumexp dims=0,2 keepdim",
-                        [](const Tensor& x) { return logsumexp(x, {0, 2}, true); }, r_logsumexp,
-                        {0, 2}, true, s3));
+IGNIS_OP_INFO(reduction(
+    "logsumexp dim=1", [](const Tensor& x) { return logsumexp(x, {1}); }, r_logsumexp, {1}, false,
+    s2));
+IGNIS_OP_INFO(reduction(
+    "logsumexp all", [](const Tensor& x) { return x.logsumexp({}); }, r_logsumexp, {}, false,
+    sall));
+IGNIS_OP_INFO(reduction(
+    "logsumexp dims=0,2 keepdim",
+    [](const Tensor& x) {
+      return logsumexp(x, {0, 2}, true);
+    },
+    r_logsumexp, {0, 2}, true, s3));
 
 // ---- softmax / log_softmax (dim -1: rows; dim 0 and 1 of 3-d: inner > 1)
 std::vector<OpSample> softmax_samples() {
@@ -452,35 +503,42 @@ std::vector<OpSample> softmax_samples() {
   s.push_back({"wide 2x40", {make_input({2, 40}, 27, -5, 5)}});
   return s;
 }
-IGNIS_OP_INFO(entry("softmax dim=-1", [](const Tensor& x) { return softmax(x, -1); },
-                    [](const Tensor& x) { return ref_along(x, -1, r_softmax); }, softmax_samples));
-IGNIS_OP_INFO(entry("softmax dim=0", [](const Tensor& x) { return x.softmax(0); },
-                    [](const Tensor& x) { return ref_along(x, 0, r_softmax); }, softmax_samples));
-IGNIS_OP_INFO(entry("softmax dim=1 of 3-d", [](const Tensor& x) { return softmax(x, 1); },
-                    [](const Tensor& x) { return ref_along(x, 1, r_softmax); }, s3));
-IGNIS_OP_INFO(entry("log_softmax dim=-1", [](const Tensor& x) { return log_softmax(x, -1); },
-                    [](const Tensor& x) { return ref_along(x, -1, r_log_softmax); },
-                    softmax_samples));
-IGNIS_OP_INFO(entry("log_softmax dim=0", [](const Tensor& x) { return x.log_softmax(0); },
-                    [](const Tensor& x) { return ref_along(x, 0, r_log_softmax); },
-                    softmax_samples));
-IGNIS_OP_INFO(entry("log_softmax dim=1 of 3-d", [](const Tensor& x) { return log_softmax(x, 1); },
-                    [](const Tensor& x) { return ref_along(x, 1, r_log_softmax); }, s3));
+IGNIS_OP_INFO(entry(
+    "softmax dim=-1", [](const Tensor& x) { return softmax(x, -1); },
+    [](const Tensor& x) { return ref_along(x, -1, r_softmax); }, softmax_samples));
+IGNIS_OP_INFO(entry(
+    "softmax dim=0", [](const Tensor& x) { return x.softmax(0); },
+    [](const Tensor& x) { return ref_along(x, 0, r_softmax); }, softmax_samples));
+IGNIS_OP_INFO(entry(
+    "softmax dim=1 of 3-d", [](const Tensor& x) { return softmax(x, 1); },
+    [](const Tensor& x) { return ref_along(x, 1, r_softmax); }, s3));
+IGNIS_OP_INFO(entry(
+    "log_softmax dim=-1", [](const Tensor& x) { return log_softmax(x, -1); },
+    [](const Tensor& x) { return ref_along(x, -1, r_log_softmax); }, softmax_samples));
+IGNIS_OP_INFO(entry(
+    "log_softmax dim=0", [](const Tensor& x) { return x.log_softmax(0); },
+    [](const Tensor& x) { return ref_along(x, 0, r_log_softmax); }, softmax_samples));
+IGNIS_OP_INFO(entry(
+    "log_softmax dim=1 of 3-d", [](const Tensor& x) { return log_softmax(x, 1); },
+    [](const Tensor& x) { return ref_along(x, 1, r_log_softmax); }, s3));
 
 // ---- cumsum
-IGNIS_OP_INFO(entry("cumsum dim=0", [](const Tensor& x) { return cumsum(x, 0); },
-                    [](const Tensor& x) { return ref_along(x, 0, r_cumsum); }, s2, kWithInts));
-IGNIS_OP_INFO(entry("cumsum dim=-1", [](const Tensor& x) { return x.cumsum(-1); },
-                    [](const Tensor& x) { return ref_along(x, -1, r_cumsum); },
-                    [] {
-                      auto s = samples2();
-                      s.push_back({"0-d", {in({}, 28)}});
-                      s.push_back({"long 1-d", {in({300}, 29)}});
-                      return s;
-                    },
-                    kWithInts));
-IGNIS_OP_INFO(entry("cumsum dim=1 of 3-d", [](const Tensor& x) { return cumsum(x, 1); },
-                    [](const Tensor& x) { return ref_along(x, 1, r_cumsum); }, s3));
+IGNIS_OP_INFO(entry(
+    "cumsum dim=0", [](const Tensor& x) { return cumsum(x, 0); },
+    [](const Tensor& x) { return ref_along(x, 0, r_cumsum); }, s2, kWithInts));
+IGNIS_OP_INFO(entry(
+    "cumsum dim=-1", [](const Tensor& x) { return x.cumsum(-1); },
+    [](const Tensor& x) { return ref_along(x, -1, r_cumsum); },
+    [] {
+      auto s = samples2();
+      s.push_back({"0-d", {in({}, 28)}});
+      s.push_back({"long 1-d", {in({300}, 29)}});
+      return s;
+    },
+    kWithInts));
+IGNIS_OP_INFO(entry(
+    "cumsum dim=1 of 3-d", [](const Tensor& x) { return cumsum(x, 1); },
+    [](const Tensor& x) { return ref_along(x, 1, r_cumsum); }, s3));
 
 // ---- all / any (bool outputs; inputs of any dtype)
 double r_all(const Values& v) {
@@ -496,16 +554,18 @@ double r_any(const Values& v) {
   return 0;
 }
 const std::vector<DType> kLogicalDtypes = {kFloat32, kFloat64, kInt64};
-IGNIS_OP_INFO(not_differentiable(reduction("all", [](const Tensor& x) { return x.all(); }, r_all,
-                                           {}, false, samples_bools, kLogicalDtypes)));
-IGNIS_OP_INFO(not_differentiable(reduction("all dim=1", [](const Tensor& x) {
-  return all(x, 1);
-}, r_all, {1}, false, samples_bools, kLogicalDtypes)));
-IGNIS_OP_INFO(not_differentiable(reduction("any", [](const Tensor& x) { return any(x); }, r_any,
-                                           {}, false, samples_bools, kLogicalDtypes)));
-IGNIS_OP_INFO(not_differentiable(reduction("any dim=0 keepdim", [](const Tensor& x) {
-  return x.any(0, true);
-}, r_any, {0}, true, samples_bools, kLogicalDtypes)));
+IGNIS_OP_INFO(not_differentiable(reduction(
+    "all", [](const Tensor& x) { return x.all(); }, r_all, {}, false, samples_bools,
+    kLogicalDtypes)));
+IGNIS_OP_INFO(not_differentiable(reduction(
+    "all dim=1", [](const Tensor& x) { return all(x, 1); }, r_all, {1}, false, samples_bools,
+    kLogicalDtypes)));
+IGNIS_OP_INFO(not_differentiable(reduction(
+    "any", [](const Tensor& x) { return any(x); }, r_any, {}, false, samples_bools,
+    kLogicalDtypes)));
+IGNIS_OP_INFO(not_differentiable(reduction(
+    "any dim=0 keepdim", [](const Tensor& x) { return x.any(0, true); }, r_any, {0}, true,
+    samples_bools, kLogicalDtypes)));
 
 }  // namespace
 }  // namespace ignis::testing

@@ -36,10 +36,10 @@ ReduceLayout reduce_layout(const Tensor& x, const ReducePlan& plan);
 /// the element order then matches a contiguous output).
 ReduceLayout dim_layout(const Tensor& x, int64_t dim);
 
-constexpr int kLanes = 32;           // independent accumulators per row (GCC vectorises 32 well)
-constexpr int64_t kBlock = 4096;     // rows longer than this are summed pairwise (accuracy)
-constexpr int64_t kTile = 256;       // outputs per column tile
-constexpr int64_t kColLeaf = 64;     // longer columns are folded pairwise (accuracy)
+constexpr int kLanes = 32;        // independent accumulators per row (GCC vectorises 32 well)
+constexpr int64_t kBlock = 4096;  // rows longer than this are summed pairwise (accuracy)
+constexpr int64_t kTile = 256;    // outputs per column tile
+constexpr int64_t kColLeaf = 64;  // longer columns are folded pairwise (accuracy)
 
 /// Folds the n elements at p with kLanes independent accumulators so that the compiler can
 /// vectorise without reassociating floating point adds.
@@ -141,8 +141,7 @@ void fold_cols(const T* p, int64_t rows, int64_t stride, int64_t w, int64_t k0, 
 
 /// Outputs [outer, inner], each folding n elements `inner` apart: vectorised across outputs.
 template <class T, class Out, class GetR>
-void reduce_cols(const T* p, int64_t outer, int64_t n, int64_t inner, Out* o,
-                 const GetR& get_r) {
+void reduce_cols(const T* p, int64_t outer, int64_t n, int64_t inner, Out* o, const GetR& get_r) {
   using R = std::remove_cvref_t<decltype(get_r(int64_t{0}))>;
   using A = typename R::acc_type;
   const int64_t tiles = (inner + kTile - 1) / kTile;

@@ -128,9 +128,8 @@ void sum_kernel(const Tensor& out, const Tensor& x, const ReducePlan& plan) {
 }
 
 void mean_kernel(const Tensor& out, const Tensor& x, const ReducePlan& plan) {
-  dispatch_floating(x.dtype(), "mean", [&]<class T>() {
-    run_reduction<T, T>(out, x, plan, MeanReducer<acc_t<T>>{});
-  });
+  dispatch_floating(x.dtype(), "mean",
+                    [&]<class T>() { run_reduction<T, T>(out, x, plan, MeanReducer<acc_t<T>>{}); });
 }
 
 void prod_kernel(const Tensor& out, const Tensor& x, const ReducePlan& plan) {
@@ -146,9 +145,8 @@ void minmax_kernel(const Tensor& out, const Tensor& x, const ReducePlan& plan) {
 
 template <bool IsAll>
 void all_any_kernel(const Tensor& out, const Tensor& x, const ReducePlan& plan) {
-  dispatch_dtype(x.dtype(), IsAll ? "all" : "any", [&]<class T>() {
-    run_reduction<T, bool>(out, x, plan, AllAnyReducer<IsAll>{});
-  });
+  dispatch_dtype(x.dtype(), IsAll ? "all" : "any",
+                 [&]<class T>() { run_reduction<T, bool>(out, x, plan, AllAnyReducer<IsAll>{}); });
 }
 
 }  // namespace

@@ -20,7 +20,8 @@ void minmax_rows(const T* p, int64_t outer, int64_t n, T* vals, int64_t* idx) {
   using A = acc_t<T>;
   std::unique_ptr<A[]> best(new A[outer]);
   const MinMaxReducer<A, IsMax> r;
-  reduce_rows<T, A>(p, outer, n, best.get(), [&r](int64_t) -> const auto& { return r; });
+  reduce_rows<T, A>(
+      p, outer, n, best.get(), [&r](int64_t) -> const auto& { return r; });
   parallel_for(0, outer, std::max<int64_t>(kGrainSize / n, 1), [&](int64_t b, int64_t e) {
     for (int64_t k = b; k < e; ++k) {
       const T* row = p + k * n;
@@ -45,33 +46,34 @@ void minmax_cols(const T* p, int64_t outer, int64_t n, int64_t inner, T* vals, i
   const int64_t work = n * std::min(inner, kTile);
   parallel_for(0, outer * tiles, std::max<int64_t>(kGrainSize / work, 1),
                [&](int64_t b, int64_t e) {
-    A best[kTile];
-    int64_t at[kTile];
-    for (int64_t t = b; t < e; ++t) {
-      const int64_t ob = t / tiles, i0 = (t % tiles) * kTile;
-      const int64_t w = std::min(kTile, inner - i0);
-      const T* base = p + ob * n * inner + i0;
-      for (int64_t i = 0; i < w; ++i) {
-        best[i] = static_cast<A>(base[i]);
-        at[i] = 0;
-      }
-      for (int64_t r = 1; r < n; ++r) {
-        const T* row = base + r * inner;
-        for (int64_t i = 0; i < w; ++i) {
-          const A v = static_cast<A>(row[i]), b = best[i];
-          bool better = IsMax ? (v > b) : (v < b);
-          if constexpr (std::is_floating_point_v<A>) better = better | ((v != v) & (b == b));
-          best[i] = better ? v : b;
-          at[i] = better ? r : at[i];
-        }
-      }
-      const int64_t k0 = ob * inner + i0;
-      for (int64_t i = 0; i < w; ++i) {
-        if (vals) vals[k0 + i] = static_cast<T>(best[i]);
-        idx[k0 + i] = at[i];
-      }
-    }
-  });
+                 A best[kTile];
+                 int64_t at[kTile];
+                 for (int64_t t = b; t < e; ++t) {
+                   const int64_t ob = t / tiles, i0 = (t % tiles) * kTile;
+                   const int64_t w = std::min(kTile, inner - i0);
+                   const T* base = p + ob * n * inner + i0;
+                   for (int64_t i = 0; i < w; ++i) {
+                     best[i] = static_cast<A>(base[i]);
+                     at[i] = 0;
+                   }
+                   for (int64_t r = 1; r < n; ++r) {
+                     const T* row = base + r * inner;
+                     for (int64_t i = 0; i < w; ++i) {
+                       const A v = static_cast<A>(row[i]), b = best[i];
+                       bool better = IsMax ? (v > b) : (v < b);
+                       if constexpr (std::is_floating_point_v<A>)
+                         better = better | ((v != v) & (b == b));
+                       best[i] = better ? v : b;
+                       at[i] = better ? r : at[i];
+                     }
+                   }
+                   const int64_t k0 = ob * inner + i0;
+                   for (int64_t i = 0; i < w; ++i) {
+                     if (vals) vals[k0 + i] = static_cast<T>(best[i]);
+                     idx[k0 + i] = at[i];
+                   }
+                 }
+               });
 }
 
 void minmax_dim_kernel(const Tensor& values, const Tensor& indices, const Tensor& x, int64_t dim,

@@ -215,7 +215,8 @@ void softmax_backward_kernel(const Tensor& grad_in, const Tensor& g, const Tenso
     const int64_t n = Ly.n, block = Ly.n * Ly.inner;
     auto run = [&]<bool Log>() {
       for_rows_or_tiles(
-          Ly, [&](int64_t k) { softmax_backward_row<T, Log>(gp + k * n, yp + k * n, o + k * n, n); },
+          Ly,
+          [&](int64_t k) { softmax_backward_row<T, Log>(gp + k * n, yp + k * n, o + k * n, n); },
           [&](int64_t ob, int64_t i0, int64_t w) {
             const int64_t off = ob * block + i0;
             softmax_backward_tile<T, Log>(gp + off, yp + off, o + off, n, Ly.inner, w);

@@ -68,28 +68,30 @@ Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<DType>
   Tensor out = make_tensor(plan.out_shape, out_t, x.device());
   sum_stub[x.device()](out, xc, plan);
   if (autograd::any_needs_grad({&x})) {
-    autograd::record("sum", {&x}, {&out},
-                     [keep = plan.keep_shape, shape = x.sizes().shape()](BackwardCtx&,
-                                                                          const TensorList& g) {
-                       return TensorList{g[0].reshape(keep).expand(shape)};
-                     });
+    autograd::record(
+        "sum", {&x}, {&out},
+        [keep = plan.keep_shape, shape = x.sizes().shape()](BackwardCtx&, const TensorList& g) {
+          return TensorList{g[0].reshape(keep).expand(shape)};
+        });
   }
   return out;
 }
 
 Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim) {
-  IGNIS_CHECK(x.is_floating_point(), "mean: could not infer output dtype; input dtype must be "
-              "floating point, but got ", x.dtype());
+  IGNIS_CHECK(x.is_floating_point(),
+              "mean: could not infer output dtype; input dtype must be "
+              "floating point, but got ",
+              x.dtype());
   ReducePlan plan = make_reduce_plan(x, dims, keepdim, "mean");
   Tensor out = make_tensor(plan.out_shape, x.dtype(), x.device());
   mean_stub[x.device()](out, x, plan);
   if (autograd::any_needs_grad({&x})) {
-    autograd::record("mean", {&x}, {&out},
-                     [keep = plan.keep_shape, shape = x.sizes().shape(),
-                      n = static_cast<double>(plan.reduced_numel)](BackwardCtx&,
-                                                                   const TensorList& g) {
-                       return TensorList{(g[0] / n).reshape(keep).expand(shape)};
-                     });
+    autograd::record(
+        "mean", {&x}, {&out},
+        [keep = plan.keep_shape, shape = x.sizes().shape(),
+         n = static_cast<double>(plan.reduced_numel)](BackwardCtx&, const TensorList& g) {
+          return TensorList{(g[0] / n).reshape(keep).expand(shape)};
+        });
   }
   return out;
 }

@@ -15,6 +15,14 @@ struct ReducePlan {
   Shape keep_shape;           // out shape with reduced dims kept as 1 (for broadcasting back)
   int64_t reduced_numel = 1;  // elements folded into each output
   bool is_reduced(int64_t d) const { return (mask >> d) & 1u; }
+  /// The reduced dims, ascending (for the sums of backward formulas).
+  Shape dims(int64_t ndim) const {
+    Shape r;
+    for (int64_t d = 0; d < ndim; ++d) {
+      if (is_reduced(d)) r.push_back(d);
+    }
+    return r;
+  }
 };
 ReducePlan make_reduce_plan(const Tensor& x, IntArrayRef dims, bool keepdim, const char* op);
 /// The same for one optional dim (nullopt: every dim).

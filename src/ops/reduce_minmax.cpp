@@ -16,14 +16,6 @@ IGNIS_DEFINE_STUB(minmax_dim_stub, MinMaxDimFn);
 
 namespace {
 
-Shape reduced_dims(const ReducePlan& plan, int64_t ndim) {
-  Shape dims;
-  for (int64_t d = 0; d < ndim; ++d) {
-    if (plan.is_reduced(d)) dims.push_back(d);
-  }
-  return dims;
-}
-
 /// The gradient of amax/amin/max()/min(): g split evenly among the elements equal to the result.
 Tensor evenly_distribute(const Tensor& g, const Tensor& x, const Tensor& out, const Shape& keep,
                          const Shape& dims) {
@@ -38,13 +30,12 @@ Tensor extreme(const Tensor& x, IntArrayRef dims, bool keepdim, bool is_max, con
   Tensor out = make_tensor(plan.out_shape, x.dtype(), x.device());
   (is_max ? amax_stub : amin_stub)[x.device()](out, x, plan);
   if (autograd::any_needs_grad({&x})) {
-    autograd::record(op, {&x}, {&out},
-                     [sx = SavedVariable(x, false), so = save_reduce_output(out),
-                      keep = plan.keep_shape, rdims = reduced_dims(plan, x.dim())](
-                         BackwardCtx& c, const TensorList& g) {
-                       return TensorList{
-                           evenly_distribute(g[0], c.unpack(sx), c.unpack(so), keep, rdims)};
-                     });
+    autograd::record(
+        op, {&x}, {&out},
+        [sx = SavedVariable(x, false), so = save_reduce_output(out), keep = plan.keep_shape,
+         rdims = plan.dims(x.dim())](BackwardCtx& c, const TensorList& g) {
+          return TensorList{evenly_distribute(g[0], c.unpack(sx), c.unpack(so), keep, rdims)};
+        });
   }
   return out;
 }
@@ -60,16 +51,18 @@ std::tuple<Tensor, Tensor> extreme_dim(const Tensor& x, int64_t dim, bool keepdi
   minmax_dim_stub[x.device()](values, indices, x, d, is_max);
   if (want_values && autograd::any_needs_grad({&x})) {
     // The gradient goes to the selected index: g where arange(n) == index along dim, else 0.
-    autograd::record(op, {&x}, {&values},
-                     [idx = indices, keep = plan.keep_shape, d, n = x.dim() == 0 ? 1 : x.size(d),
-                      nd = x.dim()](BackwardCtx&, const TensorList& g) {
-                       if (nd == 0) return TensorList{g[0].reshape(keep)};
-                       Shape at(static_cast<size_t>(nd), 1);
-                       at[d] = n;
-                       const Tensor pos = arange(n, TensorOptions(kInt64).device(idx.device()));
-                       const Tensor mask = eq(pos.view(at), idx.reshape(keep));
-                       return TensorList{where(mask, g[0].reshape(keep), 0)};
-                     });
+    autograd::record(
+        op, {&x}, {&values},
+        [si = SavedVariable(indices, false), keep = plan.keep_shape, d,
+         n = x.dim() == 0 ? 1 : x.size(d), nd = x.dim()](BackwardCtx& c, const TensorList& g) {
+          if (nd == 0) return TensorList{g[0].reshape(keep)};
+          const Tensor idx = c.unpack(si);
+          Shape at(static_cast<size_t>(nd), 1);
+          at[d] = n;
+          const Tensor pos = arange(n, TensorOptions(kInt64).device(idx.device()));
+          const Tensor mask = eq(pos.view(at), idx.reshape(keep));
+          return TensorList{where(mask, g[0].reshape(keep), 0)};
+        });
   }
   return {values, indices};
 }

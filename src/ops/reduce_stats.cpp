@@ -17,38 +17,32 @@ IGNIS_DEFINE_STUB(logsumexp_stub, ReduceFn);
 
 namespace {
 
-Shape reduced_dims(const ReducePlan& plan, int64_t ndim) {
-  Shape dims;
-  for (int64_t d = 0; d < ndim; ++d) {
-    if (plan.is_reduced(d)) dims.push_back(d);
-  }
-  return dims;
-}
-
-Tensor var_std(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepdim,
-               bool take_sqrt, const char* op) {
-  IGNIS_CHECK(x.is_floating_point(), op, ": std and var only support floating point dtypes, "
-              "but got ", x.dtype());
+Tensor var_std(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepdim, bool take_sqrt,
+               const char* op) {
+  IGNIS_CHECK(x.is_floating_point(), op,
+              ": std and var only support floating point dtypes, "
+              "but got ",
+              x.dtype());
   const ReducePlan plan = make_reduce_plan(x, dims, keepdim, op);
   Tensor out = make_tensor(plan.out_shape, x.dtype(), x.device());
   var_stub[x.device()](out, x, plan, correction, take_sqrt);
   if (autograd::any_needs_grad({&x})) {
-    const double scale = 2.0 / static_cast<double>(std::max<int64_t>(
-                                   plan.reduced_numel - correction, 0));
-    autograd::record(op, {&x}, {&out},
-                     [sx = SavedVariable(x, false), so = save_reduce_output(out),
-                      keep = plan.keep_shape, rdims = reduced_dims(plan, x.dim()), scale,
-                      take_sqrt](BackwardCtx& c, const TensorList& g) {
-                       Tensor gk = g[0].reshape(keep);
-                       if (take_sqrt) {
-                         // d std = d var / (2 std); 0 where std is 0 (PyTorch's subgradient).
-                         const Tensor s = c.unpack(so).reshape(keep);
-                         const Tensor zero = eq(s, 0);
-                         gk = where(zero, 0, gk / (where(zero, 1, s) * 2));
-                       }
-                       const Tensor xv = c.unpack(sx);
-                       return TensorList{gk * (xv - mean(xv, rdims, true)) * scale};
-                     });
+    const double scale =
+        2.0 / static_cast<double>(std::max<int64_t>(plan.reduced_numel - correction, 0));
+    autograd::record(
+        op, {&x}, {&out},
+        [sx = SavedVariable(x, false), so = save_reduce_output(out), keep = plan.keep_shape,
+         rdims = plan.dims(x.dim()), scale, take_sqrt](BackwardCtx& c, const TensorList& g) {
+          Tensor gk = g[0].reshape(keep);
+          if (take_sqrt) {
+            // d std = d var / (2 std); 0 where std is 0 (PyTorch's subgradient).
+            const Tensor s = c.unpack(so).reshape(keep);
+            const Tensor zero = eq(s, 0);
+            gk = where(zero, 0, gk / (where(zero, 1, s) * 2));
+          }
+          const Tensor xv = c.unpack(sx);
+          return TensorList{gk * (xv - mean(xv, rdims, true)) * scale};
+        });
   }
   return out;
 }
@@ -90,21 +84,19 @@ Tensor std(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepdim) 
 }
 
 Tensor norm(const Tensor& x, double p, IntArrayRef dims, bool keepdim) {
-  IGNIS_CHECK(x.is_floating_point(), "norm: expected a floating point tensor, but got ",
-              x.dtype());
+  IGNIS_CHECK(x.is_floating_point(), "norm: expected a floating point tensor, but got ", x.dtype());
   IGNIS_CHECK(!std::isnan(p), "norm: p must not be NaN");
   const ReducePlan plan = make_reduce_plan(x, dims, keepdim, "norm");
   if (std::isinf(p)) check_nonempty_reduction(x, plan, "norm");
   Tensor out = make_tensor(plan.out_shape, x.dtype(), x.device());
   norm_stub[x.device()](out, x, plan, p);
   if (autograd::any_needs_grad({&x})) {
-    autograd::record("norm", {&x}, {&out},
-                     [sx = SavedVariable(x, false), so = save_reduce_output(out), p,
-                      keep = plan.keep_shape, rdims = reduced_dims(plan, x.dim())](
-                         BackwardCtx& c, const TensorList& g) {
-                       return TensorList{
-                           norm_backward(g[0], c.unpack(sx), c.unpack(so), p, keep, rdims)};
-                     });
+    autograd::record(
+        "norm", {&x}, {&out},
+        [sx = SavedVariable(x, false), so = save_reduce_output(out), p, keep = plan.keep_shape,
+         rdims = plan.dims(x.dim())](BackwardCtx& c, const TensorList& g) {
+          return TensorList{norm_backward(g[0], c.unpack(sx), c.unpack(so), p, keep, rdims)};
+        });
   }
   return out;
 }
@@ -115,12 +107,12 @@ Tensor logsumexp(const Tensor& x, IntArrayRef dims, bool keepdim) {
   Tensor out = make_tensor(plan.out_shape, xf.dtype(), x.device());
   logsumexp_stub[x.device()](out, xf, plan);
   if (autograd::any_needs_grad({&x})) {
-    autograd::record("logsumexp", {&x}, {&out},
-                     [sx = SavedVariable(x, false), so = save_reduce_output(out),
-                      keep = plan.keep_shape](BackwardCtx& c, const TensorList& g) {
-                       return TensorList{g[0].reshape(keep) *
-                                         exp(c.unpack(sx) - c.unpack(so).reshape(keep))};
-                     });
+    autograd::record(
+        "logsumexp", {&x}, {&out},
+        [sx = SavedVariable(x, false), so = save_reduce_output(out), keep = plan.keep_shape](
+            BackwardCtx& c, const TensorList& g) {
+          return TensorList{g[0].reshape(keep) * exp(c.unpack(sx) - c.unpack(so).reshape(keep))};
+        });
   }
   return out;
 }

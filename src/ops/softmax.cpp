@@ -28,8 +28,7 @@ Tensor softmax_backward(const Tensor& grad, const Tensor& y, int64_t d, bool log
 }
 
 Tensor softmax_impl(const Tensor& x, int64_t dim, bool log, const char* op) {
-  IGNIS_CHECK(x.is_floating_point(), op, ": expected a floating point tensor, but got ",
-              x.dtype());
+  IGNIS_CHECK(x.is_floating_point(), op, ": expected a floating point tensor, but got ", x.dtype());
   const int64_t d = wrap_dim(dim, x.dim(), op);
   Tensor out = make_tensor(x.sizes(), x.dtype(), x.device());
   softmax_stub[x.device()](out, x, d, log);

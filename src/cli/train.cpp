@@ -1,0 +1,177 @@
+// Training from the command line: ignis train / eval / fetch / models.
+#include "cli/train.h"
+
+#include <omp.h>
+
+#include <filesystem>
+#include <iostream>
+#include <map>
+
+#include "ignis/ignis.h"
+
+namespace ignis::cli {
+
+namespace {
+
+const char* kTrainUsage =
+    "usage: ignis train --model mlp --dataset mnist|fashion-mnist [--data DIR] [--epochs N]\n"
+    "                   [--batch-size B] [--optimizer sgd|adam] [--lr LR] [--momentum M]\n"
+    "                   [--seed S] [--threads T] [--workers W] [--save PATH] [--resume PATH]\n"
+    "                   [--log metrics.jsonl]\n";
+const char* kEvalUsage =
+    "usage: ignis eval --model mlp --dataset mnist|fashion-mnist --load PATH [--data DIR]\n"
+    "                  [--batch-size B] [--threads T]\n";
+
+struct Options {
+  std::map<std::string, std::string> values;
+  std::string get(const std::string& k, const std::string& def) const {
+    auto it = values.find(k);
+    return it == values.end() ? def : it->second;
+  }
+};
+
+Options parse(const Args& args, const std::vector<std::string>& known, const char* usage) {
+  Options o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") throw UsageError("help", usage);
+    bool ok = false;
+    for (const auto& k : known) ok = ok || a == "--" + k;
+    if (!ok) throw UsageError("unknown option '" + a + "'", usage);
+    if (i + 1 >= args.size()) throw UsageError(a + " needs a value", usage);
+    o.values[a.substr(2)] = args[++i];
+  }
+  return o;
+}
+
+double parse_double(const std::string& opt, const std::string& v, const char* usage) {
+  try {
+    size_t used = 0;
+    double d = std::stod(v, &used);
+    if (used == v.size()) return d;
+  } catch (const std::exception&) {
+  }
+  throw UsageError(opt + " expects a number, got '" + v + "'", usage);
+}
+
+std::shared_ptr<data::Dataset> load_dataset(const std::string& name, const std::string& dir,
+                                            bool train) {
+  if (name != "mnist" && name != "fashion-mnist") {
+    throw UsageError("unknown dataset '" + name + "' (expected mnist or fashion-mnist)",
+                     kTrainUsage);
+  }
+  auto raw = std::make_shared<data::MNIST>(dir, train);
+  // Fashion-MNIST's statistics differ; MNIST's are the usual (0.1307, 0.3081).
+  const double mean = name == "mnist" ? 0.1307 : 0.2860;
+  const double std = name == "mnist" ? 0.3081 : 0.3530;
+  return std::make_shared<data::MapDataset>(raw, data::transforms::Normalize({mean}, {std}));
+}
+
+void set_threads(const Options& o, const char* usage) {
+  if (o.values.count("threads")) {
+    set_num_threads(static_cast<int>(parse_int("--threads", o.get("threads", "1"), 1, 256, usage)));
+  }
+}
+
+}  // namespace
+
+int train_main(const Args& args) {
+  Options o = parse(args, {"model", "dataset", "data", "epochs", "batch-size", "optimizer", "lr",
+                           "momentum", "seed", "threads", "workers", "save", "resume", "log"},
+                    kTrainUsage);
+  set_threads(o, kTrainUsage);
+  const std::string dataset = o.get("dataset", "mnist");
+  const std::string dir = o.get("data", "data/" + dataset);
+  const int64_t epochs = parse_int("--epochs", o.get("epochs", "3"), 1, 100000, kTrainUsage);
+  const int64_t batch = parse_int("--batch-size", o.get("batch-size", "128"), 1, 1 << 20, kTrainUsage);
+  const int64_t seed = parse_int("--seed", o.get("seed", "0"), 0, INT64_MAX, kTrainUsage);
+  const int64_t workers = parse_int("--workers", o.get("workers", "1"), 0, 64, kTrainUsage);
+  const double lr = parse_double("--lr", o.get("lr", "0.05"), kTrainUsage);
+  const double momentum = parse_double("--momentum", o.get("momentum", "0.9"), kTrainUsage);
+  const std::string opt_name = o.get("optimizer", "sgd");
+  if (opt_name != "sgd" && opt_name != "adam") {
+    throw UsageError("unknown optimizer '" + opt_name + "' (expected sgd or adam)", kTrainUsage);
+  }
+  manual_seed(static_cast<uint64_t>(seed));
+  auto train_set = load_dataset(dataset, dir, true);
+  auto test_set = load_dataset(dataset, dir, false);
+  data::DataLoader train_loader(train_set, {.batch_size = batch, .shuffle = true,
+                                            .num_workers = static_cast<int>(workers),
+                                            .seed = static_cast<uint64_t>(seed)});
+  data::DataLoader test_loader(test_set, {.batch_size = 1000});
+  auto model = models::create(o.get("model", "mlp"), {1, 28, 10});
+  std::unique_ptr<optim::Optimizer> opt;
+  if (opt_name == "sgd") {
+    opt = std::make_unique<optim::SGD>(model->parameters(), optim::SGDOptions(lr).momentum(momentum));
+  } else {
+    opt = std::make_unique<optim::Adam>(model->parameters(), optim::AdamOptions(lr));
+  }
+  train::FitOptions fo{.epochs = epochs};
+  if (o.values.count("resume")) {
+    train::TrainingState s = train::load_checkpoint(o.get("resume", ""), *model, *opt, nullptr);
+    fo.start_epoch = s.epoch;
+    fo.start_step = s.step;
+    std::cout << "resumed from " << o.get("resume", "") << " at epoch " << s.epoch << "\n";
+  }
+  std::vector<std::shared_ptr<train::Callback>> cbs = {
+      std::make_shared<train::ProgressLogger>(o.get("log", ""))};
+  const std::string save = o.get("save", "");
+  if (!save.empty()) {
+    cbs.push_back(std::make_shared<train::CheckpointCallback>([&](const train::FitState& s) {
+      train::save_checkpoint(save, *model, *opt, nullptr, {s.epoch + 1, s.step});
+    }));
+  }
+  train::fit(*model, [](const Tensor& out, const Tensor& t) {
+    return nn::functional::cross_entropy(out, t);
+  }, *opt, train_loader, &test_loader, fo, cbs);
+  return 0;
+}
+
+int eval_main(const Args& args) {
+  Options o = parse(args, {"model", "dataset", "data", "load", "batch-size", "threads"}, kEvalUsage);
+  set_threads(o, kEvalUsage);
+  if (!o.values.count("load")) throw UsageError("--load is required", kEvalUsage);
+  const std::string dataset = o.get("dataset", "mnist");
+  auto test_set = load_dataset(dataset, o.get("data", "data/" + dataset), false);
+  data::DataLoader loader(test_set, {.batch_size = parse_int("--batch-size",
+                                                             o.get("batch-size", "1000"), 1,
+                                                             1 << 20, kEvalUsage)});
+  auto model = models::create(o.get("model", "mlp"), {1, 28, 10});
+  SafetensorsFile f = load_safetensors(o.get("load", ""));
+  nn::StateDict sd;
+  for (auto& [n, t] : f.tensors) {
+    if (n.rfind("model.", 0) == 0) sd.emplace_back(n.substr(6), t);
+  }
+  model->load_state_dict(sd.empty() ? f.tensors : sd);
+  train::Metrics m = train::evaluate(*model, [](const Tensor& out, const Tensor& t) {
+    return nn::functional::cross_entropy(out, t);
+  }, loader);
+  std::cout << "test_loss=" << m.loss << " test_acc=" << m.accuracy << " samples=" << m.samples
+            << "\n";
+  return 0;
+}
+
+int fetch_main(const Args& args) {
+  const char* usage = "usage: ignis fetch mnist [--dir DIR]\n";
+  if (args.empty() || args[0] != "mnist") throw UsageError("expected a data set name (mnist)", usage);
+  std::string dir = "data/mnist";
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (args[i] == "--dir" && i + 1 < args.size()) {
+      dir = args[++i];
+    } else {
+      throw UsageError("unknown option '" + args[i] + "'", usage);
+    }
+  }
+  data::fetch_mnist(dir);
+  return 0;
+}
+
+int models_main(const Args&) {
+  for (const auto& m : models::list()) {
+    auto model = models::create(m.name);
+    std::cout << "model=" << m.name << " params=" << model->num_parameters() << "\n";
+  }
+  return 0;
+}
+
+}  // namespace ignis::cli

@@ -1,0 +1,11 @@
+// `ignis train`, `ignis eval`, `ignis fetch`, `ignis models`.
+#pragma once
+
+#include "cli/cli.h"
+
+namespace ignis::cli {
+int train_main(const Args& args);
+int eval_main(const Args& args);
+int fetch_main(const Args& args);
+int models_main(const Args& args);
+}  // namespace ignis::cli
