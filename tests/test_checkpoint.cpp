@@ -47,8 +47,8 @@ struct Trainer {
       opt = std::make_unique<optim::Adam>(model->parameters(),
                                           optim::AdamOptions(0.01).weight_decay(1e-3));
     } else {
-      opt = std::make_unique<optim::SGD>(
-          model->parameters(), optim::SGDOptions(0.05).momentum(0.9).nesterov(true));
+      opt = std::make_unique<optim::SGD>(model->parameters(),
+                                         optim::SGDOptions(0.05).momentum(0.9).nesterov(true));
     }
     sched = std::make_unique<optim::StepLR>(*opt, /*step_size=*/2, /*gamma=*/0.5);
   }
@@ -202,7 +202,8 @@ TEST(Checkpoint, WrongFilesAndMismatchedStateAreClearErrors) {
   // A module file is not a training checkpoint.
   train::save_module(path, *t.model);
   EXPECT_THAT(error_of([&] { train::load_checkpoint(path, *t.model, *t.opt, nullptr); }),
-              HasSubstr("load_checkpoint: " + path + " is not an ignis training checkpoint "
+              HasSubstr("load_checkpoint: " + path +
+                        " is not an ignis training checkpoint "
                         "(format metadata 'ignis-module-1')"));
   save_safetensors(path, {{"x", ones({1})}});
   EXPECT_THAT(error_of([&] { train::load_checkpoint(path, *t.model, *t.opt, nullptr); }),
@@ -252,7 +253,8 @@ TEST(Checkpoint, TruncatedOrCorruptedFilesAreClearErrors) {
               ::testing::AllOf(HasSubstr(path), HasSubstr("out of bounds")));
   EXPECT_THAT(load_err(bytes.substr(0, 8 + header_len / 2)),
               ::testing::AllOf(HasSubstr(path), HasSubstr("runs past the end")));
-  EXPECT_THAT(load_err(bytes.substr(0, 5)), ::testing::AllOf(HasSubstr(path), HasSubstr("too short")));
+  EXPECT_THAT(load_err(bytes.substr(0, 5)),
+              ::testing::AllOf(HasSubstr(path), HasSubstr("too short")));
   EXPECT_THAT(load_err(""), HasSubstr("too short"));
   // Trailing garbage after the data.
   EXPECT_THAT(load_err(bytes + "junk"), HasSubstr("the tensors cover"));
@@ -266,15 +268,15 @@ TEST(Checkpoint, TruncatedOrCorruptedFilesAreClearErrors) {
   bad_dtype.replace(at, 5, "\"Q32\"");
   EXPECT_THAT(load_err(bad_dtype), HasSubstr("unsupported dtype 'Q32'"));
   // A missing file.
-  EXPECT_THAT(error_of([&] {
-                train::load_checkpoint(path + ".nope", *t.model, *t.opt, nullptr);
-              }),
+  EXPECT_THAT(error_of([&] { train::load_checkpoint(path + ".nope", *t.model, *t.opt, nullptr); }),
               HasSubstr("load_safetensors: cannot open " + path + ".nope: No such file"));
   std::remove(path.c_str());
 }
 
 namespace {
-std::string tmp_name(const std::string& path) { return path + ".tmp." + std::to_string(::getpid()); }
+std::string tmp_name(const std::string& path) {
+  return path + ".tmp." + std::to_string(::getpid());
+}
 }  // namespace
 
 TEST(Checkpoint, InterruptedSaveLeavesThePreviousFileIntact) {

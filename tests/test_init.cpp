@@ -74,8 +74,7 @@ void expect_normal(const Tensor& t, double mean, double sd, const std::string& w
 TEST(Init, FansAndGains) {
   EXPECT_EQ(init::calculate_fan_in_and_fan_out(empty({30, 20})), Fans(20, 30));
   // Conv weight [out, in, kh, kw]: the receptive field multiplies both.
-  EXPECT_EQ(init::calculate_fan_in_and_fan_out(empty({8, 3, 5, 5})),
-            Fans(75, 200));
+  EXPECT_EQ(init::calculate_fan_in_and_fan_out(empty({8, 3, 5, 5})), Fans(75, 200));
   EXPECT_THAT(error_of([] { init::calculate_fan_in_and_fan_out(empty({7})); }),
               HasSubstr("fewer than 2 dimensions (shape [7])"));
   EXPECT_DOUBLE_EQ(init::calculate_gain("linear"), 1.0);
@@ -182,8 +181,7 @@ TEST(Init, SeededInitialisersAreReproducible) {
 
 namespace {
 // Max |(M M^T)_ij - g^2 I_ij| of the rows of m ([r, c] float64 values).
-double max_gram_error(const std::vector<double>& m, int64_t r, int64_t c, double g2,
-                      bool rows) {
+double max_gram_error(const std::vector<double>& m, int64_t r, int64_t c, double g2, bool rows) {
   const int64_t n = rows ? r : c, len = rows ? c : r;
   auto at = [&](int64_t vec, int64_t k) { return rows ? m[vec * c + k] : m[k * c + vec]; };
   double worst = 0;

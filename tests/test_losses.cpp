@@ -26,8 +26,7 @@ double mean_of(const std::vector<double>& v) { return sum_of(v) / static_cast<do
 
 // Checks loss(reduction) for none, mean and sum against per-element values `none`.
 void check_reductions(const std::function<Tensor(const std::string&)>& loss,
-                      const std::vector<double>& none, const std::string& what,
-                      double tol = kTol) {
+                      const std::vector<double>& none, const std::string& what, double tol = kTol) {
   expect_values(loss("none"), none, tol, tol, what + " none");
   EXPECT_EQ(loss("mean").dim(), 0) << what;
   EXPECT_NEAR(loss("mean").item<double>(), mean_of(none), tol) << what << " mean";
@@ -68,8 +67,9 @@ struct Reduced {
 };
 
 // PyTorch's documented cross entropy for class indices, with class weights, ignore_index and
-// label smoothing eps: l_n = (1 - eps) * (-w_{y_n} logp_{n,y_n}) + eps / C * sum_c (-w_c logp_{n,c})
-// for non-ignored n (0 otherwise); 'mean' divides the sum by sum_n w_{y_n} over non-ignored n.
+// label smoothing eps: l_n = (1 - eps) * (-w_{y_n} logp_{n,y_n}) + eps / C * sum_c (-w_c
+// logp_{n,c}) for non-ignored n (0 otherwise); 'mean' divides the sum by sum_n w_{y_n} over
+// non-ignored n.
 Reduced ce_indices_ref(const std::vector<std::vector<double>>& logp, const std::vector<int>& y,
                        const std::vector<double>& w, int ignore, double eps) {
   Reduced r;
@@ -118,12 +118,10 @@ TEST(Losses, MSEAndL1) {
                    sq, "mse");
   check_reductions([](const std::string& r) { return F::l1_loss(reg_input(), reg_target(), r); },
                    ab, "l1");
-  check_reductions(
-      [](const std::string& r) { return nn::MSELoss(r)(reg_input(), reg_target()); }, sq,
-      "MSELoss");
-  check_reductions(
-      [](const std::string& r) { return nn::L1Loss(r)(reg_input(), reg_target()); }, ab,
-      "L1Loss");
+  check_reductions([](const std::string& r) { return nn::MSELoss(r)(reg_input(), reg_target()); },
+                   sq, "MSELoss");
+  check_reductions([](const std::string& r) { return nn::L1Loss(r)(reg_input(), reg_target()); },
+                   ab, "L1Loss");
   // Default reduction is mean; float32 inputs give float32 losses.
   EXPECT_NEAR(nn::MSELoss()(reg_input().to(kFloat32), reg_target().to(kFloat32)).item<double>(),
               mean_of(sq), 1e-6);
@@ -200,8 +198,8 @@ TEST(Losses, CrossEntropyWithClassIndices) {
         ce_indices_ref(lp, {2, 1, 3}, w, 1, eps), "ce smoothing weight ignore");
   }
   // The module form.
-  nn::CrossEntropyLoss ce({.weight = wt, .ignore_index = 1, .reduction = "sum",
-                           .label_smoothing = 0.2});
+  nn::CrossEntropyLoss ce(
+      {.weight = wt, .ignore_index = 1, .reduction = "sum", .label_smoothing = 0.2});
   EXPECT_NEAR(ce(logits(), yi).item<double>(), ce_indices_ref(lp, {2, 1, 3}, w, 1, 0.2).sum, kTol);
   EXPECT_NEAR(nn::CrossEntropyLoss()(logits(), y).item<double>(),
               ce_indices_ref(lp, {2, 0, 3}, {}, -100, 0).mean, kTol);
@@ -209,8 +207,8 @@ TEST(Losses, CrossEntropyWithClassIndices) {
   EXPECT_NEAR(F::cross_entropy(logits(), y.to(kInt32)).item<double>(),
               ce_indices_ref(lp, {2, 0, 3}, {}, -100, 0).mean, kTol);
   // An unbatched input [C] with a 0-d target.
-  EXPECT_NEAR(F::cross_entropy(logits()[1], scalar_tensor(2, kInt64)).item<double>(),
-              -lp[1][2], kTol);
+  EXPECT_NEAR(F::cross_entropy(logits()[1], scalar_tensor(2, kInt64)).item<double>(), -lp[1][2],
+              kTol);
 }
 
 TEST(Losses, CrossEntropyOverExtraDims) {
@@ -228,8 +226,8 @@ TEST(Losses, CrossEntropyOverExtraDims) {
       want.push_back(std::log(z) - xv[n * 6 + yv[n][d] * 2 + d]);
     }
   }
-  check_reductions([&](const std::string& r) { return F::cross_entropy(x, y, {}, -100, r); },
-                   want, "ce k-dim");
+  check_reductions([&](const std::string& r) { return F::cross_entropy(x, y, {}, -100, r); }, want,
+                   "ce k-dim");
 }
 
 TEST(Losses, CrossEntropyWithClassProbabilities) {
@@ -255,8 +253,8 @@ TEST(Losses, CrossEntropyWithClassProbabilities) {
           [&](const std::string& r) {
             return F::cross_entropy(logits(), pt, weighted ? wt : Tensor(), -100, r, eps);
           },
-          want, "ce probabilities weighted=" + std::to_string(weighted) +
-                    " eps=" + std::to_string(eps));
+          want,
+          "ce probabilities weighted=" + std::to_string(weighted) + " eps=" + std::to_string(eps));
     }
   }
 }
@@ -302,10 +300,12 @@ TEST(Losses, BinaryCrossEntropy) {
   check_reductions([&](const std::string& r) { return nn::BCELoss(wt, r)(xt, tt); }, want_w,
                    "BCELoss");
   // A confident wrong prediction costs the clamp value, not inf.
-  EXPECT_NEAR(F::binary_cross_entropy(tensor({0.0}, kFloat64), tensor({1.0}, kFloat64))
-                  .item<double>(),
-              100.0, kTol);
-  EXPECT_THAT(error_of([] { F::binary_cross_entropy(tensor({1.5, 0.5}), tensor({1.0, 0.0})); }),
+  EXPECT_NEAR(
+      F::binary_cross_entropy(tensor({0.0}, kFloat64), tensor({1.0}, kFloat64)).item<double>(),
+      100.0, kTol);
+  EXPECT_THAT(error_of([] {
+                F::binary_cross_entropy(tensor({1.5, 0.5}), tensor({1.0, 0.0}));
+              }),
               HasSubstr("binary_cross_entropy: all elements of input should be between 0 and 1"));
 }
 
@@ -317,7 +317,9 @@ TEST(Losses, BinaryCrossEntropyWithLogitsAndPosWeight) {
   const std::vector<double> w = {1.0, 0.25, 2.0};
   // l = -w [pw t log sigmoid(x) + (1 - t) log(1 - sigmoid(x))], with the stable
   // log sigmoid(x) = -log1p(exp(-x)) (x >= 0) or x - log1p(exp(x)) (x < 0).
-  auto log_sig = [](double v) { return v >= 0 ? -std::log1p(std::exp(-v)) : v - std::log1p(std::exp(v)); };
+  auto log_sig = [](double v) {
+    return v >= 0 ? -std::log1p(std::exp(-v)) : v - std::log1p(std::exp(v));
+  };
   for (bool use_pw : {false, true}) {
     for (bool use_w : {false, true}) {
       std::vector<double> want;
@@ -328,8 +330,8 @@ TEST(Losses, BinaryCrossEntropyWithLogitsAndPosWeight) {
       }
       const Tensor pwt = use_pw ? tensor(pw, kFloat64) : Tensor();
       const Tensor wt = use_w ? tensor(w, kFloat64) : Tensor();
-      const std::string what = "bce_with_logits pw=" + std::to_string(use_pw) +
-                               " w=" + std::to_string(use_w);
+      const std::string what =
+          "bce_with_logits pw=" + std::to_string(use_pw) + " w=" + std::to_string(use_w);
       check_reductions(
           [&](const std::string& r) {
             return F::binary_cross_entropy_with_logits(xt, tt, wt, pwt, r);
@@ -390,31 +392,31 @@ TEST(Losses, GradcheckEveryLossInFloat64) {
     EXPECT_TRUE(grad_ok([&](const Tensor& a) { return F::huber_loss(a, t, r, 0.7); }, x));
     const Tensor y = tensor({3, 0, 2});
     const Tensor w = tensor({1.0, 2.0, 0.5, 1.5}, kFloat64);
-    EXPECT_TRUE(grad_ok(
-        [&](const Tensor& a) { return F::cross_entropy(a, y, w, 0, r, 0.1); }, x));
+    EXPECT_TRUE(grad_ok([&](const Tensor& a) { return F::cross_entropy(a, y, w, 0, r, 0.1); }, x));
     EXPECT_TRUE(grad_ok(
         [&](const Tensor& a) { return F::cross_entropy(a, softmax(t, 1), w, -100, r, 0.2); }, x));
     EXPECT_TRUE(grad_ok([&](const Tensor& a) { return F::nll_loss(a, y, w, -100, r); }, x));
     const Tensor prob = sigmoid(x) * 0.8 + 0.1;  // in (0.1, 0.9)
     const Tensor bt = rand({3, 4}, kFloat64);
-    EXPECT_TRUE(grad_ok([&](const Tensor& a) { return F::binary_cross_entropy(a, bt, {}, r); },
-                        prob));
+    EXPECT_TRUE(
+        grad_ok([&](const Tensor& a) { return F::binary_cross_entropy(a, bt, {}, r); }, prob));
     EXPECT_TRUE(grad_ok(
         [&](const Tensor& a) {
-          return F::binary_cross_entropy_with_logits(a, bt, {}, tensor({2.0, 1.0, 0.5, 3.0}, kFloat64), r);
+          return F::binary_cross_entropy_with_logits(a, bt, {},
+                                                     tensor({2.0, 1.0, 0.5, 3.0}, kFloat64), r);
         },
         x));
     const Tensor logq = log_softmax(x, 1);
     EXPECT_TRUE(grad_ok([&](const Tensor& a) { return F::kl_div(a, softmax(t, 1), r); }, logq));
-    EXPECT_TRUE(grad_ok([&](const Tensor& a) { return F::kl_div(a, log_softmax(t, 1), r, true); },
-                        logq));
+    EXPECT_TRUE(
+        grad_ok([&](const Tensor& a) { return F::kl_div(a, log_softmax(t, 1), r, true); }, logq));
   }
   // The gradient with respect to the target too (mse, bce_with_logits, kl_div).
   EXPECT_TRUE(grad_ok([&](const Tensor& b) { return F::mse_loss(x, b); }, t));
-  EXPECT_TRUE(grad_ok(
-      [&](const Tensor& b) { return F::binary_cross_entropy_with_logits(x, b); }, sigmoid(t)));
-  EXPECT_TRUE(grad_ok([&](const Tensor& b) { return F::kl_div(log_softmax(x, 1), b); },
-                      softmax(t, 1)));
+  EXPECT_TRUE(grad_ok([&](const Tensor& b) { return F::binary_cross_entropy_with_logits(x, b); },
+                      sigmoid(t)));
+  EXPECT_TRUE(
+      grad_ok([&](const Tensor& b) { return F::kl_div(log_softmax(x, 1), b); }, softmax(t, 1)));
 }
 
 TEST(Losses, CrossEntropyGradientIsSoftmaxMinusOneHot) {
@@ -435,7 +437,9 @@ TEST(Losses, ShapeDtypeAndArgumentErrorsNameTheProblem) {
   const Tensor a = zeros({2, 3}), b = zeros({3, 2});
   EXPECT_THAT(error_of([&] { F::mse_loss(a, b); }),
               HasSubstr("mse_loss: target of shape [3, 2] does not match input of shape [2, 3]"));
-  EXPECT_THAT(error_of([&] { F::l1_loss(a, zeros({2, 1})); }),
+  EXPECT_THAT(error_of([&] {
+                F::l1_loss(a, zeros({2, 1}));
+              }),
               HasSubstr("l1_loss: target of shape [2, 1] does not match input of shape [2, 3]"));
   EXPECT_THAT(error_of([&] { F::smooth_l1_loss(a, b); }), HasSubstr("smooth_l1_loss: target"));
   EXPECT_THAT(error_of([&] { F::huber_loss(a, b); }), HasSubstr("huber_loss: target"));
@@ -444,9 +448,10 @@ TEST(Losses, ShapeDtypeAndArgumentErrorsNameTheProblem) {
   EXPECT_THAT(error_of([&] { F::binary_cross_entropy_with_logits(a, b); }),
               HasSubstr("binary_cross_entropy_with_logits: target size [3, 2] must be the same as "
                         "input size [2, 3]"));
-  EXPECT_THAT(error_of([&] { F::binary_cross_entropy_with_logits(zeros({2}, kInt64), zeros({2})); }),
-              HasSubstr("binary_cross_entropy_with_logits: expected floating point logits, but "
-                        "got int64"));
+  EXPECT_THAT(
+      error_of([&] { F::binary_cross_entropy_with_logits(zeros({2}, kInt64), zeros({2})); }),
+      HasSubstr("binary_cross_entropy_with_logits: expected floating point logits, but "
+                "got int64"));
   EXPECT_THAT(error_of([&] { F::kl_div(a, b); }),
               HasSubstr("kl_div: target of shape [3, 2] does not match input of shape [2, 3]"));
   EXPECT_THAT(error_of([&] { F::mse_loss(a, a, "avg"); }),
@@ -459,28 +464,46 @@ TEST(Losses, ShapeDtypeAndArgumentErrorsNameTheProblem) {
 
   // Classification.
   const Tensor x = logits();
-  EXPECT_THAT(error_of([&] { F::cross_entropy(x, tensor({0, 1})); }),
+  EXPECT_THAT(error_of([&] {
+                F::cross_entropy(x, tensor({0, 1}));
+              }),
               HasSubstr("cross_entropy: target of shape [2] does not match input of shape [3, 4] "
                         "(expected [3])"));
-  EXPECT_THAT(error_of([&] { F::cross_entropy(x, tensor({0, 4, 1})); }),
+  EXPECT_THAT(error_of([&] {
+                F::cross_entropy(x, tensor({0, 4, 1}));
+              }),
               HasSubstr("cross_entropy: target 4 is out of bounds for 4 classes"));
-  EXPECT_THAT(error_of([&] { F::cross_entropy(x, tensor({0, -3, 1})); }),
+  EXPECT_THAT(error_of([&] {
+                F::cross_entropy(x, tensor({0, -3, 1}));
+              }),
               HasSubstr("cross_entropy: target -3 is out of bounds for 4 classes"));
-  EXPECT_THAT(error_of([&] { F::cross_entropy(x, zeros({3, 5}, kFloat64)); }),
+  EXPECT_THAT(error_of([&] {
+                F::cross_entropy(x, zeros({3, 5}, kFloat64));
+              }),
               HasSubstr("cross_entropy: target of shape [3, 5] does not match input of shape "
                         "[3, 4]"));
-  EXPECT_THAT(error_of([&] { F::cross_entropy(tensor({{1, 2}}), tensor({0})); }),
+  EXPECT_THAT(error_of([&] {
+                F::cross_entropy(tensor({{1, 2}}), tensor({0}));
+              }),
               HasSubstr("cross_entropy: input must be floating point, got int64"));
-  EXPECT_THAT(error_of([&] { F::cross_entropy(x, tensor({0, 1, 2}), ones({3})); }),
+  EXPECT_THAT(error_of([&] {
+                F::cross_entropy(x, tensor({0, 1, 2}), ones({3}));
+              }),
               HasSubstr("cross_entropy: weight of shape [3] must have one entry per class (4)"));
-  EXPECT_THAT(error_of([&] { F::cross_entropy(x, tensor({0, 1, 2}), {}, -100, "mean", 1.5); }),
+  EXPECT_THAT(error_of([&] {
+                F::cross_entropy(x, tensor({0, 1, 2}), {}, -100, "mean", 1.5);
+              }),
               HasSubstr("cross_entropy: label_smoothing must be between 0.0 and 1.0, got 1.5"));
   EXPECT_THAT(error_of([&] { F::nll_loss(x, zeros({3})); }),
               HasSubstr("nll_loss: expected class indices of dtype int64 for the target, got "
                         "float32"));
-  EXPECT_THAT(error_of([&] { F::nll_loss(x, tensor({0, 1, 9})); }),
+  EXPECT_THAT(error_of([&] {
+                F::nll_loss(x, tensor({0, 1, 9}));
+              }),
               HasSubstr("nll_loss: target 9 is out of bounds for 4 classes"));
-  EXPECT_THAT(error_of([&] { nn::NLLLoss()(x, tensor({{0, 1, 2}})); }),
+  EXPECT_THAT(error_of([&] {
+                nn::NLLLoss()(x, tensor({{0, 1, 2}}));
+              }),
               HasSubstr("nll_loss: target of shape [1, 3] does not match input of shape [3, 4]"));
 }
 
@@ -506,8 +529,7 @@ TEST(ClipGrad, NormReturnsTheTotalNormAndScales) {
   a.set_grad(tensor({-5.0, 1.0}));
   b.set_grad(tensor({{2.0, 0.0}, {0.0, -1.0}}));
   EXPECT_NEAR(nn::clip_grad_norm_({a, b}, 100.0, 1.0), 9.0, 1e-9);
-  EXPECT_NEAR(nn::clip_grad_norm_({a, b}, 1.0, std::numeric_limits<double>::infinity()), 5.0,
-              1e-9);
+  EXPECT_NEAR(nn::clip_grad_norm_({a, b}, 1.0, std::numeric_limits<double>::infinity()), 5.0, 1e-9);
   expect_values(a.grad(), {-5.0 / (5 + 1e-6), 1.0 / (5 + 1e-6)}, 1e-6);
   // No gradients: total 0.
   EXPECT_EQ(nn::clip_grad_norm_({unused}, 1.0), 0.0);

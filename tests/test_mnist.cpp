@@ -154,7 +154,8 @@ TEST(ReadIdx, BadFilesGiveErrorsNamingTheFileAndTheFault) {
   const std::string good = idx_bytes({3, 4, 5}, pattern(60, 4));
   // Truncated data, header, and magic.
   EXPECT_THAT(err(good.substr(0, good.size() - 1)),
-              HasSubstr("read_idx: " + p + ": truncated: dimensions [3, 4, 5] need 60 bytes of "
+              HasSubstr("read_idx: " + p +
+                        ": truncated: dimensions [3, 4, 5] need 60 bytes of "
                         "data but the file has 59"));
   EXPECT_THAT(err(good.substr(0, 10)),
               HasSubstr("read_idx: " + p + ": truncated header (10 bytes, need 16)"));
@@ -164,12 +165,14 @@ TEST(ReadIdx, BadFilesGiveErrorsNamingTheFileAndTheFault) {
   // Wrong magic, element type, number of dimensions.
   std::string bad_magic = good;
   bad_magic[0] = 0x1f;
-  EXPECT_THAT(err(bad_magic), HasSubstr("read_idx: " + p + ": bad magic number (first bytes 31 0, "
+  EXPECT_THAT(err(bad_magic), HasSubstr("read_idx: " + p +
+                                        ": bad magic number (first bytes 31 0, "
                                         "expected 0 0): not an IDX file"));
   EXPECT_THAT(err(idx_bytes({3, 4, 5}, pattern(240, 4), 0x0D)),
               HasSubstr("read_idx: " + p + ": element type 0xd is not unsigned byte (0x08)"));
   EXPECT_THAT(err(idx_bytes({3}, "abc", 0x0B)), HasSubstr("element type 0xb is not unsigned byte"));
-  EXPECT_THAT(err(idx_bytes({}, "")), HasSubstr("read_idx: " + p + ": 0 dimensions (expected 1 to 4)"));
+  EXPECT_THAT(err(idx_bytes({}, "")),
+              HasSubstr("read_idx: " + p + ": 0 dimensions (expected 1 to 4)"));
   EXPECT_THAT(err(idx_bytes({1, 1, 1, 1, 1}, "x")), HasSubstr("5 dimensions (expected 1 to 4)"));
   // Dimensions that do not match the file size: too small for the data that follows.
   EXPECT_THAT(err(idx_bytes({3, 4, 4}, pattern(60, 4))),
@@ -182,9 +185,9 @@ TEST(ReadIdx, BadFilesGiveErrorsNamingTheFileAndTheFault) {
   EXPECT_THAT(err(idx_bytes({60000, 28, 28}, pattern(100, 5))),
               HasSubstr("need 47040000 bytes of data but the file has 100"));
   // A missing file, and a directory.
-  EXPECT_THAT(error_of([&] { data::read_idx(dir / "nope.idx"); }),
-              HasSubstr("read_idx: cannot open " + (dir / "nope.idx") +
-                        ": No such file or directory"));
+  EXPECT_THAT(
+      error_of([&] { data::read_idx(dir / "nope.idx"); }),
+      HasSubstr("read_idx: cannot open " + (dir / "nope.idx") + ": No such file or directory"));
   EXPECT_THAT(error_of([&] { data::read_idx(dir.str()); }), HasSubstr(dir.str()));
 }
 

@@ -23,7 +23,7 @@ std::string mnist_dir() {
 }
 bool has_split(const std::string& dir, const std::string& prefix) {
   namespace fs = std::filesystem;
-  for (const std::string stem : {prefix + "-images-idx3-ubyte", prefix + "-labels-idx1-ubyte"}) {
+  for (const std::string& stem : {prefix + "-images-idx3-ubyte", prefix + "-labels-idx1-ubyte"}) {
     if (!fs::exists(dir + "/" + stem) && !fs::exists(dir + "/" + stem + ".gz")) return false;
   }
   return true;
@@ -54,8 +54,7 @@ TEST(MnistEndToEnd, MlpReaches95PercentAfterOneEpoch) {
   };
   const auto t0 = std::chrono::steady_clock::now();
   train::History h = train::fit(*model, loss, opt, train_loader, &test_loader, {.epochs = 1});
-  const double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_EQ(h.val.size(), 1u);
   std::cout << "mnist e2e: train loss " << h.train[0].loss << " acc " << h.train[0].accuracy
             << ", test loss " << h.val[0].loss << " acc " << h.val[0].accuracy << " ("

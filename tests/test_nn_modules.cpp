@@ -239,7 +239,8 @@ TEST(Module, LoadStateDictStrictReportsMissingUnexpectedAndMismatchedKeys) {
   auto net = std::make_shared<Net>();
   auto src = std::make_shared<Net>();
   nn::StateDict sd = src->state_dict();
-  std::erase_if(sd, [](const auto& p) { return p.first == "b1.fc.bias" || p.first == "b1.running"; });
+  std::erase_if(sd,
+                [](const auto& p) { return p.first == "b1.fc.bias" || p.first == "b1.running"; });
   sd.emplace_back("b1.extra", zeros({1}));
   sd.emplace_back("zzz", zeros({1}));
   for (auto& [n, t] : sd) {
@@ -332,7 +333,8 @@ TEST(Linear, ComputesXWTransposePlusBAgainstFloat64) {
     lin.bias.copy_(tensor({0.25, -0.5}));
   }
   // A batch of 2 x 2 rows (the leading dims are kept).
-  Tensor x = tensor({1.0, 2.0, 3.0, -1.0, 0.5, 4.0, 0.0, 0.0, 0.0, 2.0, -2.0, 1.0}).reshape({2, 2, 3});
+  Tensor x =
+      tensor({1.0, 2.0, 3.0, -1.0, 0.5, 4.0, 0.0, 0.0, 0.0, 2.0, -2.0, 1.0}).reshape({2, 2, 3});
   Tensor y = lin(x);
   EXPECT_EQ(y.sizes().shape(), Shape({2, 2, 2}));
   const double w[2][3] = {{1, -2, 0.5}, {0, 3, -1}};
@@ -360,7 +362,9 @@ TEST(Linear, ComputesXWTransposePlusBAgainstFloat64) {
   for (size_t i = 0; i < want_nb.size(); ++i) want_nb[i] -= b[i % 2];
   expect_values(nb(x), want_nb, 1e-5);
 
-  EXPECT_THAT(error_of([&] { lin(ones({2, 4})); }),
+  EXPECT_THAT(error_of([&] {
+                lin(ones({2, 4}));
+              }),
               HasSubstr("Linear: input of shape [2, 4] does not end in in_features=3"));
   EXPECT_THAT(error_of([&] { nn::Linear(0, 3); }),
               HasSubstr("Linear: in_features and out_features must be positive, got 0 and 3"));
@@ -433,17 +437,20 @@ void check_activation(nn::Module& m, const std::function<Tensor(const Tensor&)>&
 TEST(Layers, ActivationsMatchTheirFormulas) {
   namespace F = nn::functional;
   nn::ReLU relu;
-  check_activation(relu, F::relu, [](double v) { return v > 0 ? v : 0.0; }, 0, "relu");
+  check_activation(
+      relu, F::relu, [](double v) { return v > 0 ? v : 0.0; }, 0, "relu");
   nn::LeakyReLU leaky(0.2);
-  check_activation(leaky, [](const Tensor& x) { return F::leaky_relu(x, 0.2); },
-                   [](double v) { return v > 0 ? v : 0.2 * v; }, 1e-7, "leaky_relu");
+  check_activation(
+      leaky, [](const Tensor& x) { return F::leaky_relu(x, 0.2); },
+      [](double v) { return v > 0 ? v : 0.2 * v; }, 1e-7, "leaky_relu");
   nn::LeakyReLU leaky_default;
-  check_activation(leaky_default, [](const Tensor& x) { return F::leaky_relu(x); },
-                   [](double v) { return v > 0 ? v : 0.01 * v; }, 1e-7, "leaky_relu default");
+  check_activation(
+      leaky_default, [](const Tensor& x) { return F::leaky_relu(x); },
+      [](double v) { return v > 0 ? v : 0.01 * v; }, 1e-7, "leaky_relu default");
   nn::GELU gelu;
-  check_activation(gelu, [](const Tensor& x) { return F::gelu(x); },
-                   [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }, 1e-6,
-                   "gelu");
+  check_activation(
+      gelu, [](const Tensor& x) { return F::gelu(x); },
+      [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }, 1e-6, "gelu");
   nn::GELU gelu_tanh("tanh");
   check_activation(
       gelu_tanh, [](const Tensor& x) { return F::gelu(x, "tanh"); },
@@ -453,15 +460,17 @@ TEST(Layers, ActivationsMatchTheirFormulas) {
       },
       1e-6, "gelu tanh");
   nn::SiLU silu;
-  check_activation(silu, F::silu, [](double v) { return v / (1 + std::exp(-v)); }, 1e-6, "silu");
-  nn::Sigmoid sigmoid;
-  check_activation(sigmoid, F::sigmoid, [](double v) { return 1 / (1 + std::exp(-v)); }, 1e-6,
-                   "sigmoid");
-  nn::Tanh tanh_m;
-  check_activation(tanh_m, F::tanh, [](double v) { return std::tanh(v); }, 1e-6, "tanh");
   check_activation(
-      relu, [](const Tensor& x) { return F::relu(x); },
-      [](double v) { return std::max(v, 0.0); }, 0, "relu functional");
+      silu, F::silu, [](double v) { return v / (1 + std::exp(-v)); }, 1e-6, "silu");
+  nn::Sigmoid sigmoid;
+  check_activation(
+      sigmoid, F::sigmoid, [](double v) { return 1 / (1 + std::exp(-v)); }, 1e-6, "sigmoid");
+  nn::Tanh tanh_m;
+  check_activation(
+      tanh_m, F::tanh, [](double v) { return std::tanh(v); }, 1e-6, "tanh");
+  check_activation(
+      relu, [](const Tensor& x) { return F::relu(x); }, [](double v) { return std::max(v, 0.0); },
+      0, "relu functional");
   expect_values(F::softplus(tensor({-2.0, 0.0, 3.0, 30.0}, kFloat64)),
                 {std::log1p(std::exp(-2.0)), std::log(2.0), std::log1p(std::exp(3.0)), 30.0},
                 1e-12);
@@ -620,7 +629,9 @@ TEST(LayerNorm, MatchesAFloat64HandComputation) {
                 layer_norm_ref(xv, 4, 0.1, {}, {}), 1e-12, 1e-12);
   EXPECT_EQ(plain.extra_repr(), "[4], eps=0.1, elementwise_affine=false");
 
-  EXPECT_THAT(error_of([&] { ln(ones({2, 3})); }),
+  EXPECT_THAT(error_of([&] {
+                ln(ones({2, 3}));
+              }),
               HasSubstr("layer_norm: normalized_shape [2, 4] does not match the trailing dims of "
                         "input of shape [2, 3]"));
   EXPECT_THAT(error_of([&] { ln(ones({4})); }),
@@ -689,7 +700,8 @@ TEST(Containers, ModuleListAndModuleDict) {
   }
   EXPECT_EQ(n, 3);
   EXPECT_EQ(h.sizes().shape(), Shape({1, 2}));
-  EXPECT_THAT(error_of([&] { list[3]; }), HasSubstr("ModuleList: index 3 is out of range (size 3)"));
+  EXPECT_THAT(error_of([&] { list[3]; }),
+              HasSubstr("ModuleList: index 3 is out of range (size 3)"));
 
   nn::ModuleDict dict;
   dict.insert("encoder", std::make_shared<nn::Linear>(4, 2));

@@ -106,8 +106,8 @@ with torch.no_grad():
     check(torch.allclose(ln(tensors["ln.x"]), tensors["ln.y"], rtol=1e-5, atol=1e-6), "layer_norm")
 
 # Every dtype, exactly.
-check(tensors["f64"].dtype == torch.float64 and tensors["f64"].tolist() == [1 / 3, -2.5e-300, 1e300],
-      ("f64", tensors["f64"]))
+check(tensors["f64"].dtype == torch.float64 and
+      tensors["f64"].tolist() == [1 / 3, -2.5e-300, 1e300], ("f64", tensors["f64"]))
 check(tensors["f32"].dtype == torch.float32 and tensors["f32"].tolist() == [1.5, -0.0, 3.25],
       ("f32", tensors["f32"]))
 check(tensors["i64"].dtype == torch.int64 and tensors["i64"].tolist() == [-3, 0, 2 ** 40],
@@ -184,24 +184,23 @@ TEST(TorchInterop, TorchLoadsWhatIgnisSaves) {
   Tensor lx = randn({2, 3});
   NamedTensorList all;
   for (auto& [n, t] : model->state_dict()) all.emplace_back("model." + n, t);
-  all.insert(all.end(),
-             {{"x", x},
-              {"y", y},
-              {"y_wrong", y + 1e-3},
-              {"ln.weight", ln.weight.detach()},
-              {"ln.bias", ln.bias.detach()},
-              {"ln.x", lx},
-              {"ln.y", ln(lx).detach()},
-              {"f64", tensor({1.0 / 3.0, -2.5e-300, 1e300}, kFloat64)},
-              {"f32", tensor({1.5, -0.0, 3.25})},
-              {"i64", tensor(std::vector<int64_t>{-3, 0, int64_t{1} << 40})},
-              {"i32", tensor(std::vector<int64_t>{-2147483648LL, 5}).to(kInt32)},
-              {"u8", tensor({0, 255, 7}).to(kUInt8)},
-              {"bool", tensor(std::vector<bool>{true, false, true})},
-              {"bf16", tensor({0.5, -8.0, 3.140625}).to(kBFloat16)},
-              {"transposed", tensor({{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}}).t()},
-              {"scalar", scalar_tensor(2.5)},
-              {"empty", zeros({0, 3})}});
+  all.insert(all.end(), {{"x", x},
+                         {"y", y},
+                         {"y_wrong", y + 1e-3},
+                         {"ln.weight", ln.weight.detach()},
+                         {"ln.bias", ln.bias.detach()},
+                         {"ln.x", lx},
+                         {"ln.y", ln(lx).detach()},
+                         {"f64", tensor({1.0 / 3.0, -2.5e-300, 1e300}, kFloat64)},
+                         {"f32", tensor({1.5, -0.0, 3.25})},
+                         {"i64", tensor(std::vector<int64_t>{-3, 0, int64_t{1} << 40})},
+                         {"i32", tensor(std::vector<int64_t>{-2147483648LL, 5}).to(kInt32)},
+                         {"u8", tensor({0, 255, 7}).to(kUInt8)},
+                         {"bool", tensor(std::vector<bool>{true, false, true})},
+                         {"bf16", tensor({0.5, -8.0, 3.140625}).to(kBFloat16)},
+                         {"transposed", tensor({{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}}).t()},
+                         {"scalar", scalar_tensor(2.5)},
+                         {"empty", zeros({0, 3})}});
   const std::string path = tmp_path("to_torch.safetensors");
   const std::string script = tmp_path("load.py");
   save_safetensors(path, all, {{"format", "ignis-interop"}});
