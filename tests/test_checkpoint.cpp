@@ -165,6 +165,47 @@ TEST(Checkpoint, ResumeMidEpochIsBitExactWithAdamAndLoaderWorkers) {
   resume_is_bit_exact(Opt::kAdam, 2);
 }
 
+TEST(Checkpoint, FitResumedAtAnEpochBoundaryMatchesTheUninterruptedFit) {
+  const std::string path = tmp_path("fit.safetensors");
+  auto ce = [](const Tensor& o, const Tensor& y) { return nn::functional::cross_entropy(o, y); };
+  auto unowned = [](optim::LRScheduler* s) {
+    return std::shared_ptr<optim::LRScheduler>(s, [](optim::LRScheduler*) {});
+  };
+  // Four epochs in one go, checkpointing (as `ignis train --save` does) after each epoch.
+  Trainer a(Opt::kSGDMomentum, 1);
+  std::vector<std::string> saved;
+  auto save = std::make_shared<train::CheckpointCallback>([&](const train::FitState& s) {
+    if (s.epoch != 1) return;
+    train::save_checkpoint(path, *a.model, *a.opt, a.sched.get(), {s.epoch + 1, s.step});
+    saved.push_back(path);
+  });
+  train::History ha =
+      train::fit(*a.model, ce, *a.opt, a.loader, nullptr, {.epochs = 4},
+                 {std::make_shared<train::LRSchedulerCallback>(unowned(a.sched.get())), save});
+  ASSERT_EQ(saved.size(), 1u);
+  // Resumed from the checkpoint taken after epoch 1.
+  Trainer b(Opt::kSGDMomentum, 2);
+  manual_seed(4);
+  train::TrainingState st = train::load_checkpoint(path, *b.model, *b.opt, b.sched.get());
+  EXPECT_EQ(st.epoch, 2);
+  EXPECT_EQ(st.step, 2 * b.loader.size());
+  train::History hb =
+      train::fit(*b.model, ce, *b.opt, b.loader, nullptr,
+                 {.epochs = 4, .start_epoch = st.epoch, .start_step = st.step},
+                 {std::make_shared<train::LRSchedulerCallback>(unowned(b.sched.get()))});
+  ASSERT_EQ(ha.train.size(), 4u);
+  ASSERT_EQ(hb.train.size(), 2u);
+  for (size_t e = 0; e < 2; ++e) {
+    EXPECT_EQ(hb.train[e].loss, ha.train[e + 2].loss) << "epoch " << e + 2;  // bit for bit
+    EXPECT_EQ(hb.train[e].accuracy, ha.train[e + 2].accuracy);
+    EXPECT_EQ(hb.train[e].samples, 90);
+  }
+  expect_bitwise_equal_models(*a.model, *b.model);
+  EXPECT_EQ(b.sched->last_epoch(), 4);
+  EXPECT_EQ(b.opt->param_groups()[0].lr(), a.opt->param_groups()[0].lr());
+  std::remove(path.c_str());
+}
+
 TEST(Checkpoint, StoresCountersAndRngStateAsMetadata) {
   const std::string path = tmp_path("meta.safetensors");
   Trainer t(Opt::kAdam, 3);
