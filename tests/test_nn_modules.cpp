@@ -659,6 +659,41 @@ TEST(LayerNorm, GradcheckInFloat64) {
       {x, w, b}));
 }
 
+TEST(Layers, GradcheckLinearEmbeddingAndActivationsInFloat64) {
+  manual_seed(8);
+  using autograd::variable_list;
+  Tensor x = randn({3, 4}, kFloat64).requires_grad_();
+  Tensor w = randn({2, 4}, kFloat64).requires_grad_();
+  Tensor b = randn({2}, kFloat64).requires_grad_();
+  EXPECT_TRUE(autograd::gradcheck(
+      [](const variable_list& in) {
+        return variable_list{nn::functional::linear(in[0], in[1], in[2])};
+      },
+      {x, w, b}));
+  // Embedding: gradient into the rows used (twice for a repeated index), none into padding.
+  Tensor table = randn({5, 3}, kFloat64).requires_grad_();
+  const Tensor idx = tensor({{4, 1}, {4, 0}});
+  EXPECT_TRUE(autograd::gradcheck(
+      [&](const variable_list& in) {
+        return variable_list{nn::functional::embedding(idx, in[0], /*padding_idx=*/1)};
+      },
+      {table}));
+  // Activations away from their kinks.
+  Tensor a = (randn({6}, kFloat64) + tensor({-2.0, -1.0, -0.5, 0.5, 1.0, 2.0}, kFloat64))
+                 .detach()
+                 .requires_grad_();
+  for (const auto& f : std::vector<std::function<Tensor(const Tensor&)>>{
+           [](const Tensor& t) { return nn::functional::gelu(t); },
+           [](const Tensor& t) { return nn::functional::gelu(t, "tanh"); },
+           [](const Tensor& t) { return nn::functional::silu(t); },
+           [](const Tensor& t) { return nn::functional::leaky_relu(t, 0.1); },
+           [](const Tensor& t) { return nn::functional::softmax(t, 0); },
+           [](const Tensor& t) { return nn::functional::log_softmax(t, 0); }}) {
+    EXPECT_TRUE(
+        autograd::gradcheck([&](const variable_list& in) { return variable_list{f(in[0])}; }, {a}));
+  }
+}
+
 // ---- containers
 
 TEST(Containers, SequentialRunsItsModulesInOrder) {
