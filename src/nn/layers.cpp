@@ -33,7 +33,12 @@ Tensor functional::embedding(const Tensor& indices, const Tensor& weight,
               "embedding: indices must be int64 or int32, got ", indices.dtype());
   Shape out_shape = indices.sizes().shape();
   out_shape.push_back(weight.size(1));
-  Tensor out = index_select(weight, 0, indices.reshape({-1})).reshape(out_shape);
+  Tensor out;
+  try {
+    out = index_select(weight, 0, indices.reshape({-1})).reshape(out_shape);
+  } catch (const Error& e) {  // an index outside [0, num_embeddings): name the op
+    IGNIS_FAIL("embedding: ", e.what(), " (num_embeddings = ", weight.size(0), ")");
+  }
   if (padding_idx) {
     // Rows of the padding index give zeros and send no gradient to the weight.
     out = out * (indices != *padding_idx).unsqueeze(-1).to(weight.dtype());

@@ -174,6 +174,7 @@ Tensor F::binary_cross_entropy_with_logits(const Tensor& input, const Tensor& ta
 Tensor F::kl_div(const Tensor& input, const Tensor& target, const std::string& reduction,
                  bool log_target) {
   check_reduction(reduction, "kl_div", true);
+  check_same_shape(input, target, "kl_div");
   Tensor l;
   if (log_target) {
     l = exp(target) * (target - input);
