@@ -77,12 +77,10 @@ Edge gradient_edge(const Tensor& t) {
   if (m == nullptr || !m->requires_grad) return {};
   if (m->grad_fn) return {m->grad_fn, m->output_nr};
   // A leaf: its AccumulateGrad node, shared by every op that uses it in this graph.
-  std::shared_ptr<Node> acc = m->grad_accumulator.lock();
-  if (!acc) {
-    acc = std::make_shared<AccumulateGrad>(t);
-    m->grad_accumulator = acc;
+  if (!m->grad_accumulator) {
+    m->grad_accumulator = std::allocate_shared<AccumulateGrad>(pool::Allocator<AccumulateGrad>(), t);
   }
-  return {acc, 0};
+  return {m->grad_accumulator, 0};
 }
 
 namespace {

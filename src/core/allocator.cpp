@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <algorithm>
 #include <mutex>
 #include <vector>
 
@@ -35,25 +36,38 @@ class CpuCachingAllocator;
 CpuCachingAllocator& cpu_allocator();
 
 // A thread's cache of small free blocks; returned to the shared cache when the thread exits.
+// It also counts the thread's allocate calls and cache hits: only this thread writes them (a
+// relaxed load and store, no locked instruction on the per-op path); stats() sums the threads.
 struct LocalCache {
   std::vector<void*> lists[kNumSmall];
+  std::atomic<int64_t> num_allocs{0}, cache_hits{0};
+  LocalCache();
   ~LocalCache();
+  static void bump(std::atomic<int64_t>& c) {
+    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
 };
 
 class CpuCachingAllocator final : public Allocator {
  public:
   void* allocate(size_t nbytes) override {
     const size_t size = round_size(nbytes);
-    num_allocs_.fetch_add(1, std::memory_order_relaxed);
-    if (size <= kSmall) {
-      auto& list = local().lists[size / kAlign];
-      if (!list.empty()) {
-        void* p = list.back();
-        list.pop_back();
-        cache_hits_.fetch_add(1, std::memory_order_relaxed);
-        account(static_cast<int64_t>(size));
-        return p;
+    // A thread's cache (and its counters) is gone once it started exiting.
+    LocalCache* lc = in_teardown ? nullptr : &local();
+    if (lc != nullptr) {
+      LocalCache::bump(lc->num_allocs);
+      if (size <= kSmall) {
+        auto& list = lc->lists[size / kAlign];
+        if (!list.empty()) {
+          void* p = list.back();
+          list.pop_back();
+          LocalCache::bump(lc->cache_hits);
+          account(static_cast<int64_t>(size));
+          return p;
+        }
       }
+    } else {
+      num_allocs_.fetch_add(1, std::memory_order_relaxed);
     }
     {
       std::lock_guard<std::mutex> g(mu_);
@@ -63,7 +77,11 @@ class CpuCachingAllocator final : public Allocator {
           void* p = list[i].ptr;
           list[i] = list.back();
           list.pop_back();
-          cache_hits_.fetch_add(1, std::memory_order_relaxed);
+          if (lc != nullptr) {
+            LocalCache::bump(lc->cache_hits);
+          } else {
+            cache_hits_.fetch_add(1, std::memory_order_relaxed);
+          }
           account(static_cast<int64_t>(size));
           return p;
         }
@@ -105,18 +123,36 @@ class CpuCachingAllocator final : public Allocator {
     s.allocated = allocated_.load();
     s.reserved = reserved_.load();
     s.peak_allocated = peak_.load();
+    std::lock_guard<std::mutex> g(threads_mu_);
     s.num_allocs = num_allocs_.load();
     s.cache_hits = cache_hits_.load();
+    for (const LocalCache* lc : threads_) {
+      s.num_allocs += lc->num_allocs.load(std::memory_order_relaxed);
+      s.cache_hits += lc->cache_hits.load(std::memory_order_relaxed);
+    }
     return s;
+  }
+  void add_thread(LocalCache* lc) {
+    std::lock_guard<std::mutex> g(threads_mu_);
+    threads_.push_back(lc);
+  }
+  /// At thread exit: folds the thread's counts into the totals.
+  void remove_thread(LocalCache* lc) {
+    std::lock_guard<std::mutex> g(threads_mu_);
+    num_allocs_.fetch_add(lc->num_allocs.load(std::memory_order_relaxed));
+    cache_hits_.fetch_add(lc->cache_hits.load(std::memory_order_relaxed));
+    std::erase(threads_, lc);
   }
   void reset_peak() { peak_.store(allocated_.load()); }
 
   /// Frees the shared cache and this thread's cache (other threads keep theirs until they exit).
   void empty_cache() {
-    LocalCache& lc = local();
-    for (int c = 0; c < kNumSmall; ++c) {
-      for (void* p : lc.lists[c]) give_back(p, static_cast<size_t>(c) * kAlign);
-      lc.lists[c].clear();
+    if (!in_teardown) {
+      LocalCache& lc = local();
+      for (int c = 0; c < kNumSmall; ++c) {
+        for (void* p : lc.lists[c]) give_back(p, static_cast<size_t>(c) * kAlign);
+        lc.lists[c].clear();
+      }
     }
     std::lock_guard<std::mutex> g(mu_);
     for (auto& list : free_) {
@@ -128,7 +164,7 @@ class CpuCachingAllocator final : public Allocator {
     }
   }
 
-  static thread_local bool in_teardown;
+  static thread_local bool in_teardown __attribute__((tls_model("initial-exec")));
 
  private:
   static LocalCache& local() {
@@ -145,16 +181,22 @@ class CpuCachingAllocator final : public Allocator {
   }
   std::mutex mu_;
   std::vector<Block> free_[64];
+  mutable std::mutex threads_mu_;
+  std::vector<LocalCache*> threads_;  // live threads' caches, for their counters
   std::atomic<int64_t> allocated_{0}, reserved_{0}, peak_{0}, num_allocs_{0}, cache_hits_{0};
 };
 
-thread_local bool CpuCachingAllocator::in_teardown = false;
+thread_local bool CpuCachingAllocator::in_teardown __attribute__((tls_model("initial-exec"))) =
+    false;
+
+LocalCache::LocalCache() { cpu_allocator().add_thread(this); }
 
 LocalCache::~LocalCache() {
   CpuCachingAllocator::in_teardown = true;
   for (int c = 0; c < kNumSmall; ++c) {
     for (void* p : lists[c]) cpu_allocator().give_back(p, static_cast<size_t>(c) * kAlign);
   }
+  cpu_allocator().remove_thread(this);
 }
 
 CpuCachingAllocator& cpu_allocator() {

@@ -88,14 +88,18 @@ Tensor make_tensor(IntArrayRef sizes, DType dtype, Device device) {
   size_t bytes;
   IGNIS_CHECK(!__builtin_mul_overflow(static_cast<size_t>(n), element_size(dtype), &bytes),
               "empty: shape ", sizes, " of ", dtype, " is too large");
-  auto storage = std::make_shared<StorageImpl>(bytes, device);
-  return Tensor(std::make_shared<TensorImpl>(std::move(storage), sizes.shape(),
-                                             contiguous_strides(sizes), 0, dtype));
+  // Both objects, each with its shared_ptr control block, come from the thread's object pool.
+  auto storage =
+      std::allocate_shared<StorageImpl>(pool::Allocator<StorageImpl>(), bytes, device);
+  return Tensor(std::allocate_shared<TensorImpl>(pool::Allocator<TensorImpl>(),
+                                                 std::move(storage), sizes.shape(),
+                                                 contiguous_strides(sizes), 0, dtype));
 }
 
 Tensor make_view(const Tensor& base, Shape sizes, Shape strides, int64_t offset) {
-  return Tensor(std::make_shared<TensorImpl>(base.impl()->storage(), std::move(sizes),
-                                             std::move(strides), offset, base.dtype()));
+  return Tensor(std::allocate_shared<TensorImpl>(pool::Allocator<TensorImpl>(),
+                                                 base.impl()->storage(), std::move(sizes),
+                                                 std::move(strides), offset, base.dtype()));
 }
 
 bool needs_grad(const Tensor& x) {

@@ -35,6 +35,18 @@ Tensor cast(const Tensor& x, DType dtype) { return x.dtype() == dtype ? x : x.to
 
 Tensor binary_op(const DispatchStub<ElementwiseFn>& stub, const Tensor& a, const Tensor& b,
                  DType compute, DType out_dtype, OpArgs args) {
+  // Fast path, the common case of small ops: same shape, contiguous, already of the compute
+  // dtype, one device. Reads the geometry straight from the impls (no checked accessor calls)
+  // and iterates as one flat row.
+  if (const TensorImpl *ia = a.impl(), *ib = b.impl();
+      ia != nullptr && ib != nullptr && ia->dtype() == compute && ib->dtype() == compute &&
+      ia->is_contiguous() && ib->is_contiguous() && ia->sizes().equals(ib->sizes()) &&
+      ia->device() == ib->device()) {
+    Tensor out = make_tensor(ia->sizes(), out_dtype, ia->device());
+    const TensorIter it = TensorIter::flat(*out.impl(), *ia, *ib);
+    stub[ia->device()](it, compute, args);
+    return out;
+  }
   IGNIS_CHECK(a.device() == b.device(), stub.op, ": expected both tensors on the same device, "
               "but got ", a.device().str(), " and ", b.device().str());
   // Cast only operands that need it (no handle copies on the common path).
