@@ -125,7 +125,8 @@ class LambdaNode final : public Node {
 bool any_needs_grad(std::initializer_list<const Tensor*> inputs);
 
 /// Attaches `node` as grad_fn of `outputs` and connects it to the histories of `inputs`.
-void connect(const std::shared_ptr<Node>& node, std::initializer_list<const Tensor*> inputs,
+/// (By value: record() moves its reference into the last output, saving a count round trip.)
+void connect(std::shared_ptr<Node> node, std::initializer_list<const Tensor*> inputs,
              std::initializer_list<Tensor*> outputs);
 void connect(const std::shared_ptr<Node>& node, const variable_list& inputs,
              variable_list& outputs);
@@ -137,8 +138,8 @@ template <class F>
 void record(const char* op, std::initializer_list<const Tensor*> inputs,
             std::initializer_list<Tensor*> outputs, F&& backward) {
   using N = LambdaNode<std::decay_t<F>>;
-  auto node = std::allocate_shared<N>(pool::Allocator<N>(), op, std::forward<F>(backward));
-  connect(node, inputs, outputs);
+  connect(std::allocate_shared<N>(pool::Allocator<N>(), op, std::forward<F>(backward)), inputs,
+          outputs);
 }
 
 /// The gradient edge of a tensor: its grad_fn, or the AccumulateGrad of a leaf.

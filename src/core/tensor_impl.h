@@ -51,6 +51,10 @@ class TensorImpl {
  public:
   TensorImpl(std::shared_ptr<StorageImpl> storage, Shape sizes, Shape strides, int64_t offset,
              DType dtype);
+  /// A new contiguous tensor of `numel` elements (make_tensor): row-major strides, no scan.
+  struct Contiguous {};
+  TensorImpl(Contiguous, std::shared_ptr<StorageImpl> storage, IntArrayRef sizes, int64_t numel,
+             DType dtype);
 
   IntArrayRef sizes() const { return sizes_; }
   IntArrayRef strides() const { return strides_; }

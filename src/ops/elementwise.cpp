@@ -6,10 +6,17 @@
 namespace ignis {
 
 DType result_type(const Tensor& a, const Tensor& b) {
-  const bool a0 = a.dim() == 0, b0 = b.dim() == 0;
-  if (a0 == b0) return promote_types(a.dtype(), b.dtype());
-  const DType dim_t = a0 ? b.dtype() : a.dtype();
-  const DType zero_t = a0 ? a.dtype() : b.dtype();
+  const TensorImpl* ia = a.impl();
+  const TensorImpl* ib = b.impl();
+  if (ia == nullptr || ib == nullptr) {  // the checked accessors name the problem
+    (void)a.dtype();
+    (void)b.dtype();
+  }
+  const bool a0 = ia->dim() == 0, b0 = ib->dim() == 0;
+  const DType at = ia->dtype(), bt = ib->dtype();
+  if (a0 == b0) return at == bt ? at : promote_types(at, bt);
+  const DType dim_t = a0 ? bt : at;
+  const DType zero_t = a0 ? at : bt;
   return dtype_category(zero_t) > dtype_category(dim_t) ? promote_types(dim_t, zero_t) : dim_t;
 }
 
