@@ -73,8 +73,8 @@ TEST(AllocatorStats, OtherThreadsAreCounted) {
   std::vector<std::thread> threads;
   for (int i = 0; i < 4; ++i) {
     threads.emplace_back([&made, i] {
-      for (int k = 0; k < 100; ++k) Tensor tmp = full({8}, k);  // each thread: cache hits
-      made[i] = full({16}, i, kFloat64);                         // 128 bytes, kept
+      for (int k = 0; k < 100; ++k) Tensor tmp = empty({8});  // each thread: cache hits
+      made[i] = empty({16}, kFloat64);                         // 128 bytes, kept
     });
   }
   for (auto& t : threads) t.join();
@@ -82,7 +82,10 @@ TEST(AllocatorStats, OtherThreadsAreCounted) {
   EXPECT_EQ(s1.num_allocs - s0.num_allocs, 4 * 101);  // counts of exited threads are kept
   EXPECT_GE(s1.cache_hits - s0.cache_hits, 4 * 99);
   EXPECT_EQ(s1.allocated - s0.allocated, 4 * 128);
-  for (int i = 0; i < 4; ++i) EXPECT_DOUBLE_EQ(made[i].sum().item<double>(), 16.0 * i);
+  for (int i = 0; i < 4; ++i) {
+    made[i].fill_(i);
+    EXPECT_DOUBLE_EQ(made[i].sum().item<double>(), 16.0 * i);
+  }
   made.clear();  // freed on this thread, allocated on others
   EXPECT_EQ(memory_stats().allocated, s0.allocated);
 }
