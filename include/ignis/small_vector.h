@@ -45,7 +45,11 @@ class SmallVector {
   void assign(It b, It e) {
     size_t n = static_cast<size_t>(std::distance(b, e));
     reserve(n);
-    std::copy(b, e, data_);
+    if constexpr (std::is_pointer_v<It>) {
+      copy_short(b, n, data_);
+    } else {
+      std::copy(b, e, data_);
+    }
     size_ = n;
   }
   void assign(size_t n, T v) {
@@ -57,7 +61,7 @@ class SmallVector {
     if (n <= cap_) return;
     size_t cap = std::max(n, cap_ * 2);
     T* p = new T[cap];
-    std::copy(data_, data_ + size_, p);
+    copy_short(data_, size_, p);
     release();
     data_ = p;
     cap_ = cap;
@@ -107,9 +111,21 @@ class SmallVector {
     data_ = inline_;
     cap_ = N;
   }
+  // Shapes are a few elements: copied in a plain loop, as a memmove call would cost more than
+  // the copy itself (the empty asm keeps the compiler from turning the loop into that call).
+  static void copy_short(const T* src, size_t n, T* dst) {
+    if (n > N) {
+      std::copy(src, src + n, dst);
+      return;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      asm("" : "+r"(i));
+      dst[i] = src[i];
+    }
+  }
   void move_from(SmallVector& o) {
     if (o.data_ == o.inline_) {
-      std::copy(o.data_, o.data_ + o.size_, inline_);
+      copy_short(o.data_, o.size_, inline_);
       data_ = inline_;
       cap_ = N;
     } else {
@@ -156,7 +172,11 @@ class IntArrayRef {
   std::vector<int64_t> vec() const { return std::vector<int64_t>(begin(), end()); }
   Shape shape() const { return Shape(begin(), end()); }
   bool equals(IntArrayRef o) const {
-    return size_ == o.size_ && std::equal(begin(), end(), o.begin());
+    if (size_ != o.size_) return false;
+    for (size_t i = 0; i < size_; ++i) {  // a loop: a memcmp call costs more for a few dims
+      if (data_[i] != o.data_[i]) return false;
+    }
+    return true;
   }
 
  private:

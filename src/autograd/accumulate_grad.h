@@ -5,17 +5,22 @@
 
 namespace ignis::autograd {
 
+/// The leaf's AutogradMeta owns this node and the node refers to the leaf weakly: so a leaf's
+/// accumulator lives as long as the leaf (recording ops on it allocates nothing for it), and
+/// there is no reference cycle leaf -> node -> leaf. A graph outliving its leaf drops the
+/// gradient that reaches the leaf, which no one could read anyway.
 class AccumulateGrad final : public Node {
  public:
-  explicit AccumulateGrad(const Tensor& leaf) : leaf_(leaf) {}
+  explicit AccumulateGrad(const Tensor& leaf) : leaf_(leaf.impl_ptr()) {}
   variable_list apply(variable_list&& grads) override;
   std::string name() const override { return "AccumulateGrad"; }
-  const Tensor& leaf() const { return leaf_; }
+  /// The leaf (undefined once it was destroyed).
+  Tensor leaf() const { return Tensor(leaf_.lock()); }
   /// Set by the engine for the duration of a backward with create_graph.
   static thread_local bool create_graph;
 
  private:
-  Tensor leaf_;
+  std::weak_ptr<TensorImpl> leaf_;
 };
 
 }  // namespace ignis::autograd

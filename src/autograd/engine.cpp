@@ -287,10 +287,12 @@ variable_list grad(const variable_list& outputs, const variable_list& inputs,
 }
 
 variable_list AccumulateGrad::apply(variable_list&& grads) {
+  const Tensor leaf = this->leaf();
+  if (!leaf.defined()) return {};  // the leaf is gone: no one can see its gradient
   Tensor g = std::move(grads[0]);
-  run_leaf_hooks(leaf_, g);
+  run_leaf_hooks(leaf, g);
   if (!g.defined()) return {};
-  AutogradMeta& m = leaf_.impl()->ensure_autograd();
+  AutogradMeta& m = leaf.impl()->ensure_autograd();
   if (!m.grad.defined()) {
     if (create_graph) {
       m.grad = g;

@@ -16,10 +16,29 @@ void set_grad_enabled(bool enabled) { grad_enabled = enabled; }
 namespace autograd {
 
 namespace {
-std::atomic<uint64_t> next_sequence_nr{0};
-}
+// Sequence numbers order ready nodes in the engine (latest first). Each thread takes them from
+// a block it reserved with one atomic add, so creating a node executes no locked instruction:
+// they increase with creation order on each thread and are unique across threads (the order of
+// nodes made on different threads only decides which of two ready nodes runs first).
+std::atomic<uint64_t> next_sequence_block{0};
+constexpr uint64_t kSequenceBlock = 1024;
+struct SequenceRange {
+  uint64_t next, end;
+};
+thread_local constinit SequenceRange sequence_range
+    __attribute__((tls_model("initial-exec"))) = {0, 0};
 
-Node::Node() : sequence_nr_(next_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {}
+uint64_t take_sequence_nr() {
+  SequenceRange& r = sequence_range;
+  if (r.next == r.end) {
+    r.next = next_sequence_block.fetch_add(kSequenceBlock, std::memory_order_relaxed);
+    r.end = r.next + kSequenceBlock;
+  }
+  return r.next++;
+}
+}  // namespace
+
+Node::Node() : sequence_nr_(take_sequence_nr()) {}
 
 SavedVariable::SavedVariable(const Tensor& t, bool is_output) {
   if (!t.defined()) return;
@@ -67,7 +86,10 @@ Tensor SavedVariable::unpack(const Node* node) const {
 bool any_needs_grad(std::initializer_list<const Tensor*> inputs) {
   if (!grad_enabled) return false;
   for (const Tensor* t : inputs) {
-    if (t->defined() && t->requires_grad()) return true;
+    const TensorImpl* impl = t->impl();
+    if (impl != nullptr && impl->autograd() != nullptr && impl->autograd()->requires_grad) {
+      return true;
+    }
   }
   return false;
 }
@@ -77,12 +99,11 @@ Edge gradient_edge(const Tensor& t) {
   if (m == nullptr || !m->requires_grad) return {};
   if (m->grad_fn) return {m->grad_fn, m->output_nr};
   // A leaf: its AccumulateGrad node, shared by every op that uses it in this graph.
-  std::shared_ptr<Node> acc = m->grad_accumulator.lock();
-  if (!acc) {
-    acc = std::make_shared<AccumulateGrad>(t);
-    m->grad_accumulator = acc;
+  if (!m->grad_accumulator) {
+    m->grad_accumulator =
+        std::allocate_shared<AccumulateGrad>(pool::Allocator<AccumulateGrad>(), t);
   }
-  return {acc, 0};
+  return {m->grad_accumulator, 0};
 }
 
 namespace {
@@ -97,22 +118,30 @@ void add_input(Node& node, const Tensor& t) {
   }
   node.inputs().push_back(std::move(meta));
 }
-void set_history(const std::shared_ptr<Node>& node, Tensor& out, uint32_t nr) {
+template <class P>
+void set_history(P&& node, Tensor& out, uint32_t nr) {
   if (!out.defined()) return;
   auto& m = out.impl()->ensure_autograd();
   m.requires_grad = true;
-  m.grad_fn = node;
+  m.grad_fn = std::forward<P>(node);
   m.output_nr = nr;
 }
 }  // namespace
 
-void connect(const std::shared_ptr<Node>& node, std::initializer_list<const Tensor*> inputs,
+void connect(std::shared_ptr<Node> node, std::initializer_list<const Tensor*> inputs,
              std::initializer_list<Tensor*> outputs) {
   node->inputs().reserve(inputs.size());
   for (const Tensor* t : inputs) add_input(*node, *t);
+  node->num_outputs = static_cast<uint32_t>(outputs.size());
   uint32_t nr = 0;
-  for (Tensor* t : outputs) set_history(node, *t, nr++);
-  node->num_outputs = nr;
+  for (Tensor* t : outputs) {
+    if (nr + 1 == outputs.size()) {
+      set_history(std::move(node), *t, nr);  // the last output takes our reference
+    } else {
+      set_history(node, *t, nr);
+    }
+    ++nr;
+  }
 }
 
 void connect(const std::shared_ptr<Node>& node, const variable_list& inputs,

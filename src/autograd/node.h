@@ -42,8 +42,10 @@ class Node : public std::enable_shared_from_this<Node> {
   /// Frees saved tensors once backward ran without retain_graph.
   virtual void release_variables() {}
 
-  std::vector<InputMeta>& inputs() { return inputs_; }
-  const std::vector<InputMeta>& inputs() const { return inputs_; }
+  /// Pool-allocated, as the node itself: recording an op allocates nothing from malloc.
+  using InputList = std::vector<InputMeta, pool::Allocator<InputMeta>>;
+  InputList& inputs() { return inputs_; }
+  const InputList& inputs() const { return inputs_; }
   size_t num_inputs() const { return inputs_.size(); }
   const Edge& next_edge(size_t i) const { return inputs_[i].edge; }
   bool needs_input_grad(size_t i) const { return i < inputs_.size() && inputs_[i].edge.valid(); }
@@ -61,7 +63,7 @@ class Node : public std::enable_shared_from_this<Node> {
   std::vector<std::pair<uint32_t, std::weak_ptr<TensorImpl>>> retained;
 
  private:
-  std::vector<InputMeta> inputs_;
+  InputList inputs_;
   uint64_t sequence_nr_;
 };
 
@@ -123,7 +125,8 @@ class LambdaNode final : public Node {
 bool any_needs_grad(std::initializer_list<const Tensor*> inputs);
 
 /// Attaches `node` as grad_fn of `outputs` and connects it to the histories of `inputs`.
-void connect(const std::shared_ptr<Node>& node, std::initializer_list<const Tensor*> inputs,
+/// (By value: record() moves its reference into the last output, saving a count round trip.)
+void connect(std::shared_ptr<Node> node, std::initializer_list<const Tensor*> inputs,
              std::initializer_list<Tensor*> outputs);
 void connect(const std::shared_ptr<Node>& node, const variable_list& inputs,
              variable_list& outputs);
@@ -134,8 +137,9 @@ void connect(const std::shared_ptr<Node>& node, const variable_list& inputs,
 template <class F>
 void record(const char* op, std::initializer_list<const Tensor*> inputs,
             std::initializer_list<Tensor*> outputs, F&& backward) {
-  auto node = std::make_shared<LambdaNode<std::decay_t<F>>>(op, std::forward<F>(backward));
-  connect(node, inputs, outputs);
+  using N = LambdaNode<std::decay_t<F>>;
+  connect(std::allocate_shared<N>(pool::Allocator<N>(), op, std::forward<F>(backward)), inputs,
+          outputs);
 }
 
 /// The gradient edge of a tensor: its grad_fn, or the AccumulateGrad of a leaf.

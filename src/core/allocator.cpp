@@ -1,8 +1,11 @@
 // The caching CPU allocator: 64-byte aligned blocks, kept in size-class free lists on free and
 // handed out again, so steady-state training loops do not call malloc. Small blocks (<= 4 KiB,
-// the per-op temporaries of small tensors) go through a lock-free per-thread cache first.
+// the per-op temporaries of small tensors) go through a per-thread cache first, whose fast path
+// takes no lock and executes no atomic read-modify-write (a locked instruction costs as much as
+// the rest of a tiny op's allocation).
 #include "ignis/allocator.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
@@ -35,25 +38,42 @@ class CpuCachingAllocator;
 CpuCachingAllocator& cpu_allocator();
 
 // A thread's cache of small free blocks; returned to the shared cache when the thread exits.
+// Its counters are written only by its thread (a relaxed load and store: no locked instruction)
+// and summed over the threads by stats().
 struct LocalCache {
   std::vector<void*> lists[kNumSmall];
+  std::atomic<int64_t> num_allocs{0}, cache_hits{0};
+  std::atomic<int64_t> cached_bytes{0};  // bytes of the blocks in `lists`
+  LocalCache();
   ~LocalCache();
+  static void add(std::atomic<int64_t>& c, int64_t v) {
+    c.store(c.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
+  }
 };
 
+// Accounting: `out_` counts the bytes of blocks outside the shared cache -- held by tensors or
+// parked in a thread's cache -- and changes only on the slow paths (under the lock or with one
+// atomic). allocated = out_ minus the bytes parked in the threads' caches.
 class CpuCachingAllocator final : public Allocator {
  public:
   void* allocate(size_t nbytes) override {
     const size_t size = round_size(nbytes);
-    num_allocs_.fetch_add(1, std::memory_order_relaxed);
-    if (size <= kSmall) {
-      auto& list = local().lists[size / kAlign];
-      if (!list.empty()) {
-        void* p = list.back();
-        list.pop_back();
-        cache_hits_.fetch_add(1, std::memory_order_relaxed);
-        account(static_cast<int64_t>(size));
-        return p;
+    // A thread's cache (and its counters) is gone once the thread started exiting.
+    LocalCache* lc = in_teardown ? nullptr : &local();
+    if (lc != nullptr) {
+      LocalCache::add(lc->num_allocs, 1);
+      if (size <= kSmall) {
+        auto& list = lc->lists[size / kAlign];
+        if (!list.empty()) {
+          void* p = list.back();
+          list.pop_back();
+          LocalCache::add(lc->cache_hits, 1);
+          LocalCache::add(lc->cached_bytes, -static_cast<int64_t>(size));
+          return p;
+        }
       }
+    } else {
+      num_allocs_.fetch_add(1, std::memory_order_relaxed);
     }
     {
       std::lock_guard<std::mutex> g(mu_);
@@ -63,8 +83,12 @@ class CpuCachingAllocator final : public Allocator {
           void* p = list[i].ptr;
           list[i] = list.back();
           list.pop_back();
-          cache_hits_.fetch_add(1, std::memory_order_relaxed);
-          account(static_cast<int64_t>(size));
+          if (lc != nullptr) {
+            LocalCache::add(lc->cache_hits, 1);
+          } else {
+            cache_hits_.fetch_add(1, std::memory_order_relaxed);
+          }
+          take_out(static_cast<int64_t>(size));
           return p;
         }
       }
@@ -77,47 +101,73 @@ class CpuCachingAllocator final : public Allocator {
     IGNIS_CHECK(p != nullptr, "CPU allocator: out of memory allocating ", nbytes, " bytes (",
                 reserved_.load(), " bytes reserved)");
     reserved_.fetch_add(static_cast<int64_t>(size), std::memory_order_relaxed);
-    account(static_cast<int64_t>(size));
+    take_out(static_cast<int64_t>(size));
     return p;
   }
 
   void deallocate(void* ptr, size_t nbytes) override {
     if (ptr == nullptr) return;
     const size_t size = round_size(nbytes);
-    allocated_.fetch_sub(static_cast<int64_t>(size), std::memory_order_relaxed);
     if (size <= kSmall && !in_teardown) {
-      auto& list = local().lists[size / kAlign];
+      LocalCache& lc = local();
+      auto& list = lc.lists[size / kAlign];
       if (list.size() < kLocalMax) {
         list.push_back(ptr);
+        LocalCache::add(lc.cached_bytes, static_cast<int64_t>(size));
         return;
       }
     }
     give_back(ptr, size);
   }
 
+  /// Returns a block to the shared cache.
   void give_back(void* ptr, size_t size) {
+    out_.fetch_sub(static_cast<int64_t>(size), std::memory_order_relaxed);
     std::lock_guard<std::mutex> g(mu_);
     free_[slot(size)].push_back({ptr, size});
   }
 
   MemoryStats stats() const {
     MemoryStats s;
-    s.allocated = allocated_.load();
-    s.reserved = reserved_.load();
-    s.peak_allocated = peak_.load();
+    std::lock_guard<std::mutex> g(threads_mu_);
+    s.allocated = out_.load();
     s.num_allocs = num_allocs_.load();
     s.cache_hits = cache_hits_.load();
+    for (const LocalCache* lc : threads_) {
+      s.allocated -= lc->cached_bytes.load(std::memory_order_relaxed);
+      s.num_allocs += lc->num_allocs.load(std::memory_order_relaxed);
+      s.cache_hits += lc->cache_hits.load(std::memory_order_relaxed);
+    }
+    s.reserved = reserved_.load();
+    s.peak_allocated = std::max(peak_.load(), s.allocated);
     return s;
   }
-  void reset_peak() { peak_.store(allocated_.load()); }
+  void reset_peak() { peak_.store(stats().allocated); }
 
-  /// Frees the shared cache and this thread's cache (other threads keep theirs until they exit).
-  void empty_cache() {
-    LocalCache& lc = local();
+  void add_thread(LocalCache* lc) {
+    std::lock_guard<std::mutex> g(threads_mu_);
+    threads_.push_back(lc);
+  }
+  /// At thread exit, after its blocks went back: folds the thread's counts into the totals.
+  void remove_thread(LocalCache* lc) {
+    std::lock_guard<std::mutex> g(threads_mu_);
+    num_allocs_.fetch_add(lc->num_allocs.load(std::memory_order_relaxed));
+    cache_hits_.fetch_add(lc->cache_hits.load(std::memory_order_relaxed));
+    std::erase(threads_, lc);
+  }
+
+  /// Gives the blocks of a thread's cache back to the shared cache.
+  void drain(LocalCache& lc) {
     for (int c = 0; c < kNumSmall; ++c) {
       for (void* p : lc.lists[c]) give_back(p, static_cast<size_t>(c) * kAlign);
       lc.lists[c].clear();
     }
+    lc.cached_bytes.store(0, std::memory_order_relaxed);
+  }
+
+  /// Frees the shared cache and this thread's cache (other threads keep theirs until they exit).
+  void empty_cache() {
+    if (!in_teardown) drain(local());
     std::lock_guard<std::mutex> g(mu_);
     for (auto& list : free_) {
       for (auto& b : list) {
@@ -128,7 +178,7 @@ class CpuCachingAllocator final : public Allocator {
     }
   }
 
-  static thread_local bool in_teardown;
+  static thread_local bool in_teardown __attribute__((tls_model("initial-exec")));
 
  private:
   static LocalCache& local() {
@@ -137,24 +187,31 @@ class CpuCachingAllocator final : public Allocator {
     return cache;
   }
   static int slot(size_t size) { return 63 - __builtin_clzll(size); }
-  void account(int64_t size) {
-    int64_t now = allocated_.fetch_add(size, std::memory_order_relaxed) + size;
+  // A block leaves the shared cache (or the system) for a tensor: the peak is tracked here, so
+  // it counts the small blocks parked in threads' caches as in use (at most kLocalMax per class
+  // per thread; exact for larger blocks).
+  void take_out(int64_t size) {
+    int64_t now = out_.fetch_add(size, std::memory_order_relaxed) + size;
     int64_t peak = peak_.load(std::memory_order_relaxed);
     while (now > peak && !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
     }
   }
   std::mutex mu_;
   std::vector<Block> free_[64];
-  std::atomic<int64_t> allocated_{0}, reserved_{0}, peak_{0}, num_allocs_{0}, cache_hits_{0};
+  mutable std::mutex threads_mu_;
+  std::vector<LocalCache*> threads_;  // live threads' caches, for their counters
+  std::atomic<int64_t> out_{0}, reserved_{0}, peak_{0}, num_allocs_{0}, cache_hits_{0};
 };
 
-thread_local bool CpuCachingAllocator::in_teardown = false;
+thread_local bool CpuCachingAllocator::in_teardown __attribute__((tls_model("initial-exec"))) =
+    false;
+
+LocalCache::LocalCache() { cpu_allocator().add_thread(this); }
 
 LocalCache::~LocalCache() {
   CpuCachingAllocator::in_teardown = true;
-  for (int c = 0; c < kNumSmall; ++c) {
-    for (void* p : lists[c]) cpu_allocator().give_back(p, static_cast<size_t>(c) * kAlign);
-  }
+  cpu_allocator().drain(*this);
+  cpu_allocator().remove_thread(this);
 }
 
 CpuCachingAllocator& cpu_allocator() {

@@ -33,6 +33,19 @@ TensorImpl::TensorImpl(std::shared_ptr<StorageImpl> storage, Shape sizes, Shape 
   refresh();
 }
 
+TensorImpl::TensorImpl(Contiguous, std::shared_ptr<StorageImpl> storage, IntArrayRef sizes,
+                       int64_t numel, DType dtype)
+    : storage_(std::move(storage)), sizes_(sizes.begin(), sizes.end()), numel_(numel),
+      dtype_(dtype) {
+  const size_t nd = sizes.size();
+  strides_.resize(nd);
+  int64_t acc = 1;
+  for (size_t i = nd; i-- > 0;) {
+    strides_[i] = acc;
+    acc *= std::max<int64_t>(sizes[i], 1);
+  }
+}
+
 void TensorImpl::set_geometry(Shape sizes, Shape strides, int64_t offset) {
   sizes_ = std::move(sizes);
   strides_ = std::move(strides);
@@ -88,14 +101,18 @@ Tensor make_tensor(IntArrayRef sizes, DType dtype, Device device) {
   size_t bytes;
   IGNIS_CHECK(!__builtin_mul_overflow(static_cast<size_t>(n), element_size(dtype), &bytes),
               "empty: shape ", sizes, " of ", dtype, " is too large");
-  auto storage = std::make_shared<StorageImpl>(bytes, device);
-  return Tensor(std::make_shared<TensorImpl>(std::move(storage), sizes.shape(),
-                                             contiguous_strides(sizes), 0, dtype));
+  // Both objects, each with its shared_ptr control block, come from the thread's object pool.
+  auto storage =
+      std::allocate_shared<StorageImpl>(pool::Allocator<StorageImpl>(), bytes, device);
+  return Tensor(std::allocate_shared<TensorImpl>(pool::Allocator<TensorImpl>(),
+                                                 TensorImpl::Contiguous{}, std::move(storage),
+                                                 sizes, n, dtype));
 }
 
 Tensor make_view(const Tensor& base, Shape sizes, Shape strides, int64_t offset) {
-  return Tensor(std::make_shared<TensorImpl>(base.impl()->storage(), std::move(sizes),
-                                             std::move(strides), offset, base.dtype()));
+  return Tensor(std::allocate_shared<TensorImpl>(pool::Allocator<TensorImpl>(),
+                                                 base.impl()->storage(), std::move(sizes),
+                                                 std::move(strides), offset, base.dtype()));
 }
 
 bool needs_grad(const Tensor& x) {

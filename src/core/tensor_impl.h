@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/object_pool.h"
 #include "ignis/allocator.h"
 #include "ignis/tensor.h"
 
@@ -33,12 +34,14 @@ class Node;
 }
 
 /// Autograd state of a tensor, allocated only for tensors that take part in autograd.
-struct AutogradMeta {
+struct AutogradMeta : pool::Pooled {
   bool requires_grad = false;
   bool retains_grad = false;
   Tensor grad;
   std::shared_ptr<autograd::Node> grad_fn;  // null for leaves
-  std::weak_ptr<autograd::Node> grad_accumulator;  // leaves: the AccumulateGrad node
+  // Leaves: the AccumulateGrad node, created on first use and kept (it refers back to the leaf
+  // weakly), so that recording an op on a leaf does not create and free one every time.
+  std::shared_ptr<autograd::Node> grad_accumulator;
   uint32_t output_nr = 0;
   std::vector<std::pair<size_t, GradHook>> hooks;  // leaf hooks (non-leaf hooks live on grad_fn)
   bool is_view = false;  // a view of a tensor that requires grad (in-place ops on it are refused)
@@ -47,6 +50,10 @@ struct AutogradMeta {
 class TensorImpl {
  public:
   TensorImpl(std::shared_ptr<StorageImpl> storage, Shape sizes, Shape strides, int64_t offset,
+             DType dtype);
+  /// A new contiguous tensor of `numel` elements (make_tensor): row-major strides, no scan.
+  struct Contiguous {};
+  TensorImpl(Contiguous, std::shared_ptr<StorageImpl> storage, IntArrayRef sizes, int64_t numel,
              DType dtype);
 
   IntArrayRef sizes() const { return sizes_; }

@@ -21,6 +21,21 @@ struct TensorIter {
 
   /// Iterates out (already allocated with the broadcast shape) and inputs.
   static TensorIter build(const Tensor& out, std::initializer_list<const Tensor*> inputs);
+  /// The iteration space of contiguous same-shape out, a, b: one flat row (the caller checked).
+  static TensorIter flat(const TensorImpl& out, const TensorImpl& a, const TensorImpl& b) {
+    TensorIter it;
+    it.ntensors = 3;
+    it.ndim = 1;
+    it.numel = out.numel();
+    it.shape.assign(size_t{1}, it.numel);
+    it.strides[0].assign(size_t{1}, static_cast<int64_t>(element_size(out.dtype())));
+    it.strides[1].assign(size_t{1}, static_cast<int64_t>(element_size(a.dtype())));
+    it.strides[2].assign(size_t{1}, static_cast<int64_t>(element_size(b.dtype())));
+    it.data[0] = out.data();
+    it.data[1] = a.data();
+    it.data[2] = b.data();
+    return it;
+  }
   /// True when every operand is dense in memory with its element size (a flat loop).
   bool is_contiguous(std::initializer_list<size_t> elem_sizes) const;
 };

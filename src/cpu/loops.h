@@ -3,6 +3,7 @@
 // scalar-broadcast inner loops are written so that the compiler vectorises them.
 #pragma once
 
+#include <array>
 #include <cstring>
 #include <tuple>
 #include <utility>
@@ -108,13 +109,11 @@ void cpu_kernel(const TensorIter& it, const F& f) {
   };
   if (it.numel <= kGrainSize) {
     if (it.ndim == 1) {  // one row: skip the index bookkeeping (tiny tensors' fast path)
-      char* ptrs[TensorIter::kMaxOperands];
+      // A fixed-size copy of the pointers (a loop over ntensors became a memcpy call).
+      std::array<char*, TensorIter::kMaxOperands> ptrs = it.data;
       int64_t inner[TensorIter::kMaxOperands];
-      for (int i = 0; i < it.ntensors; ++i) {
-        ptrs[i] = it.data[i];
-        inner[i] = it.strides[i][0];
-      }
-      row(ptrs, it.numel, inner);
+      for (int i = 0; i < it.ntensors; ++i) inner[i] = it.strides[i][0];
+      row(ptrs.data(), it.numel, inner);
       return;
     }
     for_each_row(it, 0, it.numel, row);

@@ -6,10 +6,17 @@
 namespace ignis {
 
 DType result_type(const Tensor& a, const Tensor& b) {
-  const bool a0 = a.dim() == 0, b0 = b.dim() == 0;
-  if (a0 == b0) return promote_types(a.dtype(), b.dtype());
-  const DType dim_t = a0 ? b.dtype() : a.dtype();
-  const DType zero_t = a0 ? a.dtype() : b.dtype();
+  const TensorImpl* ia = a.impl();
+  const TensorImpl* ib = b.impl();
+  if (ia == nullptr || ib == nullptr) {  // the checked accessors name the problem
+    (void)a.dtype();
+    (void)b.dtype();
+  }
+  const bool a0 = ia->dim() == 0, b0 = ib->dim() == 0;
+  const DType at = ia->dtype(), bt = ib->dtype();
+  if (a0 == b0) return at == bt ? at : promote_types(at, bt);
+  const DType dim_t = a0 ? bt : at;
+  const DType zero_t = a0 ? at : bt;
   return dtype_category(zero_t) > dtype_category(dim_t) ? promote_types(dim_t, zero_t) : dim_t;
 }
 
@@ -35,6 +42,18 @@ Tensor cast(const Tensor& x, DType dtype) { return x.dtype() == dtype ? x : x.to
 
 Tensor binary_op(const DispatchStub<ElementwiseFn>& stub, const Tensor& a, const Tensor& b,
                  DType compute, DType out_dtype, OpArgs args) {
+  // Fast path, the common case of small ops: same shape, contiguous, already of the compute
+  // dtype, one device. Reads the geometry straight from the impls (no checked accessor calls)
+  // and iterates as one flat row.
+  if (const TensorImpl *ia = a.impl(), *ib = b.impl();
+      ia != nullptr && ib != nullptr && ia->dtype() == compute && ib->dtype() == compute &&
+      ia->is_contiguous() && ib->is_contiguous() && ia->sizes().equals(ib->sizes()) &&
+      ia->device() == ib->device()) {
+    Tensor out = make_tensor(ia->sizes(), out_dtype, ia->device());
+    const TensorIter it = TensorIter::flat(*out.impl(), *ia, *ib);
+    stub[ia->device()](it, compute, args);
+    return out;
+  }
   IGNIS_CHECK(a.device() == b.device(), stub.op, ": expected both tensors on the same device, "
               "but got ", a.device().str(), " and ", b.device().str());
   // Cast only operands that need it (no handle copies on the common path).
