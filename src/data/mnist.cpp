@@ -98,7 +98,10 @@ TensorDataset load_mnist(const std::string& root, bool train) {
               labels.sizes());
   IGNIS_CHECK(images.size(0) == labels.size(0), "MNIST: ", ipath, " has ", images.size(0),
               " images but ", lpath, " has ", labels.size(0), " labels");
-  Tensor data = images.unsqueeze(1).to(kFloat32) / 255.0;
+  // Scaled in place: the data set is the largest tensor of a training run.
+  Tensor data = images.unsqueeze(1).to(kFloat32);
+  images = Tensor();
+  data.div_(255.0);
   return TensorDataset(data, labels.to(kInt64));
 }
 }  // namespace
