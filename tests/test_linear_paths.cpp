@@ -16,6 +16,7 @@ namespace {
 using ::testing::HasSubstr;
 using autograd::gradcheck;
 using autograd::gradgradcheck;
+using autograd::variable_list;
 
 template <class F>
 std::string error_of(F&& f) {
