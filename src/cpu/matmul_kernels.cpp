@@ -1,10 +1,11 @@
 // CPU matrix multiply.
-//  * float32: oneDNN's sgemm, which reads transposed views in place ('T' flag + leading dim).
-//    Measured, its fixed cost is small (0.1-0.4 us single-threaded for 1x32 @ 32x10 .. 2x3 @ 3x4)
-//    and its skinny products (1xK @ KxN, matrix-vector) stream the weight at memory speed, so
-//    every float32 product goes to it; hand-written register-blocked kernels for M <= 4 were
-//    no faster at M = 1 and up to 2x slower at M = 4.
-//  * float64 and integers: a blocked loop kernel (gradcheck runs in float64).
+//  * float32: oneDNN's sgemm, which reads transposed views in place ('T' flag + leading dim),
+//    except one row against a k-contiguous B (linear on one sample), which takes the small-M
+//    dot kernel below: measured, it matches oneDNN single-threaded (both stream the weight at
+//    cache speed) and its fixed column split keeps each thread's half of the weight in that
+//    core's cache from one call to the next. For 2-4 rows and row-major B oneDNN was faster.
+//  * float64: the small-M kernels for 1-4 rows, else a blocked loop kernel (gradcheck runs in
+//    float64); integers: the blocked loop kernel.
 //  * bfloat16: converted to float32, multiplied, converted back.
 // Every output element is computed by one thread in a fixed order, so results do not depend on
 // the number of threads except inside oneDNN's sgemm.
@@ -64,7 +65,47 @@ constexpr int kTileVecs = kVecBytes == 64 ? 4 : 2;  // vectors per tile row: 4 x
 
 constexpr int64_t kSmallM = 4;
 /// Multiply-adds above which a small-M product splits its columns over threads.
-constexpr int64_t kSmallParallelWork = int64_t{1} << 18;
+constexpr int64_t kSmallParallelWork = int64_t{1} << 16;
+
+/// out[j] = the sum of the lanes of v[j], j < NR, each summed as a fixed tree. Eight float32
+/// vectors of 16 lanes are reduced together by transposing halves (8 vector adds in all rather
+/// than 4 per vector); other shapes fold each vector's halves in turn.
+template <class T, int NR, class V>
+inline void hsums(const V* v, T* out) {
+  constexpr int W = sizeof(V) / sizeof(T);
+  if constexpr (std::is_same_v<T, float> && W == 16 && NR == 8) {
+    typedef float V8 __attribute__((vector_size(32)));
+    V c[4], d[2];
+    for (int i = 0; i < 4; ++i) {
+      c[i] = __builtin_shufflevector(v[2 * i], v[2 * i + 1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18,
+                                     19, 20, 21, 22, 23) +
+             __builtin_shufflevector(v[2 * i], v[2 * i + 1], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25,
+                                     26, 27, 28, 29, 30, 31);
+    }
+    for (int i = 0; i < 2; ++i) {
+      d[i] = __builtin_shufflevector(c[2 * i], c[2 * i + 1], 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18,
+                                     19, 24, 25, 26, 27) +
+             __builtin_shufflevector(c[2 * i], c[2 * i + 1], 4, 5, 6, 7, 12, 13, 14, 15, 20, 21,
+                                     22, 23, 28, 29, 30, 31);
+    }
+    const V e = __builtin_shufflevector(d[0], d[1], 0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24,
+                                        25, 28, 29) +
+                __builtin_shufflevector(d[0], d[1], 2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26,
+                                        27, 30, 31);
+    const V8 f = __builtin_shufflevector(e, e, 0, 2, 4, 6, 8, 10, 12, 14) +
+                 __builtin_shufflevector(e, e, 1, 3, 5, 7, 9, 11, 13, 15);
+    std::memcpy(out, &f, sizeof(V8));
+  } else {
+    for (int j = 0; j < NR; ++j) {
+      T lanes[W];
+      std::memcpy(lanes, &v[j], sizeof(V));
+      for (int w = W / 2; w >= 1; w /= 2) {
+        for (int l = 0; l < w; ++l) lanes[l] += lanes[l + w];
+      }
+      out[j] = lanes[0];
+    }
+  }
+}
 
 /// C[0:MR, 0:NR] = alpha * A[0:MR, :] @ B[:, 0:NR] + beta * C, A rows and B columns contiguous
 /// along k (leading dims lda, ldb).
@@ -85,9 +126,10 @@ void dot_tile(int64_t K, const T* a, int64_t lda, const T* b, int64_t ldb, T* c,
     }
   }
   for (int m = 0; m < MR; ++m) {
+    T sums[NR];
+    hsums<T, NR>(acc[m], sums);
     for (int j = 0; j < NR; ++j) {
-      T sum = 0;
-      for (int l = 0; l < W; ++l) sum += acc[m][j][l];
+      T sum = sums[j];
       for (int64_t kk = k; kk < K; ++kk) sum += a[m * lda + kk] * b[j * ldb + kk];
       T* e = c + m * ldc + j;
       *e = finish(sum, alpha, beta, e);
@@ -318,7 +360,13 @@ void sgemm(int64_t M, int64_t N, int64_t K, float alpha, Mat<const float> A, Mat
     }
     return;
   }
-  if (gemm_small_m<float>(M, N, K, alpha, A, B, beta, C, ldc)) return;
+  // One row against a k-contiguous B (a linear layer on one sample): the dot kernel, which
+  // matches oneDNN's speed single-threaded and splits columns over threads in a fixed way.
+  // Measured, oneDNN is faster for 2-4 rows and for row-major B, so those go to it.
+  if (M == 1 && (B.rs == 1 || K == 1) &&
+      gemm_small_m<float>(M, N, K, alpha, A, B, beta, C, ldc)) {
+    return;
+  }
   char ta, tb;
   int64_t lda, ldb;
   std::vector<float> ca, cb;
