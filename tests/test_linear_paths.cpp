@@ -264,5 +264,111 @@ TEST(Linear, Errors) {
                         "and float64"));
 }
 
+
+// ---- cross_entropy with class indices
+
+// Per-sample -w[t] * log_softmax(x)[t] in float64 loops, and the weights (0 where ignored).
+struct CeRef {
+  std::vector<double> loss, weight;
+};
+CeRef ce_reference(const Tensor& x, const std::vector<int64_t>& t, const std::vector<double>& w,
+                   int64_t ignore) {
+  const std::vector<double> xv = vals(x);
+  const int64_t N = x.size(0), C = x.size(1);
+  CeRef r;
+  for (int64_t i = 0; i < N; ++i) {
+    if (t[i] == ignore) {
+      r.loss.push_back(0);
+      r.weight.push_back(0);
+      continue;
+    }
+    double m = -1e300, s = 0;
+    for (int64_t c = 0; c < C; ++c) m = std::max(m, xv[i * C + c]);
+    for (int64_t c = 0; c < C; ++c) s += std::exp(xv[i * C + c] - m);
+    const double wi = w.empty() ? 1.0 : w[t[i]];
+    r.loss.push_back(-wi * (xv[i * C + t[i]] - m - std::log(s)));
+    r.weight.push_back(wi);
+  }
+  return r;
+}
+
+TEST(CrossEntropy, ReductionsIgnoreIndexAndWeights) {
+  manual_seed(31);
+  namespace F = nn::functional;
+  for (DType dt : {kFloat32, kFloat64}) {
+    const double tol = dt == kFloat64 ? 1e-12 : 1e-5;
+    const Tensor x = (randn({6, 5}) * 3).to(dt);
+    const std::vector<int64_t> tv = {4, 0, 2, 2, 1, 3};
+    const Tensor t = tensor(tv);
+    CeRef r = ce_reference(x, tv, {}, -100);
+    double sum = 0;
+    for (double v : r.loss) sum += v;
+    EXPECT_NEAR(F::cross_entropy(x, t).item<double>(), sum / 6, tol);
+    EXPECT_NEAR(F::cross_entropy(x, t, Tensor(), -100, "sum").item<double>(), sum, tol * 6);
+    expect_near_all(vals(F::cross_entropy(x, t, Tensor(), -100, "none")), r.loss, tol, "none");
+    EXPECT_NEAR(F::nll_loss(log_softmax(x, 1), t).item<double>(), sum / 6, tol);
+    // An ignored target: excluded from the sum and the count.
+    const std::vector<int64_t> ti = {4, -100, 2, 2, -100, 3};
+    r = ce_reference(x, ti, {}, -100);
+    sum = 0;
+    for (double v : r.loss) sum += v;
+    EXPECT_NEAR(F::cross_entropy(x, tensor(ti)).item<double>(), sum / 4, tol);
+    // Class weights: the mean divides by the weights of the targets.
+    const std::vector<double> w = {0.5, 1, 2, 1.5, 3};
+    r = ce_reference(x, tv, w, -100);
+    double wsum = 0;
+    sum = 0;
+    for (size_t i = 0; i < r.loss.size(); ++i) {
+      sum += r.loss[i];
+      wsum += r.weight[i];
+    }
+    EXPECT_NEAR(F::cross_entropy(x, t, tensor(w, dt)).item<double>(), sum / wsum, tol);
+  }
+  // Unbatched input: one sample of C logits, a 0-d target.
+  const Tensor x1 = tensor(std::vector<double>{1.0, -2.0, 0.5}, kFloat64);
+  const double lse = std::log(std::exp(1.0) + std::exp(-2.0) + std::exp(0.5));
+  EXPECT_NEAR(F::cross_entropy(x1, tensor(std::vector<int64_t>{2}).reshape({})).item<double>(),
+              lse - 0.5, 1e-12);
+}
+
+TEST(CrossEntropy, GradientsAndSpatialTargets) {
+  manual_seed(32);
+  namespace F = nn::functional;
+  const Tensor x = randn({4, 3}, kFloat64).requires_grad_(true);
+  const Tensor t = tensor(std::vector<int64_t>{2, 0, 1, 2});
+  F::cross_entropy(x, t).backward();
+  // d/dx mean(-log_softmax(x)[t]) = (softmax(x) - onehot(t)) / N.
+  const std::vector<double> xv = vals(x), g = vals(x.grad());
+  for (int64_t i = 0; i < 4; ++i) {
+    double s = 0;
+    for (int64_t c = 0; c < 3; ++c) s += std::exp(xv[i * 3 + c]);
+    for (int64_t c = 0; c < 3; ++c) {
+      const double want = (std::exp(xv[i * 3 + c]) / s - (c == t[i].item<int64_t>())) / 4;
+      EXPECT_NEAR(g[i * 3 + c], want, 1e-12) << i << "," << c;
+    }
+  }
+  auto f = [t](const variable_list& in) { return variable_list{F::cross_entropy(in[0], t)}; };
+  EXPECT_TRUE(gradcheck(f, {x}));
+  EXPECT_TRUE(gradgradcheck(f, {x}));
+  // [N, C, d] logits with [N, d] targets: the same as moving C last.
+  const Tensor x3 = randn({2, 3, 4}, kFloat64);
+  const Tensor t3 = tensor(std::vector<int64_t>{0, 1, 2, 1, 2, 2, 0, 0}).reshape({2, 4});
+  const Tensor flat = x3.permute({0, 2, 1}).reshape({8, 3});
+  EXPECT_NEAR(F::cross_entropy(x3, t3).item<double>(),
+              F::cross_entropy(flat, t3.reshape({8})).item<double>(), 1e-12);
+}
+
+TEST(CrossEntropy, Errors) {
+  namespace F = nn::functional;
+  EXPECT_THAT(error_of([] { F::cross_entropy(ones({2, 3}), tensor(std::vector<int64_t>{1, 3})); }),
+              HasSubstr("cross_entropy: target 3 is out of bounds for 3 classes"));
+  EXPECT_THAT(error_of([] { F::cross_entropy(ones({2, 3}), tensor(std::vector<int64_t>{-1, 0})); }),
+              HasSubstr("cross_entropy: target -1 is out of bounds for 3 classes"));
+  EXPECT_THAT(error_of([] { F::nll_loss(ones({2, 3}), tensor(std::vector<int64_t>{0, 5})); }),
+              HasSubstr("nll_loss: target 5 is out of bounds for 3 classes"));
+  EXPECT_THAT(error_of([] { F::cross_entropy(ones({2, 3}), tensor(std::vector<int64_t>{0})); }),
+              HasSubstr("cross_entropy: target of shape [1] does not match input of shape [2, 3]"));
+}
+
 }  // namespace
 }  // namespace ignis
