@@ -13,10 +13,10 @@
 namespace ignis {
 namespace {
 
-using ::testing::HasSubstr;
 using autograd::gradcheck;
 using autograd::gradgradcheck;
 using autograd::variable_list;
+using ::testing::HasSubstr;
 
 template <class F>
 std::string error_of(F&& f) {
@@ -74,22 +74,19 @@ void expect_close(const Tensor& got, const Ref& want, double eps, const std::str
   }
 }
 
-double eps_of(DType dt) {
-  return dt == kFloat64 ? 1e-13 : dt == kFloat32 ? 2e-6 : 2e-2;
-}
+double eps_of(DType dt) { return dt == kFloat64 ? 1e-13 : dt == kFloat32 ? 2e-6 : 2e-2; }
 
 // The layouts an operand [r, c] can come in.
 enum class Layout { kContiguous, kTransposed, kStrided };
 const char* name(Layout l) {
-  return l == Layout::kContiguous ? "contiguous" : l == Layout::kTransposed ? "transposed"
-                                                                            : "strided";
+  return l == Layout::kContiguous   ? "contiguous"
+         : l == Layout::kTransposed ? "transposed"
+                                    : "strided";
 }
 Tensor make(int64_t r, int64_t c, Layout l, DType dt) {
   switch (l) {
-    case Layout::kContiguous:
-      return randn({r, c}).to(dt);
-    case Layout::kTransposed:
-      return randn({c, r}).to(dt).t();
+    case Layout::kContiguous: return randn({r, c}).to(dt);
+    case Layout::kTransposed: return randn({c, r}).to(dt).t();
     default:  // every other column of a wider matrix: neither dim contiguous
       return randn({r, 2 * c}).to(dt).slice(1, 0, std::nullopt, 2);
   }
@@ -256,14 +253,17 @@ TEST(Linear, GradcheckAndGradgradcheck) {
 }
 
 TEST(Linear, Errors) {
-  EXPECT_THAT(error_of([] { linear(ones({2, 3}), ones({4, 3}), ones({4}, kFloat64)); }),
+  EXPECT_THAT(error_of([] {
+                linear(ones({2, 3}), ones({4, 3}), ones({4}, kFloat64));
+              }),
               HasSubstr("linear: expected the bias to have the dtype and device of the input "
                         "(float32, cpu), but got float64, cpu"));
-  EXPECT_THAT(error_of([] { linear(ones({2, 3}), ones({4, 3}, kFloat64)); }),
+  EXPECT_THAT(error_of([] {
+                linear(ones({2, 3}), ones({4, 3}, kFloat64));
+              }),
               HasSubstr("linear: expected both tensors to have the same dtype, but got float32 "
                         "and float64"));
 }
-
 
 // ---- cross_entropy with class indices
 
@@ -360,13 +360,21 @@ TEST(CrossEntropy, GradientsAndSpatialTargets) {
 
 TEST(CrossEntropy, Errors) {
   namespace F = nn::functional;
-  EXPECT_THAT(error_of([] { F::cross_entropy(ones({2, 3}), tensor(std::vector<int64_t>{1, 3})); }),
+  EXPECT_THAT(error_of([] {
+                F::cross_entropy(ones({2, 3}), tensor(std::vector<int64_t>{1, 3}));
+              }),
               HasSubstr("cross_entropy: target 3 is out of bounds for 3 classes"));
-  EXPECT_THAT(error_of([] { F::cross_entropy(ones({2, 3}), tensor(std::vector<int64_t>{-1, 0})); }),
+  EXPECT_THAT(error_of([] {
+                F::cross_entropy(ones({2, 3}), tensor(std::vector<int64_t>{-1, 0}));
+              }),
               HasSubstr("cross_entropy: target -1 is out of bounds for 3 classes"));
-  EXPECT_THAT(error_of([] { F::nll_loss(ones({2, 3}), tensor(std::vector<int64_t>{0, 5})); }),
+  EXPECT_THAT(error_of([] {
+                F::nll_loss(ones({2, 3}), tensor(std::vector<int64_t>{0, 5}));
+              }),
               HasSubstr("nll_loss: target 5 is out of bounds for 3 classes"));
-  EXPECT_THAT(error_of([] { F::cross_entropy(ones({2, 3}), tensor(std::vector<int64_t>{0})); }),
+  EXPECT_THAT(error_of([] {
+                F::cross_entropy(ones({2, 3}), tensor(std::vector<int64_t>{0}));
+              }),
               HasSubstr("cross_entropy: target of shape [1] does not match input of shape [2, 3]"));
 }
 

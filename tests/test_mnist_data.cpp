@@ -46,7 +46,8 @@ std::string idx_bytes(const std::vector<uint32_t>& dims, const std::vector<uint8
 }
 
 void write_plain(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 // A gzip file of one stored (uncompressed) deflate block, written by hand so that the test
@@ -64,8 +65,8 @@ void write_gz(const std::string& path, const std::string& bytes) {
   ASSERT_LT(bytes.size(), 65536u);
   const uint16_t n = static_cast<uint16_t>(bytes.size());
   std::string g = {'\x1f', '\x8b', 8, 0, 0, 0, 0, 0, 0, '\xff'};
-  g += {1, static_cast<char>(n & 0xff), static_cast<char>(n >> 8),
-        static_cast<char>(~n & 0xff), static_cast<char>((~n >> 8) & 0xff)};
+  g += {1, static_cast<char>(n & 0xff), static_cast<char>(n >> 8), static_cast<char>(~n & 0xff),
+        static_cast<char>((~n >> 8) & 0xff)};
   g += bytes;
   auto le32 = [&](uint32_t v) {
     for (int shift : {0, 8, 16, 24}) g.push_back(static_cast<char>((v >> shift) & 0xff));
@@ -111,7 +112,8 @@ TEST(Mnist, MalformedFiles) {
   EXPECT_THAT(error_of([&] { data::read_idx(p); }),
               HasSubstr("element type 0xd is not unsigned byte (0x08)"));
   write_plain(p, std::string("\0\0\x08\1\0\0", 6));
-  EXPECT_THAT(error_of([&] { data::read_idx(p); }), HasSubstr("truncated header (6 bytes, need 8)"));
+  EXPECT_THAT(error_of([&] { data::read_idx(p); }),
+              HasSubstr("truncated header (6 bytes, need 8)"));
   std::string short_data = idx_bytes({3}, kLabels);
   short_data.pop_back();
   write_gz(p, short_data);

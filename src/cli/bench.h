@@ -13,7 +13,7 @@
 namespace ignis::cli {
 
 struct BenchOptions {
-  int repeat = 7;                 // timed batches per measurement; the median is reported
+  int repeat = 7;                   // timed batches per measurement; the median is reported
   std::string data = "data/mnist";  // the MNIST IDX files (mnist_mlp)
 };
 

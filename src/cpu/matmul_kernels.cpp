@@ -77,16 +77,16 @@ inline void hsums(const V* v, T* out) {
     typedef float V8 __attribute__((vector_size(32)));
     V c[4], d[2];
     for (int i = 0; i < 4; ++i) {
-      c[i] = __builtin_shufflevector(v[2 * i], v[2 * i + 1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18,
-                                     19, 20, 21, 22, 23) +
+      c[i] = __builtin_shufflevector(v[2 * i], v[2 * i + 1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19,
+                                     20, 21, 22, 23) +
              __builtin_shufflevector(v[2 * i], v[2 * i + 1], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25,
                                      26, 27, 28, 29, 30, 31);
     }
     for (int i = 0; i < 2; ++i) {
       d[i] = __builtin_shufflevector(c[2 * i], c[2 * i + 1], 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18,
                                      19, 24, 25, 26, 27) +
-             __builtin_shufflevector(c[2 * i], c[2 * i + 1], 4, 5, 6, 7, 12, 13, 14, 15, 20, 21,
-                                     22, 23, 28, 29, 30, 31);
+             __builtin_shufflevector(c[2 * i], c[2 * i + 1], 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22,
+                                     23, 28, 29, 30, 31);
     }
     const V e = __builtin_shufflevector(d[0], d[1], 0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24,
                                         25, 28, 29) +
@@ -198,8 +198,8 @@ void axpy_cols(int64_t n0, int64_t n1, int64_t K, Mat<const T> A, const T* b, in
 /// C = alpha * A @ B + beta * C for M <= kSmallM (float32, float64) when B is contiguous along
 /// k or along n. False (nothing done) for other shapes and layouts.
 template <class T>
-bool gemm_small_m(int64_t M, int64_t N, int64_t K, T alpha, Mat<const T> A, Mat<const T> B,
-                  T beta, T* C, int64_t ldc) {
+bool gemm_small_m(int64_t M, int64_t N, int64_t K, T alpha, Mat<const T> A, Mat<const T> B, T beta,
+                  T* C, int64_t ldc) {
   if (M < 1 || M > kSmallM || N < 1 || K < 1) return false;
   const bool dot = B.rs == 1 || K == 1;
   if (!dot && !(B.cs == 1 || N == 1)) return false;
@@ -235,9 +235,8 @@ bool gemm_small_m(int64_t M, int64_t N, int64_t K, T alpha, Mat<const T> A, Mat<
   const int64_t chunks = (N + kChunk - 1) / kChunk;
   const int64_t grain =
       std::max<int64_t>(1, kSmallParallelWork / std::max<int64_t>(1, M * K * kChunk));
-  parallel_for(0, chunks, grain, [&](int64_t c0, int64_t c1) {
-    cols(c0 * kChunk, std::min(N, c1 * kChunk));
-  });
+  parallel_for(0, chunks, grain,
+               [&](int64_t c0, int64_t c1) { cols(c0 * kChunk, std::min(N, c1 * kChunk)); });
   return true;
 }
 
@@ -363,8 +362,7 @@ void sgemm(int64_t M, int64_t N, int64_t K, float alpha, Mat<const float> A, Mat
   // One row against a k-contiguous B (a linear layer on one sample): the dot kernel, which
   // matches oneDNN's speed single-threaded and splits columns over threads in a fixed way.
   // Measured, oneDNN is faster for 2-4 rows and for row-major B, so those go to it.
-  if (M == 1 && (B.rs == 1 || K == 1) &&
-      gemm_small_m<float>(M, N, K, alpha, A, B, beta, C, ldc)) {
+  if (M == 1 && (B.rs == 1 || K == 1) && gemm_small_m<float>(M, N, K, alpha, A, B, beta, C, ldc)) {
     return;
   }
   char ta, tb;

@@ -138,9 +138,9 @@ Tensor batched_matmul(const Tensor& a, const Tensor& b, const Tensor& oa, const 
 Tensor linear_2d(const Tensor& x, const Tensor& w, const Tensor& b) {
   check_pair("linear", x, w);
   if (b.defined()) {
-    IGNIS_CHECK(b.dtype() == x.dtype() && b.device() == x.device(), "linear: expected the bias "
-                "to have the dtype and device of the input (", x.dtype(), ", ", x.device().str(),
-                "), but got ", b.dtype(), ", ", b.device().str());
+    IGNIS_CHECK(b.dtype() == x.dtype() && b.device() == x.device(),
+                "linear: expected the bias to have the dtype and device of the input (", x.dtype(),
+                ", ", x.device().str(), "), but got ", b.dtype(), ", ", b.device().str());
   }
   const int64_t nd = x.dim(), in = w.size(1), nout = w.size(0);
   Tensor x2 = x;
@@ -159,30 +159,29 @@ Tensor linear_2d(const Tensor& x, const Tensor& w, const Tensor& b) {
     mm_stub[x.device()](o2, x2, wt, 1, b.defined() ? 1 : 0);
   }
   if (autograd::any_needs_grad({&x, &w, &b})) {
-    autograd::record(
-        "linear", {&x, &w, &b}, {&out},
-        [sx = save_if(x, needs_grad(w)), sw = save_if(w, needs_grad(x)), nout, in](
-            BackwardCtx& c, const TensorList& g) {
-          const Tensor g2 = g[0].dim() == 2 ? g[0] : g[0].reshape({-1, nout});
-          Tensor gx, gw, gb;
-          if (c.needs_input_grad(0)) {
-            const Tensor wv = c.unpack(sw);
-            gx = mm(g2, wv);
-            if (g[0].dim() != 2) {
-              Shape xs(g[0].sizes().begin(), g[0].sizes().end() - 1);
-              xs.push_back(in);
-              gx = gx.view(xs);
-            }
-          }
-          if (c.needs_input_grad(1)) {
-            const Tensor xv = c.unpack(sx);
-            gw = mm(g2.t(), xv.dim() == 2 ? xv : xv.reshape({-1, in}));
-          }
-          // The bias was broadcast over the rows (and, with one element, over the columns):
-          // the engine sums the gradient down to its shape.
-          if (c.needs_input_grad(2)) gb = g2.sum({0});
-          return TensorList{gx, gw, gb};
-        });
+    autograd::record("linear", {&x, &w, &b}, {&out},
+                     [sx = save_if(x, needs_grad(w)), sw = save_if(w, needs_grad(x)), nout, in](
+                         BackwardCtx& c, const TensorList& g) {
+                       const Tensor g2 = g[0].dim() == 2 ? g[0] : g[0].reshape({-1, nout});
+                       Tensor gx, gw, gb;
+                       if (c.needs_input_grad(0)) {
+                         const Tensor wv = c.unpack(sw);
+                         gx = mm(g2, wv);
+                         if (g[0].dim() != 2) {
+                           Shape xs(g[0].sizes().begin(), g[0].sizes().end() - 1);
+                           xs.push_back(in);
+                           gx = gx.view(xs);
+                         }
+                       }
+                       if (c.needs_input_grad(1)) {
+                         const Tensor xv = c.unpack(sx);
+                         gw = mm(g2.t(), xv.dim() == 2 ? xv : xv.reshape({-1, in}));
+                       }
+                       // The bias was broadcast over the rows (and, with one element, over the
+                       // columns): the engine sums the gradient down to its shape.
+                       if (c.needs_input_grad(2)) gb = g2.sum({0});
+                       return TensorList{gx, gw, gb};
+                     });
   }
   return out;
 }
