@@ -134,7 +134,8 @@ Tensor batched_matmul(const Tensor& a, const Tensor& b, const Tensor& oa, const 
 // linear on x [..., in] whose leading dims merge into rows: one product out = x2 @ w^T with the
 // bias written into out first and added by the gemm (beta = 1), and one graph node whose backward
 // writes each gradient in its final layout: grad_x = g @ w, grad_w = g^T @ x2 (contiguous
-// [out, in], as the optimizers' fused kernels want it), grad_b = the column sums of g.
+// [out, in], as the optimizers' fused kernels want it), grad_b = the column sums of g. The node
+// is named after the product it runs (AddmmBackward, MmBackward), as PyTorch's linear's is.
 Tensor linear_2d(const Tensor& x, const Tensor& w, const Tensor& b) {
   check_pair("linear", x, w);
   if (b.defined()) {
@@ -159,7 +160,7 @@ Tensor linear_2d(const Tensor& x, const Tensor& w, const Tensor& b) {
     mm_stub[x.device()](o2, x2, wt, 1, b.defined() ? 1 : 0);
   }
   if (autograd::any_needs_grad({&x, &w, &b})) {
-    autograd::record("linear", {&x, &w, &b}, {&out},
+    autograd::record(b.defined() ? "addmm" : "mm", {&x, &w, &b}, {&out},
                      [sx = save_if(x, needs_grad(w)), sw = save_if(w, needs_grad(x)), nout, in](
                          BackwardCtx& c, const TensorList& g) {
                        const Tensor g2 = g[0].dim() == 2 ? g[0] : g[0].reshape({-1, nout});
