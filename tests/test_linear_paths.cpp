@@ -231,6 +231,17 @@ TEST(Linear, BatchedInputScalarBiasAndNoBias) {
   expect_near_all(vals(w.grad()), want.gw, 1e-12, "grad w");
   ASSERT_EQ(b1.grad().sizes().vec(), (std::vector<int64_t>{1}));
   EXPECT_NEAR(b1.grad().item<double>(), gsum, 1e-12);
+  // A 0-d bias and a strided (non-contiguous) bias row.
+  const Tensor b0 = full({}, 0.25, TensorOptions(kFloat64).requires_grad(true));
+  linear(x, w, b0).sum().backward();
+  EXPECT_EQ(b0.grad().dim(), 0);
+  EXPECT_NEAR(b0.grad().item<double>(), 2 * 3 * 4, 1e-12);
+  const Tensor bs = randn({8}, kFloat64).slice(0, 0, std::nullopt, 2);  // [4], stride 2
+  ASSERT_FALSE(bs.is_contiguous());
+  const Tensor ys = linear(x.detach(), w.detach(), bs);
+  const std::vector<double> yv = vals(ys), y0 = vals(linear(x.detach(), w.detach())),
+                            bv = vals(bs);
+  for (size_t i = 0; i < yv.size(); ++i) EXPECT_NEAR(yv[i], y0[i] + bv[i % 4], 1e-12);
   // No bias; only the weight needs a gradient (x is not saved for nothing).
   const Tensor xc = randn({3, 5}, kFloat64);
   const Tensor w2 = randn({4, 5}, kFloat64).requires_grad_(true);
