@@ -121,6 +121,10 @@ Tensor read_idx(const std::string& path) {
 }
 
 namespace {
+void to_unit_float(const uint8_t* __restrict src, float* __restrict dst, size_t n) {
+  for (size_t i = 0; i < n; ++i) dst[i] = static_cast<float>(src[i]) / 255.0f;
+}
+
 /// IDX images [N, H, W] as float32 [N, 1, H, W] scaled to [0, 1], converted while reading.
 Tensor read_idx_images(const std::string& path) {
   IdxStream s(path);
@@ -129,9 +133,7 @@ Tensor read_idx_images(const std::string& path) {
               IntArrayRef(h.dims));
   Tensor t = empty({h.dims[0], 1, h.dims[1], h.dims[2]}, kFloat32);
   float* dst = t.data_ptr<float>();
-  read_data(s, h, [&](const uint8_t* b, size_t n, uint64_t off) {
-    for (size_t i = 0; i < n; ++i) dst[off + i] = static_cast<float>(b[i]) / 255.0f;
-  });
+  read_data(s, h, [&](const uint8_t* b, size_t n, uint64_t off) { to_unit_float(b, dst + off, n); });
   return t;
 }
 }  // namespace
