@@ -130,17 +130,22 @@ TEST(SmallM, AlphaBetaAndBias) {
 }
 
 TEST(SmallM, ParallelColumnsMatchOneThread) {
-  // A product large enough to split its columns over threads gives the same bits as one thread.
+  // Products large enough to split their columns over threads give the same bits as one thread:
+  // float32 one row (the dot kernel), float64 three rows (dot and axpy kernels).
   ThreadGuard tg;
   manual_seed(13);
-  const Tensor x = randn({2, 1024}), w = randn({700, 1024}), bias = randn({700});
+  const Tensor x = randn({1, 1024}), w = randn({700, 1024}), bias = randn({700});
+  const Tensor x64 = randn({3, 1024}, kFloat64), w64 = randn({700, 1024}, kFloat64);
+  const Tensor w64_kn = w64.t().contiguous();
   set_num_threads(1);
   const std::vector<double> one = vals(linear(x, w, bias));
-  const std::vector<double> axpy_one = vals(mm(x, w.t().contiguous()));
+  const std::vector<double> dot64 = vals(mm(x64, w64.t())), axpy64 = vals(mm(x64, w64_kn));
   set_num_threads(2);
   EXPECT_EQ(vals(linear(x, w, bias)), one);
-  EXPECT_EQ(vals(mm(x, w.t().contiguous())), axpy_one);
+  EXPECT_EQ(vals(mm(x64, w64.t())), dot64);
+  EXPECT_EQ(vals(mm(x64, w64_kn)), axpy64);
   expect_close(linear(x, w, bias), reference(x, w.t(), bias, 1, 1), 2e-6, "parallel linear");
+  expect_close(mm(x64, w64_kn), reference(x64, w64_kn, Tensor(), 1, 0), 1e-13, "parallel axpy");
 }
 
 TEST(SmallM, ExpandedAndBatched) {
