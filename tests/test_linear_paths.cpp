@@ -1,8 +1,9 @@
 // The fast paths of the MLP workloads against float64 references: the small-M matrix kernels
 // (1 to 4 rows; dot form for k-contiguous B, axpy form for n-contiguous B, packed A, fallback
 // layouts), the linear op's own graph node (forward with the bias in the gemm, backward with
-// grad_w written as g^T x), and the fused cross-entropy; each in float32, float64 and bfloat16,
-// with contiguous, transposed and strided operands.
+// grad_w written as g^T x), and cross-entropy with class indices (the one-pass target check and
+// the weightless path next to the weighted and ignore_index ones); float32, float64 and
+// bfloat16, with contiguous, transposed and strided operands.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
