@@ -19,3 +19,8 @@ foreach(w op_overhead seed_jit_mlp)
   add_test(NAME cli_bench_${w} COMMAND ignis_cli bench ${w} --repeat 1 --threads 1)
   set_tests_properties(cli_bench_${w} PROPERTIES PASS_REGULAR_EXPRESSION "workload=${w} ")
 endforeach()
+# mnist_mlp without its data names the missing file and says how to get it.
+add_test(NAME cli_bench_mnist_mlp_missing_data
+         COMMAND ignis_cli bench mnist_mlp --data ${CMAKE_CURRENT_BINARY_DIR}/no_such_mnist)
+set_tests_properties(cli_bench_mnist_mlp_missing_data PROPERTIES
+                     PASS_REGULAR_EXPRESSION "no_such_mnist/train-images-idx3-ubyte not found.*ignis fetch mnist")

@@ -3,6 +3,7 @@
 prints ignis against PyTorch per workload.
 
     /usr/bin/python3 bench/compare_pytorch.py [--ignis build/ignis] [--threads 1,2] [--json]
+                                              [--data data/mnist]
 
 Each framework runs every workload at each thread count of --threads (default 1 and 2); per
 measurement the best thread count of each framework is kept and reported. PyTorch is Debian's
@@ -15,12 +16,15 @@ import datetime
 import json
 import os
 import platform
+import gzip
+import resource
 import statistics
+import struct
 import subprocess
 import sys
 import time
 
-WORKLOADS = ("op_overhead", "sgemm", "seed_jit_mlp")
+WORKLOADS = ("op_overhead", "sgemm", "seed_jit_mlp", "mnist_mlp")
 
 # Per workload: the keys that identify a measurement, its metric, and whether higher is better.
 SPECS = {
@@ -30,6 +34,9 @@ SPECS = {
               "title": "GFLOP/s (higher is better)"},
     "seed_jit_mlp": {"keys": ("batch",), "metric": "us_per_forward", "higher": False,
                      "title": "us per forward (lower is better)"},
+    "mnist_mlp": {"keys": (), "metric": "s_per_epoch", "higher": False,
+                  "title": "seconds per training epoch (lower is better)",
+                  "extra": ("test_acc", "peak_rss_mb")},
 }
 
 
@@ -55,8 +62,10 @@ def parse_lines(text):
     return records
 
 
-def run_ignis(binary, workload, threads, repeat):
+def run_ignis(binary, workload, threads, repeat, data_dir):
     cmd = [binary, "bench", workload, "--threads", str(threads), "--repeat", str(repeat)]
+    if workload == "mnist_mlp":
+        cmd += ["--data", data_dir]
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if proc.returncode != 0:
         sys.exit(f"compare_pytorch: `{' '.join(cmd)}` failed ({proc.returncode}):\n{proc.stderr}")
@@ -171,8 +180,73 @@ def torch_seed_jit_mlp(torch, threads, repeat):
     return out
 
 
+def read_idx(path):
+    """An IDX file (the MNIST format, plain or .gz) as a numpy uint8 array of its dimensions."""
+    import numpy as np
+    with (gzip.open if path.endswith(".gz") else open)(path, "rb") as f:
+        raw = f.read()
+    if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] != 0x08:
+        sys.exit(f"compare_pytorch: {path} is not an unsigned-byte IDX file")
+    ndim = raw[3]
+    dims = struct.unpack(">" + "I" * ndim, raw[4:4 + 4 * ndim])
+    return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+def mnist_file(root, stem):
+    for cand in (os.path.join(root, stem), os.path.join(root, stem + ".gz")):
+        if os.path.exists(cand):
+            return cand
+    sys.exit(f"compare_pytorch: {os.path.join(root, stem)} not found; run "
+             f"`build/ignis fetch mnist --dir {root}` or pass --data DIR")
+
+
+def load_mnist(torch, root, train):
+    """(images float32 [N, 1, 28, 28] normalised as (x / 255 - 0.1307) / 0.3081, labels int64),
+    computed once, in place, as the ignis workload does."""
+    prefix = "train" if train else "t10k"
+    images = read_idx(mnist_file(root, prefix + "-images-idx3-ubyte"))
+    labels = read_idx(mnist_file(root, prefix + "-labels-idx1-ubyte"))
+    x = torch.from_numpy(images.copy()).unsqueeze(1).float()
+    x.div_(255).sub_(0.1307).div_(0.3081)
+    return x, torch.from_numpy(labels.copy()).long()
+
+
+def torch_mnist_mlp(torch, threads, repeat, data_dir):
+    """The ignis mnist_mlp workload: Flatten-Linear(784,512)-ReLU-Linear(512,256)-ReLU-
+    Linear(256,10) with nn.Linear's default init, SGD lr 0.05 momentum 0.9, batch 128, one
+    epoch over a fixed-seed shuffle (each batch one gather of rows of the normalised tensor, no
+    per-sample DataLoader), then the test accuracy. Only the training epoch is timed."""
+    nn = torch.nn
+    xtr, ytr = load_mnist(torch, data_dir, True)
+    xte, yte = load_mnist(torch, data_dir, False)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256),
+                          nn.ReLU(), nn.Linear(256, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    loss_fn = nn.functional.cross_entropy
+    perm = torch.randperm(xtr.shape[0], generator=torch.Generator().manual_seed(0))
+    model.train()
+    t0 = time.perf_counter()
+    for i in range(0, xtr.shape[0], 128):
+        idx = perm[i:i + 128]
+        x, y = xtr.index_select(0, idx), ytr.index_select(0, idx)
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+    epoch_s = time.perf_counter() - t0
+    model.eval()
+    correct = 0
+    with torch.no_grad():
+        for i in range(0, xte.shape[0], 1000):
+            correct += int((model(xte[i:i + 1000]).argmax(1) == yte[i:i + 1000]).sum())
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    return [{"workload": "mnist_mlp", "threads": threads, "variant": "eager",
+             "s_per_epoch": epoch_s, "test_acc": correct / xte.shape[0], "peak_rss_mb": rss_mb}]
+
+
 TORCH_WORKLOADS = {"op_overhead": torch_op_overhead, "sgemm": torch_sgemm,
-                   "seed_jit_mlp": torch_seed_jit_mlp}
+                   "seed_jit_mlp": torch_seed_jit_mlp, "mnist_mlp": torch_mnist_mlp}
 
 
 # ---------------------------------------------------------------- comparison
@@ -207,7 +281,11 @@ def compare(workload, ignis_records, torch_records):
             if workload == "sgemm":
                 row["onednn_gflops"] = r.get("onednn_gflops")
                 row["ignis_vs_onednn"] = r.get("ratio")
+            for k in spec.get("extra", ()):
+                row["ignis_" + k] = r.get(k)
             if p is not None:
+                for k in spec.get("extra", ()):
+                    row["pytorch_" + k] = p.get(k)
                 row["pytorch_variant"] = p.get("variant")
                 row["pytorch"] = p[metric]
                 row["pytorch_threads"] = p.get("threads")
@@ -237,6 +315,14 @@ def print_table(workload, rows):
     cols.append(("PyTorch variant", lambda r: fmt(r.get("pytorch_variant"))))
     cols.append(("ignis", lambda r: f"{fmt(r['ignis'])} ({r['ignis_threads']}T)"))
     cols.append(("PyTorch", lambda r: f"{fmt(r.get('pytorch'))} ({r.get('pytorch_threads', '-')}T)"))
+    if workload == "mnist_mlp":
+        cols[-2] = ("ignis", lambda r: f"{fmt(r['ignis'], 3)} ({r['ignis_threads']}T)")
+        cols[-1] = ("PyTorch",
+                    lambda r: f"{fmt(r.get('pytorch'), 3)} ({r.get('pytorch_threads', '-')}T)")
+        for k in spec["extra"]:
+            for who in ("ignis", "pytorch"):
+                cols.append((f"{who} {k}", lambda r, c=f"{who}_{k}": fmt(
+                    r.get(c), 4 if c.endswith("acc") else 1)))
     if workload == "sgemm":
         cols.append(("raw oneDNN", lambda r: fmt(r.get("onednn_gflops"))))
         cols.append(("ignis/oneDNN", lambda r: fmt(r.get("ignis_vs_onednn"), 3)))
@@ -260,6 +346,8 @@ def main():
                     help="timed batches per measurement, the median is reported (default 7)")
     ap.add_argument("--workloads", default=",".join(WORKLOADS),
                     help=f"comma-separated subset of {', '.join(WORKLOADS)}")
+    ap.add_argument("--data", default=os.path.join(os.path.dirname(here), "data", "mnist"),
+                    help="MNIST IDX files for mnist_mlp (default: data/mnist of the checkout)")
     ap.add_argument("--json", action="store_true", help="print JSON instead of tables")
     ap.add_argument("--save", metavar="FILE", help="also write the JSON results to FILE")
     args = ap.parse_args()
@@ -293,15 +381,19 @@ def main():
         "pytorch": torch.__version__,
         "threads_tried": threads,
         "repeat": args.repeat,
+        "torch_threads_default": torch.get_num_threads(),
     }
     results = []
     for w in workloads:
         ig, pt = [], []
         for t in threads:
             print(f"compare_pytorch: {w}, {t} thread(s)...", file=sys.stderr, flush=True)
-            ig += run_ignis(args.ignis, w, t, args.repeat)
+            ig += run_ignis(args.ignis, w, t, args.repeat, args.data)
             torch.set_num_threads(t)
-            pt += TORCH_WORKLOADS[w](torch, t, args.repeat)
+            if w == "mnist_mlp":
+                pt += torch_mnist_mlp(torch, t, args.repeat, args.data)
+            else:
+                pt += TORCH_WORKLOADS[w](torch, t, args.repeat)
         results.append((w, compare(w, ig, pt)))
 
     doc = {"meta": meta, "results": [r for _, rows in results for r in rows]}

@@ -19,11 +19,13 @@ constexpr Workload kWorkloads[] = {
      &bench_sgemm},
     {"seed_jit_mlp", "inference of a 512-256-128-2 ReLU MLP on one sample (us per forward)",
      &bench_seed_jit_mlp},
+    {"mnist_mlp", "one training epoch of the demo MLP on MNIST (s per epoch, test accuracy)",
+     &bench_mnist_mlp},
 };
 
 std::string bench_usage() {
   std::string s =
-      "usage: ignis bench WORKLOAD [--threads T] [--repeat R]\n\n"
+      "usage: ignis bench WORKLOAD [--threads T] [--repeat R] [--data DIR]\n\n"
       "Prints one line per measurement: workload=NAME key=value ...\n\nworkloads:\n";
   for (const Workload& w : kWorkloads) {
     std::string name = w.name;
@@ -32,7 +34,8 @@ std::string bench_usage() {
   s += "  all           every workload above, in turn\n\n"
        "options:\n"
        "  --threads T   intra-op threads (ignis::set_num_threads); default: the OpenMP default\n"
-       "  --repeat R    timed batches per measurement, the median is reported (default 7)\n";
+       "  --repeat R    timed batches per measurement, the median is reported (default 7)\n"
+       "  --data DIR    MNIST IDX files for mnist_mlp (default data/mnist; `ignis fetch mnist`)\n";
   return s;
 }
 
@@ -64,7 +67,7 @@ int bench_main(const Args& args) {
       if (const size_t eq = a.find('='); eq != std::string::npos) {
         key = a.substr(0, eq);
         value = a.substr(eq + 1);
-      } else if (key == "--threads" || key == "--repeat") {
+      } else if (key == "--threads" || key == "--repeat" || key == "--data") {
         if (i + 1 >= args.size()) throw UsageError(key + " expects a value", usage);
         value = args[++i];
       }
@@ -72,6 +75,9 @@ int bench_main(const Args& args) {
         threads = static_cast<int>(parse_int(key, value, 1, 4096, usage));
       } else if (key == "--repeat") {
         opts.repeat = static_cast<int>(parse_int(key, value, 1, 1000, usage));
+      } else if (key == "--data") {
+        if (value.empty()) throw UsageError("--data expects a directory", usage);
+        opts.data = value;
       } else {
         throw UsageError("unknown option '" + a + "'", usage);
       }

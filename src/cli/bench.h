@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "ignis/tensor.h"
@@ -12,7 +13,8 @@
 namespace ignis::cli {
 
 struct BenchOptions {
-  int repeat = 7;  // timed batches per measurement; the median is reported
+  int repeat = 7;                   // timed batches per measurement; the median is reported
+  std::string data = "data/mnist";  // the MNIST IDX files (mnist_mlp)
 };
 
 /// One workload of `ignis bench NAME`.
@@ -25,6 +27,7 @@ struct Workload {
 void bench_op_overhead(const BenchOptions& opts);
 void bench_sgemm(const BenchOptions& opts);
 void bench_seed_jit_mlp(const BenchOptions& opts);
+void bench_mnist_mlp(const BenchOptions& opts);
 
 // ---- timing
 

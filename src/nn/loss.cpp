@@ -61,7 +61,8 @@ Tensor F::huber_loss(const Tensor& input, const Tensor& target, const std::strin
 
 namespace {
 // Per-element nll (before reduction) and the weight of each target; input [N, C, d...] of
-// log-probabilities, target [N, d...]. Ignored targets get weight 0.
+// log-probabilities, target [N, d...]. Ignored targets get weight 0. The weights are undefined
+// when every one is 1 (no class weights, no ignored target).
 std::pair<Tensor, Tensor> nll_terms(const Tensor& logp, const Tensor& target,
                                     const Tensor& weight, int64_t ignore_index, const char* op) {
   IGNIS_CHECK(target.dtype() == kInt64 || target.dtype() == kInt32, op,
@@ -81,6 +82,27 @@ std::pair<Tensor, Tensor> nll_terms(const Tensor& logp, const Tensor& target,
                 weight.sizes(), " must have one entry per class (", c, ")");
   }
   t = t.to(kInt64);
+  if (t.device().is_cpu() && !weight.defined()) {
+    // The common case in one pass over the targets: no tensor ops for the checks, and with no
+    // ignored target every weight is 1 (the training loop's loss is then log_softmax, gather
+    // and a mean).
+    const Tensor tc = t.contiguous();
+    const int64_t* tp = tc.data_ptr<int64_t>();
+    bool any_ignored = false;
+    for (int64_t i = 0, n = tc.numel(); i < n; ++i) {
+      if (tp[i] == ignore_index) {
+        any_ignored = true;
+        continue;
+      }
+      IGNIS_CHECK(tp[i] >= 0 && tp[i] < c, op, ": target ", tp[i], " is out of bounds for ", c,
+                  " classes");
+    }
+    if (!any_ignored) {
+      Tensor picked = -gather(lp, 1, tc.unsqueeze(1)).squeeze(1);
+      if (unbatched) picked = picked.squeeze(0);
+      return {picked, Tensor()};
+    }
+  }
   Tensor valid = t != ignore_index;
   Tensor safe = where(valid, t, zeros_like(t));
   if (t.numel() > 0) {
@@ -104,7 +126,7 @@ Tensor F::nll_loss(const Tensor& input, const Tensor& target, const Tensor& weig
   auto [l, w] = nll_terms(input, target, weight, ignore_index, "nll_loss");
   if (reduction == "none") return l;
   if (reduction == "sum") return l.sum();
-  return l.sum() / w.sum();
+  return w.defined() ? l.sum() / w.sum() : l.mean();
 }
 
 Tensor F::cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
@@ -132,7 +154,10 @@ Tensor F::cross_entropy(const Tensor& input, const Tensor& target, const Tensor&
     return l.mean();
   }
   auto [l, w] = nll_terms(logp, target, weight, ignore_index, "cross_entropy");
-  Tensor nll = reduction == "none" ? l : reduction == "sum" ? l.sum() : l.sum() / w.sum();
+  Tensor nll = reduction == "none"  ? l
+               : reduction == "sum" ? l.sum()
+               : w.defined()        ? l.sum() / w.sum()
+                                    : l.mean();
   if (label_smoothing == 0) return nll;
   Tensor lp = weight.defined() ? logp * weight.reshape(wshape) : logp;
   Tensor valid = (target.to(kInt64) != ignore_index).to(logp.dtype());

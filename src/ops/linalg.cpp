@@ -131,6 +131,62 @@ Tensor batched_matmul(const Tensor& a, const Tensor& b, const Tensor& oa, const 
   return out;
 }
 
+// linear on x [..., in] whose leading dims merge into rows: one product out = x2 @ w^T with the
+// bias written into out first and added by the gemm (beta = 1), and one graph node whose backward
+// writes each gradient in its final layout: grad_x = g @ w, grad_w = g^T @ x2 (contiguous
+// [out, in], as the optimizers' fused kernels want it), grad_b = the column sums of g. The node
+// is named after the product it runs (AddmmBackward, MmBackward), as PyTorch's linear's is.
+Tensor linear_2d(const Tensor& x, const Tensor& w, const Tensor& b) {
+  check_pair("linear", x, w);
+  if (b.defined()) {
+    IGNIS_CHECK(b.dtype() == x.dtype() && b.device() == x.device(),
+                "linear: expected the bias to have the dtype and device of the input (", x.dtype(),
+                ", ", x.device().str(), "), but got ", b.dtype(), ", ", b.device().str());
+  }
+  const int64_t nd = x.dim(), in = w.size(1), nout = w.size(0);
+  Tensor x2 = x;
+  if (nd != 2) {
+    NoGradGuard ng;  // a view for the kernel only: the graph node below is recorded on x
+    x2 = x.reshape({-1, in});
+  }
+  const int64_t rows = x2.size(0);
+  Shape out_shape(x.sizes().begin(), x.sizes().end() - 1);
+  out_shape.push_back(nout);
+  Tensor out = make_tensor(out_shape, x.dtype(), x.device());
+  if (out.numel() > 0) {
+    const Tensor o2 = nd == 2 ? out : make_view(out, {rows, nout}, {nout, 1}, 0);
+    if (b.defined()) fill_rows(o2, b);
+    const Tensor wt = make_view(w, {in, nout}, {w.stride(1), w.stride(0)}, w.storage_offset());
+    mm_stub[x.device()](o2, x2, wt, 1, b.defined() ? 1 : 0);
+  }
+  if (autograd::any_needs_grad({&x, &w, &b})) {
+    autograd::record(b.defined() ? "addmm" : "mm", {&x, &w, &b}, {&out},
+                     [sx = save_if(x, needs_grad(w)), sw = save_if(w, needs_grad(x)), nout, in](
+                         BackwardCtx& c, const TensorList& g) {
+                       const Tensor g2 = g[0].dim() == 2 ? g[0] : g[0].reshape({-1, nout});
+                       Tensor gx, gw, gb;
+                       if (c.needs_input_grad(0)) {
+                         const Tensor wv = c.unpack(sw);
+                         gx = mm(g2, wv);
+                         if (g[0].dim() != 2) {
+                           Shape xs(g[0].sizes().begin(), g[0].sizes().end() - 1);
+                           xs.push_back(in);
+                           gx = gx.view(xs);
+                         }
+                       }
+                       if (c.needs_input_grad(1)) {
+                         const Tensor xv = c.unpack(sx);
+                         gw = mm(g2.t(), xv.dim() == 2 ? xv : xv.reshape({-1, in}));
+                       }
+                       // The bias was broadcast over the rows (and, with one element, over the
+                       // columns): the engine sums the gradient down to its shape.
+                       if (c.needs_input_grad(2)) gb = g2.sum({0});
+                       return TensorList{gx, gw, gb};
+                     });
+  }
+  return out;
+}
+
 }  // namespace
 
 Tensor mm(const Tensor& a, const Tensor& b) {
@@ -281,14 +337,8 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
                 " does not match out_features = ", w.size(0));
   }
   const int64_t nd = x.dim();
-  if (nd >= 2 && mergeable(x, nd - 1) && (!b.defined() || b.dim() <= 2)) {
-    // One [rows, in] @ [in, out] product (bias added by the gemm itself).
-    const Tensor x2 = nd == 2 ? x : x.reshape({-1, x.size(-1)});
-    Tensor r = b.defined() ? addmm(b, x2, w.t()) : mm(x2, w.t());
-    if (nd == 2) return r;
-    Shape out_shape(x.sizes().begin(), x.sizes().end() - 1);
-    out_shape.push_back(w.size(0));
-    return r.view(out_shape);
+  if (nd >= 2 && mergeable(x, nd - 1) && (!b.defined() || b.dim() <= 1)) {
+    return linear_2d(x, w, b);
   }
   Tensor r = matmul(x, w.t());
   return b.defined() ? r + b : r;
