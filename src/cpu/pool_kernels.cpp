@@ -20,32 +20,76 @@ int64_t plane_grain(int64_t plane_elems) {
   return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, plane_elems));
 }
 
-void max_pool_kernel(const Tensor& out, const Tensor& indices, const Tensor& x, const PoolGeom& g) {
+/// A window dim with the positions outside the input removed, so the inner loops need no bounds
+/// checks: window o covers n[o] positions first[o], first[o] + step, ...
+struct Clipped {
+  std::vector<int64_t> first, n;
+  std::vector<double> div;
+  int64_t step;
+  explicit Clipped(const PoolDim& d) : step(d.step) {
+    for (int64_t o = 0; o < d.out(); ++o) {
+      int64_t i0 = 0;
+      while (i0 < d.count[o] && d.start[o] + i0 * d.step < 0) ++i0;
+      int64_t i1 = d.count[o];
+      while (i1 > i0 && d.start[o] + (i1 - 1) * d.step >= d.in) --i1;
+      first.push_back(d.start[o] + i0 * d.step);
+      n.push_back(i1 - i0);
+      div.push_back(static_cast<double>(d.div[o]));
+    }
+  }
+};
+
+/// Max pooling in two passes per output row: first the maxima over the window's rows for every
+/// input column (a contiguous, vectorisable loop over the row), then over each window's columns.
+/// Ties go to the first position in row-major order, as PyTorch's single scan does; NaN wins.
+void max_pool_kernel(const Tensor& out, const Tensor& indices, const Tensor& x,
+                     const PoolGeom& g) {
   const int64_t H = g.h.in, W = g.w.in, OH = g.h.out(), OW = g.w.out();
-  int64_t* ip = indices.defined() ? indices.data_ptr<int64_t>() : nullptr;
+  const Clipped ch(g.h), cw(g.w);
+  int64_t* const ip = indices.defined() ? indices.data_ptr<int64_t>() : nullptr;
   dispatch_floating(x.dtype(), "max_pool2d", [&]<class T>() {
     using A = acc_t<T>;
-    const T* xp = static_cast<const T*>(x.data_ptr());
-    T* op = static_cast<T*>(out.data_ptr());
+    const T* const xp = static_cast<const T*>(x.data_ptr());
+    T* const op = static_cast<T*>(out.data_ptr());
     parallel_for(0, planes(x), plane_grain(H * W), [&](int64_t p0, int64_t p1) {
+      const int64_t *hf = ch.first.data(), *hn = ch.n.data(), *wf = cw.first.data(),
+                    *wn = cw.n.data();
+      const int64_t hs = ch.step, ws = cw.step;
+      std::vector<A> m(static_cast<size_t>(W));
+      std::vector<int64_t> r(static_cast<size_t>(W));
+      A* const mp = m.data();
+      int64_t* const rp = r.data();
       for (int64_t pl = p0; pl < p1; ++pl) {
         const T* xs = xp + pl * H * W;
         for (int64_t oh = 0; oh < OH; ++oh) {
+          // Pass 1: per column, the max over the window's rows and the row it is in (the
+          // earliest row among equal values). Windows are never empty (checked by the caller).
+          const T* row0 = xs + hf[oh] * W;
+          for (int64_t w = 0; w < W; ++w) {
+            mp[w] = static_cast<A>(row0[w]);
+            rp[w] = hf[oh];
+          }
+          for (int64_t i = 1; i < hn[oh]; ++i) {
+            const int64_t h = hf[oh] + i * hs;
+            const T* row = xs + h * W;
+            for (int64_t w = 0; w < W; ++w) {
+              const A v = static_cast<A>(row[w]);
+              const bool take = (v > mp[w]) | (v != v);
+              mp[w] = take ? v : mp[w];
+              rp[w] = take ? h : rp[w];
+            }
+          }
+          // Pass 2: over each window's columns; among equal maxima the smaller flat index.
           for (int64_t ow = 0; ow < OW; ++ow) {
-            A best = -std::numeric_limits<A>::infinity();
-            int64_t arg = -1;
-            for (int64_t i = 0; i < g.h.count[oh]; ++i) {
-              const int64_t h = g.h.start[oh] + i * g.h.step;
-              if (h < 0 || h >= H) continue;
-              for (int64_t j = 0; j < g.w.count[ow]; ++j) {
-                const int64_t w = g.w.start[ow] + j * g.w.step;
-                if (w < 0 || w >= W) continue;
-                const A v = static_cast<A>(xs[h * W + w]);
-                if (arg < 0 || v > best || std::isnan(v)) {
-                  best = v;
-                  arg = h * W + w;
-                }
-              }
+            A best = mp[wf[ow]];
+            int64_t arg = rp[wf[ow]] * W + wf[ow];
+            for (int64_t j = 1; j < wn[ow]; ++j) {
+              const int64_t w = wf[ow] + j * ws;
+              const A v = mp[w];
+              const int64_t at = rp[w] * W + w;
+              const bool take = (v > best) | (v != v) | ((v == best) & (at < arg));
+              best = take ? v : best;
+              arg = take ? at : arg;
             }
             const int64_t o = (pl * OH + oh) * OW + ow;
             op[o] = static_cast<T>(best);
@@ -80,27 +124,26 @@ void max_pool_backward_kernel(const Tensor& gx, const Tensor& gy, const Tensor& 
 
 void avg_pool_kernel(const Tensor& out, const Tensor& x, const PoolGeom& g) {
   const int64_t H = g.h.in, W = g.w.in, OH = g.h.out(), OW = g.w.out();
+  const Clipped ch(g.h), cw(g.w);
   dispatch_floating(x.dtype(), "avg_pool2d", [&]<class T>() {
     using A = acc_t<T>;
-    const T* xp = static_cast<const T*>(x.data_ptr());
-    T* op = static_cast<T*>(out.data_ptr());
+    const T* const xp = static_cast<const T*>(x.data_ptr());
+    T* const op = static_cast<T*>(out.data_ptr());
     parallel_for(0, planes(x), plane_grain(H * W), [&](int64_t p0, int64_t p1) {
+      const int64_t *hf = ch.first.data(), *hn = ch.n.data(), *wf = cw.first.data(),
+                    *wn = cw.n.data();
+      const double *hd = ch.div.data(), *wd = cw.div.data();
+      const int64_t hs = ch.step, ws = cw.step;
       for (int64_t pl = p0; pl < p1; ++pl) {
         const T* xs = xp + pl * H * W;
         for (int64_t oh = 0; oh < OH; ++oh) {
           for (int64_t ow = 0; ow < OW; ++ow) {
             A sum = 0;
-            for (int64_t i = 0; i < g.h.count[oh]; ++i) {
-              const int64_t h = g.h.start[oh] + i * g.h.step;
-              if (h < 0 || h >= H) continue;
-              for (int64_t j = 0; j < g.w.count[ow]; ++j) {
-                const int64_t w = g.w.start[ow] + j * g.w.step;
-                if (w < 0 || w >= W) continue;
-                sum += static_cast<A>(xs[h * W + w]);
-              }
+            for (int64_t i = 0; i < hn[oh]; ++i) {
+              const T* row = xs + (hf[oh] + i * hs) * W + wf[ow];
+              for (int64_t j = 0; j < wn[ow]; ++j) sum += static_cast<A>(row[j * ws]);
             }
-            const A div = static_cast<A>(g.h.div[oh] * g.w.div[ow]);
-            op[(pl * OH + oh) * OW + ow] = static_cast<T>(sum / div);
+            op[(pl * OH + oh) * OW + ow] = static_cast<T>(sum / static_cast<A>(hd[oh] * wd[ow]));
           }
         }
       }
@@ -110,26 +153,26 @@ void avg_pool_kernel(const Tensor& out, const Tensor& x, const PoolGeom& g) {
 
 void avg_pool_backward_kernel(const Tensor& gx, const Tensor& gy, const PoolGeom& g) {
   const int64_t H = g.h.in, W = g.w.in, OH = g.h.out(), OW = g.w.out();
+  const Clipped ch(g.h), cw(g.w);
   dispatch_floating(gx.dtype(), "avg_pool2d_backward", [&]<class T>() {
     using A = acc_t<T>;
-    const T* gp = static_cast<const T*>(gy.data_ptr());
-    T* xp = static_cast<T*>(gx.data_ptr());
+    const T* const gp = static_cast<const T*>(gy.data_ptr());
+    T* const xp = static_cast<T*>(gx.data_ptr());
     parallel_for(0, planes(gx), plane_grain(H * W), [&](int64_t p0, int64_t p1) {
+      const int64_t *hf = ch.first.data(), *hn = ch.n.data(), *wf = cw.first.data(),
+                    *wn = cw.n.data();
+      const double *hd = ch.div.data(), *wd = cw.div.data();
+      const int64_t hs = ch.step, ws = cw.step;
       std::vector<A> acc(static_cast<size_t>(H * W));
       for (int64_t pl = p0; pl < p1; ++pl) {
         std::fill(acc.begin(), acc.end(), A(0));
         for (int64_t oh = 0; oh < OH; ++oh) {
           for (int64_t ow = 0; ow < OW; ++ow) {
             const A v = static_cast<A>(gp[(pl * OH + oh) * OW + ow]) /
-                        static_cast<A>(g.h.div[oh] * g.w.div[ow]);
-            for (int64_t i = 0; i < g.h.count[oh]; ++i) {
-              const int64_t h = g.h.start[oh] + i * g.h.step;
-              if (h < 0 || h >= H) continue;
-              for (int64_t j = 0; j < g.w.count[ow]; ++j) {
-                const int64_t w = g.w.start[ow] + j * g.w.step;
-                if (w < 0 || w >= W) continue;
-                acc[h * W + w] += v;
-              }
+                        static_cast<A>(hd[oh] * wd[ow]);
+            for (int64_t i = 0; i < hn[oh]; ++i) {
+              A* row = acc.data() + (hf[oh] + i * hs) * W + wf[ow];
+              for (int64_t j = 0; j < wn[ow]; ++j) row[j * ws] += v;
             }
           }
         }

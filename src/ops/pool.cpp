@@ -169,6 +169,12 @@ PoolDim window_dim(const char* op, const Tensor& x4, int d, const WindowArgs& a,
     const int64_t st = o * s - p;
     r.start.push_back(st);
     r.count.push_back(k);
+    // Some window position must be inside the input (kernels rely on it; only a dilation
+    // larger than the input can break this).
+    bool any = false;
+    for (int64_t i = 0; i < k && !any; ++i) any = st + i * dil >= 0 && st + i * dil < in;
+    IGNIS_CHECK(any, op, ": output position ", o, " has no input element in its window (input of "
+                "shape ", x4.sizes(), ", kernel ", k, ", dilation ", dil, ", padding ", p, ")");
     const int64_t lo = std::max<int64_t>(st, 0), hi = std::min(st + k, in);
     r.div.push_back(count_include_pad ? std::min(st + k, in + p) - st : hi - lo);
   }
