@@ -123,9 +123,9 @@ TEST(ConvErrors, KernelLargerThanPaddedInput) {
               }),
               HasSubstr("conv1d: the (dilated) kernel size 4 is larger than the padded input "
                         "size 3"));
-  EXPECT_THAT(error_of([] {
-                max_pool2d(randn({1, 1, 2, 2}), 3, 1, 1, 2);
-              }),
+  EXPECT_THAT(error_of([] { max_pool2d(randn({1, 1, 2, 2}), 2, 1, 1, 3); }),
+              HasSubstr("max_pool2d: output position 0 has no input element in its window"));
+  EXPECT_THAT(error_of([] { max_pool2d(randn({1, 1, 2, 2}), 3, 1, 1, 2); }),
               HasSubstr("max_pool2d: the (dilated) kernel size 5 is larger than the padded input "
                         "size 4"));
 }
