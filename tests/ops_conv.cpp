@@ -1,7 +1,7 @@
 // Op table entries of the convolution and pooling ops. Each sample carries the op's integer
-// parameters as a trailing int64 tensor (kept as is by the driver and never differentiated), so
-// one entry covers strides, paddings, dilations, groups and ceil modes. References are plain
-// float64 loops written from the definitions (PyTorch's documented formulas).
+// parameters as a trailing int64 tensor (kept as is by the driver and never differentiated), so one
+// entry covers strides, paddings, dilations, groups and ceil modes. References are plain float64
+// loops written from the definitions (PyTorch's documented formulas).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -28,8 +28,8 @@ struct Conv {
   int64_t out[2];  // output spatial size
 };
 
-// y[n, o, i, j] = b[o] + sum_{c in group, kh, kw} x[n, c, i s - p + kh d, j s - p + kw d] w[o, c',
-// kh, kw]
+// y[n, o, i, j] = b[o] + sum over c in o's group, kh, kw of
+//                 x[n, c, i s - p + kh d, j s - p + kw d] * w[o, c - group start, kh, kw]
 Tensor ref_conv(const Tensor& x, const Tensor& w, const Tensor& b, const Conv& c) {
   const int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
   const int64_t O = w.size(0), Cg = w.size(1), KH = w.size(2), KW = w.size(3);
@@ -86,9 +86,8 @@ Tensor ref_conv1d(const Inputs& in) {
   return ref_conv(in[0].unsqueeze(2), in[1].unsqueeze(2), in[2], c).squeeze(2);
 }
 
-// Transposed: each input element scatters x[n, ci, h, w] * w[ci, co, kh, kw] to
-// out[n, g Cog + co, h s - p + kh d, w s - p + kw d].
-// params: [sh, sw, ph, pw, oph, opw, dh, dw, groups]
+// Transposed: each input element scatters x[n, ci, h, w] * w[ci, co, kh, kw] to out[n, g Cog + co,
+// h s - p + kh d, w s - p + kw d]. params: [sh, sw, ph, pw, oph, opw, dh, dw, groups]
 Tensor ref_conv_transpose2d(const Inputs& in) {
   const auto p = ints(in[3]);
   const Tensor &x = in[0], &w = in[1];

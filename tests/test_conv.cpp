@@ -1,5 +1,5 @@
-// Convolution and pooling beyond the op table: error messages, module shapes and parameter
-// counts, PyTorch's output-size formulas (ceil_mode included), "same" padding with even kernels,
+// Convolution and pooling beyond the op table: error messages, module shapes and parameter counts,
+// PyTorch's output-size formulas (ceil_mode included), "same" padding with even kernels,
 // hand-computed values, the fused conv2d_relu, and the cache of oneDNN primitives.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -184,8 +184,8 @@ TEST(Conv, HandComputed) {
 }
 
 TEST(Conv, SamePaddingEvenKernel) {
-  // A 2x2 kernel of ones with "same": PyTorch pads 0 before and 1 after, so
-  // y[i, j] = x[i, j] + x[i, j + 1] + x[i + 1, j] + x[i + 1, j + 1] (zeros outside).
+  // A 2x2 kernel of ones with "same": PyTorch pads 0 before and 1 after, so y[i, j] = x[i, j] +
+  // x[i, j + 1] + x[i + 1, j] + x[i + 1, j + 1] (zeros outside).
   for (DType dt : {kFloat32, kFloat64}) {
     Tensor x = seq({1, 1, 5, 5}, dt);
     Tensor y = conv2d(x, ones({1, 1, 2, 2}, dt), {}, 1, "same");
@@ -200,8 +200,8 @@ TEST(Conv, SamePaddingEvenKernel) {
   // "valid" is no padding.
   EXPECT_EQ(shape(conv2d(randn({1, 1, 5, 6}), randn({1, 1, 2, 3}), {}, 1, "valid")),
             (S{1, 1, 4, 4}));
-  // conv1d, even kernel with dilation 3: total padding 3 = 1 before + 2 after, so
-  // y[i] = x[i - 1] + x[i + 2].
+  // conv1d, even kernel with dilation 3: total padding 3 = 1 before + 2 after, so y[i] = x[i - 1] +
+  // x[i + 2].
   Tensor y1 = conv1d(seq({1, 1, 4}, kFloat64), ones({1, 1, 2}, kFloat64), {}, 1, "same", 3);
   EXPECT_EQ(vals(y1), (std::vector<double>{0 + 2, 0 + 3, 1 + 0, 2 + 0}));
 }
@@ -217,8 +217,8 @@ TEST(Conv, OutputSizes) {
             (std::vector<int64_t>{14, 14}));
   EXPECT_EQ(hw(conv_transpose2d(randn({1, 3, 7, 5}), randn({3, 2, 3, 3}), {}, 2, 1, 1)),
             (std::vector<int64_t>{14, 10}));
-  // Pooling, PyTorch's values: floor vs ceil, and the ceil window that would start in the
-  // right padding is dropped (5 with k 2, s 2, p 1 gives 3 in both modes).
+  // Pooling, PyTorch's values: floor vs ceil, and the ceil window that would start in the right
+  // padding is dropped (5 with k 2, s 2, p 1 gives 3 in both modes).
   const Tensor x6 = randn({1, 1, 6, 6}), x5 = randn({1, 1, 5, 5});
   EXPECT_EQ(hw(max_pool2d(x6, 3, 2)), (std::vector<int64_t>{2, 2}));
   EXPECT_EQ(hw(max_pool2d(x6, 3, 2, 0, 1, true)), (std::vector<int64_t>{3, 3}));

@@ -1,12 +1,9 @@
 // CPU convolution kernels.
-//  * float32: oneDNN convolution primitives (forward with the bias and an
-//  optional relu fused,
-//    backward-data, backward-weights). Each is created once per shape and
-//    parameters and kept in an LRU cache; its operands are given in their plain
-//    NCHW / (g)oihw layouts and reordered only when the primitive asks for
-//    another layout (a blocked one, nChw16c on AVX-512).
-//  * float64 (gradcheck) and any shape oneDNN refuses: direct loops, one
-//  output, input or
+//  * float32: oneDNN convolution primitives (forward with the bias and an optional relu fused,
+//    backward-data, backward-weights). Each is created once per shape and parameters and kept in
+//    an LRU cache; its operands are given in their plain NCHW / (g)oihw layouts and reordered
+//    only when the primitive asks for another layout (nhwc or blocked ones on AVX-512).
+//  * float64 (gradcheck) and any shape oneDNN refuses: direct loops, one output, input or
 //    filter plane per task, so no two threads write the same element.
 //  * bfloat16: converted to float32, computed, converted back.
 #include <optional>
@@ -128,10 +125,9 @@ void ref_weight_grad(T* gw, const T* x, const T* gy, const Geom& s, const ConvPa
 
 // ---- oneDNN
 
-/// A cached primitive and, per operand, its user (plain) layout, the layout the
-/// primitive wants, and the reorder between them when they differ. ok is false
-/// when oneDNN has no implementation (the reference loops run instead; the
-/// failure is cached too).
+/// A cached primitive and, per operand, its user (plain) layout, the layout the primitive wants,
+/// and the reorder between them when they differ. ok is false when oneDNN has no implementation
+/// (the reference loops run instead; the failure is cached too).
 struct Prim {
   struct Arg {
     int id;
@@ -175,8 +171,7 @@ Prim::Arg make_arg(int id, const memory::desc& user, const memory::desc& inner, 
   return a;
 }
 
-/// The primitive for a conv of kind `kind` on these float32 operands (x/gx,
-/// w/gw, y/gy).
+/// The primitive for a conv of kind `kind` on these float32 operands (x/gx, w/gw, y/gy).
 std::shared_ptr<const Prim> get_prim(Kind kind, const Tensor& x, const Tensor& w, const Tensor& y,
                                      bool bias, const ConvParams& p, bool relu) {
   const std::string key = onednn::make_key(
@@ -241,9 +236,8 @@ std::shared_ptr<const Prim> get_prim(Kind kind, const Tensor& x, const Tensor& w
   });
 }
 
-/// Runs a cached primitive on user buffers (one per Prim::Arg, in order),
-/// reordering through temporaries (from ignis's caching allocator) where the
-/// primitive wants another layout.
+/// Runs a cached primitive on user buffers (one per Prim::Arg, in order), reordering through
+/// temporaries (from ignis's caching allocator) where the primitive wants another layout.
 void execute(const Prim& pr, const std::vector<void*>& ptrs) {
   auto& eng = onednn::engine();
   auto& s = onednn::stream();
@@ -278,8 +272,8 @@ void execute(const Prim& pr, const std::vector<void*>& ptrs) {
   s.wait();
 }
 
-/// Calls f with float32 versions of the operands (bfloat16 is computed in
-/// float32) and copies the float32 result back into `out`.
+/// Calls f with float32 versions of the operands (bfloat16 is computed in float32) and copies the
+/// float32 result back into `out`.
 template <class F>
 void via_float32(const Tensor& out, std::vector<Tensor> in, F&& f) {
   for (Tensor& t : in) {

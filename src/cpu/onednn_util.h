@@ -1,7 +1,6 @@
-// Shared oneDNN plumbing for the CPU kernels: the engine, a stream per thread,
-// and a small LRU cache of primitives keyed by shapes and parameters, so that a
-// primitive (whose creation JITs code and costs 0.1-1 ms) is created once per
-// shape and reused by every later call.
+// Shared oneDNN plumbing for the CPU kernels: the engine, a stream per thread, and a small LRU
+// cache of primitives keyed by shapes and parameters, so that a primitive (whose creation JITs code
+// and costs 0.1-1 ms) is created once per shape and reused by every later call.
 #pragma once
 
 #include <cstdint>
@@ -22,8 +21,7 @@ inline dnnl::engine& engine() {
   return e;
 }
 
-/// In-order CPU streams are cheap, but one per thread avoids sharing one
-/// between threads.
+/// In-order CPU streams are cheap, but one per thread avoids sharing one between threads.
 inline dnnl::stream& stream() {
   thread_local dnnl::stream s(engine());
   return s;
@@ -41,16 +39,14 @@ inline std::string make_key(const std::vector<int64_t>& v) {
   return k;
 }
 
-/// A thread-safe LRU map key -> shared_ptr<const V>. Values are shared, so an
-/// entry evicted while another thread runs it stays alive until that thread is
-/// done.
+/// A thread-safe LRU map key -> shared_ptr<const V>. Values are shared, so an entry evicted while
+/// another thread runs it stays alive until that thread is done.
 template <class V>
 class LruCache {
  public:
   explicit LruCache(size_t capacity) : capacity_(capacity) {}
 
-  /// The value for `key`, made by `make()` (outside the lock: creation may be
-  /// slow) on a miss.
+  /// The value for `key`, made by `make()` (outside the lock: creation may be slow) on a miss.
   template <class Make>
   std::shared_ptr<const V> get(const std::string& key, Make&& make) {
     {

@@ -1,8 +1,7 @@
-// CPU pooling kernels: direct loops over the windows of ops/pool.h, one N*C
-// plane per task. (oneDNN's pooling keeps its argmax in an opaque workspace,
-// while max_pool2d_with_indices must return PyTorch's flat indices, and pooling
-// is memory-bound: one pass over x either way.) float32 and float64 run
-// natively; bfloat16 is accumulated in float32.
+// CPU pooling kernels: direct loops over the windows of ops/pool.h, one N*C plane per task.
+// (oneDNN's pooling keeps its argmax in an opaque workspace, while max_pool2d_with_indices must
+// return PyTorch's flat indices, and pooling is memory-bound: one pass over x either way.) float32
+// and float64 run natively; bfloat16 is accumulated in float32.
 #include <cmath>
 #include <limits>
 
@@ -62,8 +61,8 @@ void max_pool_kernel(const Tensor& out, const Tensor& indices, const Tensor& x,
       for (int64_t pl = p0; pl < p1; ++pl) {
         const T* xs = xp + pl * H * W;
         for (int64_t oh = 0; oh < OH; ++oh) {
-          // Pass 1: per column, the max over the window's rows and the row it is in (the
-          // earliest row among equal values). Windows are never empty (checked by the caller).
+          // Pass 1: per column, the max over the window's rows and the row it is in (the earliest
+          // row among equal values). Windows are never empty (checked by the caller).
           const T* row0 = xs + hf[oh] * W;
           for (int64_t w = 0; w < W; ++w) {
             mp[w] = static_cast<A>(row0[w]);

@@ -1,5 +1,4 @@
-// Convolution and pooling modules: parameters, PyTorch's default
-// initialisation, reprs.
+// Convolution and pooling modules: parameters, PyTorch's default initialisation, reprs.
 #include "ignis/nn/conv.h"
 
 #include <cmath>

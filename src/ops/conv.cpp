@@ -1,13 +1,10 @@
-// Convolutions: conv2d (conv1d and unbatched inputs are views onto it),
-// conv_transpose2d and the fused conv2d_relu. Three differentiable ops carry
-// everything, each one record whose backward is written with the other two, so
-// gradients of any order exist:
-//   y  = conv2d(x, w)                 dx = conv2d_input_grad(dy, w), dw =
-//   conv2d_weight_grad(x, dy) gx = conv2d_input_grad(gy, w)     (the transposed
-//   convolution; linear in gy and in w) gw = conv2d_weight_grad(x, gy)
-//   (bilinear in x and gy)
-// The bias gradient is a sum. Kernels get dense NCHW tensors and resolved
-// ConvParams.
+// Convolutions: conv2d (conv1d and unbatched inputs are views onto it), conv_transpose2d and the
+// fused conv2d_relu. Three differentiable ops carry everything, each one record whose backward is
+// written with the other two, so gradients of any order exist:
+//   y  = conv2d(x, w)               dx = conv2d_input_grad(dy, w), dw = conv2d_weight_grad(x, dy)
+//   gx = conv2d_input_grad(gy, w)   the transposed convolution, linear in gy and in w
+//   gw = conv2d_weight_grad(x, gy)  bilinear in x and gy
+// The bias gradient is a sum. Kernels get dense NCHW tensors and resolved ConvParams.
 #include "ops/conv.h"
 
 #include <array>
@@ -29,8 +26,7 @@ IGNIS_DEFINE_STUB(conv2d_weight_grad_stub, ConvBwdWeightFn);
 
 namespace {
 
-// t itself when dense, else a contiguous copy (no autograd: kernels only read
-// it).
+// t itself when dense, else a contiguous copy (no autograd: kernels only read it).
 Tensor dense(const Tensor& t) {
   if (!t.defined() || t.is_contiguous()) return t;
   Tensor c = make_tensor(t.sizes(), t.dtype(), t.device());
@@ -225,8 +221,7 @@ ConvParams resolve(const ConvArgs& a, const Tensor& x4, const Tensor& w4, int64_
   return p;
 }
 
-// Runs a conv over x and w viewed as 4-d NCHW (conv1d: unit height; unbatched:
-// unit batch).
+// Runs a conv over x and w viewed as 4-d NCHW (conv1d: unit height; unbatched: unit batch).
 Tensor conv_nd(const ConvArgs& a, const Tensor& x, const Tensor& w, const Tensor& b, int64_t groups,
                bool relu) {
   check_tensors(a.op, a.nd, x, w, b, groups, false);
@@ -332,9 +327,8 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& b, IntAr
     IGNIS_CHECK(op_[d] >= 0 && (op_[d] < s[d] || op_[d] < dl[d]), op, ": output_padding ", op_[d],
                 " must be non-negative and smaller than either stride ", s[d], " or dilation ",
                 dl[d]);
-    // The transposed conv is the input gradient of a conv from the output back
-    // to x; the output padding extends that conv's input on the right, where
-    // the conv has less padding.
+    // The transposed conv is the input gradient of a conv from the output back to x; the output
+    // padding extends that conv's input on the right, where the conv has less padding.
     p.stride[d] = s[d];
     p.dilation[d] = dl[d];
     p.pad_l[d] = pd[d];

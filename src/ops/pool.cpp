@@ -1,13 +1,8 @@
-// Pooling: max_pool2d (with indices), avg_pool2d, adaptive_avg_pool2d,
-// adaptive_max_pool2d. Each is a PoolGeom (the windows along each dim,
-// ops/pool.h) and one of two op pairs:
-//   max:  y = max over the window          dx = max_pool2d_backward(dy,
-//   indices) (a scatter;
-//                                           its own backward is a gather at the
-//                                           indices)
-//   avg:  y = avg_pool(x)  (linear)        dx = avg_pool_transpose(dy), whose
-//   backward is
-//                                           avg_pool again
+// Pooling: max_pool2d (with indices), avg_pool2d, adaptive_avg_pool2d, adaptive_max_pool2d.
+// Each is a PoolGeom (the windows along each dim, ops/pool.h) and one of two op pairs:
+//   max: y = max over the window   dx = max_pool2d_backward(dy, indices), a scatter whose own
+//                                  backward is a gather at the indices
+//   avg: y = avg_pool(x), linear   dx = avg_pool_transpose(dy), whose backward is avg_pool again
 // so every pooling op is differentiable twice.
 #include "ops/pool.h"
 
@@ -148,8 +143,7 @@ WindowArgs window_args(const char* op, IntArrayRef kernel, IntArrayRef stride, I
   return a;
 }
 
-// One dim of a max or avg pooling window grid (PyTorch's output size, ceil_mode
-// included).
+// One dim of a max or avg pooling window grid (PyTorch's output size, ceil_mode included).
 PoolDim window_dim(const char* op, const Tensor& x4, int d, const WindowArgs& a,
                    bool count_include_pad) {
   const int64_t in = x4.size(2 + d), k = a.kernel[d], s = a.stride[d], p = a.padding[d];
@@ -159,8 +153,7 @@ PoolDim window_dim(const char* op, const Tensor& x4, int d, const WindowArgs& a,
               " is larger than the padded input size ", in + 2 * p, " (input of shape ", x4.sizes(),
               ")");
   int64_t out = (in + 2 * p - span + (a.ceil_mode ? s - 1 : 0)) / s + 1;
-  // With ceil_mode, the last window must start inside the input or the left
-  // padding.
+  // With ceil_mode, the last window must start inside the input or the left padding.
   if (a.ceil_mode && (out - 1) * s >= in + p) --out;
   PoolDim r;
   r.in = in;
@@ -169,8 +162,8 @@ PoolDim window_dim(const char* op, const Tensor& x4, int d, const WindowArgs& a,
     const int64_t st = o * s - p;
     r.start.push_back(st);
     r.count.push_back(k);
-    // Some window position must be inside the input (kernels rely on it; only a dilation
-    // larger than the input can break this).
+    // Some window position must be inside the input (kernels rely on it; only a dilation larger
+    // than the input can break this).
     bool any = false;
     for (int64_t i = 0; i < k && !any; ++i) any = st + i * dil >= 0 && st + i * dil < in;
     IGNIS_CHECK(any, op, ": output position ", o, " has no input element in its window (input of "

@@ -1,7 +1,6 @@
-// Pooling kernel stubs and the window geometry they share (private). Every
-// pooling op is a window per output position along each spatial dim: `count`
-// input positions from `start` on, `step` apart (dilation; 1 for adaptive
-// pooling); positions outside the input are skipped.
+// Pooling kernel stubs and the window geometry they share (private). Every pooling op is a window
+// per output position along each spatial dim: `count` input positions from `start` on, `step` apart
+// (dilation; 1 for adaptive pooling); positions outside the input are skipped.
 #pragma once
 
 #include <cstdint>
@@ -25,8 +24,8 @@ struct PoolGeom {
   PoolDim h, w;
 };
 
-/// out [N, C, Ho, Wo] = window maxima of x [N, C, H, W] (dense); indices
-/// (int64, h * W + w in each plane) written when defined.
+/// out [N, C, Ho, Wo] = window maxima of x [N, C, H, W] (dense); indices (int64, h * W + w in each
+/// plane) written when defined.
 using MaxPoolFn = void (*)(const Tensor& out, const Tensor& indices, const Tensor& x,
                            const PoolGeom& g);
 /// gx [N, C, H, W] = zeros with gy scattered (added) at the indices.

@@ -1,6 +1,5 @@
-// Convolution and pooling layers (torch.nn.Conv2d, MaxPool2d, ...) and their
-// functional forms. Parameter names match PyTorch ("weight", "bias"), so
-// torchvision state_dict keys load as is.
+// Convolution and pooling layers (torch.nn.Conv2d, MaxPool2d, ...) and their functional forms.
+// Parameter names match PyTorch ("weight", "bias"), so torchvision state_dict keys load as is.
 #pragma once
 
 #include <array>
@@ -25,9 +24,9 @@ using ignis::max_pool2d_with_indices;
 }  // namespace functional
 
 namespace detail {
-/// The options of a D-dimensional (transposed) convolution, with PyTorch-style
-/// chained setters: `Conv2dOptions(3, 64, 3).stride(2).padding(1).bias(false)`.
-/// Per-dim values given as one number apply to every spatial dim.
+/// The options of a D-dimensional (transposed) convolution, with PyTorch-style chained setters:
+/// `Conv2dOptions(3, 64, 3).stride(2).padding(1).bias(false)`. Per-dim values given as one number
+/// apply to every spatial dim.
 template <int D>
 class ConvOptions {
  public:
@@ -118,9 +117,8 @@ using Conv1dOptions = detail::ConvOptions<1>;
 using Conv2dOptions = detail::ConvOptions<2>;
 using ConvTranspose2dOptions = detail::ConvOptions<2>;
 
-/// A 2-d convolution: weight [out, in / groups, kh, kw], bias [out];
-/// initialised like PyTorch (kaiming-uniform with a = sqrt(5); bias
-/// U(-1/sqrt(fan_in), 1/sqrt(fan_in))).
+/// A 2-d convolution: weight [out, in / groups, kh, kw], bias [out]; initialised like PyTorch
+/// (kaiming-uniform with a = sqrt(5); bias U(-1/sqrt(fan_in), 1/sqrt(fan_in))).
 class Conv2d : public Module {
  public:
   Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride = 1,
@@ -129,8 +127,7 @@ class Conv2d : public Module {
   std::string type_name() const override { return "Conv2d"; }
   std::string extra_repr() const override;
   Tensor forward(const Tensor& x) override;
-  /// relu(forward(x)): one fused oneDNN convolution when no autograd is
-  /// involved (inference).
+  /// relu(forward(x)): one fused oneDNN convolution when no autograd is involved (inference).
   Tensor forward_relu(const Tensor& x);
   void reset_parameters();
   Tensor weight, bias;
@@ -151,8 +148,7 @@ class Conv1d : public Module {
   Conv1dOptions options;
 };
 
-/// The transposed 2-d convolution: weight [in, out / groups, kh, kw], bias
-/// [out].
+/// The transposed 2-d convolution: weight [in, out / groups, kh, kw], bias [out].
 class ConvTranspose2d : public Module {
  public:
   ConvTranspose2d(int64_t in_channels, int64_t out_channels, int64_t kernel_size,
