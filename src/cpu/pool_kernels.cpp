@@ -1,0 +1,191 @@
+// CPU pooling kernels: direct loops over the windows of ops/pool.h, one N*C plane per task.
+// (oneDNN's pooling keeps its argmax in an opaque workspace, while max_pool2d_with_indices must
+// return PyTorch's flat indices, and pooling is memory-bound: one pass over x either way.) float32
+// and float64 run natively; bfloat16 is accumulated in float32.
+#include <cmath>
+#include <limits>
+
+#include "core/tensor_impl.h"
+#include "cpu/parallel.h"
+#include "ops/pool.h"
+
+namespace ignis::cpu {
+namespace {
+
+int64_t planes(const Tensor& t) { return t.size(0) * t.size(1); }
+
+/// Planes per task: enough work (~32k elements) to pay for a thread.
+int64_t plane_grain(int64_t plane_elems) {
+  return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, plane_elems));
+}
+
+/// A window dim with the positions outside the input removed, so the inner loops need no bounds
+/// checks: window o covers n[o] positions first[o], first[o] + step, ...
+struct Clipped {
+  std::vector<int64_t> first, n;
+  std::vector<double> div;
+  int64_t step;
+  explicit Clipped(const PoolDim& d) : step(d.step) {
+    for (int64_t o = 0; o < d.out(); ++o) {
+      int64_t i0 = 0;
+      while (i0 < d.count[o] && d.start[o] + i0 * d.step < 0) ++i0;
+      int64_t i1 = d.count[o];
+      while (i1 > i0 && d.start[o] + (i1 - 1) * d.step >= d.in) --i1;
+      first.push_back(d.start[o] + i0 * d.step);
+      n.push_back(i1 - i0);
+      div.push_back(static_cast<double>(d.div[o]));
+    }
+  }
+};
+
+/// Max pooling in two passes per output row: first the maxima over the window's rows for every
+/// input column (a contiguous, vectorisable loop over the row), then over each window's columns.
+/// Ties go to the first position in row-major order, as PyTorch's single scan does; NaN wins.
+void max_pool_kernel(const Tensor& out, const Tensor& indices, const Tensor& x,
+                     const PoolGeom& g) {
+  const int64_t H = g.h.in, W = g.w.in, OH = g.h.out(), OW = g.w.out();
+  const Clipped ch(g.h), cw(g.w);
+  int64_t* const ip = indices.defined() ? indices.data_ptr<int64_t>() : nullptr;
+  dispatch_floating(x.dtype(), "max_pool2d", [&]<class T>() {
+    using A = acc_t<T>;
+    const T* const xp = static_cast<const T*>(x.data_ptr());
+    T* const op = static_cast<T*>(out.data_ptr());
+    parallel_for(0, planes(x), plane_grain(H * W), [&](int64_t p0, int64_t p1) {
+      const int64_t *hf = ch.first.data(), *hn = ch.n.data(), *wf = cw.first.data(),
+                    *wn = cw.n.data();
+      const int64_t hs = ch.step, ws = cw.step;
+      std::vector<A> m(static_cast<size_t>(W));
+      std::vector<int64_t> r(static_cast<size_t>(W));
+      A* const mp = m.data();
+      int64_t* const rp = r.data();
+      for (int64_t pl = p0; pl < p1; ++pl) {
+        const T* xs = xp + pl * H * W;
+        for (int64_t oh = 0; oh < OH; ++oh) {
+          // Pass 1: per column, the max over the window's rows and the row it is in (the earliest
+          // row among equal values). Windows are never empty (checked by the caller).
+          const T* row0 = xs + hf[oh] * W;
+          for (int64_t w = 0; w < W; ++w) {
+            mp[w] = static_cast<A>(row0[w]);
+            rp[w] = hf[oh];
+          }
+          for (int64_t i = 1; i < hn[oh]; ++i) {
+            const int64_t h = hf[oh] + i * hs;
+            const T* row = xs + h * W;
+            for (int64_t w = 0; w < W; ++w) {
+              const A v = static_cast<A>(row[w]);
+              const bool take = (v > mp[w]) | (v != v);
+              mp[w] = take ? v : mp[w];
+              rp[w] = take ? h : rp[w];
+            }
+          }
+          // Pass 2: over each window's columns; among equal maxima the smaller flat index.
+          for (int64_t ow = 0; ow < OW; ++ow) {
+            A best = mp[wf[ow]];
+            int64_t arg = rp[wf[ow]] * W + wf[ow];
+            for (int64_t j = 1; j < wn[ow]; ++j) {
+              const int64_t w = wf[ow] + j * ws;
+              const A v = mp[w];
+              const int64_t at = rp[w] * W + w;
+              const bool take = (v > best) | (v != v) | ((v == best) & (at < arg));
+              best = take ? v : best;
+              arg = take ? at : arg;
+            }
+            const int64_t o = (pl * OH + oh) * OW + ow;
+            op[o] = static_cast<T>(best);
+            if (ip) ip[o] = arg;
+          }
+        }
+      }
+    });
+  });
+}
+
+void max_pool_backward_kernel(const Tensor& gx, const Tensor& gy, const Tensor& indices) {
+  const int64_t HW = gx.size(2) * gx.size(3), OHW = gy.size(2) * gy.size(3);
+  const int64_t* ip = indices.data_ptr<int64_t>();
+  dispatch_floating(gx.dtype(), "max_pool2d_backward", [&]<class T>() {
+    using A = acc_t<T>;
+    const T* gp = static_cast<const T*>(gy.data_ptr());
+    T* xp = static_cast<T*>(gx.data_ptr());
+    parallel_for(0, planes(gx), plane_grain(HW + OHW), [&](int64_t p0, int64_t p1) {
+      std::vector<A> acc(static_cast<size_t>(HW));
+      for (int64_t pl = p0; pl < p1; ++pl) {
+        std::fill(acc.begin(), acc.end(), A(0));
+        for (int64_t o = 0; o < OHW; ++o) {
+          const int64_t i = ip[pl * OHW + o];
+          if (i >= 0) acc[i] += static_cast<A>(gp[pl * OHW + o]);
+        }
+        for (int64_t i = 0; i < HW; ++i) xp[pl * HW + i] = static_cast<T>(acc[i]);
+      }
+    });
+  });
+}
+
+void avg_pool_kernel(const Tensor& out, const Tensor& x, const PoolGeom& g) {
+  const int64_t H = g.h.in, W = g.w.in, OH = g.h.out(), OW = g.w.out();
+  const Clipped ch(g.h), cw(g.w);
+  dispatch_floating(x.dtype(), "avg_pool2d", [&]<class T>() {
+    using A = acc_t<T>;
+    const T* const xp = static_cast<const T*>(x.data_ptr());
+    T* const op = static_cast<T*>(out.data_ptr());
+    parallel_for(0, planes(x), plane_grain(H * W), [&](int64_t p0, int64_t p1) {
+      const int64_t *hf = ch.first.data(), *hn = ch.n.data(), *wf = cw.first.data(),
+                    *wn = cw.n.data();
+      const double *hd = ch.div.data(), *wd = cw.div.data();
+      const int64_t hs = ch.step, ws = cw.step;
+      for (int64_t pl = p0; pl < p1; ++pl) {
+        const T* xs = xp + pl * H * W;
+        for (int64_t oh = 0; oh < OH; ++oh) {
+          for (int64_t ow = 0; ow < OW; ++ow) {
+            A sum = 0;
+            for (int64_t i = 0; i < hn[oh]; ++i) {
+              const T* row = xs + (hf[oh] + i * hs) * W + wf[ow];
+              for (int64_t j = 0; j < wn[ow]; ++j) sum += static_cast<A>(row[j * ws]);
+            }
+            op[(pl * OH + oh) * OW + ow] = static_cast<T>(sum / static_cast<A>(hd[oh] * wd[ow]));
+          }
+        }
+      }
+    });
+  });
+}
+
+void avg_pool_backward_kernel(const Tensor& gx, const Tensor& gy, const PoolGeom& g) {
+  const int64_t H = g.h.in, W = g.w.in, OH = g.h.out(), OW = g.w.out();
+  const Clipped ch(g.h), cw(g.w);
+  dispatch_floating(gx.dtype(), "avg_pool2d_backward", [&]<class T>() {
+    using A = acc_t<T>;
+    const T* const gp = static_cast<const T*>(gy.data_ptr());
+    T* const xp = static_cast<T*>(gx.data_ptr());
+    parallel_for(0, planes(gx), plane_grain(H * W), [&](int64_t p0, int64_t p1) {
+      const int64_t *hf = ch.first.data(), *hn = ch.n.data(), *wf = cw.first.data(),
+                    *wn = cw.n.data();
+      const double *hd = ch.div.data(), *wd = cw.div.data();
+      const int64_t hs = ch.step, ws = cw.step;
+      std::vector<A> acc(static_cast<size_t>(H * W));
+      for (int64_t pl = p0; pl < p1; ++pl) {
+        std::fill(acc.begin(), acc.end(), A(0));
+        for (int64_t oh = 0; oh < OH; ++oh) {
+          for (int64_t ow = 0; ow < OW; ++ow) {
+            const A v = static_cast<A>(gp[(pl * OH + oh) * OW + ow]) /
+                        static_cast<A>(hd[oh] * wd[ow]);
+            for (int64_t i = 0; i < hn[oh]; ++i) {
+              A* row = acc.data() + (hf[oh] + i * hs) * W + wf[ow];
+              for (int64_t j = 0; j < wn[ow]; ++j) row[j * ws] += v;
+            }
+          }
+        }
+        for (int64_t i = 0; i < H * W; ++i) xp[pl * H * W + i] = static_cast<T>(acc[i]);
+      }
+    });
+  });
+}
+
+}  // namespace
+
+IGNIS_REGISTER_KERNEL(max_pool2d_stub, CPU, &max_pool_kernel);
+IGNIS_REGISTER_KERNEL(max_pool2d_backward_stub, CPU, &max_pool_backward_kernel);
+IGNIS_REGISTER_KERNEL(avg_pool2d_stub, CPU, &avg_pool_kernel);
+IGNIS_REGISTER_KERNEL(avg_pool2d_backward_stub, CPU, &avg_pool_backward_kernel);
+
+}  // namespace ignis::cpu
