@@ -220,6 +220,22 @@ TEST(BatchNorm, FusedBackwardMatchesCompositeAndFloat64) {
   }
 }
 
+TEST(BatchNorm, BFloat16BackwardFollowsFloat64) {
+  manual_seed(8);
+  for (bool training : {true, false}) {
+    Tensor x = randn({4, 3, 4, 5}, kFloat64), r = randn({4, 3, 4, 5}, kFloat64);
+    Tensor w = randn({3}, kFloat64), b = randn({3}, kFloat64);
+    // The reference sees the bfloat16-rounded inputs.
+    auto round = [](const Tensor& t) { return t.to(kBFloat16).to(kFloat64); };
+    auto want = bn_grads(round(x), round(w), round(b), round(r), training, false);
+    auto got = bn_grads(x.to(kBFloat16), w.to(kBFloat16), b.to(kBFloat16), r, training, false);
+    EXPECT_EQ(got[0].dtype(), kBFloat16);
+    // bfloat16 keeps 8 bits: grad_input to ~1e-2, the 80-term channel sums to ~1e-1.
+    expect_grads_close({got[0]}, {want[0]}, 5e-2);
+    expect_grads_close({got[1], got[2]}, {want[1], want[2]}, 0.5);
+  }
+}
+
 TEST(BatchNorm, Float32StatisticsOfLargeChannels) {
   manual_seed(4);
   // Channels of 2 * 6400 values with a large mean: the two-pass variance keeps
