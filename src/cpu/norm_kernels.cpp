@@ -193,8 +193,8 @@ void affine_cols(T* y, const T* x, int64_t n, int64_t ch, int64_t m, const A_<T>
                });
 }
 
-// Training forward: the statistics of a channel and, while its rows are still in cache, its
-// normalisation, so x crosses the memory bus once (short rows: statistics, then one pass).
+// Training forward: the statistics, then y = x * scale[c] + shift[c] with the scale and shift
+// folded from them, the weight, the bias and eps (two passes over x, one over y).
 void train_kernel(const Tensor& y, const Tensor& mean, const Tensor& var, const Tensor& x,
                   const Tensor& weight, const Tensor& bias, double eps) {
   dispatch_floating(x.dtype(), "batch_norm", [&]<class T>() {
