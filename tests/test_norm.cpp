@@ -229,6 +229,22 @@ TEST(BatchNorm, Float32StatisticsOfLargeChannels) {
   EXPECT_TRUE(allclose(y64, (x - mu) / (var + 1e-5).sqrt(), 1e-10, 1e-10));
 }
 
+TEST(BatchNorm, SameBitsForAnyThreadCount) {
+  manual_seed(9);
+  Tensor x = randn({8, 16, 32, 32}).requires_grad_(true), g = randn({8, 16, 32, 32});
+  Tensor w = randn({16}).requires_grad_(true);
+  auto run = [&](int threads) {
+    set_num_threads(threads);
+    Tensor y = batch_norm(x, {}, {}, w, {}, true, 0.1, 1e-5);
+    auto grads = autograd::grad({y}, {x, w}, {g});
+    return std::vector<Tensor>{y.detach(), grads[0], grads[1]};
+  };
+  const int before = get_num_threads();
+  auto one = run(1), two = run(2);
+  set_num_threads(before);
+  for (size_t i = 0; i < one.size(); ++i) EXPECT_TRUE(equal(one[i], two[i])) << "output " << i;
+}
+
 TEST(BatchNorm, RunningStatsFollowBFloat16Input) {
   nn::BatchNorm2d bn(1, 1e-5, 1.0);
   Tensor x = tensor({1.0, 3.0}).reshape({2, 1, 1, 1}).to(kBFloat16);
