@@ -1,15 +1,21 @@
-// interpolate (torch.nn.functional.interpolate), modes "nearest" and "bilinear". Both are
-// separable: one resampling pass per spatial dim, each an index_select of source rows/columns (and,
-// for bilinear, a weighted sum of two of them). So the backward needs no kernel of its own:
-// index_select's backward scatter-adds the gradient (index_add), which is the transposed
-// interpolation, and it is differentiable again.
+// interpolate (torch.nn.functional.interpolate), modes "nearest" and "bilinear".
+// Both are separable: each spatial dim gets a table of source indices and weights, and one
+// kernel reads the output from them. The backward is the transposed interpolation written in
+// ignis ops: per dim, index_add of the (weighted) gradient at the source indices, so it is
+// differentiable again (index_add's backward is index_select).
+#include "ops/interpolate.h"
+
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "autograd/node.h"
 #include "ignis/norm.h"
 #include "ignis/ops.h"
 
 namespace ignis {
+
+IGNIS_DEFINE_STUB(resample2d_stub, ResampleFn);
 
 namespace {
 
@@ -24,16 +30,16 @@ int64_t nearest_index(int64_t dst, int64_t in, int64_t out, float scale) {
   return std::min(s, in - 1);
 }
 
-/// Resamples dim `d` of x from x.size(d) to `out` elements. `scale` is the ratio of source to
-/// output coordinates (in / out, or 1 / scale_factor when one was given).
-Tensor resample_dim(const Tensor& x, int64_t d, int64_t out, double scale, bool bilinear,
-                    bool align_corners) {
-  const int64_t in = x.size(d);
-  std::vector<int64_t> i0(static_cast<size_t>(out)), i1(i0.size());
-  std::vector<double> lam(i0.size());
+/// The table of one spatial dim resampled from `in` to `out` elements. `scale` is the ratio of
+/// source to output coordinates (in / out, or 1 / scale_factor when one was given).
+ResampleTable make_table(int64_t in, int64_t out, double scale, bool bilinear, bool align_corners) {
+  ResampleTable t;
+  t.i0.resize(static_cast<size_t>(out));
+  t.i1.resize(t.i0.size());
+  t.lam.assign(t.i0.size(), 0.0);
   for (int64_t o = 0; o < out; ++o) {
     if (!bilinear) {
-      i0[o] = nearest_index(o, in, out, static_cast<float>(scale));
+      t.i0[o] = t.i1[o] = nearest_index(o, in, out, static_cast<float>(scale));
       continue;
     }
     double src;
@@ -43,19 +49,27 @@ Tensor resample_dim(const Tensor& x, int64_t d, int64_t out, double scale, bool 
       src = std::max(scale * (o + 0.5) - 0.5, 0.0);
     }
     const int64_t lo = std::min(static_cast<int64_t>(std::floor(src)), in - 1);
-    i0[o] = lo;
-    i1[o] = lo < in - 1 ? lo + 1 : lo;
-    lam[o] = std::min(std::max(src - static_cast<double>(lo), 0.0), 1.0);
+    t.i0[o] = lo;
+    t.i1[o] = lo < in - 1 ? lo + 1 : lo;
+    t.lam[o] = std::min(std::max(src - static_cast<double>(lo), 0.0), 1.0);
   }
-  const Tensor idx0 = tensor(i0).to(x.device());
-  if (!bilinear) return index_select(x, d, idx0);
-  Shape ws(static_cast<size_t>(x.dim()), 1);
-  ws[d] = out;
-  const TensorOptions wopts = TensorOptions(x.dtype()).device(x.device());
-  std::vector<double> rest(lam.size());
-  for (size_t k = 0; k < lam.size(); ++k) rest[k] = 1.0 - lam[k];
-  const Tensor w0 = tensor(rest, wopts).view(ws), w1 = tensor(lam, wopts).view(ws);
-  return index_select(x, d, idx0) * w0 + index_select(x, d, tensor(i1).to(x.device())) * w1;
+  return t;
+}
+
+/// The gradient of resampling dim d of a tensor of `in` elements along d: the transposed
+/// interpolation, scatter-adding g (times the weights) back to the source indices.
+Tensor scatter_back(const Tensor& g, int64_t d, int64_t in, const ResampleTable& t, bool bilinear) {
+  Shape s = g.sizes().shape();
+  s[d] = in;
+  const Tensor z = zeros(s, g.options());
+  const Tensor i0 = tensor(t.i0).to(g.device());
+  if (!bilinear) return z.index_add(d, i0, g);
+  Shape ws(static_cast<size_t>(g.dim()), 1);
+  ws[d] = g.size(d);
+  std::vector<double> rest(t.lam.size());
+  for (size_t k = 0; k < rest.size(); ++k) rest[k] = 1.0 - t.lam[k];
+  const Tensor w0 = tensor(rest, g.options()).view(ws), w1 = tensor(t.lam, g.options()).view(ws);
+  return z.index_add(d, i0, g * w0).index_add(d, tensor(t.i1).to(g.device()), g * w1);
 }
 
 /// Checks the mode, rank and align_corners; returns whether the mode is bilinear.
@@ -80,15 +94,48 @@ bool check_mode(const Tensor& x, const std::string& mode, std::optional<bool> al
   return bilinear;
 }
 
+/// The identity table of a dim of n elements (a 3-D input's missing H).
+ResampleTable identity_table(int64_t n) {
+  ResampleTable t;
+  for (int64_t k = 0; k < n; ++k) t.i0.push_back(k);
+  t.i1 = t.i0;
+  t.lam.assign(t.i0.size(), 0.0);
+  return t;
+}
+
 Tensor resample(const Tensor& x, const std::vector<int64_t>& out, const std::vector<double>& scale,
                 bool bilinear, bool align_corners) {
-  Tensor y = x;
-  for (size_t k = 0; k < out.size(); ++k) {
-    const int64_t d = static_cast<int64_t>(k) + 2;
-    const bool identity = out[k] == x.size(d) && (!bilinear || align_corners || scale[k] == 1.0);
-    if (!identity) y = resample_dim(y, d, out[k], scale[k], bilinear, align_corners);
+  const bool is_2d = x.dim() == 4;
+  const int64_t planes = x.size(0) * x.size(1);
+  const int64_t h = is_2d ? x.size(2) : 1, w = x.size(-1);
+  const int64_t oh = is_2d ? out[0] : 1, ow = out.back();
+  auto is_identity = [&](size_t k) {
+    return out[k] == x.size(static_cast<int64_t>(k) + 2) &&
+           (!bilinear || align_corners || scale[k] == 1.0);
+  };
+  const bool same_h = !is_2d || is_identity(0), same_w = is_identity(out.size() - 1);
+  if (same_h && same_w) return x.clone();  // always a new tensor, as in PyTorch
+  const ResampleTable th =
+      same_h ? identity_table(h) : make_table(h, oh, scale[0], bilinear, align_corners);
+  const ResampleTable tw =
+      same_w ? identity_table(w) : make_table(w, ow, scale.back(), bilinear, align_corners);
+  Shape out_shape = x.sizes().shape();
+  if (is_2d) out_shape[2] = oh;
+  out_shape.back() = ow;
+  Tensor y = empty(out_shape, x.options());
+  resample2d_stub[x.device()](y.view({planes, oh, ow}), x.contiguous().view({planes, h, w}), th, tw,
+                              bilinear);
+  if (autograd::any_needs_grad({&x})) {
+    autograd::record("interpolate", {&x}, {&y},
+                     [th, tw, h, w, same_h, same_w, is_2d, bilinear](
+                         autograd::BackwardCtx&, const TensorList& g) -> TensorList {
+                       Tensor gx = g[0];
+                       if (!same_w) gx = scatter_back(gx, gx.dim() - 1, w, tw, bilinear);
+                       if (is_2d && !same_h) gx = scatter_back(gx, 2, h, th, bilinear);
+                       return {gx};
+                     });
   }
-  return y.is_same(x) ? x.clone() : y;  // always a new tensor, as in PyTorch
+  return y;
 }
 
 }  // namespace
