@@ -365,6 +365,47 @@ TEST(Interpolate, GradientsScatterBack) {
   expect_values(r.grad(), {1 + 0.75 * 2 + 0.25 * 3, 0.25 * 2 + 0.75 * 3 + 4});
 }
 
+TEST(Interpolate, FusedBackwardMatchesComposite) {
+  manual_seed(12);
+  Tensor x = randn({2, 3, 5, 6}, kFloat64), l = randn({2, 3, 7}, kFloat64);
+  struct Case {
+    Tensor in;
+    std::function<Tensor(const Tensor&)> f;
+  };
+  const std::vector<Case> cases = {
+      {x,
+       [](const Tensor& t) {
+         return interpolate(t, {8, 4}, "bilinear");
+       }},
+      {x,
+       [](const Tensor& t) {
+         return interpolate(t, {3, 9}, "bilinear", true);
+       }},
+      {x,
+       [](const Tensor& t) {
+         return interpolate(t, {5, 13}, "bilinear");
+       }},  // H identity
+      {x,
+       [](const Tensor& t) {
+         return interpolate(t, {2.5, 0.5}, "nearest");
+       }},
+      {l, [](const Tensor& t) { return interpolate(t, {3.0}, "nearest"); }},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    Tensor a = cases[i].in.detach().requires_grad_(true);
+    Tensor y = cases[i].f(a);
+    Tensor g = randn(y.sizes(), kFloat64);
+    Tensor fused = autograd::grad({y}, {a}, {g}, true, false)[0];
+    Tensor composite = autograd::grad({y}, {a}, {g}, true, true)[0];
+    EXPECT_TRUE(allclose(fused, composite, 1e-12, 1e-12));
+    // float32 kernels against float64.
+    Tensor a32 = cases[i].in.to(kFloat32).requires_grad_(true);
+    Tensor g32 = autograd::grad({cases[i].f(a32)}, {a32}, {g.to(kFloat32)})[0];
+    EXPECT_TRUE(allclose(g32.to(kFloat64), fused, 1e-5, 1e-5));
+  }
+}
+
 TEST(Interpolate, UpsampleModule) {
   Tensor x = t64({1, 2, 3, 4}, {1, 1, 2, 2});
   nn::Upsample up({2.0, 2.0});

@@ -16,6 +16,7 @@
 namespace ignis {
 
 IGNIS_DEFINE_STUB(resample2d_stub, ResampleFn);
+IGNIS_DEFINE_STUB(resample2d_backward_stub, ResampleBackwardFn);
 
 namespace {
 
@@ -127,8 +128,18 @@ Tensor resample(const Tensor& x, const std::vector<int64_t>& out, const std::vec
                               bilinear);
   if (autograd::any_needs_grad({&x})) {
     autograd::record("interpolate", {&x}, {&y},
-                     [th, tw, h, w, same_h, same_w, is_2d, bilinear](
-                         autograd::BackwardCtx&, const TensorList& g) -> TensorList {
+                     [th, tw, xs = x.sizes().shape(), planes, h, w, same_h, same_w, is_2d,
+                      bilinear](autograd::BackwardCtx&, const TensorList& g) -> TensorList {
+                       if (!is_grad_enabled()) {  // the fused transpose
+                         const Tensor gc = g[0].contiguous();
+                         const int64_t goh = is_2d ? gc.size(2) : 1;
+                         Tensor gx = empty(xs, gc.options());
+                         resample2d_backward_stub[gc.device()](gx.view({planes, h, w}),
+                                                               gc.view({planes, goh, gc.size(-1)}),
+                                                               th, tw, bilinear);
+                         return {gx};
+                       }
+                       // A graph of the backward: the same transpose in ops, differentiable again.
                        Tensor gx = g[0];
                        if (!same_w) gx = scatter_back(gx, gx.dim() - 1, w, tw, bilinear);
                        if (is_2d && !same_h) gx = scatter_back(gx, 2, h, th, bilinear);

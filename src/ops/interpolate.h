@@ -20,5 +20,9 @@ struct ResampleTable {
 using ResampleFn = void (*)(const Tensor& out, const Tensor& x, const ResampleTable& h,
                             const ResampleTable& w, bool bilinear);
 IGNIS_DECLARE_STUB(resample2d_stub, ResampleFn);
+/// The transpose: grad_x [P, H, W] (overwritten) from grad [P, OH, OW], both contiguous.
+using ResampleBackwardFn = void (*)(const Tensor& grad_x, const Tensor& grad,
+                                    const ResampleTable& h, const ResampleTable& w, bool bilinear);
+IGNIS_DECLARE_STUB(resample2d_backward_stub, ResampleBackwardFn);
 
 }  // namespace ignis
