@@ -21,6 +21,8 @@ constexpr Workload kWorkloads[] = {
      &bench_seed_jit_mlp},
     {"mnist_mlp", "one training epoch of the demo MLP on MNIST (s per epoch, test accuracy)",
      &bench_mnist_mlp},
+    {"batch_norm", "float32 batch_norm (training) on 64x64x32x32: forward, forward + backward",
+     &bench_batch_norm},
 };
 
 std::string bench_usage() {

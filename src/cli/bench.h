@@ -28,6 +28,7 @@ void bench_op_overhead(const BenchOptions& opts);
 void bench_sgemm(const BenchOptions& opts);
 void bench_seed_jit_mlp(const BenchOptions& opts);
 void bench_mnist_mlp(const BenchOptions& opts);
+void bench_batch_norm(const BenchOptions& opts);
 
 // ---- timing
 
