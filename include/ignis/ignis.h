@@ -4,6 +4,7 @@
 #include "ignis/allocator.h"
 #include "ignis/autograd.h"
 #include "ignis/data.h"
+#include "ignis/data/cifar.h"
 #include "ignis/data/mnist.h"
 #include "ignis/device.h"
 #include "ignis/dtype.h"

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "ignis/tensor.h"
@@ -13,6 +14,12 @@ namespace ignis::cli {
 
 struct BenchOptions {
   int repeat = 7;  // timed batches per measurement; the median is reported
+  // The CNN workloads (mnist_lenet, train_step); 0 / empty: the workload's default.
+  std::string cnn_data;  // --data: the MNIST directory of mnist_lenet
+  std::string model;     // --model of train_step
+  int64_t batch = 0;     // --batch of train_step
+  int64_t image_size = 0;
+  int64_t classes = 0;
 };
 
 /// One workload of `ignis bench NAME`.
@@ -25,6 +32,8 @@ struct Workload {
 void bench_op_overhead(const BenchOptions& opts);
 void bench_sgemm(const BenchOptions& opts);
 void bench_seed_jit_mlp(const BenchOptions& opts);
+void bench_mnist_lenet(const BenchOptions& opts);
+void bench_train_step(const BenchOptions& opts);
 
 // ---- timing
 
