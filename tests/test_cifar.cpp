@@ -165,7 +165,8 @@ Tensor coded_images(int64_t n, int64_t c, int64_t h, int64_t w) {
   for (int64_t i = 0; i < n; ++i)
     for (int64_t ch = 0; ch < c; ++ch)
       for (int64_t y = 0; y < h; ++y)
-        for (int64_t x = 0; x < w; ++x) v.push_back(static_cast<float>(i * 1000 + ch * 100 + y * 10 + x + 1));
+        for (int64_t x = 0; x < w; ++x)
+          v.push_back(static_cast<float>(i * 1000 + ch * 100 + y * 10 + x + 1));
   return tensor(v).reshape({n, c, h, w});
 }
 
@@ -200,9 +201,9 @@ TEST(ImageTransforms, RandomCropHandValues) {
     const float* p = o.contiguous().data_ptr<float>();
     seen.insert({p[0], p[1], p[2], p[3]});
   }
-  const std::set<std::vector<float>> windows = {
-      {0, 0, 0, 1}, {0, 0, 1, 2}, {0, 0, 2, 0}, {0, 1, 0, 3}, {1, 2, 3, 4},
-      {2, 0, 4, 0}, {0, 3, 0, 0}, {3, 4, 0, 0}, {4, 0, 0, 0}};
+  const std::set<std::vector<float>> windows = {{0, 0, 0, 1}, {0, 0, 1, 2}, {0, 0, 2, 0},
+                                                {0, 1, 0, 3}, {1, 2, 3, 4}, {2, 0, 4, 0},
+                                                {0, 3, 0, 0}, {3, 4, 0, 0}, {4, 0, 0, 0}};
   EXPECT_EQ(seen, windows);  // every window, and nothing else, over 200 draws
   // Without padding and the full size, the crop is the identity.
   const Tensor x = coded_images(2, 3, 4, 5);
@@ -296,7 +297,9 @@ TEST(ImageTransforms, Errors) {
   EXPECT_THAT(error_of([&] { data::transforms::RandomCrop(9, 2, 0)(x); }),
               HasSubstr("RandomCrop: crop size 9 is larger than the padded image 8x8 "
                         "(input shape [2, 3, 4, 4], padding 2)"));
-  EXPECT_THAT(error_of([&] { data::transforms::RandomCrop(2, 0, 0)(zeros({4, 4})); }),
+  EXPECT_THAT(error_of([&] {
+                data::transforms::RandomCrop(2, 0, 0)(zeros({4, 4}));
+              }),
               HasSubstr("RandomCrop: expected an image [C, H, W] or a batch [N, C, H, W], got "
                         "shape [4, 4]"));
   EXPECT_THAT(error_of([&] { data::transforms::RandomCrop(0, 0, 0); }),

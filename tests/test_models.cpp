@@ -50,9 +50,9 @@ const models::ModelConfig kImageNet{3, 224, 1000};
 // torchvision's counts (sum(p.numel() for p in model.parameters()) at 1000 classes).
 TEST(Models, ImageNetParameterCountsEqualTorchvision) {
   const std::vector<std::pair<std::string, int64_t>> counts = {
-      {"alexnet", 61100840},   {"vgg11", 132863336},  {"vgg11_bn", 132868840},
-      {"vgg16", 138357544},    {"vgg16_bn", 138365992}, {"resnet18", 11689512},
-      {"resnet34", 21797672},  {"resnet50", 25557032}};
+      {"alexnet", 61100840},  {"vgg11", 132863336},    {"vgg11_bn", 132868840},
+      {"vgg16", 138357544},   {"vgg16_bn", 138365992}, {"resnet18", 11689512},
+      {"resnet34", 21797672}, {"resnet50", 25557032}};
   for (const auto& [name, n] : counts) {
     auto m = models::create(name, kImageNet);
     EXPECT_EQ(m->num_parameters(), n) << name;
@@ -257,18 +257,28 @@ TEST(Models, RegistryListsTheZoo) {
 }
 
 TEST(Models, Errors) {
-  EXPECT_THAT(error_of([] { models::create("lenet", {1, 3, 10}); }),
+  EXPECT_THAT(error_of([] {
+                models::create("lenet", {1, 3, 10});
+              }),
               HasSubstr("models::lenet: image_size 3 is too small: the feature map is 1x1 "
                         "before the second max-pool"));
-  EXPECT_THAT(error_of([] { models::create("alexnet", {3, 8, 10}); }),
+  EXPECT_THAT(error_of([] {
+                models::create("alexnet", {3, 8, 10});
+              }),
               HasSubstr("models::alexnet: image_size 8 is too small: the feature map is 1x1 "
                         "before features.12"));
-  EXPECT_THAT(error_of([] { models::create("alexnet", {3, 40, 10}); }),
+  EXPECT_THAT(error_of([] {
+                models::create("alexnet", {3, 40, 10});
+              }),
               HasSubstr("models::alexnet: image_size 40 is too small"));
-  EXPECT_THAT(error_of([] { models::create("vgg11", {3, 32, 0}); }),
+  EXPECT_THAT(error_of([] {
+                models::create("vgg11", {3, 32, 0});
+              }),
               HasSubstr("models::vgg: channels, image size and classes must be positive (got "
                         "in_channels=3, image_size=32, num_classes=0)"));
-  EXPECT_THAT(error_of([] { models::create("resnet18", {0, 32, 10}); }),
+  EXPECT_THAT(error_of([] {
+                models::create("resnet18", {0, 32, 10});
+              }),
               HasSubstr("models::resnet: channels, image size and classes must be positive"));
   EXPECT_THAT(error_of([] { models::create("resnet19"); }),
               HasSubstr("models: unknown model 'resnet19' (registered: alexnet lenet mlp"));
@@ -310,10 +320,10 @@ TEST(Models, LeNetConvergesOnMnistSubset) {
   std::vector<int64_t> tr(1024), te(1000);
   for (size_t i = 0; i < tr.size(); ++i) tr[i] = static_cast<int64_t>(i);
   for (size_t i = 0; i < te.size(); ++i) te[i] = static_cast<int64_t>(i);
-  auto train_set = std::make_shared<data::MapDataset>(
-      std::make_shared<data::Subset>(train_all, tr), norm);
-  auto test_set = std::make_shared<data::MapDataset>(
-      std::make_shared<data::Subset>(test_all, te), norm);
+  auto train_set =
+      std::make_shared<data::MapDataset>(std::make_shared<data::Subset>(train_all, tr), norm);
+  auto test_set =
+      std::make_shared<data::MapDataset>(std::make_shared<data::Subset>(test_all, te), norm);
   auto model = models::lenet({1, 28, 10});
   optim::SGD opt(model->parameters(), optim::SGDOptions(0.02).momentum(0.9));
   data::DataLoader loader(train_set, {.batch_size = 64, .shuffle = true, .seed = 0});

@@ -132,8 +132,6 @@ void bench_seed_jit_mlp(const BenchOptions& opts) {
   std::fflush(stdout);
 }
 
-}  // namespace ignis::cli
-
 // ---- CNN training workloads (mnist_lenet, train_step)
 
 namespace {

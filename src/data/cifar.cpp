@@ -66,9 +66,10 @@ std::string CIFAR10::file_path(const std::string& root, const std::string& name)
   for (const std::string& cand : {root + "/" + name, root + "/cifar-10-batches-bin/" + name}) {
     if (std::filesystem::exists(cand)) return cand;
   }
-  IGNIS_FAIL("CIFAR10: ", root, "/", name, " not found (nor ", root, "/cifar-10-batches-bin/",
-             name, "); download the binary version (cifar-10-binary.tar.gz) from "
-             "https://www.cs.toronto.edu/~kriz/cifar.html and extract it into ", root,
+  IGNIS_FAIL("CIFAR10: ", root, "/", name, " not found (nor ", root, "/cifar-10-batches-bin/", name,
+             "); download the binary version (cifar-10-binary.tar.gz) from "
+             "https://www.cs.toronto.edu/~kriz/cifar.html and extract it into ",
+             root,
              ", or point --data at the directory holding data_batch_1.bin ... test_batch.bin");
 }
 
@@ -93,6 +94,7 @@ TensorDataset load_cifar10(const std::string& root, bool train) {
                  labels.data_ptr<int64_t>() + f * kCifarRecordsPerFile);
   }
   return TensorDataset(images, labels);
+}
 }  // namespace
 
 CIFAR10::CIFAR10(const std::string& root, bool train) : TensorDataset(load_cifar10(root, train)) {}

@@ -30,7 +30,8 @@ struct Stream {
 
 // Views x as a batch [N, C, H, W] (contiguous); `batched` tells whether x had the N dim.
 Tensor as_batch(const Tensor& x, const char* op, bool& batched) {
-  IGNIS_CHECK(x.defined() && (x.dim() == 3 || x.dim() == 4), op, ": expected an image "
+  IGNIS_CHECK(x.defined() && (x.dim() == 3 || x.dim() == 4), op,
+              ": expected an image "
               "[C, H, W] or a batch [N, C, H, W], got shape ",
               x.defined() ? x.sizes() : IntArrayRef());
   batched = x.dim() == 4;
@@ -49,9 +50,10 @@ Transform transforms::RandomCrop(int64_t size, int64_t padding, std::optional<ui
     const Tensor x = as_batch(input, "RandomCrop", batched);
     const int64_t n = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3);
     const int64_t hp = h + 2 * padding, wp = w + 2 * padding;
-    IGNIS_CHECK(size <= hp && size <= wp, "RandomCrop: crop size ", size, " is larger than the "
-                "padded image ", hp, "x", wp, " (input shape ", input.sizes(), ", padding ",
-                padding, ")");
+    IGNIS_CHECK(size <= hp && size <= wp, "RandomCrop: crop size ", size,
+                " is larger than the "
+                "padded image ",
+                hp, "x", wp, " (input shape ", input.sizes(), ", padding ", padding, ")");
     Tensor out = zeros({n, c, size, size}, x.dtype());
     const size_t es = x.element_size();
     const auto* src = static_cast<const char*>(x.data_ptr());

@@ -6,8 +6,8 @@ namespace ignis::models {
 namespace {
 constexpr int64_t M = 0;  // a max-pool in a layer list
 const std::vector<int64_t> kVgg11 = {64, M, 128, M, 256, 256, M, 512, 512, M, 512, 512, M};
-const std::vector<int64_t> kVgg16 = {64,  64,  M,   128, 128, M,   256, 256, 256,
-                                     M,   512, 512, 512, M,   512, 512, 512, M};
+const std::vector<int64_t> kVgg16 = {64, 64,  M,   128, 128, M,   256, 256, 256,
+                                     M,  512, 512, 512, M,   512, 512, 512, M};
 }  // namespace
 
 VGG::VGG(const ModelConfig& cfg, const std::vector<int64_t>& layers, bool batch_norm) {
