@@ -208,7 +208,7 @@ TEST(Models, StemsFollowTheImageSize) {
 
 TEST(Models, InitialisationAsTorchvision) {
   manual_seed(3);
-  auto vgg = models::vgg11_bn({3, 32, 10});  // classifier 25088 -> 4096 -> 4096 -> 10
+  auto vgg = models::vgg11({3, 32, 10}, true);  // classifier 25088 -> 4096 -> 4096 -> 10
   // Linear: N(0, 0.01), bias 0.
   EXPECT_NEAR(stddev(vgg->get("classifier.0.weight").narrow(0, 0, 64)), 0.01, 0.0002);
   EXPECT_EQ(vgg->get("classifier.3.bias").abs().max().item<double>(), 0.0);

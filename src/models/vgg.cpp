@@ -16,7 +16,7 @@ VGG::VGG(const ModelConfig& cfg, const std::vector<int64_t>& layers, bool batch_
   int64_t in = cfg.in_channels, s = cfg.image_size;
   for (int64_t v : layers) {
     if (v == M) {
-      // Odd sizes pool in ceil mode (pad 1), so that 28x28 inputs reach 1x1 after five pools;
+      // Odd sizes pad by 1 (output ceil(s / 2)), so that 28x28 inputs reach 1x1 after five pools;
       // even sizes pool exactly as torchvision's MaxPool2d(2, 2).
       const int64_t pad = s % 2;
       s = detail::conv_out("vgg", "features." + std::to_string(features->size()), s, 2, 2, pad,
