@@ -14,8 +14,8 @@
 //   7 -> 3 (28 -> 13 -> 6 -> 2), and avgpool (adaptive, 6x6) spreads the map over the
 //   classifier's 6x6 input, which is unchanged.
 // - VGG needs no stem change: at 32x32 the five max-pools leave 1x1, which the adaptive 7x7
-//   avgpool replicates. A max-pool whose input has an odd size s pads by 1 (giving ceil(s/2)), so 28x28
-//   becomes 14, 7, 4, 2, 1; even sizes (224, 32) pool exactly as torchvision.
+//   avgpool replicates. A max-pool whose input has an odd size s pads by 1 (giving ceil(s/2)),
+//   so 28x28 becomes 14, 7, 4, 2, 1; even sizes (224, 32) pool exactly as torchvision.
 // - LeNet-5 takes any size: its first linear layer has 64 * (s/4)^2 inputs.
 #pragma once
 
