@@ -1,0 +1,405 @@
+// Convolution and pooling beyond the op table: error messages, module shapes and parameter
+// counts, PyTorch's output-size formulas (ceil_mode included), "same" padding with even kernels,
+// hand-computed values, the fused conv2d_relu, and the cache of oneDNN primitives.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "ignis/ignis.h"
+#include "ops/conv.h"
+
+namespace ignis {
+namespace {
+
+using ::testing::HasSubstr;
+
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected an ignis::Error";
+  return "";
+}
+
+std::vector<double> vals(const Tensor& t) {
+  Tensor c = t.detach().to(kFloat64).contiguous();
+  return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+}
+
+using S = std::vector<int64_t>;
+S shape(const Tensor& t) { return S(t.sizes().begin(), t.sizes().end()); }
+
+Tensor seq(IntArrayRef shape, DType dt = kFloat32) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  return arange(n, TensorOptions(dt)).reshape(shape);
+}
+
+// ---- errors
+
+TEST(ConvErrors, Ranks) {
+  EXPECT_THAT(error_of([] {
+                conv2d(randn({5, 5}), randn({1, 1, 3, 3}));
+              }),
+              HasSubstr("conv2d: expected a 3-d (unbatched) or 4-d (batched) input [N, C, H, W], "
+                        "but got input of shape [5, 5]"));
+  EXPECT_THAT(error_of([] {
+                conv2d(randn({1, 2, 5, 5}), randn({3, 2, 3}));
+              }),
+              HasSubstr("conv2d: expected a 4-d weight, but got weight of shape [3, 2, 3]"));
+  EXPECT_THAT(error_of([] {
+                conv1d(randn({1, 2, 5, 5}), randn({3, 2, 3}));
+              }),
+              HasSubstr("conv1d: expected a 2-d (unbatched) or 3-d (batched) input [N, C, L]"));
+  EXPECT_THAT(error_of([] {
+                max_pool2d(randn({4, 4}), 2);
+              }),
+              HasSubstr("max_pool2d: expected a 3-d (unbatched) or 4-d (batched) input"));
+  EXPECT_THAT(error_of([] {
+                adaptive_avg_pool2d(randn({1, 1, 1, 4, 4}), 2);
+              }),
+              HasSubstr("adaptive_avg_pool2d: expected a 3-d (unbatched) or 4-d"));
+}
+
+TEST(ConvErrors, ChannelsAndGroups) {
+  EXPECT_THAT(error_of([] {
+                conv2d(randn({1, 3, 5, 5}), randn({4, 2, 3, 3}));
+              }),
+              HasSubstr("conv2d: expected input of shape [1, 3, 5, 5] to have 2 channels (weight "
+                        "of shape [4, 2, 3, 3], groups = 1), but got 3 channels"));
+  EXPECT_THAT(
+      error_of([] {
+        conv2d(randn({1, 4, 5, 5}), randn({5, 2, 3, 3}), {}, 1, 0, 1, 2);
+      }),
+      HasSubstr("conv2d: out_channels (weight.size(0) = 5) must be divisible by groups = 2"));
+  EXPECT_THAT(error_of([] {
+                conv2d(randn({1, 4, 5, 5}), randn({4, 2, 3, 3}), {}, 1, 0, 1, 0);
+              }),
+              HasSubstr("conv2d: groups must be positive, but got 0"));
+  EXPECT_THAT(error_of([] {
+                conv2d(randn({1, 2, 5, 5}), randn({4, 2, 3, 3}), randn({3}));
+              }),
+              HasSubstr("conv2d: expected a bias of shape [4], but got bias of shape [3]"));
+  EXPECT_THAT(
+      error_of([] {
+        conv_transpose2d(randn({1, 3, 5, 5}), randn({4, 2, 3, 3}));
+      }),
+      HasSubstr("conv_transpose2d: expected input of shape [1, 3, 5, 5] to have 4 channels"));
+  EXPECT_THAT(error_of([] { nn::Conv2d(3, 4, 3, 1, 0, 1, 2); }),
+              HasSubstr("Conv2d: in_channels (3) must be divisible by groups (2)"));
+}
+
+TEST(ConvErrors, Dtypes) {
+  EXPECT_THAT(error_of([] {
+                conv2d(randn({1, 2, 5, 5}), randn({4, 2, 3, 3}, kFloat64));
+              }),
+              HasSubstr("conv2d: input (float32) and weight (float64) must have the same dtype"));
+  EXPECT_THAT(error_of([] {
+                conv2d(ones({1, 2, 5, 5}, kInt64), ones({4, 2, 3, 3}, kInt64));
+              }),
+              HasSubstr("conv2d: expected a floating point input, but got int64"));
+  EXPECT_THAT(error_of([] {
+                max_pool2d(ones({1, 2, 4, 4}, kInt64), 2);
+              }),
+              HasSubstr("max_pool2d: expected a floating point input, but got int64"));
+}
+
+TEST(ConvErrors, KernelLargerThanPaddedInput) {
+  EXPECT_THAT(error_of([] {
+                conv2d(randn({1, 1, 3, 3}), randn({1, 1, 5, 5}));
+              }),
+              HasSubstr("conv2d: the (dilated) kernel size (5 x 5) is larger than the padded "
+                        "input size (3 x 3)"));
+  EXPECT_THAT(error_of([] {
+                conv2d(randn({1, 1, 4, 4}), randn({1, 1, 3, 3}), {}, 1, 0, 2);
+              }),
+              HasSubstr("kernel size (5 x 5) is larger than the padded input size (4 x 4)"));
+  EXPECT_THAT(error_of([] {
+                conv1d(randn({1, 1, 3}), randn({1, 1, 4}));
+              }),
+              HasSubstr("conv1d: the (dilated) kernel size 4 is larger than the padded input "
+                        "size 3"));
+  EXPECT_THAT(error_of([] {
+                max_pool2d(randn({1, 1, 2, 2}), 3, 1, 1, 2);
+              }),
+              HasSubstr("max_pool2d: the (dilated) kernel size 5 is larger than the padded input "
+                        "size 4"));
+}
+
+TEST(ConvErrors, BadStridePaddingDilation) {
+  const Tensor x = randn({1, 2, 6, 6}), w = randn({3, 2, 3, 3});
+  EXPECT_THAT(error_of([&] { conv2d(x, w, {}, 0); }),
+              HasSubstr("conv2d: stride must be positive, but got 0"));
+  EXPECT_THAT(error_of([&] { conv2d(x, w, {}, 1, -1); }),
+              HasSubstr("conv2d: padding must be non-negative, but got -1"));
+  EXPECT_THAT(error_of([&] {
+                conv2d(x, w, {}, 1, 0, {1, 0});
+              }),
+              HasSubstr("conv2d: dilation must be positive, but got 0"));
+  EXPECT_THAT(error_of([&] {
+                conv2d(x, w, {}, {1, 2, 3});
+              }),
+              HasSubstr("conv2d: stride must have 1 or 2 values, but got 3 values [1, 2, 3]"));
+  EXPECT_THAT(error_of([&] { conv2d(x, w, {}, 1, "full"); }),
+              HasSubstr("conv2d: padding must be 'same' or 'valid' (or integers), but got 'full'"));
+  EXPECT_THAT(error_of([&] { conv2d(x, w, {}, 2, "same"); }),
+              HasSubstr("conv2d: padding='same' is not supported for strided convolutions"));
+  EXPECT_THAT(error_of([&] {
+                conv_transpose2d(randn({1, 3, 4, 4}), randn({3, 2, 3, 3}), {}, 2, 0, 2);
+              }),
+              HasSubstr("conv_transpose2d: output_padding 2 must be non-negative and smaller than "
+                        "either stride 2 or dilation 1"));
+  EXPECT_THAT(error_of([&] { max_pool2d(x, 3, 1, 2); }),
+              HasSubstr("max_pool2d: padding must be non-negative and at most half of the kernel "
+                        "size, but got padding 2 with kernel size 3"));
+  EXPECT_THAT(error_of([&] { avg_pool2d(x, 0); }),
+              HasSubstr("avg_pool2d: kernel_size must be positive, but got 0"));
+  EXPECT_THAT(error_of([&] { max_pool2d(x, 2, 0); }),
+              HasSubstr("max_pool2d: stride must be positive, but got 0"));
+  EXPECT_THAT(error_of([&] {
+                adaptive_max_pool2d(x, {0, 2});
+              }),
+              HasSubstr("adaptive_max_pool2d: output_size must be positive, but got [0, 2]"));
+  EXPECT_THAT(error_of([&] {
+                adaptive_avg_pool2d(x, {1, 2, 3});
+              }),
+              HasSubstr("adaptive_avg_pool2d: output_size must have 1 or 2 values"));
+}
+
+// ---- values
+
+TEST(Conv, HandComputed) {
+  // y[i, j] = x[i, j] - x[i + 1, j + 1] = -4 for x = arange(9) as 3x3.
+  for (DType dt : {kFloat32, kFloat64}) {
+    Tensor x = seq({1, 1, 3, 3}, dt);
+    Tensor w = tensor({1.0, 0.0, 0.0, -1.0}, dt).reshape({1, 1, 2, 2});
+    Tensor y = conv2d(x, w, tensor({0.5}, dt));
+    EXPECT_EQ(shape(y), (S{1, 1, 2, 2}));
+    EXPECT_THAT(vals(y), ::testing::Each(-3.5));
+  }
+}
+
+TEST(Conv, SamePaddingEvenKernel) {
+  // A 2x2 kernel of ones with "same": PyTorch pads 0 before and 1 after, so
+  // y[i, j] = x[i, j] + x[i, j + 1] + x[i + 1, j] + x[i + 1, j + 1] (zeros outside).
+  for (DType dt : {kFloat32, kFloat64}) {
+    Tensor x = seq({1, 1, 5, 5}, dt);
+    Tensor y = conv2d(x, ones({1, 1, 2, 2}, dt), {}, 1, "same");
+    ASSERT_EQ(shape(y), (S{1, 1, 5, 5}));
+    const auto v = vals(y);
+    EXPECT_EQ(v[0], 0 + 1 + 5 + 6);
+    EXPECT_EQ(v[4], 4 + 9);
+    EXPECT_EQ(v[20], 20 + 21);
+    EXPECT_EQ(v[24], 24);
+    EXPECT_EQ(v[12], 12 + 13 + 17 + 18);
+  }
+  // "valid" is no padding.
+  EXPECT_EQ(shape(conv2d(randn({1, 1, 5, 6}), randn({1, 1, 2, 3}), {}, 1, "valid")),
+            (S{1, 1, 4, 4}));
+  // conv1d, even kernel with dilation 3: total padding 3 = 1 before + 2 after, so
+  // y[i] = x[i - 1] + x[i + 2].
+  Tensor y1 = conv1d(seq({1, 1, 4}, kFloat64), ones({1, 1, 2}, kFloat64), {}, 1, "same", 3);
+  EXPECT_EQ(vals(y1), (std::vector<double>{0 + 2, 0 + 3, 1 + 0, 2 + 0}));
+}
+
+TEST(Conv, OutputSizes) {
+  auto hw = [](const Tensor& t) { return std::vector<int64_t>{t.size(-2), t.size(-1)}; };
+  const Tensor w5 = randn({2, 3, 5, 5}), w3 = randn({2, 3, 3, 3});
+  EXPECT_EQ(hw(conv2d(randn({1, 3, 32, 32}), w5, {}, 1, 2)), (std::vector<int64_t>{32, 32}));
+  EXPECT_EQ(hw(conv2d(randn({1, 3, 7, 8}), w3, {}, 2, 1)), (std::vector<int64_t>{4, 4}));
+  EXPECT_EQ(hw(conv2d(randn({1, 3, 7, 8}), w3, {}, 2, 1, 2)), (std::vector<int64_t>{3, 3}));
+  // (H - 1) s - 2 p + d (k - 1) + output_padding + 1
+  EXPECT_EQ(hw(conv_transpose2d(randn({1, 3, 7, 7}), randn({3, 2, 4, 4}), {}, 2, 1)),
+            (std::vector<int64_t>{14, 14}));
+  EXPECT_EQ(hw(conv_transpose2d(randn({1, 3, 7, 5}), randn({3, 2, 3, 3}), {}, 2, 1, 1)),
+            (std::vector<int64_t>{14, 10}));
+  // Pooling, PyTorch's values: floor vs ceil, and the ceil window that would start in the
+  // right padding is dropped (5 with k 2, s 2, p 1 gives 3 in both modes).
+  const Tensor x6 = randn({1, 1, 6, 6}), x5 = randn({1, 1, 5, 5});
+  EXPECT_EQ(hw(max_pool2d(x6, 3, 2)), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(hw(max_pool2d(x6, 3, 2, 0, 1, true)), (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(hw(max_pool2d(x5, 2, 2, 1)), (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(hw(max_pool2d(x5, 2, 2, 1, 1, true)), (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(hw(avg_pool2d(x6, 3, 2, 0, true)), (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(hw(avg_pool2d(x5, {2, 3}, {2, 1}, {1, 0})), (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(hw(max_pool2d(randn({1, 1, 112, 112}), 3, 2, 1)), (std::vector<int64_t>{56, 56}));
+  EXPECT_EQ(hw(adaptive_avg_pool2d(x5, {2, 3})), (std::vector<int64_t>{2, 3}));
+}
+
+TEST(Conv, UnbatchedInputs) {
+  Tensor x = randn({3, 6, 5}), w = randn({4, 3, 3, 3}), b = randn({4});
+  Tensor y = conv2d(x, w, b, 1, 1);
+  EXPECT_EQ(shape(y), (S{4, 6, 5}));
+  EXPECT_TRUE(allclose(y, conv2d(x.unsqueeze(0), w, b, 1, 1).squeeze(0)));
+  EXPECT_EQ(shape(conv1d(randn({3, 9}), randn({2, 3, 4}))), (S{2, 6}));
+  EXPECT_EQ(shape(max_pool2d(x, 2)), (S{3, 3, 2}));
+  EXPECT_EQ(shape(conv_transpose2d(randn({4, 3, 3}), w)), (S{3, 5, 5}));
+}
+
+TEST(Conv, FusedReluMatchesComposite) {
+  manual_seed(3);
+  Tensor x = randn({4, 8, 10, 10}), w = randn({16, 8, 3, 3}), b = randn({16});
+  Tensor ref = relu(conv2d(x, w, b, 1, 1));
+  Tensor fused;
+  {
+    NoGradGuard ng;
+    fused = conv2d_relu(x, w, b, 1, 1);
+  }
+  EXPECT_TRUE(allclose(fused, ref, 1e-5, 1e-5));
+  EXPECT_GT(vals(ref == 0).size(), 0u);
+  // With autograd it is the composite, and gradients flow.
+  Tensor wg = w.clone().requires_grad_(true);
+  conv2d_relu(x, wg, b, 1, 1).sum().backward();
+  Tensor wr = w.clone().requires_grad_(true);
+  relu(conv2d(x, wr, b, 1, 1)).sum().backward();
+  EXPECT_TRUE(allclose(wg.grad(), wr.grad(), 1e-5, 1e-5));
+  // The module form.
+  nn::Conv2d conv(8, 16, 3, 1, 1);
+  conv.eval();
+  NoGradGuard ng;
+  EXPECT_TRUE(allclose(conv.forward_relu(x), relu(conv.forward(x)), 1e-5, 1e-5));
+}
+
+TEST(Conv, Float32MatchesFloat64Backward) {
+  // The oneDNN backward (float32) against the loops (float64) on a LeNet-like layer.
+  manual_seed(5);
+  Tensor x = randn({3, 6, 9, 9}, kFloat64), w = randn({8, 3, 5, 5}, kFloat64);
+  Tensor b = randn({8}, kFloat64), g = randn({3, 8, 5, 5}, kFloat64);
+  auto run = [&](DType dt) {
+    Tensor xx = x.to(dt).requires_grad_(true), ww = w.to(dt).requires_grad_(true);
+    Tensor bb = b.to(dt).requires_grad_(true);
+    (conv2d(xx, ww, bb, 2, 2, 1, 2) * g.to(dt)).sum().backward();
+    return std::vector<Tensor>{xx.grad(), ww.grad(), bb.grad()};
+  };
+  auto r32 = run(kFloat32), r64 = run(kFloat64);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_TRUE(allclose(r32[i].to(kFloat64), r64[i], 1e-4, 1e-4)) << "gradient " << i;
+  }
+}
+
+TEST(Pool, HandComputed) {
+  Tensor x = seq({1, 1, 4, 4});
+  auto [v, idx] = max_pool2d_with_indices(x, 2);
+  EXPECT_EQ(vals(v), (std::vector<double>{5, 7, 13, 15}));
+  EXPECT_EQ(vals(idx), (std::vector<double>{5, 7, 13, 15}));
+  EXPECT_EQ(idx.dtype(), kInt64);
+  EXPECT_EQ(vals(avg_pool2d(x, 2)), (std::vector<double>{2.5, 4.5, 10.5, 12.5}));
+  // count_include_pad: the corner window of a 3x3 pool with padding 1 holds 4 of 9 elements.
+  Tensor ones3 = ones({1, 1, 3, 3});
+  EXPECT_NEAR(vals(avg_pool2d(ones3, 3, 1, 1))[0], 4.0 / 9.0, 1e-6);
+  EXPECT_NEAR(vals(avg_pool2d(ones3, 3, 1, 1, false, false))[0], 1.0, 1e-6);
+  EXPECT_EQ(vals(adaptive_avg_pool2d(x, 1)), (std::vector<double>{7.5}));
+  EXPECT_EQ(vals(adaptive_max_pool2d(x, {1, 2})), (std::vector<double>{13, 15}));
+}
+
+TEST(Pool, MaxPoolGradientGoesToTheArgmax) {
+  Tensor x = tensor({1.0, 9.0, 2.0, 3.0, 4.0, 0.0, 8.0, 7.0, 5.0}).reshape({1, 1, 3, 3});
+  x.requires_grad_(true);
+  // Overlapping 2x2 windows, stride 1: 9 is the max of both top windows, 8 of bottom-left.
+  max_pool2d(x, 2, 1).sum().backward();
+  EXPECT_EQ(vals(x.grad()), (std::vector<double>{0, 2, 0, 0, 0, 0, 1, 1, 0}));
+}
+
+// ---- modules
+
+TEST(ConvModules, ShapesAndParameters) {
+  nn::Conv2d c(3, 64, 3, 2, 1);
+  EXPECT_EQ(shape(c.weight), (S{64, 3, 3, 3}));
+  EXPECT_EQ(shape(c.bias), (S{64}));
+  EXPECT_EQ(c.num_parameters(), 64 * 27 + 64);
+  EXPECT_EQ(shape(c.forward(randn({2, 3, 32, 32}))), (S{2, 64, 16, 16}));
+  auto names = c.named_parameters();
+  ASSERT_EQ(names.size(), 2u);
+  EXPECT_EQ(names[0].first, "weight");
+  EXPECT_EQ(names[1].first, "bias");
+
+  nn::Conv2d c2(nn::Conv2dOptions(3, 64, {3, 5}).stride(2).padding(1).bias(false));
+  EXPECT_EQ(shape(c2.weight), (S{64, 3, 3, 5}));
+  EXPECT_FALSE(c2.bias.defined());
+  EXPECT_EQ(c2.named_parameters().size(), 1u);
+  EXPECT_EQ(shape(c2.forward(randn({1, 3, 9, 9}))), (S{1, 64, 5, 4}));
+
+  nn::Conv2d same(nn::Conv2dOptions(4, 4, 4).padding("same"));
+  EXPECT_EQ(shape(same.forward(randn({1, 4, 7, 6}))), (S{1, 4, 7, 6}));
+
+  nn::Conv2d grouped(8, 16, 3, 1, 1, 1, 4);
+  EXPECT_EQ(shape(grouped.weight), (S{16, 2, 3, 3}));
+  EXPECT_EQ(grouped.num_parameters(), 16 * 18 + 16);
+
+  nn::Conv1d c1(4, 8, 5);
+  EXPECT_EQ(shape(c1.weight), (S{8, 4, 5}));
+  EXPECT_EQ(shape(c1.forward(randn({2, 4, 20}))), (S{2, 8, 16}));
+
+  nn::ConvTranspose2d t(16, 8, 4, 2, 1);
+  EXPECT_EQ(shape(t.weight), (S{16, 8, 4, 4}));
+  EXPECT_EQ(t.num_parameters(), 16 * 8 * 16 + 8);
+  EXPECT_EQ(shape(t.forward(randn({1, 16, 7, 7}))), (S{1, 8, 14, 14}));
+
+  EXPECT_EQ(shape(nn::MaxPool2d(2).forward(randn({1, 3, 8, 8}))), (S{1, 3, 4, 4}));
+  EXPECT_EQ(shape(nn::MaxPool2d(3, 2, 1).forward(randn({1, 2, 112, 112}))), (S{1, 2, 56, 56}));
+  EXPECT_EQ(shape(nn::AvgPool2d(2).forward(randn({1, 3, 8, 8}))), (S{1, 3, 4, 4}));
+  EXPECT_EQ(shape(nn::AdaptiveAvgPool2d(1).forward(randn({2, 5, 7, 7}))), (S{2, 5, 1, 1}));
+  EXPECT_EQ(shape(nn::AdaptiveMaxPool2d(2, 3).forward(randn({2, 5, 7, 7}))), (S{2, 5, 2, 3}));
+  EXPECT_EQ(nn::MaxPool2d(2).num_parameters(), 0);
+}
+
+TEST(ConvModules, DefaultInitBoundsAndStateDict) {
+  manual_seed(0);
+  nn::Conv2d c(6, 16, 5);
+  const double bound =
+      1.0 / std::sqrt(6.0 * 25.0);  // kaiming-uniform(a = sqrt(5)) = 1/sqrt(fan_in)
+  for (double v : vals(c.weight)) EXPECT_LE(std::abs(v), bound);
+  for (double v : vals(c.bias)) EXPECT_LE(std::abs(v), bound);
+  EXPECT_GT(vals(c.weight.abs().max()).at(0), 0.8 * bound);
+
+  nn::Sequential net(nn::Conv2d(1, 6, 5, 1, 2), nn::ReLU(), nn::MaxPool2d(2), nn::Conv2d(6, 16, 5),
+                     nn::ReLU(), nn::AvgPool2d(2), nn::Flatten(), nn::Linear(16 * 5 * 5, 10));
+  auto sd = net.state_dict();
+  ASSERT_EQ(sd.size(), 6u);
+  EXPECT_EQ(sd[0].first, "0.weight");
+  EXPECT_EQ(sd[2].first, "3.weight");
+  EXPECT_EQ(shape(net.forward(randn({4, 1, 28, 28}))), (S{4, 10}));
+  std::ostringstream os;
+  os << *net[0];
+  EXPECT_THAT(os.str(),
+              HasSubstr("Conv2d(1, 6, kernel_size=(5, 5), stride=(1, 1), padding=(2, 2))"));
+  std::ostringstream os2;
+  os2 << nn::Conv2d(nn::Conv2dOptions(3, 8, 3).stride(2).bias(false).groups(1));
+  EXPECT_THAT(os2.str(), HasSubstr("Conv2d(3, 8, kernel_size=(3, 3), stride=(2, 2), bias=False)"));
+}
+
+// ---- the primitive cache
+
+TEST(ConvCache, PrimitivesAreCreatedOncePerShape) {
+  conv_primitive_cache_clear();
+  Tensor x = randn({2, 4, 8, 8}), w = randn({6, 4, 3, 3}), b = randn({6});
+  conv2d(x, w, b, 1, 1);
+  ConvCacheStats s = conv_primitive_cache_stats();
+  EXPECT_EQ(s.misses, 1);
+  EXPECT_EQ(s.hits, 0);
+  for (int i = 0; i < 3; ++i) conv2d(x, w, b, 1, 1);
+  s = conv_primitive_cache_stats();
+  EXPECT_EQ(s.misses, 1);
+  EXPECT_EQ(s.hits, 3);
+  // Another shape, stride or bias flag is another primitive.
+  conv2d(randn({3, 4, 8, 8}), w, b, 1, 1);
+  conv2d(x, w, b, 2, 1);
+  conv2d(x, w, {}, 1, 1);
+  EXPECT_EQ(conv_primitive_cache_stats().misses, 4);
+  // Training: backward-data and backward-weights primitives, once each.
+  Tensor wg = w.clone().requires_grad_(true), xg = x.clone().requires_grad_(true);
+  for (int i = 0; i < 3; ++i) conv2d(xg, wg, b, 1, 1).sum().backward();
+  s = conv_primitive_cache_stats();
+  EXPECT_EQ(s.misses, 6);
+  EXPECT_EQ(s.size, 6);
+  // float64 runs the loops and never touches the cache.
+  conv2d(x.to(kFloat64), w.to(kFloat64));
+  EXPECT_EQ(conv_primitive_cache_stats().misses, 6);
+}
+
+}  // namespace
+}  // namespace ignis
