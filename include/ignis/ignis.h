@@ -13,6 +13,7 @@
 #include "ignis/generator.h"
 #include "ignis/models.h"
 #include "ignis/nn.h"
+#include "ignis/norm.h"
 #include "ignis/ops.h"
 #include "ignis/optim.h"
 #include "ignis/scalar.h"

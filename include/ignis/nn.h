@@ -7,3 +7,4 @@
 #include "ignis/nn/layers.h"
 #include "ignis/nn/loss.h"
 #include "ignis/nn/module.h"
+#include "ignis/nn/norm.h"

@@ -19,6 +19,8 @@ constexpr Workload kWorkloads[] = {
      &bench_sgemm},
     {"seed_jit_mlp", "inference of a 512-256-128-2 ReLU MLP on one sample (us per forward)",
      &bench_seed_jit_mlp},
+    {"batch_norm", "float32 batch_norm (training) on 64x64x32x32: forward, forward + backward",
+     &bench_batch_norm},
     {"mnist_lenet", "one epoch of LeNet-5 on MNIST (SGD, batch 64): s/epoch, test accuracy",
      &bench_mnist_lenet},
     {"train_step", "SGD steps of a zoo model on synthetic data (--model, --batch, ...)",

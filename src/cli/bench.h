@@ -32,6 +32,7 @@ struct Workload {
 void bench_op_overhead(const BenchOptions& opts);
 void bench_sgemm(const BenchOptions& opts);
 void bench_seed_jit_mlp(const BenchOptions& opts);
+void bench_batch_norm(const BenchOptions& opts);
 void bench_mnist_lenet(const BenchOptions& opts);
 void bench_train_step(const BenchOptions& opts);
 

@@ -1,0 +1,268 @@
+// batch_norm, group_norm, local_response_norm and dropout2d.
+// batch_norm runs fused kernels (per-channel statistics, one affine pass; a
+// one-kernel backward giving grad_input, grad_weight and grad_bias). When a
+// graph of the backward is being built (create_graph) the backward is written
+// in ignis ops instead, recomputing the statistics from x so that second
+// derivatives flow through them. group_norm and local_response_norm are
+// composites of differentiable ops; dropout2d multiplies by a per-channel mask.
+#include "ops/norm.h"
+
+#include "autograd/node.h"
+#include "core/tensor_impl.h"
+#include "ignis/autograd.h"
+#include "ignis/ops.h"
+#include "ops/elementwise.h"
+
+namespace ignis {
+
+using autograd::BackwardCtx;
+using autograd::SavedVariable;
+
+IGNIS_DEFINE_STUB(batch_norm_stats_stub, BatchNormStatsFn);
+IGNIS_DEFINE_STUB(channel_affine_stub, ChannelAffineFn);
+IGNIS_DEFINE_STUB(batch_norm_backward_stub, BatchNormBackwardFn);
+
+namespace {
+
+/// Checks that an optional per-channel tensor is a [C] vector on x's device.
+void check_channel_vector(const Tensor &t, const char *op, const char *name,
+                          const Tensor &x, int64_t channels) {
+  if (!t.defined())
+    return;
+  IGNIS_CHECK(t.dim() == 1 && t.size(0) == channels, op, ": ", name,
+              " must have shape [", channels, "] to match the ", channels,
+              " channels of input of shape ", x.sizes(), ", but got shape ",
+              t.sizes());
+  IGNIS_CHECK(t.is_floating_point(), op, ": ", name,
+              " must be floating point, but got ", t.dtype());
+  IGNIS_CHECK(t.device() == x.device(), op, ": ", name, " is on ",
+              t.device().str(), " but the input is on ", x.device().str());
+}
+
+/// [1, C, 1, ...] for x of rank nd: a per-channel vector broadcast over x.
+Shape channel_shape(int64_t channels, int64_t nd) {
+  Shape s(static_cast<size_t>(nd), 1);
+  s[1] = channels;
+  return s;
+}
+
+/// Every dim of x except the channel dim 1.
+Shape non_channel_dims(int64_t nd) {
+  Shape d;
+  for (int64_t i = 0; i < nd; ++i) {
+    if (i != 1)
+      d.push_back(i);
+  }
+  return d;
+}
+
+/// The backward of batch norm written in ignis ops (differentiable again). With
+/// batch statistics they are recomputed from x, so their dependence on x is
+/// part of the graph.
+TensorList batch_norm_backward_composite(const Tensor &g, const Tensor &x,
+                                         const Tensor &w, const Tensor &mean,
+                                         const Tensor &invstd, bool batch_stats,
+                                         double eps) {
+  const Shape cs = channel_shape(x.size(1), x.dim());
+  const Shape dims = non_channel_dims(x.dim());
+  Tensor inv, xhat;
+  if (batch_stats) {
+    Tensor xc = x - x.mean(dims, true);
+    inv = rsqrt((xc * xc).mean(dims, true) + eps);
+    xhat = xc * inv;
+  } else {
+    inv = invstd.view(cs);
+    xhat = (x - mean.view(cs)) * inv;
+  }
+  Tensor gxhat = w.defined() ? g * w.view(cs) : g;
+  Tensor gx = batch_stats ? inv * (gxhat - gxhat.mean(dims, true) -
+                                   xhat * (gxhat * xhat).mean(dims, true))
+                          : gxhat * inv;
+  return {gx, (g * xhat).sum(dims), g.sum(dims)};
+}
+
+/// r = (1 - momentum) * r + momentum * stat, in place (no history).
+void update_running(Tensor &r, const Tensor &stat, double momentum) {
+  NoGradGuard ng;
+  r.mul_(1 - momentum).add_(cast(stat, r.dtype()), momentum);
+}
+
+} // namespace
+
+Tensor batch_norm(const Tensor &x, const Tensor &running_mean,
+                  const Tensor &running_var, const Tensor &weight,
+                  const Tensor &bias, bool training, double momentum,
+                  double eps) {
+  const char *op = "batch_norm";
+  IGNIS_CHECK(
+      x.dim() >= 2, op,
+      ": expected an input of at least 2 dims [N, C, *], but got shape ",
+      x.sizes());
+  IGNIS_CHECK(x.is_floating_point(), op,
+              ": expected a floating point input, but got ", x.dtype());
+  const int64_t n_batch = x.size(0), channels = x.size(1);
+  check_channel_vector(weight, op, "weight", x, channels);
+  check_channel_vector(bias, op, "bias", x, channels);
+  check_channel_vector(running_mean, op, "running_mean", x, channels);
+  check_channel_vector(running_var, op, "running_var", x, channels);
+  IGNIS_CHECK(
+      running_mean.defined() == running_var.defined(), op,
+      ": running_mean and running_var must both be defined or both undefined");
+  IGNIS_CHECK(training || running_mean.defined(), op,
+              ": running_mean and running_var are required in evaluation mode "
+              "(training=false)");
+  IGNIS_CHECK(eps >= 0, op, ": eps must be non-negative, but got ", eps);
+  const int64_t count =
+      channels == 0 ? 0 : x.numel() / channels; // values per channel
+  IGNIS_CHECK(!training || count > 1, op,
+              ": expected more than 1 value per channel when training, but got "
+              "input of shape ",
+              x.sizes());
+
+  const DType sd = norm_stat_dtype(x.dtype());
+  const int64_t inner =
+      n_batch * channels == 0 ? 0 : x.numel() / (n_batch * channels);
+  const Tensor xc = x.contiguous();
+  const Tensor x3 = xc.view({n_batch, channels, inner});
+  Tensor mean, invstd, scale, shift;
+  {
+    NoGradGuard ng;
+    if (training) {
+      mean = make_tensor({channels}, sd, x.device());
+      Tensor var = make_tensor({channels}, sd, x.device());
+      batch_norm_stats_stub[x.device()](mean, var, x3);
+      invstd = rsqrt(var + eps);
+      if (running_mean.defined()) {
+        Tensor rm = running_mean, rv = running_var;
+        update_running(rm, mean, momentum);
+        update_running(
+            rv,
+            var * (static_cast<double>(count) / static_cast<double>(count - 1)),
+            momentum);
+      }
+    } else {
+      mean = running_mean.to(
+          sd, /*copy=*/true); // a snapshot: the buffer may change later
+      invstd = rsqrt(cast(running_var, sd) + eps);
+    }
+    scale = weight.defined() ? invstd * cast(weight, sd) : invstd;
+    shift = bias.defined() ? cast(bias, sd) - mean * scale : -(mean * scale);
+  }
+  Tensor out = make_tensor(x.sizes(), x.dtype(), x.device());
+  channel_affine_stub[x.device()](out.view({n_batch, channels, inner}), x3,
+                                  scale, shift);
+
+  if (autograd::any_needs_grad({&x, &weight, &bias})) {
+    autograd::record(
+        op, {&x, &weight, &bias}, {&out},
+        [sx = SavedVariable(x, false), sw = SavedVariable(weight, false), mean,
+         invstd, training,
+         eps](BackwardCtx &c, const TensorList &g) -> TensorList {
+          const Tensor xs = c.unpack(sx);
+          const Tensor w = c.unpack(sw);
+          if (is_grad_enabled()) {
+            return batch_norm_backward_composite(g[0], xs, w, mean, invstd,
+                                                 training, eps);
+          }
+          const int64_t n = xs.size(0), ch = xs.size(1);
+          const int64_t m = n * ch == 0 ? 0 : xs.numel() / (n * ch);
+          const DType sdt = norm_stat_dtype(xs.dtype());
+          Tensor gx, gw, gb;
+          if (c.needs_input_grad(0))
+            gx = make_tensor(xs.sizes(), xs.dtype(), xs.device());
+          if (c.needs_input_grad(1))
+            gw = make_tensor({ch}, sdt, xs.device());
+          if (c.needs_input_grad(2))
+            gb = make_tensor({ch}, sdt, xs.device());
+          const Tensor g3 =
+              cast(g[0], xs.dtype()).contiguous().view({n, ch, m});
+          batch_norm_backward_stub[xs.device()](
+              gx.defined() ? gx.view({n, ch, m}) : gx, gw, gb, g3,
+              xs.contiguous().view({n, ch, m}), mean, invstd,
+              w.defined() ? cast(w, sdt).contiguous() : w, training);
+          return {gx, gw, gb};
+        });
+  }
+  return out;
+}
+
+Tensor group_norm(const Tensor &x, int64_t num_groups, const Tensor &weight,
+                  const Tensor &bias, double eps) {
+  const char *op = "group_norm";
+  IGNIS_CHECK(
+      x.dim() >= 2, op,
+      ": expected an input of at least 2 dims [N, C, *], but got shape ",
+      x.sizes());
+  IGNIS_CHECK(x.is_floating_point(), op,
+              ": expected a floating point input, but got ", x.dtype());
+  const int64_t channels = x.size(1);
+  IGNIS_CHECK(num_groups > 0 && channels % num_groups == 0, op, ": num_groups ",
+              num_groups, " must be positive and divide the ", channels,
+              " channels of input of shape ", x.sizes());
+  check_channel_vector(weight, op, "weight", x, channels);
+  check_channel_vector(bias, op, "bias", x, channels);
+  IGNIS_CHECK(eps >= 0, op, ": eps must be non-negative, but got ", eps);
+  const int64_t n = x.size(0);
+  const int64_t per_group =
+      n * num_groups == 0 ? 0 : x.numel() / (n * num_groups);
+  Tensor xg = x.reshape({n, num_groups, per_group});
+  Tensor xc = xg - xg.mean({2}, true);
+  Tensor y = (xc * rsqrt((xc * xc).mean({2}, true) + eps)).reshape(x.sizes());
+  const Shape cs = channel_shape(channels, x.dim());
+  if (weight.defined())
+    y = y * weight.view(cs);
+  if (bias.defined())
+    y = y + bias.view(cs);
+  return y;
+}
+
+Tensor local_response_norm(const Tensor &x, int64_t size, double alpha,
+                           double beta, double k) {
+  const char *op = "local_response_norm";
+  IGNIS_CHECK(
+      x.dim() >= 3, op,
+      ": expected an input of at least 3 dims [N, C, *], but got shape ",
+      x.sizes());
+  IGNIS_CHECK(x.is_floating_point(), op,
+              ": expected a floating point input, but got ", x.dtype());
+  IGNIS_CHECK(size > 0, op, ": size must be positive, but got ", size);
+  const int64_t n = x.size(0), channels = x.size(1);
+  const int64_t inner = n * channels == 0 ? 0 : x.numel() / (n * channels);
+  // The window sum of squares over channels c - size/2 .. c + (size-1)/2, zero
+  // padded: the sum of `size` shifted views of the padded squares (exact,
+  // unlike a difference of cumsums).
+  Tensor sq = pad((x * x).reshape({n, channels, inner}),
+                  {0, 0, size / 2, (size - 1) / 2});
+  Tensor win = sq.narrow(1, 0, channels);
+  for (int64_t j = 1; j < size; ++j)
+    win = win + sq.narrow(1, j, channels);
+  Tensor div = (win * (alpha / static_cast<double>(size)) + k)
+                   .pow(beta)
+                   .reshape(x.sizes());
+  return x / div;
+}
+
+Tensor dropout2d(const Tensor &x, double p, bool training) {
+  const char *op = "dropout2d";
+  IGNIS_CHECK(p >= 0 && p <= 1, op,
+              ": probability has to be between 0 and 1, but got ", p);
+  IGNIS_CHECK(
+      x.dim() == 3 || x.dim() == 4, op,
+      ": expected a 3-D [N, C, L] or 4-D [N, C, H, W] input, but got shape ",
+      x.sizes());
+  IGNIS_CHECK(x.is_floating_point(), op,
+              ": expected a floating point input, but got ", x.dtype());
+  if (!training || p == 0)
+    return x;
+  if (p == 1)
+    return x * 0;
+  Shape mask_shape(static_cast<size_t>(x.dim()), 1);
+  mask_shape[0] = x.size(0);
+  mask_shape[1] = x.size(1);
+  const TensorOptions opts =
+      TensorOptions(norm_stat_dtype(x.dtype())).device(x.device());
+  Tensor keep = (rand(mask_shape, opts) >= p).to(x.dtype());
+  return x * (keep * (1.0 / (1.0 - p)));
+}
+
+} // namespace ignis

@@ -1,0 +1,39 @@
+// Batch-norm kernel stubs (defined in ops/norm.cpp, kernels per device in
+// cpu/norm_kernels.cpp). Every kernel sees x as a contiguous [N, C, M] block (M
+// = the product of the spatial dims); per-channel vectors are contiguous [C]
+// tensors of the statistics dtype (float32 for bfloat16 x, x's dtype
+// otherwise).
+#pragma once
+
+#include "core/dispatch.h"
+#include "ignis/norm.h"
+
+namespace ignis {
+
+/// The dtype batch-norm statistics are kept in for x of dtype t.
+inline DType norm_stat_dtype(DType t) { return t == kBFloat16 ? kFloat32 : t; }
+
+/// mean[c] and the biased variance var[c] of channel c (two passes).
+using BatchNormStatsFn = void (*)(const Tensor &mean, const Tensor &var,
+                                  const Tensor &x);
+IGNIS_DECLARE_STUB(batch_norm_stats_stub, BatchNormStatsFn);
+
+/// y = x * scale[c] + shift[c] (y contiguous, x's shape).
+using ChannelAffineFn = void (*)(const Tensor &y, const Tensor &x,
+                                 const Tensor &scale, const Tensor &shift);
+IGNIS_DECLARE_STUB(channel_affine_stub, ChannelAffineFn);
+
+/// The fused backward of batch norm, with xhat = (x - mean[c]) * invstd[c], w =
+/// weight (1 when undefined): grad_weight[c] = sum(g * xhat), grad_bias[c] =
+/// sum(g), and grad_input = w * invstd * (g - grad_bias / n - xhat *
+/// grad_weight / n) when the statistics came from the batch (training), w *
+/// invstd * g otherwise. Undefined outputs are not computed.
+using BatchNormBackwardFn = void (*)(const Tensor &grad_input,
+                                     const Tensor &grad_weight,
+                                     const Tensor &grad_bias, const Tensor &g,
+                                     const Tensor &x, const Tensor &mean,
+                                     const Tensor &invstd, const Tensor &weight,
+                                     bool batch_stats);
+IGNIS_DECLARE_STUB(batch_norm_backward_stub, BatchNormBackwardFn);
+
+} // namespace ignis

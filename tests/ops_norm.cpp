@@ -1,0 +1,480 @@
+// Op-table entries of the normalisation and resampling ops: batch_norm
+// (training and eval), group_norm, local_response_norm, interpolate (nearest
+// and bilinear). Settings that vary per sample (num_groups) are 0-d int64
+// inputs; the others are bound in the entry's name. The references are plain
+// loops in float64 over row-major values.
+#include <algorithm>
+#include <cmath>
+
+#include "op_table.h"
+
+namespace ignis::testing {
+namespace {
+
+using TL = std::vector<Tensor>;
+using Values = std::vector<double>;
+
+const std::vector<DType> kFloats = {kFloat32, kFloat64, kBFloat16};
+
+Tensor in(IntArrayRef shape, uint64_t seed, double lo = -2, double hi = 2) {
+  return make_input(shape, seed, lo, hi);
+}
+Tensor int_t(int64_t v) { return tensor(std::vector<int64_t>{v}).reshape({}); }
+
+/// The sizes of x as a vector, and M = the elements per (n, c) pair.
+int64_t inner_of(const Tensor &x) {
+  int64_t m = 1;
+  for (int64_t d = 2; d < x.dim(); ++d)
+    m *= x.size(d);
+  return m;
+}
+
+// ---- batch_norm
+
+/// y = (x - mean_c) / sqrt(var_c + eps) * w_c + b_c; mean/var of each channel
+/// from the batch (biased var), or given.
+Tensor ref_batch_norm(const Tensor &x, const Values *mean_in,
+                      const Values *var_in, const Tensor &w, const Tensor &b,
+                      double eps) {
+  const int64_t n = x.size(0), c = x.size(1), m = inner_of(x);
+  const Values v = values(x);
+  Values mean(static_cast<size_t>(c)), var(static_cast<size_t>(c));
+  for (int64_t ch = 0; ch < c; ++ch) {
+    if (mean_in != nullptr) {
+      mean[ch] = (*mean_in)[ch];
+      var[ch] = (*var_in)[ch];
+      continue;
+    }
+    double s = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t k = 0; k < m; ++k)
+        s += v[(i * c + ch) * m + k];
+    }
+    mean[ch] = s / static_cast<double>(n * m);
+    double q = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t k = 0; k < m; ++k) {
+        const double d = v[(i * c + ch) * m + k] - mean[ch];
+        q += d * d;
+      }
+    }
+    var[ch] = q / static_cast<double>(n * m);
+  }
+  const Values wv =
+      w.defined() ? values(w) : Values(static_cast<size_t>(c), 1.0);
+  const Values bv =
+      b.defined() ? values(b) : Values(static_cast<size_t>(c), 0.0);
+  Values out(v.size());
+  for (size_t k = 0; k < v.size(); ++k) {
+    const int64_t ch = (static_cast<int64_t>(k) / m) % c;
+    out[k] = (v[k] - mean[ch]) / std::sqrt(var[ch] + eps) * wv[ch] + bv[ch];
+  }
+  return from_values(out, x.sizes());
+}
+
+// Sizes cover both CPU paths: rows of M >= 16 contiguous elements, and short
+// rows (M < 16, BatchNorm1d's [N, C]) that run across channels.
+std::vector<OpSample> batch_norm_samples() {
+  return {
+      {"[4, 3, 2, 2] affine", {in({4, 3, 2, 2}, 1), in({3}, 2), in({3}, 3)}},
+      {"[6, 4] (BatchNorm1d)", {in({6, 4}, 4), in({4}, 5), in({4}, 6)}},
+      {"[2, 3, 5] no affine", {in({2, 3, 5}, 7), Tensor(), Tensor()}},
+      {"[2, 2, 4, 5] long rows",
+       {in({2, 2, 4, 5}, 8), in({2}, 9), in({2}, 10)}},
+      {"noncontiguous [3, 2, 3, 4]",
+       {make_noncontiguous({3, 2, 3, 4}, 11), in({2}, 12), in({2}, 13)}},
+      {"weight only", {in({3, 2, 4}, 14), in({2}, 15), Tensor()}},
+  };
+}
+
+IGNIS_OP_INFO(OpInfo{
+    .name = "batch_norm(training)",
+    .fn =
+        [](const TL &x) {
+          // Fresh running statistics each call: their update must not disturb
+          // the output.
+          const TensorOptions o = TensorOptions(x[0].dtype());
+          Tensor rm = zeros({x[0].size(1)}, o), rv = ones({x[0].size(1)}, o);
+          return batch_norm(x[0], rm, rv, x[1], x[2], true, 0.1, 1e-5);
+        },
+    .ref =
+        [](const TL &x) {
+          return ref_batch_norm(x[0], nullptr, nullptr, x[1], x[2], 1e-5);
+        },
+    .samples = batch_norm_samples,
+    .dtypes = kFloats,
+    .atol32 = 1e-4,
+    .rtol32 = 1e-4,
+    .atol_bf16 = 5e-2,
+    .rtol_bf16 = 5e-2});
+
+IGNIS_OP_INFO(OpInfo{
+    .name = "batch_norm(training, no running stats)",
+    .fn =
+        [](const TL &x) {
+          return batch_norm(x[0], {}, {}, x[1], x[2], true, 0.1, 1e-3);
+        },
+    .ref =
+        [](const TL &x) {
+          return ref_batch_norm(x[0], nullptr, nullptr, x[1], x[2], 1e-3);
+        },
+    .samples = batch_norm_samples,
+    .dtypes = kFloats,
+    .atol32 = 1e-4,
+    .rtol32 = 1e-4,
+    .atol_bf16 = 5e-2,
+    .rtol_bf16 = 5e-2});
+
+IGNIS_OP_INFO(OpInfo{
+    .name = "batch_norm(eval)",
+    .fn =
+        [](const TL &x) {
+          return batch_norm(x[0], x[1], x[2], x[3], x[4], false, 0.1, 1e-5);
+        },
+    .ref =
+        [](const TL &x) {
+          const Values mean = values(x[1]), var = values(x[2]);
+          return ref_batch_norm(x[0], &mean, &var, x[3], x[4], 1e-5);
+        },
+    .samples =
+        [] {
+          return std::vector<OpSample>{
+              {"[2, 3, 2, 2]",
+               {in({2, 3, 2, 2}, 21), in({3}, 22), in({3}, 23, 0.5, 2),
+                in({3}, 24), in({3}, 25)}},
+              {"[5, 3] no affine",
+               {in({5, 3}, 26), in({3}, 27), in({3}, 28, 0.5, 2), Tensor(),
+                Tensor()}},
+              {"[2, 2, 17] long rows",
+               {in({2, 2, 17}, 29), in({2}, 30), in({2}, 31, 0.5, 2),
+                in({2}, 32), in({2}, 33)}},
+              {"empty batch",
+               {in({0, 3, 2}, 34), in({3}, 35), in({3}, 36, 0.5, 2),
+                in({3}, 37), in({3}, 38)}},
+          };
+        },
+    .dtypes = kFloats,
+    .atol_bf16 = 5e-2,
+    .rtol_bf16 = 5e-2,
+    .grad_inputs = {0, 3, 4}});
+
+// ---- group_norm
+
+Tensor ref_group_norm(const TL &x) {
+  const Tensor &t = x[0];
+  const int64_t groups = x[3].item<int64_t>();
+  const int64_t n = t.size(0), c = t.size(1), m = inner_of(t);
+  const int64_t per = c / groups * m; // elements of one group, contiguous
+  const Values v = values(t);
+  const Values wv =
+      x[1].defined() ? values(x[1]) : Values(static_cast<size_t>(c), 1.0);
+  const Values bv =
+      x[2].defined() ? values(x[2]) : Values(static_cast<size_t>(c), 0.0);
+  Values out(v.size());
+  for (int64_t grp = 0; grp < n * groups; ++grp) {
+    double s = 0, q = 0;
+    for (int64_t k = 0; k < per; ++k)
+      s += v[grp * per + k];
+    const double mu = s / static_cast<double>(per);
+    for (int64_t k = 0; k < per; ++k)
+      q += (v[grp * per + k] - mu) * (v[grp * per + k] - mu);
+    const double inv = 1 / std::sqrt(q / static_cast<double>(per) + 1e-5);
+    for (int64_t k = 0; k < per; ++k) {
+      const int64_t idx = grp * per + k, ch = (idx / m) % c;
+      out[idx] = (v[idx] - mu) * inv * wv[ch] + bv[ch];
+    }
+  }
+  return from_values(out, t.sizes());
+}
+
+IGNIS_OP_INFO(OpInfo{
+    .name = "group_norm",
+    .fn =
+        [](const TL &x) {
+          return group_norm(x[0], x[3].item<int64_t>(), x[1], x[2], 1e-5);
+        },
+    .ref = ref_group_norm,
+    .samples =
+        [] {
+          return std::vector<OpSample>{
+              {"[2, 4, 3] 2 groups",
+               {in({2, 4, 3}, 41), in({4}, 42), in({4}, 43), int_t(2)}},
+              {"[2, 6, 2, 2] 3 groups",
+               {in({2, 6, 2, 2}, 44), in({6}, 45), in({6}, 46), int_t(3)}},
+              {"[3, 4] 1 group, no affine",
+               {in({3, 4}, 47), Tensor(), Tensor(), int_t(1)}},
+              {"[1, 4, 3] instance norm",
+               {in({1, 4, 3}, 48), in({4}, 49), in({4}, 50), int_t(4)}},
+              {"noncontiguous",
+               {make_noncontiguous({2, 4, 3}, 51), in({4}, 52), in({4}, 53),
+                int_t(2)}},
+          };
+        },
+    .dtypes = kFloats,
+    .atol32 = 1e-4,
+    .rtol32 = 1e-4,
+    .atol_bf16 = 5e-2,
+    .rtol_bf16 = 5e-2});
+
+// ---- local_response_norm
+
+Tensor ref_lrn(const Tensor &x, int64_t size, double alpha, double beta,
+               double k) {
+  const int64_t n = x.size(0), c = x.size(1), m = inner_of(x);
+  const Values v = values(x);
+  Values out(v.size());
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t ch = 0; ch < c; ++ch) {
+      for (int64_t p = 0; p < m; ++p) {
+        double s = 0;
+        for (int64_t j = ch - size / 2; j <= ch + (size - 1) / 2; ++j) {
+          if (j >= 0 && j < c)
+            s += v[(i * c + j) * m + p] * v[(i * c + j) * m + p];
+        }
+        const int64_t idx = (i * c + ch) * m + p;
+        out[idx] =
+            v[idx] / std::pow(k + alpha / static_cast<double>(size) * s, beta);
+      }
+    }
+  }
+  return from_values(out, x.sizes());
+}
+
+std::vector<OpSample> lrn_samples() {
+  return {
+      {"[2, 5, 3]", {in({2, 5, 3}, 61)}},
+      {"[1, 4, 2, 3]", {in({1, 4, 2, 3}, 62)}},
+      {"2 channels", {in({2, 2, 2}, 63)}},
+      {"noncontiguous", {make_noncontiguous({2, 4, 3}, 64)}},
+  };
+}
+
+IGNIS_OP_INFO(OpInfo{
+    .name = "local_response_norm(size=3, alpha=0.6, beta=0.75, k=1)",
+    .fn =
+        [](const TL &x) {
+          return local_response_norm(x[0], 3, 0.6, 0.75, 1.0);
+        },
+    .ref = [](const TL &x) { return ref_lrn(x[0], 3, 0.6, 0.75, 1.0); },
+    .samples = lrn_samples,
+    .dtypes = kFloats});
+
+IGNIS_OP_INFO(OpInfo{
+    .name = "local_response_norm(size=2, alpha=1, beta=0.5, k=2)",
+    .fn =
+        [](const TL &x) { return local_response_norm(x[0], 2, 1.0, 0.5, 2.0); },
+    .ref = [](const TL &x) { return ref_lrn(x[0], 2, 1.0, 0.5, 2.0); },
+    .samples = lrn_samples,
+    .dtypes = kFloats});
+
+IGNIS_OP_INFO(OpInfo{
+    .name = "local_response_norm(size=7 > channels)",
+    .fn =
+        [](const TL &x) {
+          return local_response_norm(x[0], 7, 0.3, 0.75, 1.0);
+        },
+    .ref = [](const TL &x) { return ref_lrn(x[0], 7, 0.3, 0.75, 1.0); },
+    .samples = lrn_samples,
+    .dtypes = kFloats});
+
+// ---- interpolate
+
+/// The exact floor(dst * in / out) (PyTorch's "nearest" for sizes), clamped to
+/// the input.
+int64_t ref_nearest(int64_t dst, int64_t num, int64_t den, int64_t in) {
+  return std::min(dst * num / den, in - 1);
+}
+
+/// Source coordinate of a bilinear output index (PyTorch's rules).
+struct Lerp {
+  int64_t i0, i1;
+  double lam;
+};
+Lerp ref_lerp(int64_t dst, int64_t in, int64_t out, double scale,
+              bool align_corners) {
+  double src =
+      align_corners
+          ? (out > 1 ? static_cast<double>(in - 1) / (out - 1) * dst : 0.0)
+          : std::max((dst + 0.5) * scale - 0.5, 0.0);
+  const auto i0 = std::min(static_cast<int64_t>(src), in - 1);
+  return {i0, std::min(i0 + 1, in - 1),
+          std::min(src - static_cast<double>(i0), 1.0)};
+}
+
+/// Nearest resampling of the last dims of x to `out` with source index
+/// floor(dst * num/den).
+Tensor
+ref_interp_nearest(const Tensor &x, const std::vector<int64_t> &out,
+                   const std::vector<std::pair<int64_t, int64_t>> &ratio) {
+  const int64_t n = x.size(0) * x.size(1);
+  const Values v = values(x);
+  if (x.dim() == 3) {
+    const int64_t l = x.size(2);
+    Values o;
+    for (int64_t p = 0; p < n; ++p) {
+      for (int64_t j = 0; j < out[0]; ++j) {
+        o.push_back(
+            v[p * l + ref_nearest(j, ratio[0].first, ratio[0].second, l)]);
+      }
+    }
+    return from_values(o, {x.size(0), x.size(1), out[0]});
+  }
+  const int64_t h = x.size(2), w = x.size(3);
+  Values o;
+  for (int64_t p = 0; p < n; ++p) {
+    for (int64_t i = 0; i < out[0]; ++i) {
+      for (int64_t j = 0; j < out[1]; ++j) {
+        const int64_t si = ref_nearest(i, ratio[0].first, ratio[0].second, h);
+        const int64_t sj = ref_nearest(j, ratio[1].first, ratio[1].second, w);
+        o.push_back(v[(p * h + si) * w + sj]);
+      }
+    }
+  }
+  return from_values(o, {x.size(0), x.size(1), out[0], out[1]});
+}
+
+Tensor ref_interp_bilinear(const Tensor &x, int64_t oh, int64_t ow, double sh,
+                           double sw, bool align_corners) {
+  const int64_t n = x.size(0) * x.size(1), h = x.size(2), w = x.size(3);
+  const Values v = values(x);
+  Values o;
+  for (int64_t p = 0; p < n; ++p) {
+    for (int64_t i = 0; i < oh; ++i) {
+      const Lerp a = ref_lerp(i, h, oh, sh, align_corners);
+      for (int64_t j = 0; j < ow; ++j) {
+        const Lerp b = ref_lerp(j, w, ow, sw, align_corners);
+        auto at = [&](int64_t r, int64_t c) { return v[(p * h + r) * w + c]; };
+        o.push_back(
+            (1 - a.lam) *
+                ((1 - b.lam) * at(a.i0, b.i0) + b.lam * at(a.i0, b.i1)) +
+            a.lam * ((1 - b.lam) * at(a.i1, b.i0) + b.lam * at(a.i1, b.i1)));
+      }
+    }
+  }
+  return from_values(o, {x.size(0), x.size(1), oh, ow});
+}
+
+std::vector<OpSample> image_samples() {
+  return {
+      {"[1, 2, 3, 4]", {in({1, 2, 3, 4}, 71)}},
+      {"[2, 1, 2, 3]", {in({2, 1, 2, 3}, 72)}},
+      {"noncontiguous", {make_noncontiguous({1, 2, 3, 4}, 73)}},
+  };
+}
+const std::vector<DType> kMove = {kFloat32, kFloat64, kBFloat16, kInt64};
+
+IGNIS_OP_INFO(OpInfo{.name = "interpolate(nearest, size [5, 7])",
+                     .fn =
+                         [](const TL &x) {
+                           return interpolate(x[0], {5, 7}, "nearest");
+                         },
+                     .ref =
+                         [](const TL &x) {
+                           return ref_interp_nearest(
+                               x[0], {5, 7},
+                               {{x[0].size(2), 5}, {x[0].size(3), 7}});
+                         },
+                     .samples = image_samples,
+                     .dtypes = kMove});
+
+IGNIS_OP_INFO(OpInfo{.name = "interpolate(nearest, scale 2 and 0.5)",
+                     .fn =
+                         [](const TL &x) {
+                           return interpolate(x[0], {2.0, 0.5}, "nearest");
+                         },
+                     .ref =
+                         [](const TL &x) {
+                           return ref_interp_nearest(
+                               x[0], {x[0].size(2) * 2, x[0].size(3) / 2},
+                               {{1, 2}, {2, 1}});
+                         },
+                     .samples = image_samples,
+                     .dtypes = kMove});
+
+IGNIS_OP_INFO(OpInfo{
+    .name = "interpolate(nearest 1-d, scale 2.5)",
+    .fn = [](const TL &x) { return interpolate(x[0], {2.5}, "nearest"); },
+    .ref =
+        [](const TL &x) {
+          const auto out = static_cast<int64_t>(std::floor(x[0].size(2) * 2.5));
+          return ref_interp_nearest(x[0], {out}, {{2, 5}});
+        },
+    .samples =
+        [] {
+          return std::vector<OpSample>{
+              {"[2, 3, 4]", {in({2, 3, 4}, 74)}},
+              {"[1, 2, 5] noncontiguous", {make_noncontiguous({1, 2, 5}, 75)}}};
+        },
+    .dtypes = kMove});
+
+IGNIS_OP_INFO(OpInfo{.name = "interpolate(bilinear, size [5, 7])",
+                     .fn =
+                         [](const TL &x) {
+                           return interpolate(x[0], {5, 7}, "bilinear");
+                         },
+                     .ref =
+                         [](const TL &x) {
+                           return ref_interp_bilinear(
+                               x[0], 5, 7, x[0].size(2) / 5.0,
+                               x[0].size(3) / 7.0, false);
+                         },
+                     .samples = image_samples,
+                     .dtypes = kFloats});
+
+IGNIS_OP_INFO(OpInfo{
+    .name = "interpolate(bilinear, align_corners, size [4, 6])",
+    .fn =
+        [](const TL &x) {
+          return interpolate(x[0], {4, 6}, "bilinear", true);
+        },
+    .ref =
+        [](const TL &x) { return ref_interp_bilinear(x[0], 4, 6, 0, 0, true); },
+    .samples = image_samples,
+    .dtypes = kFloats});
+
+IGNIS_OP_INFO(OpInfo{.name = "interpolate(bilinear, downsample [2, 2])",
+                     .fn =
+                         [](const TL &x) {
+                           return interpolate(x[0], {2, 2}, "bilinear");
+                         },
+                     .ref =
+                         [](const TL &x) {
+                           return ref_interp_bilinear(
+                               x[0], 2, 2, x[0].size(2) / 2.0,
+                               x[0].size(3) / 2.0, false);
+                         },
+                     .samples = image_samples,
+                     .dtypes = kFloats});
+
+IGNIS_OP_INFO(OpInfo{
+    .name = "interpolate(bilinear, scale 1.5, align_corners)",
+    .fn =
+        [](const TL &x) {
+          return interpolate(x[0], {1.5, 1.5}, "bilinear", true);
+        },
+    .ref =
+        [](const TL &x) {
+          const auto oh = static_cast<int64_t>(x[0].size(2) * 1.5);
+          const auto ow = static_cast<int64_t>(x[0].size(3) * 1.5);
+          return ref_interp_bilinear(x[0], oh, ow, 0, 0, true);
+        },
+    .samples = image_samples,
+    .dtypes = kFloats});
+
+IGNIS_OP_INFO(OpInfo{
+    .name = "interpolate(bilinear, scale 1.5)",
+    .fn =
+        [](const TL &x) {
+          return interpolate(x[0], {1.5, 1.5}, "bilinear");
+        },
+    .ref =
+        [](const TL &x) {
+          const auto oh = static_cast<int64_t>(x[0].size(2) * 1.5);
+          const auto ow = static_cast<int64_t>(x[0].size(3) * 1.5);
+          return ref_interp_bilinear(x[0], oh, ow, 1 / 1.5, 1 / 1.5, false);
+        },
+    .samples = image_samples,
+    .dtypes = kFloats});
+
+} // namespace
+} // namespace ignis::testing
