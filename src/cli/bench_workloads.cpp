@@ -149,8 +149,10 @@ double peak_rss_mb() {
 void bench_mnist_lenet(const BenchOptions& opts) {
   const std::string dir = opts.cnn_data.empty() ? "data/mnist" : opts.cnn_data;
   auto norm = data::transforms::Normalize({0.1307}, {0.3081});
-  auto train_set = std::make_shared<data::MapDataset>(std::make_shared<data::MNIST>(dir, true), norm);
-  auto test_set = std::make_shared<data::MapDataset>(std::make_shared<data::MNIST>(dir, false), norm);
+  auto train_set =
+      std::make_shared<data::MapDataset>(std::make_shared<data::MNIST>(dir, true), norm);
+  auto test_set =
+      std::make_shared<data::MapDataset>(std::make_shared<data::MNIST>(dir, false), norm);
   manual_seed(0);
   auto model = models::lenet({1, 28, 10});
   optim::SGD opt(model->parameters(), optim::SGDOptions(0.02).momentum(0.9));
@@ -176,8 +178,8 @@ void bench_mnist_lenet(const BenchOptions& opts) {
 }
 
 // SGD steps (lr 0.01, momentum 0.9) of a zoo model on one fixed synthetic batch: inputs
-// U(-1, 1), label of sample i = 7919 i mod classes. Two warm-up steps, then `repeat` timed steps (each
-// zero_grad, forward, cross-entropy, backward, step); the median step time is reported.
+// U(-1, 1), label of sample i = 7919 i mod classes. Two warm-up steps, then `repeat` timed steps
+// (each zero_grad, forward, cross-entropy, backward, step); the median step time is reported.
 void bench_train_step(const BenchOptions& opts) {
   const std::string name = opts.model.empty() ? "resnet18" : opts.model;
   models::ModelConfig cfg{3, 224, 1000};
@@ -196,9 +198,12 @@ void bench_train_step(const BenchOptions& opts) {
   auto model = models::create(name, cfg);
   model->train();
   optim::SGD opt(model->parameters(), optim::SGDOptions(0.01).momentum(0.9));
-  const Tensor x = uniform_tensor({batch, cfg.in_channels, cfg.image_size, cfg.image_size}, 1.0f, 7);
+  const Tensor x =
+      uniform_tensor({batch, cfg.in_channels, cfg.image_size, cfg.image_size}, 1.0f, 7);
   std::vector<int64_t> labels(static_cast<size_t>(batch));
-  for (int64_t i = 0; i < batch; ++i) labels[static_cast<size_t>(i)] = (i * 7919) % cfg.num_classes;
+  for (int64_t i = 0; i < batch; ++i) {
+    labels[static_cast<size_t>(i)] = (i * 7919) % cfg.num_classes;
+  }
   const Tensor y = tensor(labels);
   auto step = [&] {
     opt.zero_grad();
@@ -214,11 +219,12 @@ void bench_train_step(const BenchOptions& opts) {
     times.push_back(now_s() - t0);
   }
   const double s = median(times);
-  std::printf("workload=train_step model=%s batch=%lld image_size=%lld classes=%lld threads=%d "
-              "s_per_step=%.4f img_per_s=%.1f peak_rss_mb=%.0f\n",
-              name.c_str(), static_cast<long long>(batch), static_cast<long long>(cfg.image_size),
-              static_cast<long long>(cfg.num_classes), get_num_threads(), s,
-              static_cast<double>(batch) / s, peak_rss_mb());
+  std::printf(
+      "workload=train_step model=%s batch=%lld image_size=%lld classes=%lld threads=%d "
+      "s_per_step=%.4f img_per_s=%.1f peak_rss_mb=%.0f\n",
+      name.c_str(), static_cast<long long>(batch), static_cast<long long>(cfg.image_size),
+      static_cast<long long>(cfg.num_classes), get_num_threads(), s, static_cast<double>(batch) / s,
+      peak_rss_mb());
   std::fflush(stdout);
 }
 

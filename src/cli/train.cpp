@@ -22,8 +22,8 @@ const char* kTrainUsage =
     "(`ignis models` lists the models; cifar10 reads the binary batches, data_batch_1.bin ...,\n"
     " from --data, default data/cifar10, and trains with random crops and flips)\n";
 const char* kEvalUsage =
-    "usage: ignis eval --model NAME --dataset mnist|fashion-mnist|cifar10 --load PATH [--data DIR]\n"
-    "                  [--batch-size B] [--threads T]\n";
+    "usage: ignis eval --model NAME --dataset mnist|fashion-mnist|cifar10 --load PATH\n"
+    "                  [--data DIR] [--batch-size B] [--threads T]\n";
 
 struct Options {
   std::map<std::string, std::string> values;
