@@ -24,7 +24,9 @@ import subprocess
 import sys
 import time
 
-WORKLOADS = ("op_overhead", "sgemm", "seed_jit_mlp", "mnist_mlp")
+WORKLOADS = ("op_overhead", "sgemm", "seed_jit_mlp", "mnist_mlp", "mnist_lenet", "train_step")
+# The CNN training workloads take minutes: run them when asked for.
+DEFAULT_WORKLOADS = ("op_overhead", "sgemm", "seed_jit_mlp", "mnist_mlp")
 
 # Per workload: the keys that identify a measurement, its metric, and whether higher is better.
 SPECS = {
@@ -37,6 +39,12 @@ SPECS = {
     "mnist_mlp": {"keys": (), "metric": "s_per_epoch", "higher": False,
                   "title": "seconds per training epoch (lower is better)",
                   "extra": ("test_acc", "peak_rss_mb")},
+    "mnist_lenet": {"keys": (), "metric": "s_per_epoch", "higher": False,
+                    "title": "s per MNIST epoch of LeNet-5, batch 64 (lower is better)",
+                    "extra": ("test_acc", "peak_rss_mb")},
+    "train_step": {"keys": ("model", "batch", "image_size"), "metric": "s_per_step",
+                   "higher": False, "title": "s per SGD step on synthetic data (lower is better)",
+                   "extra": ("peak_rss_mb",)},
 }
 
 
@@ -62,10 +70,9 @@ def parse_lines(text):
     return records
 
 
-def run_ignis(binary, workload, threads, repeat, data_dir):
+def run_ignis(binary, workload, threads, repeat, extra=()):
     cmd = [binary, "bench", workload, "--threads", str(threads), "--repeat", str(repeat)]
-    if workload == "mnist_mlp":
-        cmd += ["--data", data_dir]
+    cmd += list(extra)
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if proc.returncode != 0:
         sys.exit(f"compare_pytorch: `{' '.join(cmd)}` failed ({proc.returncode}):\n{proc.stderr}")
@@ -180,6 +187,10 @@ def torch_seed_jit_mlp(torch, threads, repeat):
     return out
 
 
+def peak_rss_mb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
 def read_idx(path):
     """An IDX file (the MNIST format, plain or .gz) as a numpy uint8 array of its dimensions."""
     import numpy as np
@@ -211,14 +222,14 @@ def load_mnist(torch, root, train):
     return x, torch.from_numpy(labels.copy()).long()
 
 
-def torch_mnist_mlp(torch, threads, repeat, data_dir):
+def torch_mnist_mlp(torch, threads, repeat, args):
     """The ignis mnist_mlp workload: Flatten-Linear(784,512)-ReLU-Linear(512,256)-ReLU-
     Linear(256,10) with nn.Linear's default init, SGD lr 0.05 momentum 0.9, batch 128, one
     epoch over a fixed-seed shuffle (each batch one gather of rows of the normalised tensor, no
     per-sample DataLoader), then the test accuracy. Only the training epoch is timed."""
     nn = torch.nn
-    xtr, ytr = load_mnist(torch, data_dir, True)
-    xte, yte = load_mnist(torch, data_dir, False)
+    xtr, ytr = load_mnist(torch, args.data, True)
+    xte, yte = load_mnist(torch, args.data, False)
     torch.manual_seed(0)
     model = nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256),
                           nn.ReLU(), nn.Linear(256, 10))
@@ -240,13 +251,124 @@ def torch_mnist_mlp(torch, threads, repeat, data_dir):
     with torch.no_grad():
         for i in range(0, xte.shape[0], 1000):
             correct += int((model(xte[i:i + 1000]).argmax(1) == yte[i:i + 1000]).sum())
-    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     return [{"workload": "mnist_mlp", "threads": threads, "variant": "eager",
-             "s_per_epoch": epoch_s, "test_acc": correct / xte.shape[0], "peak_rss_mb": rss_mb}]
+             "s_per_epoch": epoch_s, "test_acc": correct / xte.shape[0],
+             "peak_rss_mb": peak_rss_mb()}]
+
+def lenet(torch, in_channels, image_size, classes):
+    """The LeNet-5 of `ignis bench mnist_lenet` (models::lenet)."""
+    nn = torch.nn
+    s = image_size // 2 // 2
+    return nn.Sequential(nn.Conv2d(in_channels, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Flatten(), nn.Linear(64 * s * s, 512), nn.ReLU(),
+                         nn.Linear(512, classes))
+
+
+def torch_mnist_lenet(torch, threads, repeat, args):
+    """One epoch of LeNet-5 on MNIST (SGD lr 0.02 momentum 0.9, batch 64, shuffled), then the
+    test accuracy; batches are sliced from normalised tensors, as ignis's TensorDataset does."""
+    xtr, ytr = load_mnist(torch, args.data, True)
+    xte, yte = load_mnist(torch, args.data, False)
+    torch.manual_seed(0)
+    model = lenet(torch, 1, 28, 10)
+    opt = torch.optim.SGD(model.parameters(), lr=0.02, momentum=0.9)
+    loss_fn = torch.nn.functional.cross_entropy
+    t0 = time.perf_counter()
+    perm = torch.randperm(xtr.shape[0], generator=torch.Generator().manual_seed(0))
+    for i in range(0, xtr.shape[0], 64):
+        idx = perm[i:i + 64]
+        opt.zero_grad()
+        loss_fn(model(xtr[idx]), ytr[idx]).backward()
+        opt.step()
+    epoch_s = time.perf_counter() - t0
+    with torch.no_grad():
+        correct = sum(int((model(xte[i:i + 1000]).argmax(1) == yte[i:i + 1000]).sum())
+                      for i in range(0, xte.shape[0], 1000))
+    return [{"workload": "mnist_lenet", "threads": threads, "variant": "eager",
+             "s_per_epoch": epoch_s, "test_acc": correct / xte.shape[0],
+             "peak_rss_mb": peak_rss_mb()}]
+
+
+def zoo_model(torch, name, in_channels, image_size, classes):
+    """torchvision's model `name` with ignis's small-image changes (models.h): the CIFAR stems
+    of ResNet and AlexNet when image_size <= 32."""
+    if name == "lenet":
+        return lenet(torch, in_channels, image_size, classes)
+    import torchvision
+    nn = torch.nn
+    m = getattr(torchvision.models, name)(num_classes=classes)
+    if name.startswith("resnet"):
+        if image_size <= 32:
+            m.conv1, m.maxpool = nn.Conv2d(in_channels, 64, 3, 1, 1, bias=False), nn.Identity()
+        elif in_channels != 3:
+            m.conv1 = nn.Conv2d(in_channels, 64, 7, 2, 3, bias=False)
+    elif name == "alexnet":
+        if image_size <= 32:
+            m.features[0] = nn.Conv2d(in_channels, 64, 3, 1, 1)
+        elif in_channels != 3:
+            m.features[0] = nn.Conv2d(in_channels, 64, 11, 4, 2)
+    elif in_channels != 3:  # vgg
+        m.features[0] = nn.Conv2d(in_channels, 64, 3, padding=1)
+    return m
+
+
+def torch_train_step(torch, threads, repeat, args):
+    """SGD steps (lr 0.01, momentum 0.9) of a model on one synthetic batch, as `ignis bench
+    train_step`: 2 warm-up steps, then the median of `repeat` timed steps."""
+    out = []
+    for name in args.train_step_models.split(","):
+        natural = (1, 28, 10) if name == "lenet" else (3, 224, 1000)
+        c = natural[0]
+        s = args.image_size or natural[1]
+        k = args.classes or natural[2]
+        torch.manual_seed(0)
+        model = zoo_model(torch, name, c, s, k).train()
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        x = torch.rand(args.batch, c, s, s) * 2 - 1
+        y = torch.tensor([(i * 7919) % k for i in range(args.batch)])
+
+        def step():
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+
+        for _ in range(2):
+            step()
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            step()
+            times.append(time.perf_counter() - t0)
+        t = statistics.median(times)
+        out.append({"workload": "train_step", "model": name, "batch": args.batch,
+                    "image_size": s, "threads": threads, "variant": "eager", "s_per_step": t,
+                    "img_per_s": args.batch / t, "peak_rss_mb": peak_rss_mb()})
+    return out
+
+
+def ignis_extra_args(workload, args):
+    """The options of `ignis bench` that a workload takes, from this script's options."""
+    if workload in ("mnist_mlp", "mnist_lenet"):
+        return [["--data", args.data]]
+    if workload == "train_step":
+        runs = []
+        for name in args.train_step_models.split(","):
+            extra = ["--model", name, "--batch", str(args.batch)]
+            if args.image_size:
+                extra += ["--image-size", str(args.image_size)]
+            if args.classes:
+                extra += ["--classes", str(args.classes)]
+            runs.append(extra)
+        return runs
+    return [[]]
 
 
 TORCH_WORKLOADS = {"op_overhead": torch_op_overhead, "sgemm": torch_sgemm,
-                   "seed_jit_mlp": torch_seed_jit_mlp, "mnist_mlp": torch_mnist_mlp}
+                   "seed_jit_mlp": torch_seed_jit_mlp, "mnist_mlp": torch_mnist_mlp,
+                   "mnist_lenet": torch_mnist_lenet, "train_step": torch_train_step}
+# Workloads whose PyTorch function also takes this script's options.
+TAKES_ARGS = ("mnist_mlp", "mnist_lenet", "train_step")
 
 
 # ---------------------------------------------------------------- comparison
@@ -305,7 +427,8 @@ def fmt(v, digits=1):
     return str(v)
 
 
-LABELS = {"case": "case", "requires_grad": "grad", "n": "n", "batch": "batch"}
+LABELS = {"case": "case", "requires_grad": "grad", "n": "n", "batch": "batch", "model": "model",
+          "image_size": "size"}
 
 
 def print_table(workload, rows):
@@ -344,10 +467,20 @@ def main():
                     help="comma-separated thread counts to try; the best is kept (default 1,2)")
     ap.add_argument("--repeat", type=int, default=7,
                     help="timed batches per measurement, the median is reported (default 7)")
-    ap.add_argument("--workloads", default=",".join(WORKLOADS),
-                    help=f"comma-separated subset of {', '.join(WORKLOADS)}")
+    ap.add_argument("--workloads", default=",".join(DEFAULT_WORKLOADS),
+                    help=f"comma-separated subset of {', '.join(WORKLOADS)} (default: "
+                         f"{', '.join(DEFAULT_WORKLOADS)})")
+    ap.add_argument("--train-step-models", default="resnet18",
+                    help="train_step: comma-separated zoo models (lenet, alexnet, vgg11, vgg16, "
+                         "resnet18, resnet34, resnet50, ...)")
+    ap.add_argument("--batch", type=int, default=32, help="train_step: batch size")
+    ap.add_argument("--image-size", type=int, default=0,
+                    help="train_step: image size (default: the model's, 224 or 28 for lenet)")
+    ap.add_argument("--classes", type=int, default=0,
+                    help="train_step: classes (default: the model's, 1000 or 10 for lenet)")
     ap.add_argument("--data", default=os.path.join(os.path.dirname(here), "data", "mnist"),
-                    help="MNIST IDX files for mnist_mlp (default: data/mnist of the checkout)")
+                    help="MNIST IDX files for mnist_mlp and mnist_lenet (default: data/mnist of "
+                         "the checkout)")
     ap.add_argument("--json", action="store_true", help="print JSON instead of tables")
     ap.add_argument("--save", metavar="FILE", help="also write the JSON results to FILE")
     args = ap.parse_args()
@@ -388,10 +521,11 @@ def main():
         ig, pt = [], []
         for t in threads:
             print(f"compare_pytorch: {w}, {t} thread(s)...", file=sys.stderr, flush=True)
-            ig += run_ignis(args.ignis, w, t, args.repeat, args.data)
+            for extra in ignis_extra_args(w, args):
+                ig += run_ignis(args.ignis, w, t, args.repeat, extra)
             torch.set_num_threads(t)
-            if w == "mnist_mlp":
-                pt += torch_mnist_mlp(torch, t, args.repeat, args.data)
+            if w in TAKES_ARGS:
+                pt += TORCH_WORKLOADS[w](torch, t, args.repeat, args)
             else:
                 pt += TORCH_WORKLOADS[w](torch, t, args.repeat)
         results.append((w, compare(w, ig, pt)))

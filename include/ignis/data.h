@@ -65,6 +65,15 @@ Transform Normalize(std::vector<double> mean, std::vector<double> std);
 Transform Lambda(std::function<Tensor(const Tensor&)> fn);
 /// Applies transforms in order.
 Transform Compose(std::vector<Transform> ts);
+/// Image transforms (src/data/transforms_image.cpp) take an image [C, H, W] or a batch
+/// [N, C, H, W] of any dtype and draw independently for each sample. Draw k of a transform is a
+/// pure function of (seed, k), counting samples over all calls: the same seed and the same
+/// sequence of inputs give the same outputs (a DataLoader with at most one worker calls them in
+/// batch order). Without a seed, one is taken from the default generator (manual_seed).
+/// Zero-pads each side by `padding` and crops a random size x size window.
+Transform RandomCrop(int64_t size, int64_t padding = 0, std::optional<uint64_t> seed = {});
+/// Mirrors each sample left-right (reverses W) with probability p.
+Transform RandomHorizontalFlip(double p = 0.5, std::optional<uint64_t> seed = {});
 }  // namespace transforms
 
 /// A dataset whose data passes through a transform (applied per batch in get_batch).

@@ -5,6 +5,7 @@
 #include "ignis/autograd.h"
 #include "ignis/conv.h"
 #include "ignis/data.h"
+#include "ignis/data/cifar.h"
 #include "ignis/data/mnist.h"
 #include "ignis/device.h"
 #include "ignis/dtype.h"

@@ -23,6 +23,10 @@ constexpr Workload kWorkloads[] = {
      &bench_mnist_mlp},
     {"batch_norm", "float32 batch_norm (training) on 64x64x32x32: forward, forward + backward",
      &bench_batch_norm},
+    {"mnist_lenet", "one epoch of LeNet-5 on MNIST (SGD, batch 64): s/epoch, test accuracy",
+     &bench_mnist_lenet},
+    {"train_step", "SGD steps of a zoo model on synthetic data (--model, --batch, ...)",
+     &bench_train_step},
 };
 
 std::string bench_usage() {
@@ -33,11 +37,15 @@ std::string bench_usage() {
     std::string name = w.name;
     s += "  " + name + std::string(name.size() < 14 ? 14 - name.size() : 1, ' ') + w.summary + "\n";
   }
-  s += "  all           every workload above, in turn\n\n"
+  s += "  all           every workload above but the training ones (mnist_*, train_step)\n\n"
        "options:\n"
        "  --threads T   intra-op threads (ignis::set_num_threads); default: the OpenMP default\n"
        "  --repeat R    timed batches per measurement, the median is reported (default 7)\n"
-       "  --data DIR    MNIST IDX files for mnist_mlp (default data/mnist; `ignis fetch mnist`)\n";
+       "  --data DIR    mnist_mlp, mnist_lenet: the MNIST IDX files (default data/mnist)\n"
+       "  --model NAME  train_step: the zoo model (default resnet18)\n"
+       "  --batch B     train_step: the batch size (default 32)\n"
+       "  --image-size S, --classes C   train_step: the input size and classes (default: the\n"
+       "                model's natural ones, e.g. 224 and 1000 for resnet18; `ignis models`)\n";
   return s;
 }
 
@@ -69,7 +77,8 @@ int bench_main(const Args& args) {
       if (const size_t eq = a.find('='); eq != std::string::npos) {
         key = a.substr(0, eq);
         value = a.substr(eq + 1);
-      } else if (key == "--threads" || key == "--repeat" || key == "--data") {
+      } else if (key == "--threads" || key == "--repeat" || key == "--data" || key == "--model" ||
+                 key == "--batch" || key == "--image-size" || key == "--classes") {
         if (i + 1 >= args.size()) throw UsageError(key + " expects a value", usage);
         value = args[++i];
       }
@@ -80,6 +89,14 @@ int bench_main(const Args& args) {
       } else if (key == "--data") {
         if (value.empty()) throw UsageError("--data expects a directory", usage);
         opts.data = value;
+      } else if (key == "--model") {
+        opts.model = value;
+      } else if (key == "--batch") {
+        opts.batch = parse_int(key, value, 1, 1 << 16, usage);
+      } else if (key == "--image-size") {
+        opts.image_size = parse_int(key, value, 1, 4096, usage);
+      } else if (key == "--classes") {
+        opts.classes = parse_int(key, value, 1, 1 << 20, usage);
       } else {
         throw UsageError("unknown option '" + a + "'", usage);
       }
@@ -92,7 +109,10 @@ int bench_main(const Args& args) {
 
   std::vector<const Workload*> selected;
   for (const Workload& w : kWorkloads) {
-    if (workload == w.name || workload == "all") selected.push_back(&w);
+    // The training workloads take seconds to minutes and need data: run only when named.
+    const std::string n = w.name;
+    const bool heavy = n == "mnist_mlp" || n == "mnist_lenet" || n == "train_step";
+    if (workload == w.name || (workload == "all" && !heavy)) selected.push_back(&w);
   }
   if (selected.empty()) throw UsageError("unknown workload '" + workload + "'", usage);
 

@@ -15,6 +15,11 @@ namespace ignis::cli {
 struct BenchOptions {
   int repeat = 7;                   // timed batches per measurement; the median is reported
   std::string data = "data/mnist";  // the MNIST IDX files (mnist_mlp)
+  // train_step; 0 / empty: the workload's default.
+  std::string model;     // --model
+  int64_t batch = 0;     // --batch
+  int64_t image_size = 0;
+  int64_t classes = 0;
 };
 
 /// One workload of `ignis bench NAME`.
@@ -29,6 +34,8 @@ void bench_sgemm(const BenchOptions& opts);
 void bench_seed_jit_mlp(const BenchOptions& opts);
 void bench_mnist_mlp(const BenchOptions& opts);
 void bench_batch_norm(const BenchOptions& opts);
+void bench_mnist_lenet(const BenchOptions& opts);
+void bench_train_step(const BenchOptions& opts);
 
 // ---- timing
 

@@ -14,13 +14,16 @@ namespace ignis::cli {
 namespace {
 
 const char* kTrainUsage =
-    "usage: ignis train --model mlp --dataset mnist|fashion-mnist [--data DIR] [--epochs N]\n"
+    "usage: ignis train --model mlp|lenet|alexnet|vgg11|vgg16|resnet18|resnet34|resnet50|...\n"
+    "                   --dataset mnist|fashion-mnist|cifar10 [--data DIR] [--epochs N]\n"
     "                   [--batch-size B] [--optimizer sgd|adam] [--lr LR] [--momentum M]\n"
     "                   [--seed S] [--threads T] [--workers W] [--save PATH] [--resume PATH]\n"
-    "                   [--log metrics.jsonl]\n";
+    "                   [--log metrics.jsonl]\n"
+    "(`ignis models` lists the models; cifar10 reads the binary batches, data_batch_1.bin ...,\n"
+    " from --data, default data/cifar10, and trains with random crops and flips)\n";
 const char* kEvalUsage =
-    "usage: ignis eval --model mlp --dataset mnist|fashion-mnist --load PATH [--data DIR]\n"
-    "                  [--batch-size B] [--threads T]\n";
+    "usage: ignis eval --model NAME --dataset mnist|fashion-mnist|cifar10 --load PATH\n"
+    "                  [--data DIR] [--batch-size B] [--threads T]\n";
 
 struct Options {
   std::map<std::string, std::string> values;
@@ -54,17 +57,50 @@ double parse_double(const std::string& opt, const std::string& v, const char* us
   throw UsageError(opt + " expects a number, got '" + v + "'", usage);
 }
 
+// The input a data set gives its model: MNIST-like 1x28x28, CIFAR-10 3x32x32, 10 classes.
+models::ModelConfig dataset_config(const std::string& name) {
+  if (name == "mnist" || name == "fashion-mnist") return {1, 28, 10};
+  if (name == "cifar10") return {3, 32, 10};
+  throw UsageError("unknown dataset '" + name + "' (expected mnist, fashion-mnist or cifar10)",
+                   kTrainUsage);
+}
+
+// The training set gets CIFAR-10's usual augmentation (4-pixel padded random crops and
+// horizontal flips, seeded); both splits are normalised with the data set's statistics.
 std::shared_ptr<data::Dataset> load_dataset(const std::string& name, const std::string& dir,
-                                            bool train) {
-  if (name != "mnist" && name != "fashion-mnist") {
-    throw UsageError("unknown dataset '" + name + "' (expected mnist or fashion-mnist)",
-                     kTrainUsage);
+                                            bool train, uint64_t seed = 0) {
+  dataset_config(name);  // rejects unknown names
+  if (name == "cifar10") {
+    auto raw = std::make_shared<data::CIFAR10>(dir, train);
+    std::vector<data::Transform> ts;
+    if (train) {
+      ts.push_back(data::transforms::RandomCrop(32, 4, seed));
+      ts.push_back(data::transforms::RandomHorizontalFlip(0.5, seed + 1));
+    }
+    ts.push_back(data::transforms::Normalize(data::kCifar10Mean, data::kCifar10Std));
+    return std::make_shared<data::MapDataset>(raw, data::transforms::Compose(std::move(ts)));
   }
   auto raw = std::make_shared<data::MNIST>(dir, train);
   // Fashion-MNIST's statistics differ; MNIST's are the usual (0.1307, 0.3081).
   const double mean = name == "mnist" ? 0.1307 : 0.2860;
   const double std = name == "mnist" ? 0.3081 : 0.3530;
   return std::make_shared<data::MapDataset>(raw, data::transforms::Normalize({mean}, {std}));
+}
+
+// The model `name` built for `dataset`; a model that cannot take the data set's images is a
+// usage error naming both.
+std::shared_ptr<nn::Module> create_model(const std::string& name, const std::string& dataset,
+                                         const char* usage) {
+  const models::ModelConfig cfg = dataset_config(dataset);
+  try {
+    return models::create(name, cfg);
+  } catch (const Error& e) {
+    throw UsageError("model '" + name + "' does not fit dataset '" + dataset + "' (" +
+                         std::to_string(cfg.in_channels) + "x" + std::to_string(cfg.image_size) +
+                         "x" + std::to_string(cfg.image_size) + " images, " +
+                         std::to_string(cfg.num_classes) + " classes): " + e.what(),
+                     usage);
+  }
 }
 
 void set_threads(const Options& o, const char* usage) {
@@ -93,13 +129,14 @@ int train_main(const Args& args) {
     throw UsageError("unknown optimizer '" + opt_name + "' (expected sgd or adam)", kTrainUsage);
   }
   manual_seed(static_cast<uint64_t>(seed));
-  auto train_set = load_dataset(dataset, dir, true);
+  const std::string model_name = o.get("model", "mlp");
+  auto model = create_model(model_name, dataset, kTrainUsage);
+  auto train_set = load_dataset(dataset, dir, true, static_cast<uint64_t>(seed));
   auto test_set = load_dataset(dataset, dir, false);
   data::DataLoader train_loader(train_set, {.batch_size = batch, .shuffle = true,
                                             .num_workers = static_cast<int>(workers),
                                             .seed = static_cast<uint64_t>(seed)});
   data::DataLoader test_loader(test_set, {.batch_size = 1000});
-  auto model = models::create(o.get("model", "mlp"), {1, 28, 10});
   std::unique_ptr<optim::Optimizer> opt;
   if (opt_name == "sgd") {
     opt = std::make_unique<optim::SGD>(model->parameters(), optim::SGDOptions(lr).momentum(momentum));
@@ -132,11 +169,11 @@ int eval_main(const Args& args) {
   set_threads(o, kEvalUsage);
   if (!o.values.count("load")) throw UsageError("--load is required", kEvalUsage);
   const std::string dataset = o.get("dataset", "mnist");
+  auto model = create_model(o.get("model", "mlp"), dataset, kEvalUsage);
   auto test_set = load_dataset(dataset, o.get("data", "data/" + dataset), false);
   data::DataLoader loader(test_set, {.batch_size = parse_int("--batch-size",
                                                              o.get("batch-size", "1000"), 1,
                                                              1 << 20, kEvalUsage)});
-  auto model = models::create(o.get("model", "mlp"), {1, 28, 10});
   SafetensorsFile f = load_safetensors(o.get("load", ""));
   nn::StateDict sd;
   for (auto& [n, t] : f.tensors) {
@@ -167,8 +204,10 @@ int fetch_main(const Args& args) {
 }
 
 int models_main(const Args&) {
+  // Each model at its natural configuration: the ImageNet models at 3x224x224 and 1000 classes
+  // (torchvision's parameter counts), lenet and mlp at MNIST's 1x28x28 and 10 classes.
   for (const auto& m : models::list()) {
-    auto model = models::create(m.name);
+    auto model = models::create(m.name, m.natural);
     std::cout << "model=" << m.name << " params=" << model->num_parameters() << "\n";
   }
   return 0;
