@@ -270,6 +270,7 @@ TEST(MNIST, InconsistentOrMissingFilesAreErrors) {
   EXPECT_THAT(error_of([&] { data::MNIST(dir.str(), true); }),
               HasSubstr("MNIST: " + (dir / "train-labels-idx1-ubyte") +
                         ": expected 1 dimension, got shape [5, 1]"));
+  write_file(dir / "train-labels-idx1-ubyte", idx_bytes({5}, std::string("\1\2\3\4\5", 5)));
   write_file(dir / "train-images-idx3-ubyte", idx_bytes({5, 784}, pattern(5 * 784, 1)));
   EXPECT_THAT(error_of([&] { data::MNIST(dir.str(), true); }),
               HasSubstr("MNIST: " + (dir / "train-images-idx3-ubyte") +
