@@ -5,6 +5,15 @@ if(NOT TARGET ignis_cli)
 endif()
 add_test(NAME cli_help COMMAND ignis_cli --help)
 set_tests_properties(cli_help PROPERTIES PASS_REGULAR_EXPRESSION "usage: ignis COMMAND")
+# `ignis COMMAND --help` prints that command's usage on stdout and exits with 0.
+foreach(cmd bench train eval fetch)
+  add_test(NAME cli_help_${cmd} COMMAND ignis_cli ${cmd} --help)
+  set_tests_properties(cli_help_${cmd} PROPERTIES PASS_REGULAR_EXPRESSION "usage: ignis ${cmd}")
+endforeach()
+# The zoo with torchvision's parameter counts at 1000 classes.
+add_test(NAME cli_models COMMAND ignis_cli models)
+set_tests_properties(cli_models PROPERTIES PASS_REGULAR_EXPRESSION
+                     "model=alexnet params=61100840.*model=resnet18 params=11689512.*model=resnet50 params=25557032.*model=vgg16 params=138357544")
 add_test(NAME cli_version COMMAND ignis_cli version)
 set_tests_properties(cli_version PROPERTIES PASS_REGULAR_EXPRESSION "ignis [0-9]+\\.[0-9]+")
 foreach(bad "frobnicate" "bench;no_such_workload" "bench;op_overhead;--bogus"

@@ -313,37 +313,50 @@ def zoo_model(torch, name, in_channels, image_size, classes):
     return m
 
 
+def torch_train_step_one(name, threads, repeat, batch, image_size, classes):
+    """One model's train_step measurement (run in a fresh process, so that its peak RSS is this
+    model's alone)."""
+    import torch
+    torch.set_num_threads(threads)
+    natural = (1, 28, 10) if name == "lenet" else (3, 224, 1000)
+    c = natural[0]
+    s = image_size or natural[1]
+    k = classes or natural[2]
+    torch.manual_seed(0)
+    model = zoo_model(torch, name, c, s, k).train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x = torch.rand(batch, c, s, s) * 2 - 1
+    y = torch.tensor([(i * 7919) % k for i in range(batch)])
+
+    def step():
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+
+    for _ in range(2):
+        step()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    t = statistics.median(times)
+    return {"workload": "train_step", "model": name, "batch": batch, "image_size": s,
+            "threads": threads, "variant": "eager", "s_per_step": t, "img_per_s": batch / t,
+            "peak_rss_mb": peak_rss_mb()}
+
+
 def torch_train_step(torch, threads, repeat, args):
     """SGD steps (lr 0.01, momentum 0.9) of a model on one synthetic batch, as `ignis bench
-    train_step`: 2 warm-up steps, then the median of `repeat` timed steps."""
+    train_step`: 2 warm-up steps, then the median of `repeat` timed steps; each model in its own
+    process (ru_maxrss is a process's maximum)."""
+    import multiprocessing
+    ctx = multiprocessing.get_context("spawn")
     out = []
-    for name in args.train_step_models.split(","):
-        natural = (1, 28, 10) if name == "lenet" else (3, 224, 1000)
-        c = natural[0]
-        s = args.image_size or natural[1]
-        k = args.classes or natural[2]
-        torch.manual_seed(0)
-        model = zoo_model(torch, name, c, s, k).train()
-        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-        x = torch.rand(args.batch, c, s, s) * 2 - 1
-        y = torch.tensor([(i * 7919) % k for i in range(args.batch)])
-
-        def step():
-            opt.zero_grad()
-            torch.nn.functional.cross_entropy(model(x), y).backward()
-            opt.step()
-
-        for _ in range(2):
-            step()
-        times = []
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            step()
-            times.append(time.perf_counter() - t0)
-        t = statistics.median(times)
-        out.append({"workload": "train_step", "model": name, "batch": args.batch,
-                    "image_size": s, "threads": threads, "variant": "eager", "s_per_step": t,
-                    "img_per_s": args.batch / t, "peak_rss_mb": peak_rss_mb()})
+    with ctx.Pool(1, maxtasksperchild=1) as pool:
+        for name in args.train_step_models.split(","):
+            out.append(pool.apply(torch_train_step_one, (name, threads, repeat, args.batch,
+                                                         args.image_size, args.classes)))
     return out
 
 
@@ -438,7 +451,7 @@ def print_table(workload, rows):
     cols.append(("PyTorch variant", lambda r: fmt(r.get("pytorch_variant"))))
     cols.append(("ignis", lambda r: f"{fmt(r['ignis'])} ({r['ignis_threads']}T)"))
     cols.append(("PyTorch", lambda r: f"{fmt(r.get('pytorch'))} ({r.get('pytorch_threads', '-')}T)"))
-    if workload == "mnist_mlp":
+    if workload in ("mnist_mlp", "mnist_lenet", "train_step"):
         cols[-2] = ("ignis", lambda r: f"{fmt(r['ignis'], 3)} ({r['ignis_threads']}T)")
         cols[-1] = ("PyTorch",
                     lambda r: f"{fmt(r.get('pytorch'), 3)} ({r.get('pytorch_threads', '-')}T)")

@@ -21,6 +21,13 @@ struct UsageError : std::runtime_error {
   std::string usage;
 };
 
+/// Thrown for `--help` / `-h`: main prints the usage to stdout and exits with 0.
+struct HelpRequested : std::runtime_error {
+  explicit HelpRequested(std::string usage_text)
+      : std::runtime_error("help"), usage(std::move(usage_text)) {}
+  std::string usage;
+};
+
 /// One subcommand: `ignis NAME ARGS...` calls run(ARGS).
 struct Command {
   const char* name;

@@ -23,8 +23,8 @@ int help_main(const Args& args);
 int version_main(const Args& args);
 
 constexpr Command kCommands[] = {
-    {"bench", "WORKLOAD [--threads T] [--repeat R]",
-     "run a benchmark workload (op_overhead, sgemm, seed_jit_mlp, all)", &bench_main},
+    {"bench", "WORKLOAD [--threads T] [--repeat R] [OPTIONS]",
+     "run a benchmark workload (`ignis bench --help` lists them)", &bench_main},
     {"train", "--model NAME --dataset NAME [OPTIONS]", "train a model from the zoo",
      &train_main},
     {"eval", "--model NAME --dataset NAME --load PATH", "evaluate saved weights", &eval_main},
@@ -98,6 +98,9 @@ int main(int argc, char** argv) {
     if (name != c.name) continue;
     try {
       return c.run(args);
+    } catch (const HelpRequested& h) {
+      std::cout << h.usage;
+      return 0;
     } catch (const UsageError& e) {
       std::cerr << "ignis " << name << ": error: " << e.what() << "\n" << e.usage;
       return kUsageError;

@@ -37,7 +37,7 @@ Options parse(const Args& args, const std::vector<std::string>& known, const cha
   Options o;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (a == "--help" || a == "-h") throw UsageError("help", usage);
+    if (a == "--help" || a == "-h") throw HelpRequested(usage);
     bool ok = false;
     for (const auto& k : known) ok = ok || a == "--" + k;
     if (!ok) throw UsageError("unknown option '" + a + "'", usage);
@@ -158,9 +158,13 @@ int train_main(const Args& args) {
       train::save_checkpoint(save, *model, *opt, nullptr, {s.epoch + 1, s.step});
     }));
   }
-  train::fit(*model, [](const Tensor& out, const Tensor& t) {
+  const train::History h = train::fit(*model, [](const Tensor& out, const Tensor& t) {
     return nn::functional::cross_entropy(out, t);
   }, *opt, train_loader, &test_loader, fo, cbs);
+  if (!h.val.empty()) {  // the validation set is the test split: the model's final result
+    std::cout << "test_loss=" << h.val.back().loss << " test_acc=" << h.val.back().accuracy
+              << " samples=" << h.val.back().samples << "\n";
+  }
   return 0;
 }
 
@@ -190,6 +194,7 @@ int eval_main(const Args& args) {
 
 int fetch_main(const Args& args) {
   const char* usage = "usage: ignis fetch mnist [--dir DIR]\n";
+  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) throw HelpRequested(usage);
   if (args.empty() || args[0] != "mnist") throw UsageError("expected a data set name (mnist)", usage);
   std::string dir = "data/mnist";
   for (size_t i = 1; i < args.size(); ++i) {
@@ -203,7 +208,8 @@ int fetch_main(const Args& args) {
   return 0;
 }
 
-int models_main(const Args&) {
+int models_main(const Args& args) {
+  if (!args.empty()) throw UsageError("models takes no arguments", "usage: ignis models\n");
   // Each model at its natural configuration: the ImageNet models at 3x224x224 and 1000 classes
   // (torchvision's parameter counts), lenet and mlp at MNIST's 1x28x28 and 10 classes.
   for (const auto& m : models::list()) {

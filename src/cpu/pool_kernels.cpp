@@ -2,7 +2,9 @@
 // (oneDNN's pooling keeps its argmax in an opaque workspace, while max_pool2d_with_indices must
 // return PyTorch's flat indices, and pooling is memory-bound: one pass over x either way.) float32
 // and float64 run natively; bfloat16 is accumulated in float32.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "core/tensor_impl.h"
@@ -38,6 +40,67 @@ struct Clipped {
   }
 };
 
+/// True when every window of `c` holds the same number of positions, one apart (no dilation, no
+/// clipping by padding or the input's end): the common case (kernel 2, stride 2) of CNNs.
+bool uniform_windows(const Clipped& c) {
+  if (c.step != 1 || c.n.empty()) return false;
+  for (int64_t n : c.n) {
+    if (n != c.n[0]) return false;
+  }
+  return true;
+}
+
+/// Max pooling of whole, undilated windows, a plane at a time: for each position (i, j) of the
+/// window in row-major order, one pass over all the plane's outputs, whose window corners are
+/// computed once. Selects instead of branches (a branch on "is this the new max" mispredicts on
+/// every other element of real activations); values and plane-local indices have the same width
+/// (float, int32), so the loop vectorises, and it runs over the whole plane rather than short
+/// output rows. Same ties and NaN rule as the general kernel: the first maximum in row-major
+/// order, NaN wins.
+void max_pool_uniform_f32(const Tensor& out, int64_t* ip, const Tensor& x, const Clipped& ch,
+                          const Clipped& cw, int64_t H, int64_t W) {
+  const int64_t OH = static_cast<int64_t>(ch.n.size()), OW = static_cast<int64_t>(cw.n.size());
+  const int64_t KH = ch.n[0], KW = cw.n[0], OHW = OH * OW;
+  std::vector<int32_t> corner(static_cast<size_t>(OHW));
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    for (int64_t ow = 0; ow < OW; ++ow) {
+      corner[oh * OW + ow] = static_cast<int32_t>(ch.first[oh] * W + cw.first[ow]);
+    }
+  }
+  const float* const xp = x.data_ptr<float>();
+  float* const op = out.data_ptr<float>();
+  parallel_for(0, planes(x), plane_grain(H * W), [&](int64_t p0, int64_t p1) {
+    std::vector<int32_t> arg(static_cast<size_t>(OHW));
+    int32_t* __restrict const ap = arg.data();
+    const int32_t* __restrict const cp = corner.data();
+    for (int64_t pl = p0; pl < p1; ++pl) {
+      const float* __restrict const xs = xp + pl * H * W;
+      float* __restrict const bp = op + pl * OHW;
+      for (int64_t o = 0; o < OHW; ++o) {
+        bp[o] = xs[cp[o]];
+        ap[o] = cp[o];
+      }
+      for (int64_t i = 0; i < KH; ++i) {
+        for (int64_t j = (i == 0 ? 1 : 0); j < KW; ++j) {
+          const int32_t d = static_cast<int32_t>(i * W + j);
+#pragma omp simd
+          for (int64_t o = 0; o < OHW; ++o) {
+            const int32_t at = cp[o] + d;
+            const float v = xs[at], b = bp[o];
+            const int32_t a = ap[o];
+            const bool take = (v > b) | (v != v);
+            bp[o] = take ? v : b;
+            ap[o] = take ? at : a;
+          }
+        }
+      }
+      if (ip) {
+        for (int64_t o = 0; o < OHW; ++o) ip[pl * OHW + o] = ap[o];
+      }
+    }
+  });
+}
+
 /// Max pooling in two passes per output row: first the maxima over the window's rows for every
 /// input column (a contiguous, vectorisable loop over the row), then over each window's columns.
 /// Ties go to the first position in row-major order, as PyTorch's single scan does; NaN wins.
@@ -46,6 +109,11 @@ void max_pool_kernel(const Tensor& out, const Tensor& indices, const Tensor& x,
   const int64_t H = g.h.in, W = g.w.in, OH = g.h.out(), OW = g.w.out();
   const Clipped ch(g.h), cw(g.w);
   int64_t* const ip = indices.defined() ? indices.data_ptr<int64_t>() : nullptr;
+  if (x.dtype() == DType::Float32 && H * W <= INT32_MAX && uniform_windows(ch) &&
+      uniform_windows(cw)) {
+    max_pool_uniform_f32(out, ip, x, ch, cw, H, W);
+    return;
+  }
   dispatch_floating(x.dtype(), "max_pool2d", [&]<class T>() {
     using A = acc_t<T>;
     const T* const xp = static_cast<const T*>(x.data_ptr());
