@@ -230,6 +230,23 @@ TEST(Conv, OutputSizes) {
   EXPECT_EQ(hw(adaptive_avg_pool2d(x5, {2, 3})), (std::vector<int64_t>{2, 3}));
 }
 
+// PyTorch's C++ spelling: braced stride and padding are integers, a string names the mode.
+TEST(Conv, BracedAndNamedPaddingOverloads) {
+  manual_seed(1);
+  Tensor x = randn({1, 2, 6, 6}), w = randn({3, 2, 3, 3}), b = randn({3});
+  const Tensor ref = conv2d(x, w, b, IntArrayRef({1, 1}), IntArrayRef({1, 1}));
+  EXPECT_EQ(vals(conv2d(x, w, b, {1, 1}, {1, 1})), vals(ref));
+  EXPECT_EQ(vals(conv2d(x, w, b, {1, 1}, 1)), vals(ref));
+  EXPECT_EQ(vals(conv2d(x, w, b, {1, 1}, "same")), vals(ref));
+  const std::string mode = "valid";
+  EXPECT_EQ(shape(conv2d(x, w, b, {1, 1}, mode)), (S{1, 3, 4, 4}));
+  EXPECT_EQ(shape(conv2d(x, w, b, {1, 1}, 0)), (S{1, 3, 4, 4}));
+  EXPECT_THAT(error_of([&] { conv2d(x, w, b, {1, 1}, "full"); }),
+              HasSubstr("conv2d: padding must be 'same' or 'valid' (or integers), but got 'full'"));
+  Tensor x1 = randn({1, 2, 7}), w1 = randn({3, 2, 3});
+  EXPECT_EQ(vals(conv1d(x1, w1, {}, {1}, "same")), vals(conv1d(x1, w1, {}, {1}, {1})));
+}
+
 TEST(Conv, UnbatchedInputs) {
   Tensor x = randn({3, 6, 5}), w = randn({4, 3, 3, 3}), b = randn({4});
   Tensor y = conv2d(x, w, b, 1, 1);

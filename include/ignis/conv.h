@@ -6,12 +6,22 @@
 #include <cstdint>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include "ignis/tensor.h"
 
 namespace ignis {
 
 // ---- convolution
+
+/// A padding given by name ("same" or "valid"). Its own type rather than std::string, so that
+/// a braced padding such as conv2d(x, w, b, {1, 1}, {2, 2}) means integers (a std::string
+/// overload would make that call ambiguous: std::string has an initializer_list<char> ctor).
+struct PaddingMode {
+  PaddingMode(const char* v) : value(v ? v : "") {}  // NOLINT: implicit, like a string
+  PaddingMode(std::string v) : value(std::move(v)) {}  // NOLINT
+  std::string value;
+};
 
 /// y[n, o] = b[o] + sum over the group's input channels c of (w[o, c] cross-correlated with x[n,
 /// c]). x [N, C, H, W], w [O, C / groups, kh, kw], b [O] or undefined.
@@ -23,14 +33,14 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, IntArrayRef str
 /// padding "valid" (none) or "same" (output size = input size; stride 1 only; an even dilated
 /// kernel pads one more element after than before, like PyTorch).
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, IntArrayRef stride,
-              const std::string& padding, IntArrayRef dilation = {1}, int64_t groups = 1);
+              const PaddingMode& padding, IntArrayRef dilation = {1}, int64_t groups = 1);
 /// x [N, C, L], w [O, C / groups, k].
 Tensor conv1d(const Tensor& x, const Tensor& w, const Tensor& b = {}, IntArrayRef stride = {1},
               IntArrayRef padding = {0}, IntArrayRef dilation = {1}, int64_t groups = 1);
 Tensor conv1d(const Tensor& x, const Tensor& w, const Tensor& b, IntArrayRef stride,
               int64_t padding, IntArrayRef dilation = {1}, int64_t groups = 1);
 Tensor conv1d(const Tensor& x, const Tensor& w, const Tensor& b, IntArrayRef stride,
-              const std::string& padding, IntArrayRef dilation = {1}, int64_t groups = 1);
+              const PaddingMode& padding, IntArrayRef dilation = {1}, int64_t groups = 1);
 /// The transposed convolution (the input gradient of conv2d): x [N, Cin, H, W], w [Cin, Cout /
 /// groups, kh, kw], output [N, Cout, Ho, Wo] with Ho = (H - 1) * stride - 2 * padding + dilation *
 /// (kh - 1) + output_padding + 1.

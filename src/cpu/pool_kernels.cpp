@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "core/tensor_impl.h"
 #include "cpu/parallel.h"
@@ -176,6 +177,18 @@ void max_pool_backward_kernel(const Tensor& gx, const Tensor& gy, const Tensor& 
     const T* gp = static_cast<const T*>(gy.data_ptr());
     T* xp = static_cast<T*>(gx.data_ptr());
     parallel_for(0, planes(gx), plane_grain(HW + OHW), [&](int64_t p0, int64_t p1) {
+      if constexpr (std::is_same_v<A, T>) {  // accumulate straight into the zeroed plane
+        std::fill(xp + p0 * HW, xp + p1 * HW, T(0));
+        for (int64_t pl = p0; pl < p1; ++pl) {
+          T* const gxp = xp + pl * HW;
+          const int64_t* const ipp = ip + pl * OHW;
+          const T* const gyp = gp + pl * OHW;
+          for (int64_t o = 0; o < OHW; ++o) {
+            if (ipp[o] >= 0) gxp[ipp[o]] += gyp[o];
+          }
+        }
+        return;
+      }
       std::vector<A> acc(static_cast<size_t>(HW));
       for (int64_t pl = p0; pl < p1; ++pl) {
         std::fill(acc.begin(), acc.end(), A(0));

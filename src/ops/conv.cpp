@@ -76,7 +76,9 @@ Tensor conv2d_op(const Tensor& x, const Tensor& w, const Tensor& b, const ConvPa
           TensorList r(3);
           if (c.needs_input_grad(0)) r[0] = conv2d_input_grad(g[0], c.unpack(sw), xs, p);
           if (c.needs_input_grad(1)) r[1] = conv2d_weight_grad(c.unpack(sx), g[0], ws, p);
-          if (c.needs_input_grad(2)) r[2] = g[0].sum({0, 2, 3});
+          // Over each (n, c) plane first, then over n: two reductions of contiguous blocks
+          // rather than one over dims {0, 2, 3}, which are not one block (a transposing copy).
+          if (c.needs_input_grad(2)) r[2] = g[0].sum({2, 3}).sum({0});
           return r;
         });
   }
@@ -278,8 +280,8 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, IntArrayRef str
 }
 
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, IntArrayRef stride,
-              const std::string& padding, IntArrayRef dilation, int64_t groups) {
-  return conv_nd(str_args("conv2d", 2, stride, padding, dilation), x, w, b, groups, false);
+              const PaddingMode& padding, IntArrayRef dilation, int64_t groups) {
+  return conv_nd(str_args("conv2d", 2, stride, padding.value, dilation), x, w, b, groups, false);
 }
 
 Tensor conv1d(const Tensor& x, const Tensor& w, const Tensor& b, IntArrayRef stride,
@@ -298,8 +300,8 @@ Tensor conv1d(const Tensor& x, const Tensor& w, const Tensor& b, IntArrayRef str
 }
 
 Tensor conv1d(const Tensor& x, const Tensor& w, const Tensor& b, IntArrayRef stride,
-              const std::string& padding, IntArrayRef dilation, int64_t groups) {
-  return conv_nd(str_args("conv1d", 1, stride, padding, dilation), x, w, b, groups, false);
+              const PaddingMode& padding, IntArrayRef dilation, int64_t groups) {
+  return conv_nd(str_args("conv1d", 1, stride, padding.value, dilation), x, w, b, groups, false);
 }
 
 Tensor conv2d_relu(const Tensor& x, const Tensor& w, const Tensor& b, IntArrayRef stride,
