@@ -8,6 +8,7 @@
 
 #include "autograd/node.h"
 #include "ignis/ignis.h"
+#include "test_util.h"
 
 namespace ignis {
 namespace {
@@ -16,16 +17,6 @@ using autograd::variable_list;
 using ::testing::HasSubstr;
 
 // The message of the ignis::Error that f throws ("" and a test failure if none).
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an ignis::Error";
-  return "";
-}
 
 Tensor scalar64(double v) { return tensor(v, TensorOptions(kFloat64).requires_grad(true)); }
 double val(const Tensor& t) { return t.item<double>(); }

@@ -8,27 +8,12 @@
 
 #include "ignis/ignis.h"
 #include "ops/conv.h"
+#include "test_util.h"
 
 namespace ignis {
 namespace {
 
 using ::testing::HasSubstr;
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an ignis::Error";
-  return "";
-}
-
-std::vector<double> vals(const Tensor& t) {
-  Tensor c = t.detach().to(kFloat64).contiguous();
-  return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
-}
 
 using S = std::vector<int64_t>;
 S shape(const Tensor& t) { return S(t.sizes().begin(), t.sizes().end()); }

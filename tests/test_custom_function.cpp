@@ -6,6 +6,7 @@
 
 #include "autograd/node.h"
 #include "ignis/ignis.h"
+#include "test_util.h"
 
 namespace ignis {
 namespace {
@@ -14,17 +15,6 @@ using autograd::AutogradContext;
 using autograd::Function;
 using autograd::variable_list;
 using ::testing::HasSubstr;
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an ignis::Error";
-  return "";
-}
 
 // The lecture notes' multiply gate: z = x * y; dz/dx = y, dz/dy = x.
 struct MultiplyGate : Function<MultiplyGate> {

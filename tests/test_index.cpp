@@ -6,22 +6,12 @@
 #include <numeric>
 
 #include "ignis/ignis.h"
+#include "test_util.h"
 
 namespace ignis {
 namespace {
 
 using ::testing::HasSubstr;
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an ignis::Error";
-  return "";
-}
 
 // 0, 1, 2, ... as float64 of `shape`.
 Tensor seq(IntArrayRef shape, DType dt = kFloat64) {
@@ -41,10 +31,6 @@ Tensor mat(const std::vector<std::vector<int64_t>>& rows) {
                                rows.empty() ? 0 : static_cast<int64_t>(rows[0].size())});
 }
 
-std::vector<double> vals(const Tensor& t) {
-  Tensor c = t.detach().to(kFloat64).contiguous();
-  return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
-}
 std::vector<int64_t> shape_of(const Tensor& t) { return t.sizes().vec(); }
 
 using V = std::vector<double>;

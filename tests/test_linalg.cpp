@@ -8,33 +8,18 @@
 #include <limits>
 
 #include "ignis/ignis.h"
+#include "test_util.h"
 
 namespace ignis {
 namespace {
 
 using ::testing::HasSubstr;
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an ignis::Error";
-  return "";
-}
-
 // Restores the thread count a test changed.
 struct ThreadGuard {
   int saved = get_num_threads();
   ~ThreadGuard() { set_num_threads(saved); }
 };
-
-std::vector<double> vals(const Tensor& t) {
-  Tensor c = t.detach().to(kFloat64).contiguous();
-  return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
-}
 
 // max |got - want| / (sum_k |a_ik| |b_kj|): the error relative to the size of the terms summed.
 double rel_error(const Tensor& got, const Tensor& a, const Tensor& b) {

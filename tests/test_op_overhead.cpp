@@ -12,22 +12,12 @@
 #include "autograd/accumulate_grad.h"
 #include "core/object_pool.h"
 #include "ignis/ignis.h"
+#include "test_util.h"
 
 namespace ignis {
 namespace {
 
 using ::testing::HasSubstr;
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an ignis::Error";
-  return "";
-}
 
 // ---- allocator statistics
 

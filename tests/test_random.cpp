@@ -10,32 +10,17 @@
 
 #include "ignis/generator.h"
 #include "ignis/ignis.h"
+#include "test_util.h"
 
 namespace ignis {
 namespace {
 
 using ::testing::HasSubstr;
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an ignis::Error";
-  return "";
-}
-
 struct ThreadGuard {
   int saved = get_num_threads();
   ~ThreadGuard() { set_num_threads(saved); }
 };
-
-std::vector<double> vals(const Tensor& t) {
-  Tensor c = t.detach().to(kFloat64).contiguous();
-  return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
-}
 
 struct Moments {
   double mean = 0, var = 0, skew = 0, kurt = 0, min = 0, max = 0;
