@@ -10,21 +10,13 @@
 
 #include "ignis/data/cifar.h"
 #include "ignis/ignis.h"
+#include "test_util.h"
 
 using namespace ignis;
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
 namespace {
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-
 // A fresh directory under the system temp dir, removed at the end of the test.
 struct TempDir {
   fs::path path;

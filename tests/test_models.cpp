@@ -9,20 +9,12 @@
 #include <map>
 
 #include "ignis/ignis.h"
+#include "test_util.h"
 
 using namespace ignis;
 using ::testing::HasSubstr;
 
 namespace {
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-
 std::map<std::string, Tensor> state_map(const nn::Module& m) {
   std::map<std::string, Tensor> out;
   for (auto& [k, v] : m.state_dict()) out[k] = v;

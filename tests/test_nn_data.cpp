@@ -8,19 +8,12 @@
 #include <cstdio>
 
 #include "ignis/ignis.h"
+#include "test_util.h"
 
 using namespace ignis;
 using ::testing::HasSubstr;
 
 namespace {
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 }  // namespace
 
 TEST(Module, NamedParametersAndStateDict) {
