@@ -275,6 +275,136 @@ TEST(Checkpoint, WrongFilesAndMismatchedStateAreClearErrors) {
   std::remove(path.c_str());
 }
 
+namespace {
+// Deep copies, to compare with later.
+NamedTensorList clone_all(const NamedTensorList& l) {
+  NamedTensorList out;
+  for (const auto& [n, t] : l) out.emplace_back(n, t.detach().clone());
+  return out;
+}
+void expect_bitwise_equal(const NamedTensorList& a, const NamedTensorList& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].first, b[i].first);
+    const Tensor x = a[i].second.contiguous(), y = b[i].second.contiguous();
+    ASSERT_EQ(x.dtype(), y.dtype()) << a[i].first;
+    ASSERT_EQ(x.nbytes(), y.nbytes()) << a[i].first;
+    EXPECT_EQ(std::memcmp(x.data_ptr(), y.data_ptr(), x.nbytes()), 0) << a[i].first;
+  }
+}
+// The file's tensors with `key` replaced by `value` (or dropped when undefined), and the
+// tensors whose names start with `drop_prefix` dropped.
+NamedTensorList edited(const SafetensorsFile& f, const std::string& key, const Tensor& value,
+                       const std::string& drop_prefix = "") {
+  NamedTensorList out;
+  for (const auto& [n, t] : f.tensors) {
+    if (!drop_prefix.empty() && n.rfind(drop_prefix, 0) == 0) continue;
+    if (n != key) {
+      out.emplace_back(n, t);
+    } else if (value.defined()) {
+      out.emplace_back(n, value);
+    }
+  }
+  return out;
+}
+}  // namespace
+
+TEST(Checkpoint, AFailedLoadChangesNothing) {
+  const std::string path = tmp_path("partial.safetensors");
+  Trainer a(Opt::kAdam, 1);
+  Record ra;
+  run(a, 0, 8, ra);  // Adam state and a scheduler step
+  train::save_checkpoint(path, *a.model, *a.opt, a.sched.get(), {1, 8});
+  const SafetensorsFile good = load_safetensors(path);
+
+  // The run the checkpoint is loaded into, with state of its own.
+  Trainer b(Opt::kAdam, 2);
+  Record rb;
+  run(b, 0, 3, rb);
+  manual_seed(77);
+  const NamedTensorList model_before = clone_all(b.model->state_dict());
+  const NamedTensorList optim_before = b.opt->state_dict();
+  const NamedTensorList sched_before = b.sched->state_dict();
+  const uint64_t rng_offset = default_generator().offset();
+  auto expect_unchanged = [&](const std::string& what) {
+    SCOPED_TRACE(what);
+    expect_bitwise_equal(b.model->state_dict(), model_before);
+    expect_bitwise_equal(b.opt->state_dict(), optim_before);
+    expect_bitwise_equal(b.sched->state_dict(), sched_before);
+    EXPECT_EQ(default_generator().seed(), 77u);
+    EXPECT_EQ(default_generator().offset(), rng_offset);
+  };
+  auto load_err = [&](const NamedTensorList& tensors, const std::map<std::string, std::string>& m) {
+    save_safetensors(path, tensors, m);
+    return error_of([&] { train::load_checkpoint(path, *b.model, *b.opt, b.sched.get()); });
+  };
+
+  // The optimizer part does not fit: a moment of the wrong shape.
+  EXPECT_THAT(load_err(edited(good, "optim.state.0.exp_avg", zeros({3})), good.metadata),
+              HasSubstr("Adam.load_state_dict: 'state.0.exp_avg' has shape [3] but parameter 0 "
+                        "has shape [32, 6]"));
+  expect_unchanged("optimizer state of the wrong shape");
+  EXPECT_THAT(load_err(edited(good, "optim.param_groups.0.lr", Tensor()), good.metadata),
+              HasSubstr("Adam.load_state_dict: missing key 'param_groups.0.lr'"));
+  expect_unchanged("optimizer hyperparameter missing");
+  // The scheduler part is missing (a checkpoint saved without a scheduler).
+  EXPECT_THAT(load_err(edited(good, "", Tensor(), "sched."), good.metadata),
+              HasSubstr("StepLR.load_state_dict: missing key 'last_epoch'; missing key "
+                        "'step_count'; missing key 'base_lrs'; missing key 'last_lr'"));
+  expect_unchanged("scheduler state missing");
+  // A model key missing, and bad metadata: both used to be found after the model was loaded.
+  EXPECT_THAT(load_err(edited(good, "model.3.bias", Tensor()), good.metadata),
+              HasSubstr("load_state_dict: error(s) in loading state_dict for Sequential: "
+                        "missing keys: 3.bias."));
+  expect_unchanged("model key missing");
+  auto meta = good.metadata;
+  meta["rng_offset"] = "-";
+  EXPECT_THAT(load_err(good.tensors, meta), HasSubstr("load_checkpoint: " + path +
+                                                      ": metadata 'rng_offset' = '-' is not a "
+                                                      "number"));
+  expect_unchanged("bad metadata");
+
+  // The good checkpoint loads all of it.
+  save_safetensors(path, good.tensors, good.metadata);
+  train::load_checkpoint(path, *b.model, *b.opt, b.sched.get());
+  expect_bitwise_equal(b.model->state_dict(), a.model->state_dict());
+  expect_bitwise_equal(b.opt->state_dict(), a.opt->state_dict());
+  expect_bitwise_equal(b.sched->state_dict(), a.sched->state_dict());
+  std::remove(path.c_str());
+}
+
+TEST(Checkpoint, AFailedLoadRestoresAPartlyLoadedChainedScheduler) {
+  // ChainedScheduler loads its schedulers one by one: the second failing after the first
+  // loaded must leave both as they were.
+  const std::string path = tmp_path("chained.safetensors");
+  auto chained = [](optim::Optimizer& opt) {
+    return std::make_unique<optim::ChainedScheduler>(
+        std::vector<std::shared_ptr<optim::LRScheduler>>{
+            std::make_shared<optim::StepLR>(opt, 2, 0.5),
+            std::make_shared<optim::ExponentialLR>(opt, 0.9)});
+  };
+  Trainer a(Opt::kSGDMomentum, 1);
+  a.sched = chained(*a.opt);
+  for (int i = 0; i < 5; ++i) a.sched->step();
+  train::save_checkpoint(path, *a.model, *a.opt, a.sched.get(), {5, 0});
+  const SafetensorsFile good = load_safetensors(path);
+  save_safetensors(path, edited(good, "sched.schedulers.1.base_lrs", tensor({0.1, 0.2}, kFloat64)),
+                   good.metadata);
+  Trainer b(Opt::kSGDMomentum, 2);
+  b.sched = chained(*b.opt);
+  b.sched->step();
+  const NamedTensorList model_before = clone_all(b.model->state_dict());
+  const NamedTensorList optim_before = b.opt->state_dict();
+  const NamedTensorList sched_before = b.sched->state_dict();
+  EXPECT_THAT(error_of([&] { train::load_checkpoint(path, *b.model, *b.opt, b.sched.get()); }),
+              HasSubstr("ExponentialLR.load_state_dict: the state dict has 2 base_lrs but the "
+                        "scheduler has 1 parameter groups"));
+  expect_bitwise_equal(b.sched->state_dict(), sched_before);
+  expect_bitwise_equal(b.opt->state_dict(), optim_before);
+  expect_bitwise_equal(b.model->state_dict(), model_before);
+  std::remove(path.c_str());
+}
+
 TEST(Checkpoint, TruncatedOrCorruptedFilesAreClearErrors) {
   const std::string path = tmp_path("corrupt.safetensors");
   Trainer t(Opt::kSGDMomentum, 3);

@@ -460,7 +460,37 @@ TEST(Losses, ShapeDtypeAndArgumentErrorsNameTheProblem) {
               HasSubstr("kl_div: reduction must be 'none', 'mean' or 'sum' or 'batchmean', got "
                         "'max'"));
   EXPECT_THAT(error_of([] { nn::MSELoss("total"); }),
-              HasSubstr("Loss: reduction must be 'none', 'mean' or 'sum'"));
+              HasSubstr("MSELoss: reduction must be 'none', 'mean' or 'sum', got 'total'"));
+  // "batchmean" belongs to KLDivLoss alone; every other loss names itself and the reduction.
+  const std::vector<std::pair<std::string, std::function<void()>>> batchmean = {
+      {"MSELoss", [] { nn::MSELoss("batchmean"); }},
+      {"L1Loss", [] { nn::L1Loss("batchmean"); }},
+      {"SmoothL1Loss", [] { nn::SmoothL1Loss("batchmean"); }},
+      {"HuberLoss", [] { nn::HuberLoss("batchmean"); }},
+      {"CrossEntropyLoss",
+       [] {
+         nn::CrossEntropyOptions o;
+         o.reduction = "batchmean";
+         nn::CrossEntropyLoss{o};
+       }},
+      {"NLLLoss", [] { nn::NLLLoss(Tensor(), -100, "batchmean"); }},
+      {"BCELoss", [] { nn::BCELoss(Tensor(), "batchmean"); }},
+      {"BCEWithLogitsLoss", [] { nn::BCEWithLogitsLoss(Tensor(), "batchmean"); }}};
+  for (const auto& [name, make] : batchmean) {
+    EXPECT_EQ(error_of(make),
+              name + ": reduction must be 'none', 'mean' or 'sum', got 'batchmean'");
+  }
+  EXPECT_THAT(error_of([] { nn::KLDivLoss("avg"); }),
+              HasSubstr("KLDivLoss: reduction must be 'none', 'mean' or 'sum' or 'batchmean', "
+                        "got 'avg'"));
+  {
+    // KLDivLoss's batchmean: the summed loss over the batch size.
+    nn::KLDivLoss kl("batchmean");
+    const Tensor in = log(tensor({{0.25, 0.75}, {0.5, 0.5}}, kFloat64));
+    const Tensor tg = tensor({{0.5, 0.5}, {0.5, 0.5}}, kFloat64);
+    const double want = (0.5 * std::log(0.5 / 0.25) + 0.5 * std::log(0.5 / 0.75)) / 2;
+    EXPECT_NEAR(kl(in, tg).item<double>(), want, 1e-12);
+  }
 
   // Classification.
   const Tensor x = logits();

@@ -519,6 +519,38 @@ TEST(NormErrors, BatchNormModesAndBatchSize) {
               HasSubstr("BatchNorm: num_features must be positive, but got 0"));
 }
 
+TEST(NormErrors, ARejectedBatchIsNotCounted) {
+  // num_batches_tracked counts only batches that batch_norm accepted.
+  nn::BatchNorm1d bn(3);
+  bn(tensor({1.0, 2.0, 3.0, 5.0, 4.0, 0.0}).reshape({2, 3}));
+  ASSERT_EQ(bn.num_batches_tracked.item<int64_t>(), 1);
+  const std::vector<double> mean = vals(bn.running_mean), var = vals(bn.running_var);
+  EXPECT_THAT(error_of([&] {
+                bn(ones({1, 3}));
+              }),
+              HasSubstr("batch_norm: expected more than 1 value per channel when training, but "
+                        "got input of shape [1, 3]"));
+  EXPECT_EQ(bn.num_batches_tracked.item<int64_t>(), 1);
+  EXPECT_EQ(vals(bn.running_mean), mean);
+  EXPECT_EQ(vals(bn.running_var), var);
+  EXPECT_THAT(error_of([&] {
+                bn(ones({2, 4}));
+              }),
+              HasSubstr("BatchNorm1d: expected 3 channels (num_features) in dim 1, but got input "
+                        "of shape [2, 4]"));
+  EXPECT_EQ(bn.num_batches_tracked.item<int64_t>(), 1);
+  nn::BatchNorm2d bn2(2);
+  EXPECT_THAT(error_of([&] {
+                bn2(ones({1, 2, 1, 1}, kInt64));
+              }),
+              HasSubstr("batch_norm: expected a floating point input, but got int64"));
+  EXPECT_EQ(bn2.num_batches_tracked.item<int64_t>(), 0);
+  // A one-sample batch is fine in eval mode, and not counted there either.
+  bn.eval();
+  bn(ones({1, 3}));
+  EXPECT_EQ(bn.num_batches_tracked.item<int64_t>(), 1);
+}
+
 TEST(NormErrors, NumGroupsMustDivideChannels) {
   EXPECT_THAT(error_of([] {
                 group_norm(ones({2, 6, 3}), 4);

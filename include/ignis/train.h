@@ -30,7 +30,7 @@ struct Metrics {
 struct FitState {
   nn::Module* model = nullptr;
   optim::Optimizer* optimizer = nullptr;
-  int64_t epoch = 0;              // 0-based current epoch
+  int64_t epoch = 0;              // 0-based current epoch (on_train_begin: start_epoch)
   int64_t epochs = 0;             // total epochs of this fit
   int64_t step = 0;               // optimizer steps so far (global, survives resume)
   int64_t batch = 0;              // batch index within the epoch
@@ -80,8 +80,10 @@ int64_t count_correct(const Tensor& output, const Tensor& target);
 
 // ---- callbacks
 
-/// Stops when `monitor` ("val_loss", "val_accuracy", "loss", "accuracy") has not improved by
-/// min_delta for `patience` epochs.
+/// Stops when `monitor` ("val_loss", "val_accuracy", "loss", "accuracy") has gone `patience`
+/// epochs in a row without improving on its best by more than min_delta (as Keras and
+/// Lightning): with patience 2, val_loss 1.0, 0.8, 0.9, 0.85 stops after the fourth epoch;
+/// patience 0 stops at the first epoch without improvement.
 class EarlyStopping : public Callback {
  public:
   explicit EarlyStopping(std::string monitor = "val_loss", int64_t patience = 3,
@@ -131,11 +133,15 @@ class CheckpointCallback : public Callback {
 };
 
 /// Progress output: a live bar (samples/s, loss, ETA) on a terminal, plain lines otherwise
-/// (every `print_every` batches), a summary line per epoch, and optionally a JSON-lines log.
+/// (every `print_every` batches), a summary line per epoch, and optionally a JSON-lines log:
+/// one object per epoch (epoch, step, loss, accuracy, val_loss, val_accuracy, lr, seconds;
+/// NaN and infinities as null). A fit from epoch 0 truncates the log; a resumed fit
+/// (start_epoch > 0) appends to it.
 class ProgressLogger : public Callback {
  public:
   explicit ProgressLogger(std::string jsonl_path = "", int64_t print_every = 100,
                           std::optional<bool> tty = std::nullopt);
+  void on_train_begin(FitState& s) override;
   void on_epoch_begin(FitState& s) override;
   void on_batch_end(FitState& s) override;
   void on_epoch_end(FitState& s) override;
@@ -150,7 +156,9 @@ class ProgressLogger : public Callback {
 
 // ---- checkpoints
 
-/// Everything needed to continue a run bit for bit.
+/// Where a run stands. With the model, optimizer, scheduler and generator state saved beside it,
+/// a resumed run continues bit for bit, except that the draw counters of random transforms
+/// (data::transforms::RandomCrop, ...) are not saved: they restart on resume.
 struct TrainingState {
   int64_t epoch = 0;  // the next epoch to run
   int64_t step = 0;   // optimizer steps taken
@@ -158,11 +166,14 @@ struct TrainingState {
 
 /// Saves model, optimizer, scheduler (optional), epoch, step and the RNG state to one
 /// safetensors file (atomically). Keys: "model.<name>", "optim.<key>", "sched.<key>", and
-/// metadata "epoch", "step", "rng_seed", "rng_offset", "format".
+/// metadata "format", "epoch", "step", "optimizer" (its name), "rng_seed", "rng_offset".
 void save_checkpoint(const std::string& path, const nn::Module& model,
                      const optim::Optimizer& optimizer, const optim::LRScheduler* scheduler,
                      const TrainingState& state);
-/// Restores what save_checkpoint wrote (and the RNG state); returns epoch and step.
+/// Restores what save_checkpoint wrote (and the RNG state); returns epoch and step. All or
+/// nothing: the metadata, the model's keys and shapes, the optimizer's and the scheduler's state
+/// are checked before anything changes, so a failing load leaves model, optimizer, scheduler
+/// and generator as they were.
 TrainingState load_checkpoint(const std::string& path, nn::Module& model,
                               optim::Optimizer& optimizer, optim::LRScheduler* scheduler);
 

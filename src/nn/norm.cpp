@@ -61,13 +61,15 @@ std::string BatchNormBase::extra_repr() const {
 
 Tensor BatchNormBase::forward(const Tensor& x) {
   check_input(x);
-  if (is_training() && track_running_stats) {
+  // Batch statistics while training, and always when there are no running statistics.
+  const bool use_batch = is_training() || !track_running_stats;
+  Tensor y =
+      ignis::batch_norm(x, running_mean, running_var, weight, bias, use_batch, momentum, eps);
+  if (is_training() && track_running_stats) {  // counted once batch_norm accepted the batch
     NoGradGuard ng;
     num_batches_tracked.add_(1);
   }
-  // Batch statistics while training, and always when there are no running statistics.
-  const bool use_batch = is_training() || !track_running_stats;
-  return ignis::batch_norm(x, running_mean, running_var, weight, bias, use_batch, momentum, eps);
+  return y;
 }
 
 void BatchNorm1d::check_input(const Tensor& x) const {

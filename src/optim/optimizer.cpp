@@ -199,13 +199,22 @@ double scalar_value(const Tensor& t) { return t.item().to_double(); }
 
 }  // namespace
 
-void Optimizer::load_state_dict(const OptimizerStateDict& sd) {
+// What load_state_dict will apply, computed (and every entry checked) by plan_load.
+struct Optimizer::LoadPlan {
+  std::map<int64_t, std::map<std::string, Tensor>> state_entries;  // saved id -> slot -> value
+  std::map<int64_t, Tensor> id_to_param;
+  std::vector<std::unique_ptr<OptimizerOptions>> new_options;
+  std::vector<std::optional<double>> new_initial_lr;
+};
+
+void Optimizer::plan_load(const OptimizerStateDict& sd, LoadPlan& plan) const {
   NoGradGuard no_grad;
   const std::string op = name_ + ".load_state_dict";
   std::vector<std::string> problems;
 
   // Sort the entries into per-group and per-saved-parameter maps.
-  std::map<int64_t, std::map<std::string, Tensor>> group_entries, state_entries;
+  std::map<int64_t, std::map<std::string, Tensor>> group_entries;
+  auto& state_entries = plan.state_entries;
   for (const auto& [key, value] : sd) {
     std::optional<std::pair<int64_t, std::string>> rest;
     if (key.rfind("state.", 0) == 0 && (rest = split_index(key.substr(6)))) {
@@ -224,9 +233,11 @@ void Optimizer::load_state_dict(const OptimizerStateDict& sd) {
     detail::throw_error(op, ": the state dict has ", saved_groups, " parameter groups but the ",
                         "optimizer has ", groups_.size());
   }
-  std::map<int64_t, Tensor> id_to_param;
-  std::vector<std::unique_ptr<OptimizerOptions>> new_options(groups_.size());
-  std::vector<std::optional<double>> new_initial_lr(groups_.size());
+  auto& id_to_param = plan.id_to_param;
+  auto& new_options = plan.new_options;
+  auto& new_initial_lr = plan.new_initial_lr;
+  new_options.resize(groups_.size());
+  new_initial_lr.resize(groups_.size());
   for (size_t gi = 0; gi < groups_.size(); ++gi) {
     const std::string gname = "param_groups." + std::to_string(gi);
     auto git = group_entries.find(static_cast<int64_t>(gi));
@@ -325,15 +336,24 @@ void Optimizer::load_state_dict(const OptimizerStateDict& sd) {
     for (const std::string& s : problems) msg += (msg.empty() ? "" : "; ") + s;
     detail::throw_error(op, ": ", msg);
   }
+}
 
-  // Everything checked: apply.
+void Optimizer::check_state_dict(const OptimizerStateDict& sd) const {
+  LoadPlan plan;
+  plan_load(sd, plan);
+}
+
+void Optimizer::load_state_dict(const OptimizerStateDict& sd) {
+  LoadPlan plan;
+  plan_load(sd, plan);  // throws before anything changes
+  NoGradGuard no_grad;
   for (size_t gi = 0; gi < groups_.size(); ++gi) {
-    groups_[gi].set_options(std::move(new_options[gi]));
-    groups_[gi].initial_lr = new_initial_lr[gi];
+    groups_[gi].set_options(std::move(plan.new_options[gi]));
+    groups_[gi].initial_lr = plan.new_initial_lr[gi];
   }
   state_.clear();
-  for (const auto& [id, entries] : state_entries) {
-    const Tensor& p = id_to_param.at(id);
+  for (const auto& [id, entries] : plan.state_entries) {
+    const Tensor& p = plan.id_to_param.at(id);
     std::unique_ptr<OptimizerParamState> st = make_state();
     for (const auto& [slot, value] : entries) {
       if (!value.defined()) continue;

@@ -14,6 +14,13 @@
 namespace ignis::train {
 
 namespace {
+// A JSON number, or null for NaN and infinities (which JSON cannot represent).
+std::string json_number(double v) {
+  if (!std::isfinite(v)) return "null";
+  std::ostringstream os;
+  os << std::setprecision(8) << v;
+  return os.str();
+}
 double now_seconds() {
   using namespace std::chrono;
   return duration<double>(steady_clock::now().time_since_epoch()).count();
@@ -48,7 +55,7 @@ void EarlyStopping::on_epoch_end(FitState& s) {
     wait_ = 0;
     return;
   }
-  if (++wait_ > patience_) {
+  if (++wait_ >= patience_) {  // Keras and Lightning: `patience` epochs without improvement
     s.stop_training = true;
     stopped_epoch_ = s.epoch;
   }
@@ -77,9 +84,16 @@ ProgressLogger::ProgressLogger(std::string jsonl_path, int64_t print_every,
       every_(print_every),
       tty_(tty.value_or(::isatty(STDOUT_FILENO) != 0)) {
   if (!log_path_.empty()) {
-    std::ofstream f(log_path_, std::ios::trunc);
+    std::ofstream f(log_path_, std::ios::app);  // truncated (or not) by on_train_begin
     IGNIS_CHECK(f.good(), "ProgressLogger: cannot write ", log_path_);
   }
+}
+
+void ProgressLogger::on_train_begin(FitState& s) {
+  // A fresh run starts a fresh log; a resumed one (start_epoch > 0) keeps the earlier epochs.
+  if (log_path_.empty() || s.epoch > 0) return;
+  std::ofstream f(log_path_, std::ios::trunc);
+  IGNIS_CHECK(f.good(), "ProgressLogger: cannot write ", log_path_);
 }
 
 void ProgressLogger::on_epoch_begin(FitState&) { epoch_start_ = last_draw_ = now_seconds(); }
@@ -123,11 +137,16 @@ void ProgressLogger::on_epoch_end(FitState& s) {
   std::fflush(stdout);
   if (!log_path_.empty()) {
     std::ofstream f(log_path_, std::ios::app);
-    f << std::setprecision(8) << "{\"epoch\":" << s.epoch + 1 << ",\"step\":" << s.step
-      << ",\"loss\":" << s.train.loss << ",\"accuracy\":" << s.train.accuracy;
-    if (s.val) f << ",\"val_loss\":" << s.val->loss << ",\"val_accuracy\":" << s.val->accuracy;
-    f << ",\"lr\":" << s.optimizer->param_groups().front().lr()
-      << ",\"seconds\":" << s.epoch_seconds << "}\n";
+    f << "{\"epoch\":" << s.epoch + 1 << ",\"step\":" << s.step
+      << ",\"loss\":" << json_number(s.train.loss)
+      << ",\"accuracy\":" << json_number(s.train.accuracy);
+    if (s.val) {
+      f << ",\"val_loss\":" << json_number(s.val->loss)
+        << ",\"val_accuracy\":" << json_number(s.val->accuracy);
+    }
+    f << ",\"lr\":" << json_number(s.optimizer->param_groups().front().lr())
+      << ",\"seconds\":" << json_number(s.epoch_seconds) << "}\n";
+    IGNIS_CHECK(f.good(), "ProgressLogger: cannot write ", log_path_);
   }
 }
 

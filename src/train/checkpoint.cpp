@@ -66,14 +66,29 @@ TrainingState load_checkpoint(const std::string& path, nn::Module& model,
   auto opt = f.metadata.find("optimizer");
   IGNIS_CHECK(opt == f.metadata.end() || opt->second == optimizer.name(), "load_checkpoint: ",
               path, " holds the state of a ", opt->second, " optimizer, not ", optimizer.name());
-  model.load_state_dict(with_prefix(f.tensors, "model."), true);
-  optimizer.load_state_dict(with_prefix(f.tensors, "optim."));
-  if (scheduler) scheduler->load_state_dict(with_prefix(f.tensors, "sched."));
+  // All or nothing: check everything, then change model, optimizer, scheduler and generator.
   TrainingState s;
   s.epoch = static_cast<int64_t>(parse_u64(f.metadata, "epoch", path));
   s.step = static_cast<int64_t>(parse_u64(f.metadata, "step", path));
-  default_generator().set_state(parse_u64(f.metadata, "rng_seed", path),
-                                parse_u64(f.metadata, "rng_offset", path));
+  const uint64_t rng_seed = parse_u64(f.metadata, "rng_seed", path);
+  const uint64_t rng_offset = parse_u64(f.metadata, "rng_offset", path);
+  const auto model_sd = with_prefix(f.tensors, "model.");
+  const auto optim_sd = with_prefix(f.tensors, "optim.");
+  model.check_state_dict(model_sd, /*strict=*/true);
+  optimizer.check_state_dict(optim_sd);
+  if (scheduler) {
+    // Schedulers have no separate check: a failed load is undone from a snapshot.
+    const optim::OptimizerStateDict before = scheduler->state_dict();
+    try {
+      scheduler->load_state_dict(with_prefix(f.tensors, "sched."));
+    } catch (...) {
+      scheduler->load_state_dict(before);
+      throw;
+    }
+  }
+  optimizer.load_state_dict(optim_sd);
+  model.load_state_dict(model_sd, /*strict=*/true);
+  default_generator().set_state(rng_seed, rng_offset);
   return s;
 }
 

@@ -54,6 +54,7 @@ History fit(nn::Module& model, const LossFn& loss, optim::Optimizer& optimizer,
   s.model = &model;
   s.optimizer = &optimizer;
   s.epochs = opts.epochs;
+  s.epoch = opts.start_epoch;  // on_train_begin sees where the run starts (0, or a resume)
   s.step = opts.start_step;
   s.batches_per_epoch = train_loader.size();
   for (auto& c : callbacks) c->on_train_begin(s);

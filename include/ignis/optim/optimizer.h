@@ -158,6 +158,8 @@ class Optimizer {
   /// shapes: hyperparameters and state. Checks everything before changing anything; unknown,
   /// missing or mis-shaped entries throw naming them.
   void load_state_dict(const OptimizerStateDict& state_dict);
+  /// Throws what load_state_dict would throw for `state_dict`, changing nothing.
+  void check_state_dict(const OptimizerStateDict& state_dict) const;
 
  protected:
   Optimizer(std::string name, std::unique_ptr<OptimizerOptions> defaults);
@@ -174,6 +176,11 @@ class Optimizer {
   std::unique_ptr<OptimizerOptions> defaults_;
   std::vector<ParamGroup> groups_;
   std::unordered_map<const TensorImpl*, std::unique_ptr<OptimizerParamState>> state_;
+
+ private:
+  struct LoadPlan;
+  /// Checks every entry of `state_dict` and fills `plan` with what loading it changes.
+  void plan_load(const OptimizerStateDict& state_dict, LoadPlan& plan) const;
 };
 
 }  // namespace ignis::optim
