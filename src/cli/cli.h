@@ -1,5 +1,5 @@
-// The `ignis` command-line program: a table of subcommands (bench now; train, eval, fetch later),
-// each a function from its arguments to an exit status.
+// The `ignis` command-line program: a table of subcommands (bench, train, eval, fetch, models,
+// version, help), each a function from its arguments to an exit status.
 #pragma once
 
 #include <cstdint>

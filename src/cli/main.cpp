@@ -1,5 +1,5 @@
 // `ignis COMMAND [ARGS...]`: looks COMMAND up in the table of subcommands and runs it. A new
-// subcommand (train, eval, fetch) is one row of kCommands plus its function.
+// subcommand is one row of kCommands plus its function.
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
 

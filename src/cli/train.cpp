@@ -19,8 +19,10 @@ const char* kTrainUsage =
     "                   [--batch-size B] [--optimizer sgd|adam] [--lr LR] [--momentum M]\n"
     "                   [--seed S] [--threads T] [--workers W] [--save PATH] [--resume PATH]\n"
     "                   [--log metrics.jsonl]\n"
-    "(`ignis models` lists the models; cifar10 reads the binary batches, data_batch_1.bin ...,\n"
-    " from --data, default data/cifar10, and trains with random crops and flips)\n";
+    "(`ignis models` lists the models; --lr defaults to 0.05 for sgd and 0.001 for adam;\n"
+    " --momentum, default 0.9, is for sgd only; cifar10 reads the binary batches,\n"
+    " data_batch_1.bin ..., from --data, default data/cifar10, and trains with random crops\n"
+    " and flips)\n";
 const char* kEvalUsage =
     "usage: ignis eval --model NAME --dataset mnist|fashion-mnist|cifar10 --load PATH\n"
     "                  [--data DIR] [--batch-size B] [--threads T]\n";
@@ -87,11 +89,18 @@ std::shared_ptr<data::Dataset> load_dataset(const std::string& name, const std::
   return std::make_shared<data::MapDataset>(raw, data::transforms::Normalize({mean}, {std}));
 }
 
-// The model `name` built for `dataset`; a model that cannot take the data set's images is a
-// usage error naming both.
+// The model `name` built for `dataset`. An unknown name is a usage error listing the zoo; a
+// model that cannot take the data set's images is one naming both.
 std::shared_ptr<nn::Module> create_model(const std::string& name, const std::string& dataset,
                                          const char* usage) {
   const models::ModelConfig cfg = dataset_config(dataset);
+  std::string names;
+  bool known = false;
+  for (const models::ModelInfo& m : models::list()) {
+    names += (names.empty() ? "" : ", ") + m.name;
+    known = known || m.name == name;
+  }
+  if (!known) throw UsageError("unknown model '" + name + "' (available: " + names + ")", usage);
   try {
     return models::create(name, cfg);
   } catch (const Error& e) {
@@ -105,7 +114,8 @@ std::shared_ptr<nn::Module> create_model(const std::string& name, const std::str
 
 void set_threads(const Options& o, const char* usage) {
   if (o.values.count("threads")) {
-    set_num_threads(static_cast<int>(parse_int("--threads", o.get("threads", "1"), 1, 256, usage)));
+    set_num_threads(
+        static_cast<int>(parse_int("--threads", o.get("threads", "1"), 1, 4096, usage)));
   }
 }
 
@@ -122,21 +132,20 @@ int train_main(const Args& args) {
   const int64_t batch = parse_int("--batch-size", o.get("batch-size", "128"), 1, 1 << 20, kTrainUsage);
   const int64_t seed = parse_int("--seed", o.get("seed", "0"), 0, INT64_MAX, kTrainUsage);
   const int64_t workers = parse_int("--workers", o.get("workers", "1"), 0, 64, kTrainUsage);
-  const double lr = parse_double("--lr", o.get("lr", "0.05"), kTrainUsage);
-  const double momentum = parse_double("--momentum", o.get("momentum", "0.9"), kTrainUsage);
   const std::string opt_name = o.get("optimizer", "sgd");
   if (opt_name != "sgd" && opt_name != "adam") {
     throw UsageError("unknown optimizer '" + opt_name + "' (expected sgd or adam)", kTrainUsage);
   }
+  if (opt_name == "adam" && o.values.count("momentum")) {
+    throw UsageError("--momentum is an sgd option; adam does not take it", kTrainUsage);
+  }
+  // Adam's default is PyTorch's 1e-3; SGD has none in PyTorch, 0.05 suits the zoo on MNIST.
+  const double lr =
+      parse_double("--lr", o.get("lr", opt_name == "adam" ? "0.001" : "0.05"), kTrainUsage);
+  const double momentum = parse_double("--momentum", o.get("momentum", "0.9"), kTrainUsage);
   manual_seed(static_cast<uint64_t>(seed));
   const std::string model_name = o.get("model", "mlp");
   auto model = create_model(model_name, dataset, kTrainUsage);
-  auto train_set = load_dataset(dataset, dir, true, static_cast<uint64_t>(seed));
-  auto test_set = load_dataset(dataset, dir, false);
-  data::DataLoader train_loader(train_set, {.batch_size = batch, .shuffle = true,
-                                            .num_workers = static_cast<int>(workers),
-                                            .seed = static_cast<uint64_t>(seed)});
-  data::DataLoader test_loader(test_set, {.batch_size = 1000});
   std::unique_ptr<optim::Optimizer> opt;
   if (opt_name == "sgd") {
     opt = std::make_unique<optim::SGD>(model->parameters(), optim::SGDOptions(lr).momentum(momentum));
@@ -150,6 +159,20 @@ int train_main(const Args& args) {
     fo.start_step = s.step;
     std::cout << "resumed from " << o.get("resume", "") << " at epoch " << s.epoch << "\n";
   }
+  // The hyperparameters in effect (a resumed run has its checkpoint's).
+  const optim::OptimizerOptions& hp = opt->param_groups().front().options();
+  std::cout << "model=" << model_name << " dataset=" << dataset << " optimizer=" << opt_name
+            << " lr=" << hp.get_lr();
+  if (opt_name == "sgd") std::cout << " momentum=" << hp.get("momentum");
+  std::cout << " batch_size=" << batch << " epochs=" << epochs << " seed=" << seed << std::endl;
+  auto train_set = load_dataset(dataset, dir, true, static_cast<uint64_t>(seed));
+  auto test_set = load_dataset(dataset, dir, false);
+  data::DataLoader train_loader(train_set, {.batch_size = batch,
+                                            .shuffle = true,
+                                            .num_workers = static_cast<int>(workers),
+                                            .seed = static_cast<uint64_t>(seed)});
+  data::DataLoader test_loader(test_set, {.batch_size = 1000});
+  // A resumed fit (start_epoch > 0) appends to the --log file instead of truncating it.
   std::vector<std::shared_ptr<train::Callback>> cbs = {
       std::make_shared<train::ProgressLogger>(o.get("log", ""))};
   const std::string save = o.get("save", "");
@@ -198,7 +221,8 @@ int fetch_main(const Args& args) {
   if (args.empty() || args[0] != "mnist") throw UsageError("expected a data set name (mnist)", usage);
   std::string dir = "data/mnist";
   for (size_t i = 1; i < args.size(); ++i) {
-    if (args[i] == "--dir" && i + 1 < args.size()) {
+    if (args[i] == "--dir") {
+      if (i + 1 >= args.size()) throw UsageError("--dir expects a directory", usage);
       dir = args[++i];
     } else {
       throw UsageError("unknown option '" + args[i] + "'", usage);
