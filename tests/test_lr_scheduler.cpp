@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ignis/ignis.h"
+#include "test_util.h"
 
 using namespace ignis;
 using namespace ignis::optim;
@@ -42,16 +43,6 @@ void expect_sequence(Rig& s, S& sched, const std::vector<double>& expected, doub
     EXPECT_NEAR(s.lr(group), expected[k], tol) << what << " after " << k << " steps";
     EXPECT_NEAR(sched.get_last_lr()[group], expected[k], tol) << what << " get_last_lr";
   }
-}
-
-template <class Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
 }
 
 }  // namespace

@@ -8,27 +8,12 @@
 #include <cmath>
 
 #include "ignis/ignis.h"
+#include "test_util.h"
 
 using namespace ignis;
 using ::testing::HasSubstr;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-
-std::vector<double> vals(const Tensor& t) {
-  Tensor c = t.detach().to(kFloat64).contiguous();
-  const double* p = c.data_ptr<double>();
-  return std::vector<double>(p, p + c.numel());
-}
-
 void expect_values(const Tensor& t, const std::vector<double>& want, double tol = 1e-6) {
   const std::vector<double> got = vals(t);
   ASSERT_EQ(got.size(), want.size());
@@ -153,7 +138,6 @@ TEST(BatchNorm, ResetRunningStats) {
 // ---- batch norm: the fused backward
 
 namespace {
-
 /// Gradients of sum(batch_norm(x) * r) with respect to x, weight and bias.
 std::vector<Tensor> bn_grads(const Tensor& x0, const Tensor& w0, const Tensor& b0, const Tensor& r,
                              bool training, bool create_graph) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ignis/ignis.h"
+#include "test_util.h"
 
 using namespace ignis;
 using ::testing::HasSubstr;
@@ -76,16 +77,6 @@ void check_steps(const Options& options, const Steps& expected, const std::strin
       expect_values(p, expected[k], tol, name + " step " + std::to_string(k + 1));
     }
   }
-}
-
-template <class Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
 }
 
 }  // namespace

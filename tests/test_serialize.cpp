@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "ignis/ignis.h"
+#include "test_util.h"
 
 using namespace ignis;
 using ::testing::HasSubstr;
@@ -14,14 +15,6 @@ using ::testing::HasSubstr;
 namespace {
 std::string tmp_path(const std::string& name) {
   return "/tmp/ignis_test_" + std::to_string(::getpid()) + "_" + name;
-}
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
 }
 void write_file(const std::string& path, const std::string& bytes) {
   std::ofstream f(path, std::ios::binary);

@@ -14,25 +14,14 @@
 #include <vector>
 
 #include "ignis/ignis.h"
+#include "test_util.h"
 
 namespace ignis::testing_util {
 
-/// The message of the ignis::Error that f throws, or "<no error>".
-inline std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using ignis::error_of;  // test_util.h
 
 /// The values of t, converted to double, in row-major order.
-inline std::vector<double> to_vec(const Tensor& t) {
-  Tensor c = t.detach().to(kFloat64).contiguous();
-  const double* p = c.data_ptr<double>();
-  return std::vector<double>(p, p + c.numel());
-}
+inline std::vector<double> to_vec(const Tensor& t) { return vals(t); }
 
 /// Expects t (any floating dtype) to hold `want` elementwise within atol + rtol * |want|.
 inline void expect_values(const Tensor& t, const std::vector<double>& want, double atol = 1e-6,
