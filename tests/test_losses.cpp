@@ -307,6 +307,17 @@ TEST(Losses, BinaryCrossEntropy) {
                 F::binary_cross_entropy(tensor({1.5, 0.5}), tensor({1.0, 0.0}));
               }),
               HasSubstr("binary_cross_entropy: all elements of input should be between 0 and 1"));
+  // A per-column weight [3] broadcasts over [2, 3]; one that would enlarge the result does not.
+  const Tensor x23 = full({2, 3}, 0.5, kFloat64), t23 = zeros({2, 3}, kFloat64);
+  EXPECT_NEAR(F::binary_cross_entropy(x23, t23, tensor({1.0, 2.0, 3.0}, kFloat64), "sum")
+                  .item<double>(),
+              2 * 6 * std::log(2.0), kTol);
+  EXPECT_THAT(error_of([&] { F::binary_cross_entropy(x23, t23, ones({4, 2, 3}, kFloat64)); }),
+              HasSubstr("binary_cross_entropy: weight of shape [4, 2, 3] does not broadcast to "
+                        "the input shape [2, 3]"));
+  EXPECT_THAT(error_of([&] { F::binary_cross_entropy(x23, t23, ones({2}, kFloat64)); }),
+              HasSubstr("binary_cross_entropy: weight of shape [2] does not broadcast to the "
+                        "input shape [2, 3]"));
 }
 
 TEST(Losses, BinaryCrossEntropyWithLogitsAndPosWeight) {

@@ -177,6 +177,15 @@ Tensor F::binary_cross_entropy(const Tensor& input, const Tensor& target, const 
                                const std::string& reduction) {
   check_reduction(reduction, "binary_cross_entropy");
   check_same_shape(input, target, "binary_cross_entropy");
+  if (weight.defined()) {  // the weight broadcasts to the input's shape (not the other way)
+    bool ok = weight.dim() <= input.dim();
+    for (int64_t i = 1; ok && i <= weight.dim(); ++i) {
+      const int64_t w = weight.size(-i);
+      ok = w == 1 || w == input.size(-i);
+    }
+    IGNIS_CHECK(ok, "binary_cross_entropy: weight of shape ", weight.sizes(),
+                " does not broadcast to the input shape ", input.sizes());
+  }
   if (input.numel() > 0) {
     NoGradGuard ng;
     IGNIS_CHECK(logical_and(input >= 0, input <= 1).all().item<bool>(), "binary_cross_entropy: ",
