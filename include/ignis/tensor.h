@@ -124,6 +124,9 @@ class Tensor {
   int64_t output_nr() const;
   void retain_grad();
   bool retains_grad() const;
+  /// With create_graph, each leaf's .grad() is a graph that may save the leaf itself (a reference
+  /// cycle, as in PyTorch): reset the leaves' grads (mutable_grad() = Tensor()) when done, or
+  /// prefer autograd::grad, which leaves .grad() alone.
   void backward(const Tensor& gradient = Tensor(), std::optional<bool> retain_graph = std::nullopt,
                 bool create_graph = false) const;
   /// Registers a hook called with this tensor's gradient during backward; returns its handle.
