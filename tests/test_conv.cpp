@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "autograd/node.h"
 #include "ignis/ignis.h"
 #include "ops/conv.h"
 #include "test_util.h"
@@ -405,6 +406,118 @@ TEST(ConvModules, DefaultInitBoundsAndStateDict) {
 }
 
 // ---- the primitive cache
+
+// ---- max pooling against a scalar reference
+
+// The window maxima and their plane-local indices of a [P, H, W] float64 copy of x: the first
+// maximum in row-major order, a later NaN replacing an earlier value (the kernels' rule).
+struct PoolRef {
+  std::vector<double> vals;
+  std::vector<int64_t> idx;
+};
+PoolRef pool_ref(const Tensor& x, int64_t k, int64_t s) {
+  const int64_t H = x.size(2), W = x.size(3), P = x.size(0) * x.size(1);
+  const int64_t OH = (H - k) / s + 1, OW = (W - k) / s + 1;
+  const std::vector<double> v = vals(x.contiguous());
+  PoolRef r;
+  for (int64_t p = 0; p < P; ++p) {
+    for (int64_t oh = 0; oh < OH; ++oh) {
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        double best = 0;
+        int64_t arg = -1;
+        for (int64_t i = 0; i < k; ++i) {
+          for (int64_t j = 0; j < k; ++j) {
+            const int64_t at = (oh * s + i) * W + ow * s + j;
+            const double e = v[p * H * W + at];
+            if (arg < 0 || e > best || std::isnan(e)) {
+              best = e;
+              arg = at;
+            }
+          }
+        }
+        r.vals.push_back(best);
+        r.idx.push_back(arg);
+      }
+    }
+  }
+  return r;
+}
+
+TEST(MaxPoolReference, ValuesIndicesAndGradient2x2) {
+  manual_seed(11);
+  for (DType dt : {kFloat32, kFloat64}) {
+    // Odd sizes (a last row and column outside every window), ties (few distinct values), a NaN,
+    // and a non-contiguous input (a transposed view).
+    Tensor x = randint(0, 4, {2, 3, 9, 7}).to(dt);
+    x.index_put_({0, 1, 2, 3}, std::nan(""));
+    for (const Tensor& in : {x, x.transpose(2, 3).contiguous().transpose(2, 3)}) {
+      const PoolRef ref = pool_ref(in, 2, 2);
+      auto [y, ind] = max_pool2d_with_indices(in, {2});
+      EXPECT_EQ(shape(y), (S{2, 3, 4, 3}));
+      const std::vector<double> yv = vals(y);
+      ASSERT_EQ(yv.size(), ref.vals.size());
+      for (size_t i = 0; i < yv.size(); ++i) {
+        if (std::isnan(ref.vals[i])) {
+          EXPECT_TRUE(std::isnan(yv[i])) << i;
+        } else {
+          EXPECT_EQ(yv[i], ref.vals[i]) << i;
+        }
+      }
+      const std::vector<double> iv = vals(ind);
+      for (size_t i = 0; i < iv.size(); ++i) EXPECT_EQ(iv[i], ref.idx[i]) << i;
+      // Backward: each window's gradient lands on its argmax; nothing else is written.
+      Tensor xg = in.detach().clone().requires_grad_(true);
+      Tensor g = arange(1, 1 + static_cast<double>(y.numel()), 1, TensorOptions(dt)).view(y.sizes());
+      (max_pool2d(xg, 2) * g).sum().backward();
+      std::vector<double> expect(static_cast<size_t>(in.numel()), 0.0);
+      const int64_t HW = 9 * 7, OHW = 4 * 3;
+      for (size_t o = 0; o < ref.idx.size(); ++o) {
+        expect[(o / OHW) * HW + ref.idx[o]] += static_cast<double>(o + 1);
+      }
+      EXPECT_EQ(vals(xg.grad()), expect);
+    }
+  }
+}
+
+TEST(MaxPoolReference, OverlappingWindowsAccumulate) {
+  // 3x3 windows with stride 2 on 7x7 overlap: a maximum shared by two windows gets both
+  // gradients.
+  manual_seed(12);
+  Tensor x = randn({2, 2, 7, 7}, kFloat64);
+  const PoolRef ref = pool_ref(x, 3, 2);
+  Tensor xg = x.clone().requires_grad_(true);
+  max_pool2d(xg, 3, 2).sum().backward();
+  std::vector<double> expect(static_cast<size_t>(x.numel()), 0.0);
+  for (size_t o = 0; o < ref.idx.size(); ++o) expect[(o / 9) * 49 + ref.idx[o]] += 1.0;
+  EXPECT_EQ(vals(xg.grad()), expect);
+}
+
+// ---- Sequential runs Conv2d + ReLU as one conv2d_relu
+
+TEST(SequentialFusion, ConvReluMatchesUnfusedModules) {
+  manual_seed(13);
+  nn::Sequential fused(nn::Conv2d(3, 8, 3, 1, 1), nn::ReLU(), nn::MaxPool2d(2), nn::Flatten());
+  // The same modules with the ReLU not directly after the conv: nothing is fused.
+  nn::Sequential plain(nn::Conv2d(3, 8, 3, 1, 1), nn::Identity(), nn::ReLU(), nn::MaxPool2d(2),
+                       nn::Flatten());
+  plain.load_state_dict(fused.state_dict());
+  Tensor x = randn({4, 3, 8, 8});
+  Tensor yf = fused.forward(x), yp = plain.forward(x);
+  EXPECT_EQ(vals(yf), vals(yp));
+  Tensor g = randn(yf.sizes());
+  (yf * g).sum().backward();
+  (yp * g).sum().backward();
+  const auto pf = fused.named_parameters(), pp = plain.named_parameters();
+  ASSERT_EQ(pf.size(), 2u);
+  ASSERT_EQ(pp.size(), 2u);
+  for (size_t i = 0; i < pf.size(); ++i) {
+    EXPECT_EQ(pf[i].first, pp[i].first);
+    EXPECT_TRUE(allclose(pf[i].second.grad(), pp[i].second.grad(), 1e-6, 1e-6)) << pf[i].first;
+  }
+  // One graph node for the conv and its relu.
+  nn::Sequential cr(nn::Conv2d(3, 8, 3, 1, 1), nn::ReLU());
+  EXPECT_EQ(cr.forward(x).grad_fn()->name(), "conv2d_reluBackward");
+}
 
 TEST(ConvCache, PrimitivesAreCreatedOncePerShape) {
   conv_primitive_cache_clear();

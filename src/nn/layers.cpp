@@ -2,8 +2,10 @@
 
 #include <cmath>
 #include <sstream>
+#include <typeinfo>
 
 #include "ignis/autograd.h"
+#include "ignis/nn/conv.h"
 #include "ignis/nn/init.h"
 
 namespace ignis::nn {
@@ -166,7 +168,19 @@ Tensor LayerNorm::forward(const Tensor& x) {
 
 Tensor Sequential::forward(const Tensor& x) {
   Tensor h = x;
-  for (auto& m : mods_) h = m->forward(h);
+  for (size_t i = 0; i < mods_.size(); ++i) {
+    // A Conv2d followed by a ReLU runs as one conv2d_relu (relu fused into the convolution's
+    // kernel and its graph node): the same values and gradients as the two in turn, one pass
+    // over the activation fewer. Exact types only, so a subclass's own forward still runs.
+    Module& m = *mods_[i];
+    if (i + 1 < mods_.size() && typeid(m) == typeid(Conv2d) &&
+        typeid(*mods_[i + 1]) == typeid(ReLU)) {
+      h = static_cast<Conv2d&>(m).forward_relu(h);
+      ++i;
+      continue;
+    }
+    h = m.forward(h);
+  }
   return h;
 }
 

@@ -14,6 +14,7 @@
 #include "ignis/conv.h"
 #include "ignis/ops.h"
 #include "ops/copy.h"
+#include "ops/unary.h"
 
 namespace ignis {
 
@@ -67,18 +68,22 @@ Tensor conv2d_op(const Tensor& x, const Tensor& w, const Tensor& b, const ConvPa
   const Shape out_size{x.size(0), w.size(0), conv_out_size(x.size(2), w.size(2), p, 0),
                        conv_out_size(x.size(3), w.size(3), p, 1)};
   Tensor out = run_forward(x, w, b, p, out_size, relu);
-  if (relu) return out;  // callers record relu themselves when autograd is involved
   if (autograd::any_needs_grad({&x, &w, &b})) {
+    // With relu fused (oneDNN's post-op) the node saves its output and masks the incoming
+    // gradient with it first (threshold_backward, itself differentiable): one node and one
+    // pass over the activation fewer than conv2d then relu.
     autograd::record(
-        "conv2d", {&x, &w, &b}, {&out},
-        [sx = save_if(x, needs_grad(w)), sw = save_if(w, needs_grad(x)), xs = x.sizes().shape(),
-         ws = w.sizes().shape(), p](BackwardCtx& c, const TensorList& g) {
+        relu ? "conv2d_relu" : "conv2d", {&x, &w, &b}, {&out},
+        [sx = save_if(x, needs_grad(w)), sw = save_if(w, needs_grad(x)),
+         so = relu ? save_output(out) : SavedVariable(), xs = x.sizes().shape(),
+         ws = w.sizes().shape(), p, relu](BackwardCtx& c, const TensorList& g) {
+          const Tensor gy = relu ? threshold_backward(g[0], c.unpack(so), 0) : g[0];
           TensorList r(3);
-          if (c.needs_input_grad(0)) r[0] = conv2d_input_grad(g[0], c.unpack(sw), xs, p);
-          if (c.needs_input_grad(1)) r[1] = conv2d_weight_grad(c.unpack(sx), g[0], ws, p);
+          if (c.needs_input_grad(0)) r[0] = conv2d_input_grad(gy, c.unpack(sw), xs, p);
+          if (c.needs_input_grad(1)) r[1] = conv2d_weight_grad(c.unpack(sx), gy, ws, p);
           // Over each (n, c) plane first, then over n: two reductions of contiguous blocks
           // rather than one over dims {0, 2, 3}, which are not one block (a transposing copy).
-          if (c.needs_input_grad(2)) r[2] = g[0].sum({2, 3}).sum({0});
+          if (c.needs_input_grad(2)) r[2] = gy.sum({2, 3}).sum({0});
           return r;
         });
   }
@@ -243,12 +248,7 @@ Tensor conv_nd(const ConvArgs& a, const Tensor& x, const Tensor& w, const Tensor
     w4 = w4.unsqueeze(2);
   }
   const ConvParams p = resolve(a, x4, w4, groups);
-  Tensor y;
-  if (relu && autograd::any_needs_grad({&x, &w, &b})) {
-    y = ignis::relu(conv2d_op(x4, w4, b, p, false));
-  } else {
-    y = conv2d_op(x4, w4, b, p, relu);
-  }
+  Tensor y = conv2d_op(x4, w4, b, p, relu);
   if (a.nd == 1) y = y.squeeze(2);
   return unbatched ? y.squeeze(0) : y;
 }

@@ -170,7 +170,8 @@ std::shared_ptr<Module> to_module_ptr(M&& m) {
 }  // namespace detail
 
 /// Runs its modules in order: `Sequential(Flatten(), Linear(784, 512), ReLU(), ...)`; modules
-/// may be given by value or as shared_ptrs. Children are named "0", "1", ...
+/// may be given by value or as shared_ptrs. Children are named "0", "1", ... A Conv2d directly
+/// followed by a ReLU runs as one fused conv2d_relu (same values and gradients).
 class Sequential : public Module {
  public:
   Sequential() = default;
