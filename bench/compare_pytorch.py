@@ -70,6 +70,28 @@ def parse_lines(text):
     return records
 
 
+def torch_blas(torch):
+    """The BLAS library this process loaded for PyTorch (Debian's libtorch links the system
+    libblas.so.3, which the alternatives system points at OpenBLAS, BLIS or the reference one):
+    read from /proc/self/maps after a float32 product."""
+    a = torch.ones(64, 64)
+    torch.nn.functional.linear(a, a)
+    libs = set()
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            path = line.split()[-1] if len(line.split()) >= 6 else ""
+            if "blas" in os.path.basename(path) or "blis" in os.path.basename(path):
+                libs.add(os.path.realpath(path))
+    if not libs:
+        return "unknown"
+    names = sorted(libs)
+    if any("openblas" in n for n in names):
+        return "openblas (" + ", ".join(names) + ")"
+    if any("blis" in n for n in names):
+        return "blis (" + ", ".join(names) + ")"
+    return "reference (" + ", ".join(names) + ")"
+
+
 def run_ignis(binary, workload, threads, repeat, extra=()):
     cmd = [binary, "bench", workload, "--threads", str(threads), "--repeat", str(repeat)]
     cmd += list(extra)
@@ -516,6 +538,10 @@ def main():
         sys.exit("compare_pytorch: PyTorch is not importable; run with /usr/bin/python3 "
                  "(Debian's python3-torch)")
 
+    blas = torch_blas(torch)
+    if "reference" in blas:
+        print("compare_pytorch: PyTorch's float32 Linear runs on the reference BLAS here, far from "
+              "its best; install libopenblas0 (Debian) for a fair comparison", file=sys.stderr)
     version = subprocess.run([args.ignis, "version"], stdout=subprocess.PIPE, text=True).stdout
     meta = {
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
@@ -528,6 +554,7 @@ def main():
         "threads_tried": threads,
         "repeat": args.repeat,
         "torch_threads_default": torch.get_num_threads(),
+        "pytorch_blas": blas,
     }
     results = []
     for w in workloads:
@@ -552,8 +579,9 @@ def main():
         json.dump(doc, sys.stdout, indent=2)
         print()
         return
-    print(f"ignis vs PyTorch {meta['pytorch']} on {meta['cpu']} ({meta['cpus']} CPUs), "
-          f"{meta['date']}; best of threads {threads} per framework (shown as nT)")
+    print(f"ignis vs PyTorch {meta['pytorch']} (BLAS: {blas}) on {meta['cpu']} "
+          f"({meta['cpus']} CPUs), {meta['date']}; best of threads {threads} per framework "
+          f"(shown as nT)")
     for w, rows in results:
         print_table(w, rows)
     print("\nignis/PyTorch time < 1 (speedup > 1x) means ignis is faster.")

@@ -254,7 +254,7 @@ TEST(Conv, FusedReluMatchesComposite) {
   }
   EXPECT_TRUE(allclose(fused, ref, 1e-5, 1e-5));
   EXPECT_GT(vals(ref == 0).size(), 0u);
-  // With autograd it is the composite, and gradients flow.
+  // With autograd it is one node (conv2d_reluBackward) whose gradients match the composite's.
   Tensor wg = w.clone().requires_grad_(true);
   conv2d_relu(x, wg, b, 1, 1).sum().backward();
   Tensor wr = w.clone().requires_grad_(true);
@@ -265,6 +265,19 @@ TEST(Conv, FusedReluMatchesComposite) {
   conv.eval();
   NoGradGuard ng;
   EXPECT_TRUE(allclose(conv.forward_relu(x), relu(conv.forward(x)), 1e-5, 1e-5));
+}
+
+TEST(Conv, FusedReluKeepsItsSavedOutputOnlyWithRetainGraph) {
+  // The fused node drops its saved output during backward unless the graph is retained.
+  manual_seed(4);
+  Tensor x = randn({2, 3, 6, 6}).requires_grad_(true), w = randn({4, 3, 3, 3});
+  Tensor loss = conv2d_relu(x, w, {}, 1, 1).sum();
+  loss.backward({}, true);
+  const Tensor first = x.grad().clone();
+  loss.backward();  // the retained graph runs again; gradients accumulate
+  EXPECT_TRUE(allclose(x.grad(), first * 2, 1e-6, 1e-6));
+  EXPECT_THAT(error_of([&] { loss.backward(); }),
+              HasSubstr("backward through the graph a second time"));
 }
 
 TEST(Conv, Float32MatchesFloat64Backward) {

@@ -13,6 +13,9 @@ namespace ignis::autograd {
 thread_local bool AccumulateGrad::create_graph = false;
 
 namespace {
+
+/// Whether the backward running on this thread keeps the graph (true outside any backward).
+thread_local bool t_keep_graph = true;
 bool anomaly_enabled = false;
 
 void run_hooks(const std::vector<Node::Hook>& hooks, uint32_t nr, Tensor& g) {
@@ -156,9 +159,13 @@ void execute(const std::vector<Edge>& roots, const variable_list& root_grads, bo
   bool prev_create = AccumulateGrad::create_graph;
   AccumulateGrad::create_graph = create_graph;
   struct Restore {
-    bool v;
-    ~Restore() { AccumulateGrad::create_graph = v; }
-  } restore{prev_create};
+    bool v, keep;
+    ~Restore() {
+      AccumulateGrad::create_graph = v;
+      t_keep_graph = keep;
+    }
+  } restore{prev_create, t_keep_graph};
+  t_keep_graph = keep_graph;
   while (!ready.empty()) {
     Node* node = ready.top();
     ready.pop();
@@ -244,6 +251,8 @@ void prepare_roots(const variable_list& outputs, const variable_list& grads,
   }
 }
 }  // namespace
+
+bool backward_keeps_graph() { return t_keep_graph; }
 
 bool is_anomaly_enabled() { return anomaly_enabled; }
 void set_anomaly_enabled(bool enabled) { anomaly_enabled = enabled; }

@@ -89,11 +89,20 @@ class SavedVariable {
   std::weak_ptr<Node> grad_fn_;  // for saved inputs that are non-leaf
 };
 
+/// True while the backward running on this thread frees the graph as it goes (no retain_graph):
+/// then a node may drop a saved tensor as soon as it has used it.
+bool backward_keeps_graph();
+
 /// The context a backward lambda gets: which inputs need a gradient, and its node.
 struct BackwardCtx {
   const Node* node;
   bool needs_input_grad(size_t i) const { return node->needs_input_grad(i); }
   Tensor unpack(const SavedVariable& v) const { return v.unpack(node); }
+  /// Releases a saved tensor that this backward no longer needs, unless the graph is kept for
+  /// another backward (a later unpack then reports the freed graph, as after release).
+  void release(SavedVariable& v) const {
+    if (!backward_keeps_graph()) v.reset();
+  }
 };
 
 /// A node whose backward is a lambda written in ignis ops; the lambda's captures are the saved
