@@ -16,6 +16,7 @@ namespace {
 
 /// Whether the backward running on this thread keeps the graph (true outside any backward).
 thread_local bool t_keep_graph = true;
+
 bool anomaly_enabled = false;
 
 void run_hooks(const std::vector<Node::Hook>& hooks, uint32_t nr, Tensor& g) {
