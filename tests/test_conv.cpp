@@ -323,24 +323,27 @@ TEST(Pool, MaxPoolGradientGoesToTheArgmax) {
 // float32 pooling with whole, undilated windows takes a vectorised path; float64 (and windows
 // clipped by padding) the general one. Both give the same values and indices, ties included (the
 // first maximum in row-major order: ReLU outputs are full of equal zeros) and NaN (it wins).
-TEST(Pool, UniformWindowPathMatchesGeneralPath) {
+TEST(Pool, DenseWindowPathMatchesGeneralPath) {
   manual_seed(3);
   Tensor x = relu(randn({2, 3, 9, 11}));  // about half the elements are 0
   x.select(1, 1).fill_(2.0);              // a plane of equal values
   x.data_ptr<float>()[5] = std::nanf("");
-  for (auto [k, s] : {std::pair<int64_t, int64_t>{2, 2}, {3, 2}, {2, 1}, {3, 3}}) {
-    auto [v32, i32] = max_pool2d_with_indices(x, k, s);
-    auto [v64, i64] = max_pool2d_with_indices(x.to(kFloat64), k, s);
+  // Padded windows (clipped at the borders, as the ResNet stem's 3x3, stride 2, padding 1) take
+  // the float32 path too; float64 runs the general kernel.
+  for (auto [k, s, pad] : {std::tuple<int64_t, int64_t, int64_t>{2, 2, 0}, {3, 2, 0}, {2, 1, 0},
+                           {3, 3, 0}, {3, 2, 1}, {2, 2, 1}, {3, 1, 1}, {5, 2, 2}}) {
+    auto [v32, i32] = max_pool2d_with_indices(x, k, s, pad);
+    auto [v64, i64] = max_pool2d_with_indices(x.to(kFloat64), k, s, pad);
     const std::vector<double> a = vals(v32), b = vals(v64);
     ASSERT_EQ(a.size(), b.size());
     for (size_t j = 0; j < a.size(); ++j) {
       if (std::isnan(b[j])) {
-        EXPECT_TRUE(std::isnan(a[j])) << "kernel " << k << " stride " << s << " at " << j;
+        EXPECT_TRUE(std::isnan(a[j])) << "kernel " << k << " stride " << s << " pad " << pad;
       } else {
-        EXPECT_EQ(a[j], b[j]) << "kernel " << k << " stride " << s << " at " << j;
+        EXPECT_EQ(a[j], b[j]) << "kernel " << k << " stride " << s << " pad " << pad << " at " << j;
       }
     }
-    EXPECT_EQ(vals(i32), vals(i64)) << "kernel " << k << " stride " << s;
+    EXPECT_EQ(vals(i32), vals(i64)) << "kernel " << k << " stride " << s << " pad " << pad;
   }
   // The plane of equal values: each window's index is its top-left corner.
   auto [v, idx] = max_pool2d_with_indices(x, 2, 2);

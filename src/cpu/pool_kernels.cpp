@@ -51,21 +51,35 @@ bool uniform_windows(const Clipped& c) {
   return true;
 }
 
-/// Max pooling of whole, undilated windows, a plane at a time: for each position (i, j) of the
-/// window in row-major order, one pass over all the plane's outputs, whose window corners are
-/// computed once. Selects instead of branches (a branch on "is this the new max" mispredicts on
-/// every other element of real activations); values and plane-local indices have the same width
-/// (float, int32), so the loop vectorises, and it runs over the whole plane rather than short
-/// output rows. Same ties and NaN rule as the general kernel: the first maximum in row-major
-/// order, NaN wins.
-void max_pool_uniform_f32(const Tensor& out, int64_t* ip, const Tensor& x, const Clipped& ch,
-                          const Clipped& cw, int64_t H, int64_t W) {
+/// Max pooling of undilated windows, a plane at a time: for each position (i, j) of the window in
+/// row-major order, one pass over all the plane's outputs, whose window corners (the first
+/// position inside the input) are computed once. Selects instead of branches (a branch on "is
+/// this the new max" mispredicts on every other element of real activations); values and
+/// plane-local indices have the same width (float, int32), so the loop vectorises, and it runs
+/// over the whole plane rather than short output rows. kClip: windows clipped by padding (the
+/// ResNet stem's 3x3, stride 2, padding 1) hold fewer positions at the borders; a position
+/// outside its window is read at the corner instead (always in bounds) and never taken. Same ties
+/// and NaN rule as the general kernel: the first maximum in row-major order, NaN wins.
+template <bool kClip>
+void max_pool_dense_f32(const Tensor& out, int64_t* ip, const Tensor& x, const Clipped& ch,
+                        const Clipped& cw, int64_t H, int64_t W) {
   const int64_t OH = static_cast<int64_t>(ch.n.size()), OW = static_cast<int64_t>(cw.n.size());
-  const int64_t KH = ch.n[0], KW = cw.n[0], OHW = OH * OW;
-  std::vector<int32_t> corner(static_cast<size_t>(OHW));
+  const int64_t KH = *std::max_element(ch.n.begin(), ch.n.end());
+  const int64_t KW = *std::max_element(cw.n.begin(), cw.n.end());
+  const int64_t OHW = OH * OW;
+  std::vector<int32_t> corner(static_cast<size_t>(OHW)), nh, nw;
+  if (kClip) {
+    nh.resize(static_cast<size_t>(OHW));
+    nw.resize(static_cast<size_t>(OHW));
+  }
   for (int64_t oh = 0; oh < OH; ++oh) {
     for (int64_t ow = 0; ow < OW; ++ow) {
-      corner[oh * OW + ow] = static_cast<int32_t>(ch.first[oh] * W + cw.first[ow]);
+      const int64_t o = oh * OW + ow;
+      corner[o] = static_cast<int32_t>(ch.first[oh] * W + cw.first[ow]);
+      if (kClip) {
+        nh[o] = static_cast<int32_t>(ch.n[oh]);
+        nw[o] = static_cast<int32_t>(cw.n[ow]);
+      }
     }
   }
   const float* const xp = x.data_ptr<float>();
@@ -74,6 +88,8 @@ void max_pool_uniform_f32(const Tensor& out, int64_t* ip, const Tensor& x, const
     std::vector<int32_t> arg(static_cast<size_t>(OHW));
     int32_t* __restrict const ap = arg.data();
     const int32_t* __restrict const cp = corner.data();
+    const int32_t* __restrict const hp = nh.data();
+    const int32_t* __restrict const wp = nw.data();
     for (int64_t pl = p0; pl < p1; ++pl) {
       const float* __restrict const xs = xp + pl * H * W;
       float* __restrict const bp = op + pl * OHW;
@@ -84,12 +100,15 @@ void max_pool_uniform_f32(const Tensor& out, int64_t* ip, const Tensor& x, const
       for (int64_t i = 0; i < KH; ++i) {
         for (int64_t j = (i == 0 ? 1 : 0); j < KW; ++j) {
           const int32_t d = static_cast<int32_t>(i * W + j);
+          const int32_t i32 = static_cast<int32_t>(i), j32 = static_cast<int32_t>(j);
 #pragma omp simd
           for (int64_t o = 0; o < OHW; ++o) {
-            const int32_t at = cp[o] + d;
+            int32_t valid = 1;
+            if constexpr (kClip) valid = (i32 < hp[o]) & (j32 < wp[o]);
+            const int32_t at = cp[o] + (d & -valid);
             const float v = xs[at], b = bp[o];
             const int32_t a = ap[o];
-            const bool take = (v > b) | (v != v);
+            const bool take = (valid != 0) & ((v > b) | (v != v));
             bp[o] = take ? v : b;
             ap[o] = take ? at : a;
           }
@@ -110,9 +129,13 @@ void max_pool_kernel(const Tensor& out, const Tensor& indices, const Tensor& x,
   const int64_t H = g.h.in, W = g.w.in, OH = g.h.out(), OW = g.w.out();
   const Clipped ch(g.h), cw(g.w);
   int64_t* const ip = indices.defined() ? indices.data_ptr<int64_t>() : nullptr;
-  if (x.dtype() == DType::Float32 && H * W <= INT32_MAX && uniform_windows(ch) &&
-      uniform_windows(cw)) {
-    max_pool_uniform_f32(out, ip, x, ch, cw, H, W);
+  if (x.dtype() == DType::Float32 && H * W <= INT32_MAX && ch.step == 1 && cw.step == 1 &&
+      !ch.n.empty() && !cw.n.empty()) {
+    if (uniform_windows(ch) && uniform_windows(cw)) {
+      max_pool_dense_f32<false>(out, ip, x, ch, cw, H, W);
+    } else {
+      max_pool_dense_f32<true>(out, ip, x, ch, cw, H, W);
+    }
     return;
   }
   dispatch_floating(x.dtype(), "max_pool2d", [&]<class T>() {
