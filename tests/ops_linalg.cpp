@@ -246,6 +246,30 @@ IGNIS_OP_INFO(entry(
           {"transposed 3-D input", {n({2, 4, 3}, 13).mT(), n({5, 4}, 14), n({5}, 15)}},
           {"noncontiguous weight", {n({3, 4}, 16), make_noncontiguous({5, 4}, 17), n({5}, 18)}},
           {"empty batch", {n({0, 4}, 19), n({5, 4}, 20), n({5}, 21)}},
+          {"8 rows", {n({8, 6}, 22), n({5, 6}, 23), n({5}, 24)}},
+      };
+    }));
+
+// Outputs are kept away from relu's kink at 0 by the random draws (the gradcheck's central
+// differences would straddle it otherwise).
+IGNIS_OP_INFO(entry(
+    "linear_relu", [](const Inputs& x) { return linear_relu(x[0], x[1], x[2]); },
+    [](const Inputs& x) {
+      const Tensor p = ref_matmul(x[0], ref_transpose(x[1]));
+      return ref_elementwise({p, x[2]}, [](const Values& v) {
+        const double y = v[0] + v[1];
+        return y > 0 ? y : 0.0;
+      });
+    },
+    [] {
+      return std::vector<OpSample>{
+          {"2-D input", {n({3, 4}, 31), n({5, 4}, 32), n({5}, 33)}},
+          {"3-D input", {n({2, 3, 4}, 34), n({5, 4}, 35), n({5}, 36)}},
+          {"1-D input", {n({4}, 37), n({5, 4}, 38), n({5}, 39)}},
+          {"8 rows", {n({8, 6}, 40), n({5, 6}, 41), n({5}, 42)}},
+          {"8 rows, strided input", {n({6, 8}, 43).t(), n({5, 6}, 44), n({5}, 45)}},
+          {"noncontiguous weight", {n({8, 4}, 46), make_noncontiguous({5, 4}, 47), n({5}, 48)}},
+          {"empty batch", {n({0, 4}, 49), n({5, 4}, 50), n({5}, 51)}},
       };
     }));
 

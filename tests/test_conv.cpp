@@ -1,6 +1,7 @@
 // Convolution and pooling beyond the op table: error messages, module shapes and parameter counts,
 // PyTorch's output-size formulas (ceil_mode included), "same" padding with even kernels,
-// hand-computed values, the fused conv2d_relu, and the cache of oneDNN primitives.
+// hand-computed values, the fused conv2d_relu, max pooling against a scalar reference,
+// Sequential's fusion of Conv2d / Linear with ReLU, and the cache of oneDNN primitives.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -533,6 +534,30 @@ TEST(SequentialFusion, ConvReluMatchesUnfusedModules) {
   // One graph node for the conv and its relu.
   nn::Sequential cr(nn::Conv2d(3, 8, 3, 1, 1), nn::ReLU());
   EXPECT_EQ(cr.forward(x).grad_fn()->name(), "conv2d_reluBackward");
+}
+
+TEST(SequentialFusion, LinearReluMatchesUnfusedModules) {
+  manual_seed(14);
+  nn::Sequential fused(nn::Linear(12, 20), nn::ReLU(), nn::Identity(), nn::Linear(20, 3));
+  nn::Sequential plain(nn::Linear(12, 20), nn::Identity(), nn::ReLU(), nn::Linear(20, 3));
+  plain.load_state_dict(fused.state_dict());
+  Tensor x = randn({16, 12});
+  Tensor yf = fused.forward(x), yp = plain.forward(x);
+  EXPECT_TRUE(allclose(yf, yp, 1e-6, 1e-6));
+  Tensor g = randn(yf.sizes());
+  (yf * g).sum().backward();
+  (yp * g).sum().backward();
+  const auto pf = fused.named_parameters(), pp = plain.named_parameters();
+  ASSERT_EQ(pf.size(), 4u);
+  for (size_t i = 0; i < pf.size(); ++i) {
+    EXPECT_TRUE(allclose(pf[i].second.grad(), pp[i].second.grad(), 1e-5, 1e-6)) << pf[i].first;
+  }
+  nn::Sequential lr(nn::Linear(12, 20), nn::ReLU());
+  EXPECT_EQ(lr.forward(x).grad_fn()->name(), "linear_reluBackward");
+  // The fused op against the composite on the same weights: relu(x @ w^T + b).
+  auto* lin = lr.at<nn::Linear>(0).get();
+  NoGradGuard ng;
+  EXPECT_TRUE(allclose(lr.forward(x), relu(matmul(x, lin->weight.t()) + lin->bias), 1e-5, 1e-6));
 }
 
 TEST(ConvCache, PrimitivesAreCreatedOncePerShape) {

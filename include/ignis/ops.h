@@ -152,6 +152,9 @@ Tensor dot(const Tensor& a, const Tensor& b);
 Tensor outer(const Tensor& a, const Tensor& b);
 /// x @ w^T + b, as torch.nn.functional.linear.
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b = Tensor());
+/// relu(linear(x, w, b)) as one op: the relu applied in place to the product's output, and one
+/// graph node.
+Tensor linear_relu(const Tensor& x, const Tensor& w, const Tensor& b = Tensor());
 
 // ---- shape and views
 Tensor view(const Tensor& x, IntArrayRef shape);

@@ -98,6 +98,12 @@ Tensor Linear::forward(const Tensor& x) {
   return ignis::linear(x, weight, bias);
 }
 
+Tensor Linear::forward_relu(const Tensor& x) {
+  IGNIS_CHECK(x.dim() >= 1 && x.size(-1) == in_features, "Linear: input of shape ", x.sizes(),
+              " does not end in in_features=", in_features);
+  return ignis::linear_relu(x, weight, bias);
+}
+
 std::string Flatten::extra_repr() const {
   return "start_dim=" + std::to_string(start_) + ", end_dim=" + std::to_string(end_);
 }
@@ -169,15 +175,22 @@ Tensor LayerNorm::forward(const Tensor& x) {
 Tensor Sequential::forward(const Tensor& x) {
   Tensor h = x;
   for (size_t i = 0; i < mods_.size(); ++i) {
-    // A Conv2d followed by a ReLU runs as one conv2d_relu (relu fused into the convolution's
-    // kernel and its graph node): the same values and gradients as the two in turn, one pass
-    // over the activation fewer. Exact types only, so a subclass's own forward still runs.
+    // A Conv2d or Linear followed by a ReLU runs as one conv2d_relu or linear_relu (the relu
+    // fused into the product's kernel and its graph node): the values and gradients of the two
+    // in turn, one pass over the activation fewer. Exact types only, so a subclass's own forward
+    // still runs.
     Module& m = *mods_[i];
-    if (i + 1 < mods_.size() && typeid(m) == typeid(Conv2d) &&
-        typeid(*mods_[i + 1]) == typeid(ReLU)) {
-      h = static_cast<Conv2d&>(m).forward_relu(h);
-      ++i;
-      continue;
+    if (i + 1 < mods_.size() && typeid(*mods_[i + 1]) == typeid(ReLU)) {
+      if (typeid(m) == typeid(Conv2d)) {
+        h = static_cast<Conv2d&>(m).forward_relu(h);
+        ++i;
+        continue;
+      }
+      if (typeid(m) == typeid(Linear)) {
+        h = static_cast<Linear&>(m).forward_relu(h);
+        ++i;
+        continue;
+      }
     }
     h = m.forward(h);
   }

@@ -1,5 +1,5 @@
 // Linear algebra with PyTorch semantics: mm, bmm, addmm, dot, outer, matmul (every rank
-// combination, broadcast batch dims) and linear. Backward formulas are written with these same
+// combination, broadcast batch dims), linear and the fused linear_relu. Backward formulas are written with these same
 // ops, so they can be differentiated again; the engine sums broadcast batch dims back.
 #include "ops/linalg.h"
 
@@ -8,6 +8,7 @@
 #include "autograd/node.h"
 #include "ops/copy.h"
 #include "ops/elementwise.h"
+#include "ops/unary.h"
 
 namespace ignis {
 
@@ -131,16 +132,20 @@ Tensor batched_matmul(const Tensor& a, const Tensor& b, const Tensor& oa, const 
   return out;
 }
 
-// linear on x [..., in] whose leading dims merge into rows: one product out = x2 @ w^T with the
-// bias written into out first and added by the gemm (beta = 1), and one graph node whose backward
-// writes each gradient in its final layout: grad_x = g @ w, grad_w = g^T @ x2 (contiguous
-// [out, in], as the optimizers' fused kernels want it), grad_b = the column sums of g. The node
-// is named after the product it runs (AddmmBackward, MmBackward), as PyTorch's linear's is.
-Tensor linear_2d(const Tensor& x, const Tensor& w, const Tensor& b) {
-  check_pair("linear", x, w);
+// linear on x [..., in] whose leading dims merge into rows: one product out = x2 @ w^T + b with
+// the bias written into out first and added by the gemm (beta = 1); with relu, the relu applied
+// to out in place.
+// One graph node whose backward writes each gradient in its final layout: grad_x = g @ w,
+// grad_w = g^T @ x2 (contiguous [out, in], as the optimizers' fused kernels want it), grad_b = the
+// column sums of g; with relu it first masks g with the saved output (threshold_backward). The
+// node is named after the product it runs (AddmmBackward, MmBackward), as PyTorch's linear's is,
+// or linear_relu.
+Tensor linear_2d(const Tensor& x, const Tensor& w, const Tensor& b, bool relu) {
+  const char* op = relu ? "linear_relu" : "linear";
+  check_pair(op, x, w);
   if (b.defined()) {
-    IGNIS_CHECK(b.dtype() == x.dtype() && b.device() == x.device(),
-                "linear: expected the bias to have the dtype and device of the input (", x.dtype(),
+    IGNIS_CHECK(b.dtype() == x.dtype() && b.device() == x.device(), op,
+                ": expected the bias to have the dtype and device of the input (", x.dtype(),
                 ", ", x.device().str(), "), but got ", b.dtype(), ", ", b.device().str());
   }
   const int64_t nd = x.dim(), in = w.size(1), nout = w.size(0);
@@ -158,18 +163,31 @@ Tensor linear_2d(const Tensor& x, const Tensor& w, const Tensor& b) {
     if (b.defined()) fill_rows(o2, b);
     const Tensor wt = make_view(w, {in, nout}, {w.stride(1), w.stride(0)}, w.storage_offset());
     mm_stub[x.device()](o2, x2, wt, 1, b.defined() ? 1 : 0);
+    if (relu) {
+      NoGradGuard ng;
+      Tensor(o2).relu_();
+    }
   }
   if (autograd::any_needs_grad({&x, &w, &b})) {
-    autograd::record(b.defined() ? "addmm" : "mm", {&x, &w, &b}, {&out},
-                     [sx = save_if(x, needs_grad(w)), sw = save_if(w, needs_grad(x)), nout, in](
-                         BackwardCtx& c, const TensorList& g) {
-                       const Tensor g2 = g[0].dim() == 2 ? g[0] : g[0].reshape({-1, nout});
+    autograd::record(relu ? "linear_relu" : b.defined() ? "addmm" : "mm", {&x, &w, &b}, {&out},
+                     [sx = save_if(x, needs_grad(w)), sw = save_if(w, needs_grad(x)),
+                      so = relu ? save_output(out) : SavedVariable(), nout, in,
+                      relu](BackwardCtx& c, TensorList& g) mutable {
+                       Tensor g0 = g[0];
+                       if (relu) {
+                         // Then free the incoming gradient and the saved output, as a separate
+                         // relu node would have before the product's backward.
+                         g0 = threshold_backward(g[0], c.unpack(so), 0);
+                         g[0] = Tensor();
+                         c.release(so);
+                       }
+                       const Tensor g2 = g0.dim() == 2 ? g0 : g0.reshape({-1, nout});
                        Tensor gx, gw, gb;
                        if (c.needs_input_grad(0)) {
                          const Tensor wv = c.unpack(sw);
                          gx = mm(g2, wv);
-                         if (g[0].dim() != 2) {
-                           Shape xs(g[0].sizes().begin(), g[0].sizes().end() - 1);
+                         if (g0.dim() != 2) {
+                           Shape xs(g0.sizes().begin(), g0.sizes().end() - 1);
                            xs.push_back(in);
                            gx = gx.view(xs);
                          }
@@ -185,6 +203,32 @@ Tensor linear_2d(const Tensor& x, const Tensor& w, const Tensor& b) {
                      });
   }
   return out;
+}
+
+/// linear and linear_relu: the argument checks, then the one-node 2-D path when x's leading dims
+/// merge into rows, else the composite of matmul, the bias and relu.
+Tensor linear_impl(const Tensor& x, const Tensor& w, const Tensor& b, bool relu) {
+  const char* op = relu ? "linear_relu" : "linear";
+  IGNIS_CHECK(x.defined() && w.defined(), op, ": called with an undefined tensor");
+  IGNIS_CHECK(w.dim() == 2, op, ": expected a 2-D weight [out_features, in_features], but got "
+              "shape ", w.sizes());
+  IGNIS_CHECK(x.dim() >= 1, op, ": expected an input of at least 1 dimension, but got a 0-D "
+              "tensor");
+  if (x.size(-1) != w.size(1)) {
+    IGNIS_FAIL(op, ": input of shape ", x.sizes(), " and weight of shape ", w.sizes(),
+               " cannot be multiplied (", x.size(-1), " != ", w.size(1), ")");
+  }
+  if (b.defined()) {
+    IGNIS_CHECK(b.numel() == w.size(0) || b.numel() == 1, op, ": bias of shape ", b.sizes(),
+                " does not match out_features = ", w.size(0));
+  }
+  const int64_t nd = x.dim();
+  if (nd >= 2 && mergeable(x, nd - 1) && (!b.defined() || b.dim() <= 1)) {
+    return linear_2d(x, w, b, relu);
+  }
+  Tensor r = matmul(x, w.t());
+  if (b.defined()) r = r + b;
+  return relu ? ignis::relu(r) : r;
 }
 
 }  // namespace
@@ -323,25 +367,11 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
-  IGNIS_CHECK(x.defined() && w.defined(), "linear: called with an undefined tensor");
-  IGNIS_CHECK(w.dim() == 2, "linear: expected a 2-D weight [out_features, in_features], but got "
-              "shape ", w.sizes());
-  IGNIS_CHECK(x.dim() >= 1, "linear: expected an input of at least 1 dimension, but got a 0-D "
-              "tensor");
-  if (x.size(-1) != w.size(1)) {
-    IGNIS_FAIL("linear: input of shape ", x.sizes(), " and weight of shape ", w.sizes(),
-               " cannot be multiplied (", x.size(-1), " != ", w.size(1), ")");
-  }
-  if (b.defined()) {
-    IGNIS_CHECK(b.numel() == w.size(0) || b.numel() == 1, "linear: bias of shape ", b.sizes(),
-                " does not match out_features = ", w.size(0));
-  }
-  const int64_t nd = x.dim();
-  if (nd >= 2 && mergeable(x, nd - 1) && (!b.defined() || b.dim() <= 1)) {
-    return linear_2d(x, w, b);
-  }
-  Tensor r = matmul(x, w.t());
-  return b.defined() ? r + b : r;
+  return linear_impl(x, w, b, false);
+}
+
+Tensor linear_relu(const Tensor& x, const Tensor& w, const Tensor& b) {
+  return linear_impl(x, w, b, true);
 }
 
 Tensor Tensor::matmul(const Tensor& o) const { return ignis::matmul(*this, o); }

@@ -22,6 +22,8 @@ class Linear : public Module {
   std::string type_name() const override { return "Linear"; }
   std::string extra_repr() const override;
   Tensor forward(const Tensor& x) override;
+  /// relu(forward(x)) as one linear_relu.
+  Tensor forward_relu(const Tensor& x);
   void reset_parameters();
   Tensor weight, bias;
   int64_t in_features, out_features;
@@ -170,8 +172,8 @@ std::shared_ptr<Module> to_module_ptr(M&& m) {
 }  // namespace detail
 
 /// Runs its modules in order: `Sequential(Flatten(), Linear(784, 512), ReLU(), ...)`; modules
-/// may be given by value or as shared_ptrs. Children are named "0", "1", ... A Conv2d directly
-/// followed by a ReLU runs as one fused conv2d_relu (same values and gradients).
+/// may be given by value or as shared_ptrs. Children are named "0", "1", ... A Conv2d or a Linear
+/// directly followed by a ReLU runs as one fused conv2d_relu or linear_relu.
 class Sequential : public Module {
  public:
   Sequential() = default;
