@@ -1,6 +1,7 @@
 // Linear algebra with PyTorch semantics: mm, bmm, addmm, dot, outer, matmul (every rank
-// combination, broadcast batch dims), linear and the fused linear_relu. Backward formulas are written with these same
-// ops, so they can be differentiated again; the engine sums broadcast batch dims back.
+// combination, broadcast batch dims), linear and the fused linear_relu. Backward formulas are
+// written with these same ops, so they can be differentiated again; the engine sums broadcast
+// batch dims back.
 #include "ops/linalg.h"
 
 #include <cstring>
@@ -134,12 +135,11 @@ Tensor batched_matmul(const Tensor& a, const Tensor& b, const Tensor& oa, const 
 
 // linear on x [..., in] whose leading dims merge into rows: one product out = x2 @ w^T + b with
 // the bias written into out first and added by the gemm (beta = 1); with relu, the relu applied
-// to out in place.
-// One graph node whose backward writes each gradient in its final layout: grad_x = g @ w,
-// grad_w = g^T @ x2 (contiguous [out, in], as the optimizers' fused kernels want it), grad_b = the
-// column sums of g; with relu it first masks g with the saved output (threshold_backward). The
-// node is named after the product it runs (AddmmBackward, MmBackward), as PyTorch's linear's is,
-// or linear_relu.
+// to out in place. One graph node whose backward writes each gradient in its final layout:
+// grad_x = g @ w, grad_w = g^T @ x2 (contiguous [out, in], as the optimizers' fused kernels want
+// it), grad_b = the column sums of g; with relu it first masks g with the saved output
+// (threshold_backward). The node is named after the product it runs (AddmmBackward, MmBackward),
+// as PyTorch's linear's is, or linear_relu.
 Tensor linear_2d(const Tensor& x, const Tensor& w, const Tensor& b, bool relu) {
   const char* op = relu ? "linear_relu" : "linear";
   check_pair(op, x, w);

@@ -16,5 +16,4 @@ using GemmFn = void (*)(const Tensor& out, const Tensor& a, const Tensor& b, dou
 IGNIS_DECLARE_STUB(mm_stub, GemmFn);
 IGNIS_DECLARE_STUB(bmm_stub, GemmFn);
 
-
 }  // namespace ignis
