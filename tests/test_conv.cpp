@@ -484,7 +484,8 @@ TEST(MaxPoolReference, ValuesIndicesAndGradient2x2) {
       for (size_t i = 0; i < iv.size(); ++i) EXPECT_EQ(iv[i], ref.idx[i]) << i;
       // Backward: each window's gradient lands on its argmax; nothing else is written.
       Tensor xg = in.detach().clone().requires_grad_(true);
-      Tensor g = arange(1, 1 + static_cast<double>(y.numel()), 1, TensorOptions(dt)).view(y.sizes());
+      const double ny = static_cast<double>(y.numel());
+      Tensor g = arange(1, 1 + ny, 1, TensorOptions(dt)).view(y.sizes());
       (max_pool2d(xg, 2) * g).sum().backward();
       std::vector<double> expect(static_cast<size_t>(in.numel()), 0.0);
       const int64_t HW = 9 * 7, OHW = 4 * 3;
