@@ -79,9 +79,10 @@ def torch_blas(torch):
     libs = set()
     with open("/proc/self/maps") as maps:
         for line in maps:
-            path = line.split()[-1] if len(line.split()) >= 6 else ""
-            if "blas" in os.path.basename(path) or "blis" in os.path.basename(path):
-                libs.add(os.path.realpath(path))
+            fields = line.split()
+            name = os.path.basename(fields[-1]) if len(fields) >= 6 else ""
+            if "blas" in name or "blis" in name:
+                libs.add(os.path.realpath(fields[-1]))
     if not libs:
         return "unknown"
     names = sorted(libs)

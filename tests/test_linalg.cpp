@@ -103,6 +103,20 @@ TEST(LinalgErrors, RanksBatchesAndDtypes) {
               HasSubstr("linear: bias of shape [5] does not match out_features = 4"));
 }
 
+TEST(LinalgErrors, LinearReluNamesItself) {
+  EXPECT_EQ(error_of([] { linear_relu(ones({2, 3}), ones({5, 4})); }),
+            "linear_relu: input of shape [2, 3] and weight of shape [5, 4] cannot be multiplied "
+            "(3 != 4)");
+  EXPECT_THAT(error_of([] { linear_relu(ones({2, 3}), ones({3})); }),
+              HasSubstr("linear_relu: expected a 2-D weight"));
+  EXPECT_THAT(error_of([] { linear_relu(ones({2, 3}), ones({4, 3}), ones({5})); }),
+              HasSubstr("linear_relu: bias of shape [5] does not match out_features = 4"));
+  EXPECT_THAT(error_of([] { linear_relu(ones({2, 3}), ones({4, 3}), ones({4}, kFloat64)); }),
+              HasSubstr("linear_relu: expected the bias to have the dtype and device of the input"));
+  EXPECT_THAT(error_of([] { linear_relu(ones({2, 3}), ones({4, 3}, kFloat64)); }),
+              HasSubstr("linear_relu: expected both tensors to have the same dtype"));
+}
+
 TEST(LinalgErrors, BinaryCrossEntropy) {
   EXPECT_EQ(error_of([] { binary_cross_entropy_with_logits(ones({3}), ones({2})); }),
             "binary_cross_entropy_with_logits: target size [2] must be the same as input size "

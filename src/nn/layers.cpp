@@ -92,15 +92,20 @@ std::string Linear::extra_repr() const {
          ", bias=" + (bias.defined() ? "true" : "false");
 }
 
-Tensor Linear::forward(const Tensor& x) {
+namespace {
+void check_linear_input(const Tensor& x, int64_t in_features) {
   IGNIS_CHECK(x.dim() >= 1 && x.size(-1) == in_features, "Linear: input of shape ", x.sizes(),
               " does not end in in_features=", in_features);
+}
+}  // namespace
+
+Tensor Linear::forward(const Tensor& x) {
+  check_linear_input(x, in_features);
   return ignis::linear(x, weight, bias);
 }
 
 Tensor Linear::forward_relu(const Tensor& x) {
-  IGNIS_CHECK(x.dim() >= 1 && x.size(-1) == in_features, "Linear: input of shape ", x.sizes(),
-              " does not end in in_features=", in_features);
+  check_linear_input(x, in_features);
   return ignis::linear_relu(x, weight, bias);
 }
 
@@ -175,24 +180,20 @@ Tensor LayerNorm::forward(const Tensor& x) {
 Tensor Sequential::forward(const Tensor& x) {
   Tensor h = x;
   for (size_t i = 0; i < mods_.size(); ++i) {
-    // A Conv2d or Linear followed by a ReLU runs as one conv2d_relu or linear_relu (the relu
-    // fused into the product's kernel and its graph node): the values and gradients of the two
-    // in turn, one pass over the activation fewer. Exact types only, so a subclass's own forward
-    // still runs.
+    // A Conv2d or Linear followed by a ReLU runs as one conv2d_relu or linear_relu: the values
+    // and gradients of the two in turn, with one graph node (and for the conv, the relu inside
+    // oneDNN's kernel). Exact types only, so a subclass's own forward still runs.
     Module& m = *mods_[i];
-    if (i + 1 < mods_.size() && typeid(*mods_[i + 1]) == typeid(ReLU)) {
-      if (typeid(m) == typeid(Conv2d)) {
-        h = static_cast<Conv2d&>(m).forward_relu(h);
-        ++i;
-        continue;
-      }
-      if (typeid(m) == typeid(Linear)) {
-        h = static_cast<Linear&>(m).forward_relu(h);
-        ++i;
-        continue;
-      }
+    const bool relu_next = i + 1 < mods_.size() && typeid(*mods_[i + 1]) == typeid(ReLU);
+    if (relu_next && typeid(m) == typeid(Conv2d)) {
+      h = static_cast<Conv2d&>(m).forward_relu(h);
+      ++i;
+    } else if (relu_next && typeid(m) == typeid(Linear)) {
+      h = static_cast<Linear&>(m).forward_relu(h);
+      ++i;
+    } else {
+      h = m.forward(h);
     }
-    h = m.forward(h);
   }
   return h;
 }

@@ -77,14 +77,7 @@ Tensor conv2d_op(const Tensor& x, const Tensor& w, const Tensor& b, const ConvPa
         [sx = save_if(x, needs_grad(w)), sw = save_if(w, needs_grad(x)),
          so = relu ? save_output(out) : SavedVariable(), xs = x.sizes().shape(),
          ws = w.sizes().shape(), p, relu](BackwardCtx& c, TensorList& g) mutable {
-          Tensor gy = g[0];
-          if (relu) {
-            // Then free the incoming gradient (the node owns it) and the saved output, as the
-            // separate relu node would have before the convolution's backward.
-            gy = threshold_backward(g[0], c.unpack(so), 0);
-            g[0] = Tensor();
-            c.release(so);
-          }
+          const Tensor gy = relu ? fused_relu_grad(c, g, so) : g[0];
           TensorList r(3);
           if (c.needs_input_grad(0)) r[0] = conv2d_input_grad(gy, c.unpack(sw), xs, p);
           if (c.needs_input_grad(1)) r[1] = conv2d_weight_grad(c.unpack(sx), gy, ws, p);

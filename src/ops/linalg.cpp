@@ -173,14 +173,7 @@ Tensor linear_2d(const Tensor& x, const Tensor& w, const Tensor& b, bool relu) {
                      [sx = save_if(x, needs_grad(w)), sw = save_if(w, needs_grad(x)),
                       so = relu ? save_output(out) : SavedVariable(), nout, in,
                       relu](BackwardCtx& c, TensorList& g) mutable {
-                       Tensor g0 = g[0];
-                       if (relu) {
-                         // Then free the incoming gradient and the saved output, as a separate
-                         // relu node would have before the product's backward.
-                         g0 = threshold_backward(g[0], c.unpack(so), 0);
-                         g[0] = Tensor();
-                         c.release(so);
-                       }
+                       const Tensor g0 = relu ? fused_relu_grad(c, g, so) : g[0];
                        const Tensor g2 = g0.dim() == 2 ? g0 : g0.reshape({-1, nout});
                        Tensor gx, gw, gb;
                        if (c.needs_input_grad(0)) {

@@ -88,6 +88,18 @@ inline autograd::SavedVariable save_output(Tensor& out) {
   return autograd::SavedVariable(out, true);
 }
 
+/// The backward of a relu fused into the op before it (conv2d_relu, linear_relu): the incoming
+/// gradient g[0] masked by the saved relu output `out`. Frees g[0] (the node owns its gradients)
+/// and, unless the graph is retained, the saved output: what a separate relu node would have
+/// freed before the op's own backward runs.
+inline Tensor fused_relu_grad(const autograd::BackwardCtx& c, TensorList& g,
+                              autograd::SavedVariable& out) {
+  Tensor gy = threshold_backward(g[0], c.unpack(out), 0);
+  g[0] = Tensor();
+  c.release(out);
+  return gy;
+}
+
 /// An in-place unary op: the kernel writes into self when no autograd is involved; otherwise
 /// self takes the values and history of the out-of-place op `f`, run on a clone of self when the
 /// op saves its input (the in-place write would invalidate it).
