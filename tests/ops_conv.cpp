@@ -253,6 +253,9 @@ std::vector<OpSample> conv2d_samples() {
       {"channels-last input",
        {n({2, 4, 4, 3}, 27).permute({0, 3, 1, 2}), n({2, 3, 2, 2}, 28), n({2}, 29),
         params({1, 1, 0, 0, 1, 1, 1})}},
+      {"channels-last, stride 2, padding 1",
+       {n({2, 5, 6, 4}, 33).permute({0, 3, 1, 2}), n({3, 4, 3, 3}, 34), n({3}, 35),
+        params({2, 2, 1, 1, 1, 1, 1})}},
       {"empty batch",
        {n({0, 2, 5, 5}, 30), n({3, 2, 3, 3}, 31), n({3}, 32), params({1, 1, 0, 0, 1, 1, 1})}},
   };
@@ -351,6 +354,10 @@ std::vector<OpSample> max_pool_samples() {
       {"ceil mode", {n({2, 2, 6, 7}, 3), params({3, 2, 2, 2, 1, 0, 1, 1, 1})}},
       {"dilation", {n({1, 2, 7, 7}, 4), params({2, 3, 1, 2, 1, 0, 2, 2, 0})}},
       {"noncontiguous", {make_noncontiguous({2, 2, 5, 4}, 5), params({2, 2, 1, 1, 0, 0, 1, 1, 0})}},
+      {"channels-last 2x2",
+       {n({2, 4, 6, 3}, 7).permute({0, 3, 1, 2}), params({2, 2, 2, 2, 0, 0, 1, 1, 0})}},
+      {"channels-last 3x3 stride 2 padding 1",
+       {n({2, 7, 6, 5}, 8).permute({0, 3, 1, 2}), params({3, 3, 2, 2, 1, 1, 1, 1, 0})}},
       {"empty batch", {n({0, 2, 4, 4}, 6), params({2, 2, 2, 2, 0, 0, 1, 1, 0})}},
   };
 }

@@ -77,6 +77,10 @@ std::vector<OpSample> batch_norm_samples() {
       {"noncontiguous [3, 2, 3, 4]",
        {make_noncontiguous({3, 2, 3, 4}, 11), in({2}, 12), in({2}, 13)}},
       {"weight only", {in({3, 2, 4}, 14), in({2}, 15), Tensor()}},
+      {"channels-last [3, 2, 4, 5]",
+       {in({3, 4, 5, 2}, 16).permute({0, 3, 1, 2}), in({2}, 17), in({2}, 18)}},
+      {"channels-last [2, 3, 12, 12] (rows over one chunk)",
+       {in({2, 12, 12, 3}, 19).permute({0, 3, 1, 2}), in({3}, 20), in({3}, 21)}},
   };
 }
 

@@ -36,11 +36,20 @@ Tolerance tolerance_for(const OpInfo& op, DType tested, DType out) {
   return {op.atol64, op.rtol64};
 }
 
-// Floating inputs converted to `dtype`; integer and bool inputs kept.
+// Floating inputs converted to `dtype` (a channels-last input stays channels-last, so that the
+// float32 kernels see the layout too); integer and bool inputs kept.
 std::vector<Tensor> cast_inputs(const std::vector<Tensor>& in, DType dtype) {
   std::vector<Tensor> out;
   for (const Tensor& t : in) {
-    out.push_back(t.defined() && t.is_floating_point() ? t.to(dtype) : t);
+    if (!t.defined() || !t.is_floating_point()) {
+      out.push_back(t);
+      continue;
+    }
+    Tensor c = t.to(dtype);
+    if (t.dim() == 4 && t.suggest_memory_format() == MemoryFormat::ChannelsLast) {
+      c = c.contiguous(MemoryFormat::ChannelsLast);
+    }
+    out.push_back(c);
   }
   return out;
 }

@@ -65,6 +65,12 @@ constexpr NoneIndex None{};
 constexpr EllipsisIndex Ellipsis{};
 class TensorIndex;
 
+/// How a 4-d [N, C, H, W] tensor lies in memory, as PyTorch's torch.memory_format: Contiguous
+/// (row-major NCHW) or ChannelsLast (NHWC: strides C*H*W, 1, W*C, C). The logical shape is NCHW
+/// either way; convolutions and pooling keep channels-last inputs channels-last (oneDNN's
+/// kernels then need no layout reorders), and elementwise ops keep their input's layout.
+enum class MemoryFormat { Contiguous, ChannelsLast };
+
 /// The tensor handle. Copies share the same tensor (like LibTorch's at::Tensor); views share
 /// storage. Every op is also a free function in `ignis/ops.h`.
 class Tensor {
@@ -92,6 +98,11 @@ class Tensor {
   size_t element_size() const { return ignis::element_size(dtype()); }
   size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(); }
   bool is_contiguous() const;
+  /// Dense in `format`'s order (size-1 dims' strides ignored). ChannelsLast needs 4 dims.
+  bool is_contiguous(MemoryFormat format) const;
+  /// The layout this tensor's strides follow: ChannelsLast for a 4-d tensor dense in NHWC order
+  /// whose channel stride is below its row stride, else Contiguous.
+  MemoryFormat suggest_memory_format() const;
   bool is_floating_point() const { return ignis::is_floating_point(dtype()); }
   TensorOptions options() const { return TensorOptions(dtype()).device(device()); }
   /// Pointer to the first element. The typed form checks the dtype.
@@ -160,6 +171,8 @@ class Tensor {
   Tensor cuda() const { return to(Device(DeviceType::CUDA, 0)); }
   Tensor clone() const;
   Tensor contiguous() const;
+  /// This tensor when already dense in `format`, else a copy laid out so (differentiable).
+  Tensor contiguous(MemoryFormat format) const;
   Tensor& copy_(const Tensor& src);
 
   // ---- views (zero-copy)

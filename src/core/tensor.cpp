@@ -28,6 +28,29 @@ int64_t Tensor::storage_offset() const { return impl_->offset(); }
 DType Tensor::dtype() const { check_defined(*this, "dtype"); return impl_->dtype(); }
 Device Tensor::device() const { check_defined(*this, "device"); return impl_->device(); }
 bool Tensor::is_contiguous() const { check_defined(*this, "is_contiguous"); return impl_->is_contiguous(); }
+bool Tensor::is_contiguous(MemoryFormat format) const {
+  check_defined(*this, "is_contiguous");
+  if (format == MemoryFormat::Contiguous) return impl_->is_contiguous();
+  if (impl_->dim() != 4) return false;
+  const IntArrayRef sz = impl_->sizes(), st = impl_->strides();
+  int64_t expected = 1;
+  for (int64_t d : {1, 3, 2, 0}) {
+    if (sz[d] == 1) continue;
+    if (st[d] != expected) return numel() == 0;
+    expected *= sz[d];
+  }
+  return true;
+}
+
+MemoryFormat Tensor::suggest_memory_format() const {
+  check_defined(*this, "suggest_memory_format");
+  if (impl_->dim() == 4 && is_contiguous(MemoryFormat::ChannelsLast) &&
+      (!impl_->is_contiguous() || impl_->strides()[1] < impl_->strides()[2])) {
+    return MemoryFormat::ChannelsLast;
+  }
+  return MemoryFormat::Contiguous;
+}
+
 void* Tensor::data_ptr() const { check_defined(*this, "data_ptr"); return impl_->data(); }
 uint32_t Tensor::_version() const { return impl_->version(); }
 AutogradMeta* Tensor::autograd_meta() const { return impl_ ? impl_->autograd() : nullptr; }

@@ -109,6 +109,29 @@ Tensor make_tensor(IntArrayRef sizes, DType dtype, Device device) {
                                                  sizes, n, dtype));
 }
 
+Shape channels_last_strides(IntArrayRef sizes) {
+  IGNIS_CHECK(sizes.size() == 4, "channels_last: expected a 4-d shape [N, C, H, W], but got ",
+              sizes);
+  const int64_t c = std::max<int64_t>(sizes[1], 1), w = std::max<int64_t>(sizes[3], 1);
+  const int64_t h = std::max<int64_t>(sizes[2], 1);
+  return Shape{h * w * c, 1, w * c, c};
+}
+
+Tensor make_tensor(IntArrayRef sizes, DType dtype, Device device, MemoryFormat format) {
+  if (format == MemoryFormat::Contiguous) return make_tensor(sizes, dtype, device);
+  Shape strides = channels_last_strides(sizes);
+  Tensor t = make_tensor({shape_numel(sizes, "empty")}, dtype, device);
+  return make_view(t, Shape(sizes.begin(), sizes.end()), std::move(strides), 0);
+}
+
+Tensor make_tensor_like(const Tensor& layout, IntArrayRef sizes, DType dtype, Device device) {
+  const TensorImpl* li = layout.impl();
+  if (li != nullptr && !li->is_contiguous() && li->dim() == 4 && li->sizes().equals(sizes)) {
+    return make_tensor(sizes, dtype, device, layout.suggest_memory_format());
+  }
+  return make_tensor(sizes, dtype, device);
+}
+
 Tensor make_view(const Tensor& base, Shape sizes, Shape strides, int64_t offset) {
   return Tensor(std::allocate_shared<TensorImpl>(pool::Allocator<TensorImpl>(),
                                                  base.impl()->storage(), std::move(sizes),

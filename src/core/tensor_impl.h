@@ -109,6 +109,13 @@ int64_t shape_numel(IntArrayRef sizes, const char* op = "tensor");
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op);
 /// A new contiguous tensor with uninitialised data.
 Tensor make_tensor(IntArrayRef sizes, DType dtype, Device device = kCPU);
+/// A new tensor with uninitialised data in `format` (ChannelsLast: 4-d, NHWC in memory).
+Tensor make_tensor(IntArrayRef sizes, DType dtype, Device device, MemoryFormat format);
+/// A new tensor of `sizes` laid out like `layout` when that is a channels-last tensor of the
+/// same sizes (elementwise results keep their inputs' layout), else contiguous.
+Tensor make_tensor_like(const Tensor& layout, IntArrayRef sizes, DType dtype, Device device);
+/// The strides of a channels-last (NHWC in memory) tensor of NCHW sizes.
+Shape channels_last_strides(IntArrayRef sizes);
 /// A view of `base` with another geometry (shares storage; no autograd).
 Tensor make_view(const Tensor& base, Shape sizes, Shape strides, int64_t offset);
 /// True when x requires grad and grad mode is on.

@@ -1,5 +1,7 @@
 #include "core/tensor_iter.h"
 
+#include <algorithm>
+
 namespace ignis {
 
 TensorIter TensorIter::build(const Tensor& out, std::initializer_list<const Tensor*> inputs) {
@@ -44,6 +46,26 @@ TensorIter TensorIter::build(const Tensor& out, std::initializer_list<const Tens
     }
     it.strides[i] = std::move(st);
     it.data[i] = t.impl()->data();
+  }
+  // A non-contiguous output (a channels-last result, a transposed destination): iterate its dims
+  // in its memory order, innermost (smallest stride) first, so that its writes are sequential
+  // and operands sharing its layout merge into one flat dim. Elementwise results do not depend
+  // on the order.
+  if (!out.is_contiguous()) {
+    Shape perm(nd);
+    for (int64_t d = 0; d < nd; ++d) perm[d] = d;
+    const Shape& os = it.strides[0];
+    std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) {
+      return os[a] < os[b];
+    });
+    Shape sh(nd);
+    for (int64_t d = 0; d < nd; ++d) sh[d] = shape[perm[d]];
+    shape = std::move(sh);
+    for (int i = 0; i < it.ntensors; ++i) {
+      Shape st(nd);
+      for (int64_t d = 0; d < nd; ++d) st[d] = it.strides[i][perm[d]];
+      it.strides[i] = std::move(st);
+    }
   }
   // Drop size-1 dims, then merge dim d+1 into d when every operand is contiguous across them.
   int64_t w = 0;

@@ -1,8 +1,10 @@
 // CPU convolution kernels.
 //  * float32: oneDNN convolution primitives (forward with the bias and an optional relu fused,
 //    backward-data, backward-weights). Each is created once per shape and parameters and kept in
-//    an LRU cache; its operands are given in their plain NCHW / (g)oihw layouts and reordered
-//    only when the primitive asks for another layout (nhwc or blocked ones on AVX-512).
+//    an LRU cache; its operands are given as they lie in memory (NCHW or channels-last NHWC
+//    activations, (g)oihw weights) and reordered only when the primitive asks for another layout
+//    (nhwc or blocked ones on AVX-512). Channels-last activations are passed as NHWC to every
+//    pass, so a channels-last network runs without activation reorders.
 //  * float64 (gradcheck) and any shape oneDNN refuses: direct loops, one output, input or
 //    filter plane per task, so no two threads write the same element.
 //  * bfloat16: converted to float32, computed, converted back.
@@ -149,8 +151,12 @@ enum Kind : int64_t { kForward, kBackwardData, kBackwardWeights };
 
 memory::dims dims4(const Tensor& t) { return {t.size(0), t.size(1), t.size(2), t.size(3)}; }
 
+/// An activation as it lies in memory: NCHW, or NHWC for a channels-last tensor.
+bool channels_last(const Tensor& t) {
+  return t.suggest_memory_format() == MemoryFormat::ChannelsLast;
+}
 memory::desc plain_act(const Tensor& t) {
-  return memory::desc(dims4(t), memory::data_type::f32, Tag::nchw);
+  return memory::desc(dims4(t), memory::data_type::f32, channels_last(t) ? Tag::nhwc : Tag::nchw);
 }
 memory::desc any_like(const memory::desc& d) {
   return memory::desc(d.dims(), memory::data_type::f32, Tag::any);
@@ -178,13 +184,17 @@ std::shared_ptr<const Prim> get_prim(Kind kind, const Tensor& x, const Tensor& w
       {kind,          x.size(0),  x.size(1),  x.size(2),  x.size(3),  w.size(0),
        w.size(1),     w.size(2),  w.size(3),  y.size(2),  y.size(3),  p.stride[0],
        p.stride[1],   p.pad_l[0], p.pad_l[1], p.pad_r[0], p.pad_r[1], p.dilation[0],
-       p.dilation[1], p.groups,   bias,       relu});
+       p.dilation[1], p.groups,   bias,       relu,       channels_last(x), channels_last(y)});
   return cache().get(key, [&] {
     Prim r;
     try {
       auto& eng = onednn::engine();
       const memory::desc xu = plain_act(x), yu = plain_act(y), wu = plain_weights(w, p.groups);
-      const memory::desc xa = any_like(xu), ya = any_like(yu), wa = any_like(wu);
+      // Channels-last activations stay NHWC (oneDNN has NHWC kernels for every pass, so no
+      // reorders); NCHW ones let the primitive pick its layout.
+      const bool cl = channels_last(x) && channels_last(y);
+      const memory::desc xa = cl ? xu : any_like(xu), ya = cl ? yu : any_like(yu);
+      const memory::desc wa = any_like(wu);
       const memory::dims strides{p.stride[0], p.stride[1]};
       const memory::dims dil{p.dilation[0] - 1, p.dilation[1] - 1};
       const memory::dims pl{p.pad_l[0], p.pad_l[1]}, pr{p.pad_r[0], p.pad_r[1]};
@@ -272,19 +282,26 @@ void execute(const Prim& pr, const std::vector<void*>& ptrs) {
   s.wait();
 }
 
-/// Calls f with float32 versions of the operands (bfloat16 is computed in float32) and copies the
-/// float32 result back into `out`.
+/// Calls f with contiguous `dt` copies of the operands (bfloat16 is computed in float32; the
+/// reference loops read NCHW) and copies the result back into `out`.
 template <class F>
-void via_float32(const Tensor& out, std::vector<Tensor> in, F&& f) {
+void via_copies(DType dt, const Tensor& out, std::vector<Tensor> in, F&& f) {
   for (Tensor& t : in) {
     if (!t.defined()) continue;
-    Tensor c = make_tensor(t.sizes(), kFloat32, t.device());
+    Tensor c = make_tensor(t.sizes(), dt, t.device());
     copy_into(c, t);
     t = c;
   }
-  Tensor o = make_tensor(out.sizes(), kFloat32, out.device());
+  Tensor o = make_tensor(out.sizes(), dt, out.device());
   f(o, in);
   copy_into(out, o);
+}
+
+bool any_channels_last(std::initializer_list<const Tensor*> ts) {
+  for (const Tensor* t : ts) {
+    if (t->defined() && !t->is_contiguous()) return true;
+  }
+  return false;
 }
 
 template <class T>
@@ -295,11 +312,6 @@ const T* ptr(const Tensor& t) {
 void forward_kernel(const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b,
                     const ConvParams& p, bool relu) {
   const DType dt = x.dtype();
-  if (dt == kBFloat16) {
-    return via_float32(y, {x, w, b}, [&](const Tensor& o, const std::vector<Tensor>& in) {
-      forward_kernel(o, in[0], in[1], in[2], p, relu);
-    });
-  }
   if (dt == kFloat32) {
     auto pr = get_prim(kForward, x, w, y, b.defined(), p, relu);
     if (pr->ok) {
@@ -308,6 +320,12 @@ void forward_kernel(const Tensor& y, const Tensor& x, const Tensor& w, const Ten
       ptrs.push_back(y.data_ptr());
       return execute(*pr, ptrs);
     }
+  }
+  if (dt == kBFloat16 || any_channels_last({&y, &x})) {
+    return via_copies(dt == kBFloat16 ? kFloat32 : dt, y, {x, w, b},
+                      [&](const Tensor& o, const std::vector<Tensor>& in) {
+                        forward_kernel(o, in[0], in[1], in[2], p, relu);
+                      });
   }
   dispatch_floating(dt, "conv2d", [&]<class T>() {
     if constexpr (!std::is_same_v<T, BFloat16>) {
@@ -319,14 +337,15 @@ void forward_kernel(const Tensor& y, const Tensor& x, const Tensor& w, const Ten
 
 void input_grad_kernel(const Tensor& gx, const Tensor& gy, const Tensor& w, const ConvParams& p) {
   const DType dt = gx.dtype();
-  if (dt == kBFloat16) {
-    return via_float32(gx, {gy, w}, [&](const Tensor& o, const std::vector<Tensor>& in) {
-      input_grad_kernel(o, in[0], in[1], p);
-    });
-  }
   if (dt == kFloat32) {
     auto pr = get_prim(kBackwardData, gx, w, gy, false, p, false);
     if (pr->ok) return execute(*pr, {gy.data_ptr(), w.data_ptr(), gx.data_ptr()});
+  }
+  if (dt == kBFloat16 || any_channels_last({&gx, &gy})) {
+    return via_copies(dt == kBFloat16 ? kFloat32 : dt, gx, {gy, w},
+                      [&](const Tensor& o, const std::vector<Tensor>& in) {
+                        input_grad_kernel(o, in[0], in[1], p);
+                      });
   }
   dispatch_floating(dt, "conv2d_input_grad", [&]<class T>() {
     if constexpr (!std::is_same_v<T, BFloat16>) {
@@ -338,14 +357,15 @@ void input_grad_kernel(const Tensor& gx, const Tensor& gy, const Tensor& w, cons
 
 void weight_grad_kernel(const Tensor& gw, const Tensor& x, const Tensor& gy, const ConvParams& p) {
   const DType dt = gw.dtype();
-  if (dt == kBFloat16) {
-    return via_float32(gw, {x, gy}, [&](const Tensor& o, const std::vector<Tensor>& in) {
-      weight_grad_kernel(o, in[0], in[1], p);
-    });
-  }
   if (dt == kFloat32) {
     auto pr = get_prim(kBackwardWeights, x, gw, gy, false, p, false);
     if (pr->ok) return execute(*pr, {x.data_ptr(), gy.data_ptr(), gw.data_ptr()});
+  }
+  if (dt == kBFloat16 || any_channels_last({&x, &gy})) {
+    return via_copies(dt == kBFloat16 ? kFloat32 : dt, gw, {x, gy},
+                      [&](const Tensor& o, const std::vector<Tensor>& in) {
+                        weight_grad_kernel(o, in[0], in[1], p);
+                      });
   }
   dispatch_floating(dt, "conv2d_weight_grad", [&]<class T>() {
     if constexpr (!std::is_same_v<T, BFloat16>) {

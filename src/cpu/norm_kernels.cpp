@@ -4,7 +4,8 @@
 // merged per channel in double, then one more pass writes the output. Sums run in blocks of up
 // to kBlock elements with kLanes independent accumulators in the compute type (vectorised), so
 // float32 statistics stay accurate for large batches. With short rows (BatchNorm1d on [N, C]:
-// M = 1) the loops run across channels instead, which are contiguous in memory then.
+// M = 1) the loops run across channels instead, which are contiguous in memory then; M = 1 is
+// also how a channels-last input arrives ([N*H*W, C, 1], ops/norm.cpp).
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -169,6 +170,59 @@ void stats_cols(const T* x, int64_t n, int64_t ch, int64_t m, A_<T>* mean, A_<T>
   });
 }
 
+// ---- m == 1: x is [R, C] rows with the channels contiguous (BatchNorm1d on [N, C], or a
+// channels-last [N, C, H, W] as [N*H*W, C, 1]). The rows are cut into fixed chunks of kChunk
+// (the result does not depend on the thread count); within a chunk each channel is summed in A
+// across rows (vectorised over the channels), the chunks' sums in double, in order.
+constexpr int64_t kChunk = 256;
+
+/// Per chunk of rows, the per-channel sums of f(row, c) into part[chunk * C + c] (double).
+template <class T, class F>
+void chunk_sums(int64_t R, int64_t C, std::vector<double>& part, F f) {
+  using A = A_<T>;
+  const int64_t chunks = (R + kChunk - 1) / kChunk;
+  part.assign(static_cast<size_t>(chunks * C), 0.0);
+  parallel_for(0, chunks, std::max<int64_t>(1, kGrainSize / (kChunk * C)),
+               [&](int64_t b, int64_t e) {
+                 std::vector<A> acc(static_cast<size_t>(C));
+                 for (int64_t k = b; k < e; ++k) {
+                   std::fill(acc.begin(), acc.end(), A(0));
+                   A* __restrict ap = acc.data();
+                   for (int64_t r = k * kChunk; r < std::min(R, (k + 1) * kChunk); ++r) {
+                     f(ap, r);
+                   }
+                   for (int64_t c = 0; c < C; ++c) part[k * C + c] = ap[c];
+                 }
+               });
+}
+
+/// Sums the chunks' partial sums per channel, in chunk order.
+void fold_chunks(const std::vector<double>& part, int64_t C, std::vector<double>& out) {
+  out.assign(static_cast<size_t>(C), 0.0);
+  for (size_t i = 0; i < part.size(); ++i) out[i % static_cast<size_t>(C)] += part[i];
+}
+
+template <class T>
+void stats_one(const T* x, int64_t R, int64_t C, A_<T>* mean, A_<T>* var) {
+  using A = A_<T>;
+  std::vector<double> part, tot;
+  chunk_sums<T>(R, C, part, [&](A* __restrict acc, int64_t r) {
+    const T* __restrict row = x + r * C;
+    for (int64_t c = 0; c < C; ++c) acc[c] += static_cast<A>(row[c]);
+  });
+  fold_chunks(part, C, tot);
+  for (int64_t c = 0; c < C; ++c) mean[c] = static_cast<A>(tot[c] / static_cast<double>(R));
+  chunk_sums<T>(R, C, part, [&](A* __restrict acc, int64_t r) {
+    const T* __restrict row = x + r * C;
+    for (int64_t c = 0; c < C; ++c) {
+      const A d = static_cast<A>(row[c]) - mean[c];
+      acc[c] += d * d;
+    }
+  });
+  fold_chunks(part, C, tot);
+  for (int64_t c = 0; c < C; ++c) var[c] = static_cast<A>(tot[c] / static_cast<double>(R));
+}
+
 /// y[r] = x[r] * s + t over the m elements of one row.
 template <class T>
 void affine_row(T* __restrict y, const T* __restrict x, int64_t m, A_<T> s, A_<T> t) {
@@ -176,7 +230,9 @@ void affine_row(T* __restrict y, const T* __restrict x, int64_t m, A_<T> s, A_<T
 }
 
 /// Short rows: y = x * scale[c] + shift[c] over [n, ch * m], rows split over threads.
-template <class T>
+// kOne: m == 1 ([R, C] rows: BatchNorm1d, or channels-last NHWC as [N*H*W, C, 1]), j is the
+// channel without a division.
+template <class T, bool kOne = false>
 void affine_cols(T* y, const T* x, int64_t n, int64_t ch, int64_t m, const A_<T>* scale,
                  const A_<T>* shift) {
   using A = A_<T>;
@@ -185,7 +241,7 @@ void affine_cols(T* y, const T* x, int64_t n, int64_t ch, int64_t m, const A_<T>
                [&](int64_t b, int64_t e) {
                  for (int64_t i = b; i < e; ++i) {
                    for (int64_t j = 0; j < width; ++j) {
-                     const int64_t c = j / m;
+                     const int64_t c = kOne ? j : j / m;
                      y[i * width + j] =
                          static_cast<T>(static_cast<A>(x[i * width + j]) * scale[c] + shift[c]);
                    }
@@ -212,10 +268,18 @@ void train_kernel(const Tensor& y, const Tensor& mean, const Tensor& var, const 
       t = (pb ? pb[c] : A(0)) - pm[c] * s;
     };
     if (m < kShortRow) {
-      stats_cols(px, n, ch, m, pm, pv);
+      if (m == 1) {
+        stats_one(px, n, ch, pm, pv);
+      } else {
+        stats_cols(px, n, ch, m, pm, pv);
+      }
       std::vector<A> scale(static_cast<size_t>(ch)), shift(scale.size());
       for (int64_t c = 0; c < ch; ++c) coef(c, scale[c], shift[c]);
-      affine_cols(py, px, n, ch, m, scale.data(), shift.data());
+      if (m == 1) {
+        affine_cols<T, true>(py, px, n, ch, m, scale.data(), shift.data());
+      } else {
+        affine_cols(py, px, n, ch, m, scale.data(), shift.data());
+      }
       return;
     }
     stats_rows(px, n, ch, m, pm, pv);
@@ -240,7 +304,11 @@ void affine_kernel(const Tensor& y, const Tensor& x, const Tensor& scale, const 
     const A* ps = scale.data_ptr<A>();
     const A* pt = shift.data_ptr<A>();
     if (m < kShortRow) {
-      affine_cols(py, px, n, ch, m, ps, pt);
+      if (m == 1) {
+        affine_cols<T, true>(py, px, n, ch, m, ps, pt);
+      } else {
+        affine_cols(py, px, n, ch, m, ps, pt);
+      }
       return;
     }
     parallel_for(0, n * ch, std::max<int64_t>(1, kGrainSize / m), [&](int64_t b, int64_t e) {
@@ -363,6 +431,54 @@ void backward_cols(T* gx, A_<T>* gw, A_<T>* gb, const T* g, const T* x, int64_t 
   });
 }
 
+/// m == 1 (see stats_one): the gradient sums per chunk of rows, then gx = k1 g + k2 x + k0 over
+/// the rows, vectorised over the channels.
+template <class T>
+void backward_one(T* gx, A_<T>* gw, A_<T>* gb, const T* g, const T* x, int64_t R, int64_t C,
+                  int64_t /*m*/, const A_<T>* mean, const A_<T>* invstd, const A_<T>* w,
+                  bool batch_stats) {
+  using A = A_<T>;
+  std::vector<double> part, sg, sgx;
+  chunk_sums<T>(R, C, part, [&](A* __restrict acc, int64_t r) {
+    const T* __restrict gr = g + r * C;
+    for (int64_t c = 0; c < C; ++c) acc[c] += static_cast<A>(gr[c]);
+  });
+  fold_chunks(part, C, sg);
+  chunk_sums<T>(R, C, part, [&](A* __restrict acc, int64_t r) {
+    const T* __restrict gr = g + r * C;
+    const T* __restrict xr = x + r * C;
+    for (int64_t c = 0; c < C; ++c) {
+      acc[c] += static_cast<A>(gr[c]) * (static_cast<A>(xr[c]) - mean[c]);
+    }
+  });
+  fold_chunks(part, C, sgx);
+  std::vector<A> k1(static_cast<size_t>(C)), k2(k1.size()), k0(k1.size());
+  for (int64_t c = 0; c < C; ++c) {
+    if (gb != nullptr) gb[c] = static_cast<A>(sg[c]);
+    if (gw != nullptr) gw[c] = static_cast<A>(sgx[c] * invstd[c]);
+    const GradCoef k = grad_coef(sg[c], sgx[c], mean[c], invstd[c], w ? w[c] : 1.0,
+                                 static_cast<double>(R), batch_stats);
+    k1[c] = static_cast<A>(k.k1);
+    k2[c] = static_cast<A>(k.k2);
+    k0[c] = static_cast<A>(k.k0);
+  }
+  if (gx == nullptr) return;
+  const A* __restrict p1 = k1.data();
+  const A* __restrict p2 = k2.data();
+  const A* __restrict p0 = k0.data();
+  parallel_for(0, R, std::max<int64_t>(1, kGrainSize / C), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      T* __restrict o = gx + r * C;
+      const T* __restrict gr = g + r * C;
+      const T* __restrict xr = x + r * C;
+      for (int64_t c = 0; c < C; ++c) {
+        o[c] = static_cast<T>(p1[c] * static_cast<A>(gr[c]) + p2[c] * static_cast<A>(xr[c]) +
+                              p0[c]);
+      }
+    }
+  });
+}
+
 void backward_kernel(const Tensor& gx, const Tensor& gw, const Tensor& gb, const Tensor& g,
                      const Tensor& x, const Tensor& mean, const Tensor& invstd,
                      const Tensor& weight, bool batch_stats) {
@@ -373,7 +489,7 @@ void backward_kernel(const Tensor& gx, const Tensor& gw, const Tensor& gb, const
     A* pgw = gw.defined() ? gw.data_ptr<A>() : nullptr;
     A* pgb = gb.defined() ? gb.data_ptr<A>() : nullptr;
     const A* pw = weight.defined() ? weight.data_ptr<A>() : nullptr;
-    auto run = m < kShortRow ? &backward_cols<T> : &backward_rows<T>;
+    auto run = m == 1 ? &backward_one<T> : m < kShortRow ? &backward_cols<T> : &backward_rows<T>;
     run(pgx, pgw, pgb, g.data_ptr<T>(), x.data_ptr<T>(), n, ch, m, mean.data_ptr<A>(),
         invstd.data_ptr<A>(), pw, batch_stats);
   });

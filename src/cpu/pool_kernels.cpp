@@ -121,6 +121,50 @@ void max_pool_dense_f32(const Tensor& out, int64_t* ip, const Tensor& x, const C
   });
 }
 
+/// Max pooling of a channels-last (NHWC) input into channels-last out and indices: for each
+/// output position, a scan of its window in row-major order with the C channels as the vector
+/// dim (contiguous in x, out and indices). Same ties and NaN rule as the NCHW kernels.
+template <class T>
+void max_pool_nhwc(const Tensor& out, int64_t* ip, const Tensor& x, const Clipped& ch,
+                   const Clipped& cw, int64_t H, int64_t W) {
+  const int64_t N = x.size(0), C = x.size(1);
+  const int64_t OH = static_cast<int64_t>(ch.n.size()), OW = static_cast<int64_t>(cw.n.size());
+  const T* const xp = static_cast<const T*>(x.data_ptr());
+  T* const op = static_cast<T*>(out.data_ptr());
+  parallel_for(0, N * OH, plane_grain(OW * C * 4), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t n = r / OH, oh = r % OH;
+      const T* const xn = xp + n * H * W * C;
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        T* __restrict const bp = op + (r * OW + ow) * C;
+        int64_t* __restrict const ap = ip + (r * OW + ow) * C;
+        bool first = true;
+        for (int64_t i = 0; i < ch.n[oh]; ++i) {
+          const int64_t h = ch.first[oh] + i * ch.step;
+          for (int64_t j = 0; j < cw.n[ow]; ++j) {
+            const int64_t w = cw.first[ow] + j * cw.step, at = h * W + w;
+            const T* __restrict const v = xn + at * C;
+            if (first) {
+              for (int64_t c = 0; c < C; ++c) {
+                bp[c] = v[c];
+                ap[c] = at;
+              }
+              first = false;
+              continue;
+            }
+#pragma omp simd
+            for (int64_t c = 0; c < C; ++c) {
+              const bool take = (v[c] > bp[c]) | (v[c] != v[c]);
+              bp[c] = take ? v[c] : bp[c];
+              ap[c] = take ? at : ap[c];
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
 /// Max pooling in two passes per output row: first the maxima over the window's rows for every
 /// input column (a contiguous, vectorisable loop over the row), then over each window's columns.
 /// Ties go to the first position in row-major order, as PyTorch's single scan does; NaN wins.
@@ -129,6 +173,10 @@ void max_pool_kernel(const Tensor& out, const Tensor& indices, const Tensor& x,
   const int64_t H = g.h.in, W = g.w.in, OH = g.h.out(), OW = g.w.out();
   const Clipped ch(g.h), cw(g.w);
   int64_t* const ip = indices.defined() ? indices.data_ptr<int64_t>() : nullptr;
+  if (!x.is_contiguous()) {  // channels-last float: out and indices are too (ops/pool.cpp)
+    if (x.dtype() == DType::Float32) return max_pool_nhwc<float>(out, ip, x, ch, cw, H, W);
+    return max_pool_nhwc<double>(out, ip, x, ch, cw, H, W);
+  }
   if (x.dtype() == DType::Float32 && H * W <= INT32_MAX && ch.step == 1 && cw.step == 1 &&
       !ch.n.empty() && !cw.n.empty()) {
     if (uniform_windows(ch) && uniform_windows(cw)) {
@@ -192,9 +240,37 @@ void max_pool_kernel(const Tensor& out, const Tensor& indices, const Tensor& x,
   });
 }
 
+/// The gradient of channels-last max pooling: one sample per task (windows of one sample may
+/// overlap), the C channels of each output position as the vector dim.
+template <class T>
+void max_pool_backward_nhwc(const Tensor& gx, const Tensor& gy, const Tensor& indices) {
+  const int64_t N = gx.size(0), C = gx.size(1), HW = gx.size(2) * gx.size(3);
+  const int64_t OHW = gy.size(2) * gy.size(3);
+  const int64_t* const ip = indices.data_ptr<int64_t>();
+  const T* const gp = static_cast<const T*>(gy.data_ptr());
+  T* const xp = static_cast<T*>(gx.data_ptr());
+  parallel_for(0, N, 1, [&](int64_t n0, int64_t n1) {
+    std::fill(xp + n0 * HW * C, xp + n1 * HW * C, T(0));
+    for (int64_t n = n0; n < n1; ++n) {
+      T* __restrict const gxn = xp + n * HW * C;
+      for (int64_t o = 0; o < OHW; ++o) {
+        const int64_t* __restrict const a = ip + (n * OHW + o) * C;
+        const T* __restrict const g = gp + (n * OHW + o) * C;
+        for (int64_t c = 0; c < C; ++c) {
+          if (a[c] >= 0) gxn[a[c] * C + c] += g[c];
+        }
+      }
+    }
+  });
+}
+
 void max_pool_backward_kernel(const Tensor& gx, const Tensor& gy, const Tensor& indices) {
   const int64_t HW = gx.size(2) * gx.size(3), OHW = gy.size(2) * gy.size(3);
   const int64_t* ip = indices.data_ptr<int64_t>();
+  if (!gx.is_contiguous()) {  // channels-last, as gy and the indices (ops/pool.cpp)
+    if (gx.dtype() == DType::Float32) return max_pool_backward_nhwc<float>(gx, gy, indices);
+    return max_pool_backward_nhwc<double>(gx, gy, indices);
+  }
   dispatch_floating(gx.dtype(), "max_pool2d_backward", [&]<class T>() {
     using A = acc_t<T>;
     const T* gp = static_cast<const T*>(gy.data_ptr());

@@ -27,12 +27,24 @@ IGNIS_DEFINE_STUB(conv2d_weight_grad_stub, ConvBwdWeightFn);
 
 namespace {
 
-// t itself when dense, else a contiguous copy (no autograd: kernels only read it).
-Tensor dense(const Tensor& t) {
+// t itself when dense (contiguous, or for activations channels-last float32, which the oneDNN
+// kernels read as NHWC), else a contiguous copy (no autograd: kernels only read it).
+Tensor dense(const Tensor& t, bool activation = false) {
   if (!t.defined() || t.is_contiguous()) return t;
+  if (activation && t.suggest_memory_format() == MemoryFormat::ChannelsLast) return t;
   Tensor c = make_tensor(t.sizes(), t.dtype(), t.device());
   copy_into(c, t);
   return c;
+}
+
+// The bias gradient, gy summed over n, h, w as reductions of contiguous blocks: NCHW over each
+// (n, c) plane, then over n (one reduction over {0, 2, 3} is not one block: a transposing copy);
+// channels-last as the rows of an [N*H*W, C] matrix.
+Tensor bias_grad(const Tensor& gy) {
+  if (gy.suggest_memory_format() == MemoryFormat::ChannelsLast) {
+    return gy.permute({0, 2, 3, 1}).reshape({-1, gy.size(1)}).sum({0});
+  }
+  return gy.sum({2, 3}).sum({0});
 }
 
 SavedVariable save_if(const Tensor& t, bool needed) {
@@ -42,7 +54,7 @@ SavedVariable save_if(const Tensor& t, bool needed) {
 // Runs the forward kernel: out [N, O, Ho, Wo] (sizes already checked).
 Tensor run_forward(const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams& p,
                    IntArrayRef out_size, bool relu) {
-  Tensor out = make_tensor(out_size, x.dtype(), x.device());
+  Tensor out = make_tensor(out_size, x.dtype(), x.device(), x.suggest_memory_format());
   if (out.numel() == 0) return out;
   if (x.numel() == 0 || w.numel() == 0) {  // no input channels: the output is the bias
     NoGradGuard ng;
@@ -51,7 +63,7 @@ Tensor run_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Conv
     if (relu) out.relu_();
     return out;
   }
-  conv2d_stub[x.device()](out, dense(x), dense(w), dense(b), p, relu);
+  conv2d_stub[x.device()](out, dense(x, true), dense(w), dense(b), p, relu);
   return out;
 }
 
@@ -81,9 +93,7 @@ Tensor conv2d_op(const Tensor& x, const Tensor& w, const Tensor& b, const ConvPa
           TensorList r(3);
           if (c.needs_input_grad(0)) r[0] = conv2d_input_grad(gy, c.unpack(sw), xs, p);
           if (c.needs_input_grad(1)) r[1] = conv2d_weight_grad(c.unpack(sx), gy, ws, p);
-          // Over each (n, c) plane first, then over n: two reductions of contiguous blocks
-          // rather than one over dims {0, 2, 3}, which are not one block (a transposing copy).
-          if (c.needs_input_grad(2)) r[2] = gy.sum({2, 3}).sum({0});
+          if (c.needs_input_grad(2)) r[2] = bias_grad(gy);
           return r;
         });
   }
@@ -92,12 +102,12 @@ Tensor conv2d_op(const Tensor& x, const Tensor& w, const Tensor& b, const ConvPa
 
 Tensor conv2d_input_grad(const Tensor& gy, const Tensor& w, IntArrayRef input_size,
                          const ConvParams& p) {
-  Tensor out = make_tensor(input_size, gy.dtype(), gy.device());
+  Tensor out = make_tensor(input_size, gy.dtype(), gy.device(), gy.suggest_memory_format());
   if (out.numel() > 0) {
     if (gy.numel() == 0 || w.numel() == 0) {
       out.zero_();
     } else {
-      conv2d_input_grad_stub[gy.device()](out, dense(gy), dense(w), p);
+      conv2d_input_grad_stub[gy.device()](out, dense(gy, true), dense(w), p);
     }
   }
   if (autograd::any_needs_grad({&gy, &w})) {
@@ -122,7 +132,7 @@ Tensor conv2d_weight_grad(const Tensor& x, const Tensor& gy, IntArrayRef weight_
     if (x.numel() == 0 || gy.numel() == 0) {
       out.zero_();
     } else {
-      conv2d_weight_grad_stub[x.device()](out, dense(x), dense(gy), p);
+      conv2d_weight_grad_stub[x.device()](out, dense(x, true), dense(gy, true), p);
     }
   }
   if (autograd::any_needs_grad({&x, &gy})) {

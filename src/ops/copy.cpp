@@ -52,6 +52,28 @@ Tensor Tensor::clone() const {
 }
 
 Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+
+Tensor Tensor::contiguous(MemoryFormat format) const {
+  if (format == MemoryFormat::Contiguous) return contiguous();
+  IGNIS_CHECK(dim() == 4, "contiguous: channels_last needs a 4-d tensor [N, C, H, W], but got "
+              "shape ", sizes());
+  if (suggest_memory_format() == MemoryFormat::ChannelsLast) return *this;
+  if (is_contiguous(format)) {  // dense NHWC already (size-1 dims): restride, no copy
+    Tensor v = make_view(*this, sizes().shape(), channels_last_strides(sizes()), storage_offset());
+    if (autograd::any_needs_grad({this})) {
+      autograd::record("contiguous", {this}, {&v},
+                       [](autograd::BackwardCtx&, const TensorList& g) { return TensorList{g[0]}; });
+    }
+    return v;
+  }
+  Tensor out = make_tensor(sizes(), dtype(), device(), format);
+  copy_into(out, *this);
+  if (autograd::any_needs_grad({this})) {
+    autograd::record("contiguous", {this}, {&out},
+                     [](autograd::BackwardCtx&, const TensorList& g) { return TensorList{g[0]}; });
+  }
+  return out;
+}
 Tensor contiguous(const Tensor& x) { return x.contiguous(); }
 
 Tensor& Tensor::copy_(const Tensor& src) {

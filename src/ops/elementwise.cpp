@@ -64,7 +64,7 @@ Tensor binary_op(const DispatchStub<ElementwiseFn>& stub, const Tensor& a, const
   if (b.dtype() != compute) pb = &(tb = b.to(compute));
   Tensor out;
   if (a.sizes().equals(b.sizes())) {
-    out = make_tensor(a.sizes(), out_dtype, a.device());
+    out = make_tensor_like(a.is_contiguous() ? b : a, a.sizes(), out_dtype, a.device());
   } else {
     Shape s;
     try {
@@ -72,7 +72,7 @@ Tensor binary_op(const DispatchStub<ElementwiseFn>& stub, const Tensor& a, const
     } catch (const Error&) {
       IGNIS_FAIL(stub.op, ": shapes ", a.sizes(), " and ", b.sizes(), " cannot be broadcast");
     }
-    out = make_tensor(s, out_dtype, a.device());
+    out = make_tensor_like(a.sizes().equals(s) ? a : b, s, out_dtype, a.device());
   }
   TensorIter it = TensorIter::build(out, {pa, pb});
   stub[a.device()](it, compute, args);
@@ -82,7 +82,7 @@ Tensor binary_op(const DispatchStub<ElementwiseFn>& stub, const Tensor& a, const
 Tensor unary_op(const DispatchStub<ElementwiseFn>& stub, const Tensor& x, DType compute,
                 DType out_dtype, OpArgs args) {
   const Tensor cx = cast(x, compute);
-  Tensor out = make_tensor(x.sizes(), out_dtype, x.device());
+  Tensor out = make_tensor_like(x, x.sizes(), out_dtype, x.device());
   TensorIter it = TensorIter::build(out, {&cx});
   stub[x.device()](it, compute, args);
   return out;
@@ -115,7 +115,7 @@ void inplace_op(const DispatchStub<ElementwiseFn>& stub, Tensor& self, const Ten
                                     : TensorIter::build(self, {&cs});
     stub[self.device()](it, compute, args);
   } else {
-    Tensor tmp = make_tensor(self.sizes(), compute, self.device());
+    Tensor tmp = make_tensor_like(self, self.sizes(), compute, self.device());
     TensorIter it = other.defined() ? TensorIter::build(tmp, {&cs, &co})
                                     : TensorIter::build(tmp, {&cs});
     stub[self.device()](it, compute, args);

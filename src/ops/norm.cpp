@@ -82,6 +82,20 @@ void update_running(Tensor& r, const Tensor& stat, double momentum) {
   r.mul_(1 - momentum).add_(cast(stat, r.dtype()), momentum);
 }
 
+// True for a channels-last 4-d tensor (NHWC in memory), which batch norm keeps channels-last.
+bool nhwc(const Tensor& t) {
+  return t.dim() == 4 && !t.is_contiguous() &&
+         t.suggest_memory_format() == MemoryFormat::ChannelsLast;
+}
+
+// The [n, channels, inner] view the kernels take of a dense tensor: NCHW as [N, C, H*W],
+// channels-last as [N*H*W, C, 1] (the same per-channel statistics over other rows).
+Tensor ncm_view(const Tensor& t, bool cl) {
+  if (cl) return t.permute({0, 2, 3, 1}).view({-1, t.size(1), 1});
+  const int64_t n = t.size(0), ch = t.size(1);
+  return t.view({n, ch, n * ch == 0 ? 0 : t.numel() / (n * ch)});
+}
+
 }  // namespace
 
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
@@ -109,11 +123,11 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
               x.sizes());
 
   const DType sd = norm_stat_dtype(x.dtype());
-  const int64_t inner = n_batch * channels == 0 ? 0 : x.numel() / (n_batch * channels);
-  const Tensor xc = x.contiguous();
-  const Tensor x3 = xc.view({n_batch, channels, inner});
-  Tensor out = make_tensor(x.sizes(), x.dtype(), x.device());
-  const Tensor out3 = out.view({n_batch, channels, inner});
+  const bool cl = nhwc(x);
+  const MemoryFormat fmt = cl ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
+  const Tensor x3 = ncm_view(x.contiguous(fmt), cl);
+  Tensor out = make_tensor(x.sizes(), x.dtype(), x.device(), fmt);
+  const Tensor out3 = ncm_view(out, cl);
   Tensor mean, invstd;
   {
     NoGradGuard ng;
@@ -144,22 +158,21 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
     autograd::record(
         op, {&x, &weight, &bias}, {&out},
         [sx = SavedVariable(x, false), sw = SavedVariable(weight, false), mean, invstd, training,
-         eps](BackwardCtx& c, const TensorList& g) -> TensorList {
+         eps, cl, fmt](BackwardCtx& c, const TensorList& g) -> TensorList {
           const Tensor xs = c.unpack(sx);
           const Tensor w = c.unpack(sw);
           if (is_grad_enabled()) {
             return batch_norm_backward_composite(g[0], xs, w, mean, invstd, training, eps);
           }
-          const int64_t n = xs.size(0), ch = xs.size(1);
-          const int64_t m = n * ch == 0 ? 0 : xs.numel() / (n * ch);
+          const int64_t ch = xs.size(1);
           const DType sdt = norm_stat_dtype(xs.dtype());
           Tensor gx, gw, gb;
-          if (c.needs_input_grad(0)) gx = make_tensor(xs.sizes(), xs.dtype(), xs.device());
+          if (c.needs_input_grad(0)) gx = make_tensor(xs.sizes(), xs.dtype(), xs.device(), fmt);
           if (c.needs_input_grad(1)) gw = make_tensor({ch}, sdt, xs.device());
           if (c.needs_input_grad(2)) gb = make_tensor({ch}, sdt, xs.device());
-          const Tensor g3 = cast(g[0], xs.dtype()).contiguous().view({n, ch, m});
+          const Tensor g3 = ncm_view(cast(g[0], xs.dtype()).contiguous(fmt), cl);
           batch_norm_backward_stub[xs.device()](
-              gx.defined() ? gx.view({n, ch, m}) : gx, gw, gb, g3, xs.contiguous().view({n, ch, m}),
+              gx.defined() ? ncm_view(gx, cl) : gx, gw, gb, g3, ncm_view(xs.contiguous(fmt), cl),
               mean, invstd, w.defined() ? cast(w, sdt).contiguous() : w, training);
           return {gx, gw, gb};
         });

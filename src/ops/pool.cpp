@@ -35,6 +35,15 @@ Tensor dense(const Tensor& t) {
   return c;
 }
 
+// Max pooling runs channels-last (float) inputs in NHWC, its output and indices channels-last
+// too; everything else in NCHW.
+MemoryFormat max_pool_format(const Tensor& x) {
+  return !x.is_contiguous() && x.suggest_memory_format() == MemoryFormat::ChannelsLast &&
+                 (x.dtype() == kFloat32 || x.dtype() == kFloat64)
+             ? MemoryFormat::ChannelsLast
+             : MemoryFormat::Contiguous;
+}
+
 Shape out_shape(const Tensor& x4, const PoolGeom& g) {
   return {x4.size(0), x4.size(1), g.h.out(), g.w.out()};
 }
@@ -45,9 +54,12 @@ Tensor max_pool_backward(const Tensor& gy, const Tensor& indices, IntArrayRef in
 
 std::tuple<Tensor, Tensor> max_pool_apply(const char* op, const Tensor& x, const GeomPtr& g) {
   const Shape os = out_shape(x, *g);
-  Tensor out = make_tensor(os, x.dtype(), x.device());
-  Tensor idx = make_tensor(os, kInt64, x.device());
-  if (out.numel() > 0) max_pool2d_stub[x.device()](out, idx, dense(x), *g);
+  const MemoryFormat f = max_pool_format(x);
+  Tensor out = make_tensor(os, x.dtype(), x.device(), f);
+  Tensor idx = make_tensor(os, kInt64, x.device(), f);
+  if (out.numel() > 0) {
+    max_pool2d_stub[x.device()](out, idx, f == MemoryFormat::ChannelsLast ? x : dense(x), *g);
+  }
   if (autograd::any_needs_grad({&x})) {
     autograd::record(op, {&x}, {&out},
                      [idx, xs = x.sizes().shape()](BackwardCtx&, const TensorList& gr) {
@@ -58,8 +70,11 @@ std::tuple<Tensor, Tensor> max_pool_apply(const char* op, const Tensor& x, const
 }
 
 Tensor max_pool_backward(const Tensor& gy, const Tensor& indices, IntArrayRef in_size) {
-  Tensor gx = make_tensor(in_size, gy.dtype(), gy.device());
-  if (gx.numel() > 0) max_pool2d_backward_stub[gy.device()](gx, dense(gy), indices);
+  // Laid out like the indices (channels-last when the forward was).
+  const MemoryFormat f = indices.is_contiguous() ? MemoryFormat::Contiguous
+                                                 : MemoryFormat::ChannelsLast;
+  Tensor gx = make_tensor(in_size, gy.dtype(), gy.device(), f);
+  if (gx.numel() > 0) max_pool2d_backward_stub[gy.device()](gx, gy.contiguous(f), indices);
   if (autograd::any_needs_grad({&gy})) {
     autograd::record("max_pool2d_backward", {&gy}, {&gx},
                      [indices](BackwardCtx&, const TensorList& gr) {
