@@ -33,3 +33,17 @@ add_test(NAME cli_bench_mnist_mlp_missing_data
          COMMAND ignis_cli bench mnist_mlp --data ${CMAKE_CURRENT_BINARY_DIR}/no_such_mnist)
 set_tests_properties(cli_bench_mnist_mlp_missing_data PROPERTIES
                      PASS_REGULAR_EXPRESSION "no_such_mnist/train-images-idx3-ubyte not found.*ignis fetch mnist")
+# --memory-format takes contiguous or channels_last; train_step prints the one it ran.
+add_test(NAME cli_bench_memory_format_bad
+         COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:ignis_cli>
+                 "-DARGS=bench;train_step;--memory-format;nhwc"
+                 -P ${CMAKE_CURRENT_LIST_DIR}/expect_usage_error.cmake)
+set_tests_properties(cli_bench_memory_format_bad PROPERTIES PASS_REGULAR_EXPRESSION
+                     "exit status 2, .*--memory-format expects contiguous or channels_last, got 'nhwc'")
+foreach(f contiguous channels_last)
+  add_test(NAME cli_bench_train_step_${f}
+           COMMAND ignis_cli bench train_step --model lenet --batch 4 --repeat 1 --threads 1
+                   --memory-format ${f})
+  set_tests_properties(cli_bench_train_step_${f} PROPERTIES PASS_REGULAR_EXPRESSION
+                       "workload=train_step model=lenet batch=4 .*memory_format=${f} s_per_step=")
+endforeach()

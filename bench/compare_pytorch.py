@@ -293,24 +293,30 @@ def torch_mnist_lenet(torch, threads, repeat, args):
     test accuracy; batches are sliced from normalised tensors, as ignis's TensorDataset does."""
     xtr, ytr = load_mnist(torch, args.data, True)
     xte, yte = load_mnist(torch, args.data, False)
-    torch.manual_seed(0)
-    model = lenet(torch, 1, 28, 10)
-    opt = torch.optim.SGD(model.parameters(), lr=0.02, momentum=0.9)
-    loss_fn = torch.nn.functional.cross_entropy
-    t0 = time.perf_counter()
-    perm = torch.randperm(xtr.shape[0], generator=torch.Generator().manual_seed(0))
-    for i in range(0, xtr.shape[0], 64):
-        idx = perm[i:i + 64]
-        opt.zero_grad()
-        loss_fn(model(xtr[idx]), ytr[idx]).backward()
-        opt.step()
-    epoch_s = time.perf_counter() - t0
-    with torch.no_grad():
-        correct = sum(int((model(xte[i:i + 1000]).argmax(1) == yte[i:i + 1000]).sum())
-                      for i in range(0, xte.shape[0], 1000))
-    return [{"workload": "mnist_lenet", "threads": threads, "variant": "eager",
-             "s_per_epoch": epoch_s, "test_acc": correct / xte.shape[0],
-             "peak_rss_mb": peak_rss_mb()}]
+    out = []
+    # Both memory formats (PyTorch's channels_last: the model and each batch converted), so that
+    # ignis is compared with PyTorch's better one.
+    for variant, fmt in (("eager", torch.contiguous_format),
+                         ("channels_last", torch.channels_last)):
+        torch.manual_seed(0)
+        model = lenet(torch, 1, 28, 10).to(memory_format=fmt)
+        opt = torch.optim.SGD(model.parameters(), lr=0.02, momentum=0.9)
+        loss_fn = torch.nn.functional.cross_entropy
+        t0 = time.perf_counter()
+        perm = torch.randperm(xtr.shape[0], generator=torch.Generator().manual_seed(0))
+        for i in range(0, xtr.shape[0], 64):
+            idx = perm[i:i + 64]
+            opt.zero_grad()
+            loss_fn(model(xtr[idx].contiguous(memory_format=fmt)), ytr[idx]).backward()
+            opt.step()
+        epoch_s = time.perf_counter() - t0
+        with torch.no_grad():
+            correct = sum(int((model(xte[i:i + 1000]).argmax(1) == yte[i:i + 1000]).sum())
+                          for i in range(0, xte.shape[0], 1000))
+        out.append({"workload": "mnist_lenet", "threads": threads, "variant": variant,
+                    "s_per_epoch": epoch_s, "test_acc": correct / xte.shape[0],
+                    "peak_rss_mb": peak_rss_mb()})
+    return out
 
 
 def zoo_model(torch, name, in_channels, image_size, classes):
@@ -336,9 +342,9 @@ def zoo_model(torch, name, in_channels, image_size, classes):
     return m
 
 
-def torch_train_step_one(name, threads, repeat, batch, image_size, classes):
+def torch_train_step_one(name, threads, repeat, batch, image_size, classes, channels_last):
     """One model's train_step measurement (run in a fresh process, so that its peak RSS is this
-    model's alone)."""
+    model's alone), in contiguous or channels_last memory format."""
     import torch
     torch.set_num_threads(threads)
     natural = (1, 28, 10) if name == "lenet" else (3, 224, 1000)
@@ -346,9 +352,10 @@ def torch_train_step_one(name, threads, repeat, batch, image_size, classes):
     s = image_size or natural[1]
     k = classes or natural[2]
     torch.manual_seed(0)
-    model = zoo_model(torch, name, c, s, k).train()
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    model = zoo_model(torch, name, c, s, k).train().to(memory_format=fmt)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    x = torch.rand(batch, c, s, s) * 2 - 1
+    x = (torch.rand(batch, c, s, s) * 2 - 1).contiguous(memory_format=fmt)
     y = torch.tensor([(i * 7919) % k for i in range(batch)])
 
     def step():
@@ -365,7 +372,8 @@ def torch_train_step_one(name, threads, repeat, batch, image_size, classes):
         times.append(time.perf_counter() - t0)
     t = statistics.median(times)
     return {"workload": "train_step", "model": name, "batch": batch, "image_size": s,
-            "threads": threads, "variant": "eager", "s_per_step": t, "img_per_s": batch / t,
+            "threads": threads, "variant": "channels_last" if channels_last else "eager",
+            "s_per_step": t, "img_per_s": batch / t,
             "peak_rss_mb": peak_rss_mb()}
 
 
@@ -378,19 +386,23 @@ def torch_train_step(torch, threads, repeat, args):
     out = []
     with ctx.Pool(1, maxtasksperchild=1) as pool:
         for name in args.train_step_models.split(","):
-            out.append(pool.apply(torch_train_step_one, (name, threads, repeat, args.batch,
-                                                         args.image_size, args.classes)))
+            for cl in (False, True):
+                out.append(pool.apply(torch_train_step_one, (name, threads, repeat, args.batch,
+                                                             args.image_size, args.classes, cl)))
     return out
 
 
 def ignis_extra_args(workload, args):
     """The options of `ignis bench` that a workload takes, from this script's options."""
-    if workload in ("mnist_mlp", "mnist_lenet"):
+    if workload == "mnist_mlp":
         return [["--data", args.data]]
+    if workload == "mnist_lenet":
+        return [["--data", args.data, "--memory-format", args.memory_format]]
     if workload == "train_step":
         runs = []
         for name in args.train_step_models.split(","):
-            extra = ["--model", name, "--batch", str(args.batch)]
+            extra = ["--model", name, "--batch", str(args.batch),
+                     "--memory-format", args.memory_format]
             if args.image_size:
                 extra += ["--image-size", str(args.image_size)]
             if args.classes:
@@ -510,6 +522,10 @@ def main():
                     help="train_step: comma-separated zoo models (lenet, alexnet, vgg11, vgg16, "
                          "resnet18, resnet34, resnet50, ...)")
     ap.add_argument("--batch", type=int, default=32, help="train_step: batch size")
+    ap.add_argument("--memory-format", default="channels_last",
+                    choices=("channels_last", "contiguous"),
+                    help="mnist_lenet, train_step: ignis's input layout (PyTorch runs both "
+                         "and its faster one is compared)")
     ap.add_argument("--image-size", type=int, default=0,
                     help="train_step: image size (default: the model's, 224 or 28 for lenet)")
     ap.add_argument("--classes", type=int, default=0,

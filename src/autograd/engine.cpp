@@ -7,6 +7,7 @@
 
 #include "autograd/accumulate_grad.h"
 #include "ignis/ops.h"
+#include "ops/copy.h"
 
 namespace ignis::autograd {
 
@@ -307,12 +308,17 @@ variable_list AccumulateGrad::apply(variable_list&& grads) {
     if (create_graph) {
       m.grad = g;
     } else {
-      // Own the gradient: later accumulation writes into it in place.
+      // Own the gradient (later accumulation writes into it in place), laid out like the leaf
+      // when that is contiguous or channels-last, as PyTorch's gradient layout contract.
       NoGradGuard ng;
-      m.grad = (g.impl_ptr().use_count() <= 2 && g.impl()->storage().use_count() == 1 &&
-                g.is_contiguous())
-                   ? g.detach()
-                   : g.detach().clone();
+      const bool leaf_layout = g.is_contiguous() ? leaf.is_contiguous()
+                                                 : g.strides().equals(leaf.strides());
+      if (g.impl_ptr().use_count() <= 2 && g.impl()->storage().use_count() == 1 && leaf_layout) {
+        m.grad = g.detach();
+      } else {
+        m.grad = make_tensor_like(leaf, g.sizes(), g.dtype(), g.device());
+        copy_into(m.grad, g);
+      }
     }
   } else if (create_graph) {
     m.grad = add(m.grad, g);

@@ -45,11 +45,18 @@ std::string bench_usage() {
        "  --model NAME  train_step: the zoo model (default resnet18)\n"
        "  --batch B     train_step: the batch size (default 32)\n"
        "  --image-size S, --classes C   train_step: the input size and classes (default: the\n"
-       "                model's natural ones, e.g. 224 and 1000 for resnet18; `ignis models`)\n";
+       "                model's natural ones, e.g. 224 and 1000 for resnet18; `ignis models`)\n"
+       "  --memory-format contiguous|channels_last   mnist_lenet, train_step: the layout of\n"
+       "                the input batches (default channels_last: the convolutions then run\n"
+       "                without layout reorders)\n";
   return s;
 }
 
 }  // namespace
+
+const char* memory_format_name(MemoryFormat f) {
+  return f == MemoryFormat::ChannelsLast ? "channels_last" : "contiguous";
+}
 
 Tensor uniform_tensor(IntArrayRef shape, float bound, uint32_t seed) {
   std::mt19937 engine(seed);
@@ -78,7 +85,8 @@ int bench_main(const Args& args) {
         key = a.substr(0, eq);
         value = a.substr(eq + 1);
       } else if (key == "--threads" || key == "--repeat" || key == "--data" || key == "--model" ||
-                 key == "--batch" || key == "--image-size" || key == "--classes") {
+                 key == "--batch" || key == "--image-size" || key == "--classes" ||
+                 key == "--memory-format") {
         if (i + 1 >= args.size()) throw UsageError(key + " expects a value", usage);
         value = args[++i];
       }
@@ -97,6 +105,16 @@ int bench_main(const Args& args) {
         opts.image_size = parse_int(key, value, 1, 4096, usage);
       } else if (key == "--classes") {
         opts.classes = parse_int(key, value, 1, 1 << 20, usage);
+      } else if (key == "--memory-format") {
+        if (value == "channels_last") {
+          opts.memory_format = MemoryFormat::ChannelsLast;
+        } else if (value == "contiguous") {
+          opts.memory_format = MemoryFormat::Contiguous;
+        } else {
+          throw UsageError("--memory-format expects contiguous or channels_last, got '" + value +
+                               "'",
+                           usage);
+        }
       } else {
         throw UsageError("unknown option '" + a + "'", usage);
       }

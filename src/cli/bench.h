@@ -20,7 +20,13 @@ struct BenchOptions {
   int64_t batch = 0;     // --batch
   int64_t image_size = 0;
   int64_t classes = 0;
+  // mnist_lenet, train_step: the layout of the input batches (--memory-format); convolutions,
+  // pooling and batch norm keep a channels-last input channels-last.
+  MemoryFormat memory_format = MemoryFormat::ChannelsLast;
 };
+
+/// "contiguous" or "channels_last", as --memory-format spells it.
+const char* memory_format_name(MemoryFormat f);
 
 /// One workload of `ignis bench NAME`.
 struct Workload {
