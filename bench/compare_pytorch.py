@@ -288,35 +288,44 @@ def lenet(torch, in_channels, image_size, classes):
                          nn.Linear(512, classes))
 
 
+def torch_mnist_lenet_one(threads, data, channels_last):
+    """One epoch of LeNet-5 in one memory format (run in a fresh process, so that its peak RSS is
+    this run's alone)."""
+    import torch
+    torch.set_num_threads(threads)
+    xtr, ytr = load_mnist(torch, data, True)
+    xte, yte = load_mnist(torch, data, False)
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    torch.manual_seed(0)
+    model = lenet(torch, 1, 28, 10).to(memory_format=fmt)
+    opt = torch.optim.SGD(model.parameters(), lr=0.02, momentum=0.9)
+    loss_fn = torch.nn.functional.cross_entropy
+    t0 = time.perf_counter()
+    perm = torch.randperm(xtr.shape[0], generator=torch.Generator().manual_seed(0))
+    for i in range(0, xtr.shape[0], 64):
+        idx = perm[i:i + 64]
+        opt.zero_grad()
+        loss_fn(model(xtr[idx].contiguous(memory_format=fmt)), ytr[idx]).backward()
+        opt.step()
+    epoch_s = time.perf_counter() - t0
+    with torch.no_grad():
+        correct = sum(int((model(xte[i:i + 1000]).argmax(1) == yte[i:i + 1000]).sum())
+                      for i in range(0, xte.shape[0], 1000))
+    return {"workload": "mnist_lenet", "threads": threads,
+            "variant": "channels_last" if channels_last else "eager",
+            "s_per_epoch": epoch_s, "test_acc": correct / xte.shape[0],
+            "peak_rss_mb": peak_rss_mb()}
+
+
 def torch_mnist_lenet(torch, threads, repeat, args):
     """One epoch of LeNet-5 on MNIST (SGD lr 0.02 momentum 0.9, batch 64, shuffled), then the
-    test accuracy; batches are sliced from normalised tensors, as ignis's TensorDataset does."""
-    xtr, ytr = load_mnist(torch, args.data, True)
-    xte, yte = load_mnist(torch, args.data, False)
-    out = []
-    # Both memory formats (PyTorch's channels_last: the model and each batch converted), so that
-    # ignis is compared with PyTorch's better one.
-    for variant, fmt in (("eager", torch.contiguous_format),
-                         ("channels_last", torch.channels_last)):
-        torch.manual_seed(0)
-        model = lenet(torch, 1, 28, 10).to(memory_format=fmt)
-        opt = torch.optim.SGD(model.parameters(), lr=0.02, momentum=0.9)
-        loss_fn = torch.nn.functional.cross_entropy
-        t0 = time.perf_counter()
-        perm = torch.randperm(xtr.shape[0], generator=torch.Generator().manual_seed(0))
-        for i in range(0, xtr.shape[0], 64):
-            idx = perm[i:i + 64]
-            opt.zero_grad()
-            loss_fn(model(xtr[idx].contiguous(memory_format=fmt)), ytr[idx]).backward()
-            opt.step()
-        epoch_s = time.perf_counter() - t0
-        with torch.no_grad():
-            correct = sum(int((model(xte[i:i + 1000]).argmax(1) == yte[i:i + 1000]).sum())
-                          for i in range(0, xte.shape[0], 1000))
-        out.append({"workload": "mnist_lenet", "threads": threads, "variant": variant,
-                    "s_per_epoch": epoch_s, "test_acc": correct / xte.shape[0],
-                    "peak_rss_mb": peak_rss_mb()})
-    return out
+    test accuracy; batches are sliced from normalised tensors, as ignis's TensorDataset does. In
+    both memory formats (PyTorch's channels_last: the model and each batch converted), each in its
+    own process, so that ignis is compared with PyTorch's better one."""
+    import multiprocessing
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(1, maxtasksperchild=1) as pool:
+        return [pool.apply(torch_mnist_lenet_one, (threads, args.data, cl)) for cl in (False, True)]
 
 
 def zoo_model(torch, name, in_channels, image_size, classes):

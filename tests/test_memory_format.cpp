@@ -1,6 +1,7 @@
 // Channels-last (NHWC) tensors: the MemoryFormat API, elementwise ops keeping the layout, and the
 // channels-last paths of conv2d, max_pool2d and batch_norm against the same ops on NCHW inputs
 // (values, layouts and gradients), down to whole zoo models.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -47,6 +48,11 @@ TEST(MemoryFormat, ContiguousChannelsLastLaysOutNhwc) {
   const Tensor z = y.contiguous();
   EXPECT_TRUE(z.is_contiguous());
   EXPECT_EQ(vals(z), vals(x));
+  // flatten/reshape copy a channels-last tensor into NCHW order; view refuses it.
+  EXPECT_EQ(vals(y.reshape({2, -1})), vals(x.reshape({2, -1})));
+  EXPECT_THAT(error_of([&] { (void)y.view({2, -1}); }),
+              ::testing::HasSubstr("view: size [2, -1] is not compatible with the input's shape "
+                                   "[2, 3, 4, 5] and strides [60, 1, 15, 3]"));
   // A permuted NHWC block is channels-last without a copy.
   const Tensor nhwc = randn({2, 4, 5, 3}).permute({0, 3, 1, 2});
   EXPECT_EQ(nhwc.suggest_memory_format(), kCL);
