@@ -311,8 +311,10 @@ variable_list AccumulateGrad::apply(variable_list&& grads) {
       // Own the gradient (later accumulation writes into it in place), laid out like the leaf
       // when that is contiguous or channels-last, as PyTorch's gradient layout contract.
       NoGradGuard ng;
-      const bool leaf_layout = g.is_contiguous() ? leaf.is_contiguous()
-                                                 : g.strides().equals(leaf.strides());
+      const bool leaf_layout =
+          g.is_contiguous() ? leaf.is_contiguous()
+                            : g.suggest_memory_format() == MemoryFormat::ChannelsLast &&
+                                  g.strides().equals(leaf.strides());
       if (g.impl_ptr().use_count() <= 2 && g.impl()->storage().use_count() == 1 && leaf_layout) {
         m.grad = g.detach();
       } else {

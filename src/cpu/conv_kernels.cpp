@@ -297,6 +297,8 @@ void via_copies(DType dt, const Tensor& out, std::vector<Tensor> in, F&& f) {
   copy_into(out, o);
 }
 
+/// True when an operand is channels-last (ops/conv.cpp gives dense operands: contiguous or
+/// channels-last), which the reference loops cannot read.
 bool any_channels_last(std::initializer_list<const Tensor*> ts) {
   for (const Tensor* t : ts) {
     if (t->defined() && !t->is_contiguous()) return true;
