@@ -273,5 +273,30 @@ TEST(MemoryFormat, ZooModelsTrainTheSameChannelsLast) {
   }
 }
 
+// fit / evaluate with memory_format = ChannelsLast: the same losses and accuracy as NCHW.
+TEST(MemoryFormat, FitChannelsLastTrainsLikeContiguous) {
+  manual_seed(8);
+  const Tensor x = randn({96, 1, 12, 12});
+  const Tensor y = randint(0, 3, {96});
+  auto ds = std::make_shared<data::TensorDataset>(x, y);
+  auto loss = [](const Tensor& o, const Tensor& t) { return nn::functional::cross_entropy(o, t); };
+  std::vector<train::History> h;
+  for (MemoryFormat f : {MemoryFormat::Contiguous, kCL}) {
+    manual_seed(9);
+    auto model = models::create("lenet", {1, 12, 3});
+    optim::SGD opt(model->parameters(), optim::SGDOptions(0.05).momentum(0.9));
+    data::DataLoader train(ds, {.batch_size = 16, .shuffle = true, .seed = 1});
+    data::DataLoader val(ds, {.batch_size = 32});
+    h.push_back(train::fit(*model, loss, opt, train, &val, {.epochs = 2, .memory_format = f}));
+  }
+  ASSERT_EQ(h[0].val.size(), 2u);
+  ASSERT_EQ(h[1].val.size(), 2u);
+  for (size_t e = 0; e < 2; ++e) {
+    EXPECT_NEAR(h[1].train[e].loss, h[0].train[e].loss, 1e-4);
+    EXPECT_NEAR(h[1].val[e].loss, h[0].val[e].loss, 1e-4);
+    EXPECT_EQ(h[1].val[e].accuracy, h[0].val[e].accuracy);
+  }
+}
+
 }  // namespace
 }  // namespace ignis

@@ -60,6 +60,9 @@ struct History {
 
 struct FitOptions {
   int64_t epochs = 1;
+  /// The layout 4-d input batches are given to the model in: ChannelsLast runs convolutional
+  /// networks without layout reorders (docs/cnn.md); other inputs are passed as they are.
+  MemoryFormat memory_format = MemoryFormat::Contiguous;
   /// Resume: the epoch to start at and the optimizer steps already taken.
   int64_t start_epoch = 0;
   int64_t start_step = 0;
@@ -72,8 +75,10 @@ History fit(nn::Module& model, const LossFn& loss, optim::Optimizer& optimizer,
             data::DataLoader& train_loader, data::DataLoader* val_loader, FitOptions opts,
             const std::vector<std::shared_ptr<Callback>>& callbacks = {});
 
-/// Loss and accuracy of `model` (in eval mode, without gradients) over a loader.
-Metrics evaluate(nn::Module& model, const LossFn& loss, data::DataLoader& loader);
+/// Loss and accuracy of `model` (in eval mode, without gradients) over a loader, its 4-d input
+/// batches laid out in `memory_format`.
+Metrics evaluate(nn::Module& model, const LossFn& loss, data::DataLoader& loader,
+                 MemoryFormat memory_format = MemoryFormat::Contiguous);
 
 /// Number of correct predictions: argmax(output, 1) == target.
 int64_t count_correct(const Tensor& output, const Tensor& target);

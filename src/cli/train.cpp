@@ -18,14 +18,15 @@ const char* kTrainUsage =
     "                   --dataset mnist|fashion-mnist|cifar10 [--data DIR] [--epochs N]\n"
     "                   [--batch-size B] [--optimizer sgd|adam] [--lr LR] [--momentum M]\n"
     "                   [--seed S] [--threads T] [--workers W] [--save PATH] [--resume PATH]\n"
-    "                   [--log metrics.jsonl]\n"
+    "                   [--log metrics.jsonl] [--memory-format channels_last|contiguous]\n"
     "(`ignis models` lists the models; --lr defaults to 0.05 for sgd and 0.001 for adam;\n"
     " --momentum, default 0.9, is for sgd only; cifar10 reads the binary batches,\n"
     " data_batch_1.bin ..., from --data, default data/cifar10, and trains with random crops\n"
-    " and flips)\n";
+    " and flips; --memory-format is the layout of the image batches, default channels_last)\n";
 const char* kEvalUsage =
     "usage: ignis eval --model NAME --dataset mnist|fashion-mnist|cifar10 --load PATH\n"
-    "                  [--data DIR] [--batch-size B] [--threads T]\n";
+    "                  [--data DIR] [--batch-size B] [--threads T]\n"
+    "                  [--memory-format channels_last|contiguous]\n";
 
 struct Options {
   std::map<std::string, std::string> values;
@@ -112,6 +113,15 @@ std::shared_ptr<nn::Module> create_model(const std::string& name, const std::str
   }
 }
 
+// --memory-format: the layout image batches reach the model in (channels_last runs the
+// convolutions without layout reorders; the results are the same).
+MemoryFormat memory_format(const Options& o, const char* usage) {
+  const std::string v = o.get("memory-format", "channels_last");
+  if (v == "channels_last") return MemoryFormat::ChannelsLast;
+  if (v == "contiguous") return MemoryFormat::Contiguous;
+  throw UsageError("--memory-format expects channels_last or contiguous, got '" + v + "'", usage);
+}
+
 void set_threads(const Options& o, const char* usage) {
   if (o.values.count("threads")) {
     set_num_threads(
@@ -123,7 +133,8 @@ void set_threads(const Options& o, const char* usage) {
 
 int train_main(const Args& args) {
   Options o = parse(args, {"model", "dataset", "data", "epochs", "batch-size", "optimizer", "lr",
-                           "momentum", "seed", "threads", "workers", "save", "resume", "log"},
+                           "momentum", "seed", "threads", "workers", "save", "resume", "log",
+                           "memory-format"},
                     kTrainUsage);
   set_threads(o, kTrainUsage);
   const std::string dataset = o.get("dataset", "mnist");
@@ -152,7 +163,7 @@ int train_main(const Args& args) {
   } else {
     opt = std::make_unique<optim::Adam>(model->parameters(), optim::AdamOptions(lr));
   }
-  train::FitOptions fo{.epochs = epochs};
+  train::FitOptions fo{.epochs = epochs, .memory_format = memory_format(o, kTrainUsage)};
   if (o.values.count("resume")) {
     train::TrainingState s = train::load_checkpoint(o.get("resume", ""), *model, *opt, nullptr);
     fo.start_epoch = s.epoch;
@@ -192,8 +203,11 @@ int train_main(const Args& args) {
 }
 
 int eval_main(const Args& args) {
-  Options o = parse(args, {"model", "dataset", "data", "load", "batch-size", "threads"}, kEvalUsage);
+  Options o = parse(args, {"model", "dataset", "data", "load", "batch-size", "threads",
+                           "memory-format"},
+                    kEvalUsage);
   set_threads(o, kEvalUsage);
+  const MemoryFormat format = memory_format(o, kEvalUsage);
   if (!o.values.count("load")) throw UsageError("--load is required", kEvalUsage);
   const std::string dataset = o.get("dataset", "mnist");
   auto model = create_model(o.get("model", "mlp"), dataset, kEvalUsage);
@@ -209,7 +223,7 @@ int eval_main(const Args& args) {
   model->load_state_dict(sd.empty() ? f.tensors : sd);
   train::Metrics m = train::evaluate(*model, [](const Tensor& out, const Tensor& t) {
     return nn::functional::cross_entropy(out, t);
-  }, loader);
+  }, loader, format);
   std::cout << "test_loss=" << m.loss << " test_acc=" << m.accuracy << " samples=" << m.samples
             << "\n";
   return 0;

@@ -22,6 +22,11 @@ void add_batch(Metrics& m, double loss, int64_t correct, int64_t n) {
                static_cast<double>(total);
   m.samples = total;
 }
+// A 4-d batch in `format` (a copy, or a restride for one channel); other batches as they are.
+Tensor laid_out(const Tensor& x, MemoryFormat format) {
+  return format == MemoryFormat::ChannelsLast && x.dim() == 4 ? x.contiguous(format) : x;
+}
+
 }  // namespace
 
 int64_t count_correct(const Tensor& output, const Tensor& target) {
@@ -30,13 +35,14 @@ int64_t count_correct(const Tensor& output, const Tensor& target) {
   return (argmax(output, 1) == target.to(kInt64)).sum().item<int64_t>();
 }
 
-Metrics evaluate(nn::Module& model, const LossFn& loss, data::DataLoader& loader) {
+Metrics evaluate(nn::Module& model, const LossFn& loss, data::DataLoader& loader,
+                 MemoryFormat memory_format) {
   const bool was_training = model.is_training();
   model.eval();
   NoGradGuard ng;
   Metrics m;
   for (auto& batch : loader) {
-    Tensor out = model.forward(batch.data);
+    Tensor out = model.forward(laid_out(batch.data, memory_format));
     const double l = loss(out, batch.target).item<double>();
     add_batch(m, l, count_correct(out, batch.target), batch.data.size(0));
   }
@@ -69,7 +75,7 @@ History fit(nn::Module& model, const LossFn& loss, optim::Optimizer& optimizer,
     const double t0 = now_seconds();
     for (auto& batch : train_loader) {
       optimizer.zero_grad();
-      Tensor out = model.forward(batch.data);
+      Tensor out = model.forward(laid_out(batch.data, opts.memory_format));
       Tensor l = loss(out, batch.target);
       l.backward();
       optimizer.step();
@@ -84,7 +90,7 @@ History fit(nn::Module& model, const LossFn& loss, optim::Optimizer& optimizer,
     s.epoch_seconds = now_seconds() - t0;
     history.train.push_back(s.train);
     if (val_loader != nullptr) {
-      s.val = evaluate(model, loss, *val_loader);
+      s.val = evaluate(model, loss, *val_loader, opts.memory_format);
       history.val.push_back(*s.val);
     }
     for (auto& c : callbacks) c->on_epoch_end(s);
