@@ -105,7 +105,7 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   IGNIS_CHECK(x.dim() >= 2, op, ": expected an input of at least 2 dims [N, C, *], but got shape ",
               x.sizes());
   IGNIS_CHECK(x.is_floating_point(), op, ": expected a floating point input, but got ", x.dtype());
-  const int64_t n_batch = x.size(0), channels = x.size(1);
+  const int64_t channels = x.size(1);
   check_channel_vector(weight, op, "weight", x, channels);
   check_channel_vector(bias, op, "bias", x, channels);
   check_channel_vector(running_mean, op, "running_mean", x, channels);
