@@ -31,7 +31,7 @@ struct OpInfo {
   double atol_bf16 = 2e-2, rtol_bf16 = 2e-2;
   double atol64 = 1e-10, rtol64 = 1e-8;
   /// Which inputs are differentiated by gradcheck (default: every floating input).
-  std::vector<size_t> grad_inputs;
+  std::vector<size_t> grad_inputs = {};
   bool differentiable = true;
   bool twice_differentiable = true;
 };

@@ -90,6 +90,50 @@ TEST(MemoryFormat, ContiguousIsDifferentiable) {
   EXPECT_EQ(vals(x1.grad()), std::vector<double>(8, 3.0));
 }
 
+TEST(MemoryFormat, CopiesAndLikeFormsKeepChannelsLast) {
+  manual_seed(3);
+  const Tensor x = randn({2, 3, 4, 5});
+  const Tensor y = x.contiguous(kCL);
+  // clone(), to(dtype) and to(device, copy) keep the layout and the values (preserve_format).
+  const Tensor c = y.clone();
+  EXPECT_TRUE(is_cl(c));
+  EXPECT_NE(c.data_ptr(), y.data_ptr());
+  EXPECT_EQ(vals(c), vals(x));
+  const Tensor d = y.to(kFloat64);
+  EXPECT_TRUE(is_cl(d));
+  EXPECT_EQ(strides(d), (S{60, 1, 15, 3}));
+  EXPECT_EQ(vals(d), vals(x));
+  EXPECT_TRUE(is_cl(y.to(kCPU, true)));
+  // The *_like forms too, with the values each promises.
+  EXPECT_TRUE(is_cl(empty_like(y)));
+  const Tensor z = zeros_like(y), o = ones_like(y, TensorOptions(kFloat64));
+  const Tensor f = full_like(y, 2.5);
+  EXPECT_TRUE(is_cl(z) && is_cl(o) && is_cl(f));
+  EXPECT_EQ(vals(z), std::vector<double>(120, 0.0));
+  EXPECT_EQ(vals(o), std::vector<double>(120, 1.0));
+  EXPECT_EQ(o.dtype(), kFloat64);
+  EXPECT_EQ(vals(f), std::vector<double>(120, 2.5));
+  // Random *_like forms draw in logical order: the same numbers as for a contiguous tensor.
+  manual_seed(4);
+  const Tensor r = randn_like(y);
+  manual_seed(4);
+  const Tensor rc = randn_like(x);
+  EXPECT_TRUE(is_cl(r));
+  EXPECT_TRUE(rc.is_contiguous());
+  EXPECT_EQ(vals(r), vals(rc));
+  EXPECT_TRUE(is_cl(rand_like(y)));
+  // contiguous() still gives NCHW, and gradients flow through clone() of a channels-last leaf.
+  EXPECT_TRUE(c.contiguous().is_contiguous());
+  const Tensor leaf = x.contiguous(kCL).detach().requires_grad_();
+  (leaf.clone() * 3.0).sum().backward();
+  EXPECT_EQ(vals(leaf.grad()), std::vector<double>(120, 3.0));
+  // Any other strided input (a transpose) gives contiguous copies, as before.
+  const Tensor t = randn({4, 3}).t();
+  EXPECT_TRUE(t.clone().is_contiguous());
+  EXPECT_TRUE(zeros_like(t).is_contiguous());
+  EXPECT_TRUE(t.to(kFloat64).is_contiguous());
+}
+
 // ---- elementwise ops keep the layout
 
 TEST(MemoryFormat, ElementwiseResultsStayChannelsLast) {

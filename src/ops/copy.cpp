@@ -15,9 +15,11 @@ void copy_into(const Tensor& dst, const Tensor& src) {
   copy_stub[dst.device()](it, dst.dtype(), src.dtype());
 }
 
+// clone() and to() keep a channels-last layout (PyTorch's preserve_format); any other strided
+// input gives a contiguous result.
 Tensor Tensor::to(DType dtype, bool copy) const {
   if (dtype == this->dtype() && !copy) return *this;
-  Tensor out = make_tensor(sizes(), dtype, device());
+  Tensor out = make_tensor_like(*this, sizes(), dtype, device());
   copy_into(out, *this);
   if (autograd::any_needs_grad({this}) && ignis::is_floating_point(dtype)) {
     // The engine casts the gradient back to the input's dtype.
@@ -30,7 +32,7 @@ Tensor Tensor::to(DType dtype, bool copy) const {
 
 Tensor Tensor::to(Device device, bool copy) const {
   if (device == this->device() && !copy) return *this;
-  Tensor out = make_tensor(sizes(), dtype(), device);  // throws if no backend for `device`
+  Tensor out = make_tensor_like(*this, sizes(), dtype(), device);  // throws if no backend
   copy_into(out, *this);
   return out;
 }
@@ -40,18 +42,31 @@ Tensor Tensor::to(const TensorOptions& opts, bool copy) const {
   return t.to(opts.device(), copy && !opts.has_dtype());
 }
 
-Tensor Tensor::clone() const {
-  Tensor out = make_tensor(sizes(), dtype(), device());
-  copy_into(out, *this);
-  if (autograd::any_needs_grad({this})) {
-    autograd::record("clone", {this}, {&out}, [](autograd::BackwardCtx&, const TensorList& g) {
+namespace {
+// Records out = x for autograd: the gradient passes through unchanged.
+Tensor pass_through(const Tensor& x, Tensor out, const char* op) {
+  if (autograd::any_needs_grad({&x})) {
+    autograd::record(op, {&x}, {&out}, [](autograd::BackwardCtx&, const TensorList& g) {
       return TensorList{g[0]};
     });
   }
   return out;
 }
+// A differentiable copy of x into `out` (same shape, dtype and device).
+Tensor copy_as(const Tensor& x, Tensor out, const char* op) {
+  copy_into(out, x);
+  return pass_through(x, std::move(out), op);
+}
+}  // namespace
 
-Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+Tensor Tensor::clone() const {
+  return copy_as(*this, make_tensor_like(*this, sizes(), dtype(), device()), "clone");
+}
+
+Tensor Tensor::contiguous() const {
+  return is_contiguous() ? *this
+                         : copy_as(*this, make_tensor(sizes(), dtype(), device()), "contiguous");
+}
 
 Tensor Tensor::contiguous(MemoryFormat format) const {
   if (format == MemoryFormat::Contiguous) return contiguous();
@@ -59,20 +74,11 @@ Tensor Tensor::contiguous(MemoryFormat format) const {
               "shape ", sizes());
   if (suggest_memory_format() == MemoryFormat::ChannelsLast) return *this;
   if (is_contiguous(format)) {  // dense NHWC already (size-1 dims): restride, no copy
-    Tensor v = make_view(*this, sizes().shape(), channels_last_strides(sizes()), storage_offset());
-    if (autograd::any_needs_grad({this})) {
-      autograd::record("contiguous", {this}, {&v},
-                       [](autograd::BackwardCtx&, const TensorList& g) { return TensorList{g[0]}; });
-    }
-    return v;
+    return pass_through(
+        *this, make_view(*this, sizes().shape(), channels_last_strides(sizes()), storage_offset()),
+        "contiguous");
   }
-  Tensor out = make_tensor(sizes(), dtype(), device(), format);
-  copy_into(out, *this);
-  if (autograd::any_needs_grad({this})) {
-    autograd::record("contiguous", {this}, {&out},
-                     [](autograd::BackwardCtx&, const TensorList& g) { return TensorList{g[0]}; });
-  }
-  return out;
+  return copy_as(*this, make_tensor(sizes(), dtype(), device(), format), "contiguous");
 }
 Tensor contiguous(const Tensor& x) { return x.contiguous(); }
 

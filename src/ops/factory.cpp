@@ -23,6 +23,19 @@ Tensor from_data(const T* data, size_t n, Shape shape, TensorOptions opts) {
   if (n) std::memcpy(src.data_ptr(), data, n * sizeof(T));
   return finish(src.to(opts.dtype()).to(opts.device()), opts);
 }
+// `t` is freshly allocated and dense (contiguous or channels-last), so one memset zeroes it.
+Tensor zeroed(Tensor t, const TensorOptions& opts) {
+  if (opts.device().is_cpu()) {
+    if (t.nbytes()) std::memset(t.data_ptr(), 0, t.nbytes());
+  } else {
+    t.fill_(0);
+  }
+  return finish(t, opts);
+}
+// The *_like forms keep a channels-last layout (PyTorch's preserve_format).
+Tensor alloc_like(const Tensor& t, const TensorOptions& opts) {
+  return make_tensor_like(t, t.sizes(), opts.dtype(), opts.device());
+}
 }  // namespace
 
 Tensor empty(IntArrayRef size, TensorOptions opts) {
@@ -34,23 +47,26 @@ Tensor full(IntArrayRef size, Scalar value, TensorOptions opts) {
   return finish(t, opts);
 }
 Tensor zeros(IntArrayRef size, TensorOptions opts) {
-  Tensor t = make_tensor(size, opts.dtype(), opts.device());
-  if (opts.device().is_cpu()) {
-    if (t.nbytes()) std::memset(t.data_ptr(), 0, t.nbytes());
-  } else {
-    t.fill_(0);
-  }
-  return finish(t, opts);
+  return zeroed(make_tensor(size, opts.dtype(), opts.device()), opts);
 }
 Tensor ones(IntArrayRef size, TensorOptions opts) { return full(size, 1, opts); }
 Tensor scalar_tensor(Scalar value, TensorOptions opts) { return full({}, value, opts); }
 
-Tensor empty_like(const Tensor& t, std::optional<TensorOptions> o) { return empty(t.sizes(), like(t, o)); }
-Tensor zeros_like(const Tensor& t, std::optional<TensorOptions> o) { return zeros(t.sizes(), like(t, o)); }
-Tensor ones_like(const Tensor& t, std::optional<TensorOptions> o) { return ones(t.sizes(), like(t, o)); }
-Tensor full_like(const Tensor& t, Scalar v, std::optional<TensorOptions> o) {
-  return full(t.sizes(), v, like(t, o));
+Tensor empty_like(const Tensor& t, std::optional<TensorOptions> o) {
+  const TensorOptions opts = like(t, o);
+  return finish(alloc_like(t, opts), opts);
 }
+Tensor zeros_like(const Tensor& t, std::optional<TensorOptions> o) {
+  const TensorOptions opts = like(t, o);
+  return zeroed(alloc_like(t, opts), opts);
+}
+Tensor full_like(const Tensor& t, Scalar v, std::optional<TensorOptions> o) {
+  const TensorOptions opts = like(t, o);
+  Tensor out = alloc_like(t, opts);
+  out.fill_(v);
+  return finish(out, opts);
+}
+Tensor ones_like(const Tensor& t, std::optional<TensorOptions> o) { return full_like(t, 1, o); }
 
 Tensor tensor(const std::vector<double>& v, TensorOptions opts) {
   return from_data(v.data(), v.size(), {static_cast<int64_t>(v.size())}, opts);

@@ -77,31 +77,40 @@ Tensor& after_fill(Tensor& self) {
 
 }  // namespace
 
-Tensor rand(IntArrayRef size, TensorOptions opts) {
-  check_floating(opts.dtype(), "rand");
-  Tensor t = make_tensor(size, opts.dtype(), opts.device());
+namespace {
+// Fills a fresh tensor with U(0, 1) or N(0, 1) numbers, in logical (not memory) order.
+Tensor standard(Tensor t, const DispatchStub<RandomFn>& stub, const TensorOptions& opts) {
   RandomArgs a;
   a.a = 0;
   a.b = 1;
-  fill_random(t, uniform_stub, a);
+  fill_random(t, stub, a);
   return finish(t, opts);
+}
+Tensor standard_like(const Tensor& like_t, const std::optional<TensorOptions>& o,
+                     const DispatchStub<RandomFn>& stub, const char* op) {
+  const TensorOptions opts = like(like_t, o);
+  check_floating(opts.dtype(), op);
+  // Keeps a channels-last layout, as the other *_like forms do.
+  return standard(make_tensor_like(like_t, like_t.sizes(), opts.dtype(), opts.device()), stub,
+                  opts);
+}
+}  // namespace
+
+Tensor rand(IntArrayRef size, TensorOptions opts) {
+  check_floating(opts.dtype(), "rand");
+  return standard(make_tensor(size, opts.dtype(), opts.device()), uniform_stub, opts);
 }
 
 Tensor randn(IntArrayRef size, TensorOptions opts) {
   check_floating(opts.dtype(), "randn");
-  Tensor t = make_tensor(size, opts.dtype(), opts.device());
-  RandomArgs a;
-  a.a = 0;
-  a.b = 1;
-  fill_random(t, normal_stub, a);
-  return finish(t, opts);
+  return standard(make_tensor(size, opts.dtype(), opts.device()), normal_stub, opts);
 }
 
 Tensor rand_like(const Tensor& t, std::optional<TensorOptions> opts) {
-  return rand(t.sizes(), like(t, opts));
+  return standard_like(t, opts, uniform_stub, "rand_like");
 }
 Tensor randn_like(const Tensor& t, std::optional<TensorOptions> opts) {
-  return randn(t.sizes(), like(t, opts));
+  return standard_like(t, opts, normal_stub, "randn_like");
 }
 
 Tensor randint(int64_t low, int64_t high, IntArrayRef size, TensorOptions opts) {

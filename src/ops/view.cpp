@@ -104,7 +104,7 @@ Tensor Tensor::reshape(IntArrayRef shape) const {
     return finish_view(*this, make_view(*this, s, *st, storage_offset()), "reshape",
                        reshape_back(*this));
   }
-  return clone().view(s);
+  return contiguous().view(s);
 }
 
 Tensor Tensor::as_strided(IntArrayRef sizes_, IntArrayRef strides_,
