@@ -88,6 +88,14 @@ TEST(MemoryFormat, ContiguousIsDifferentiable) {
   const Tensor x1 = randn({2, 1, 2, 2}).requires_grad_();
   (x1.contiguous(kCL) * 3.0).sum().backward();
   EXPECT_EQ(vals(x1.grad()), std::vector<double>(8, 3.0));
+  // That restride is a view: an in-place write to it would change `b` behind autograd's back,
+  // so it is refused, as for any view of a tensor that requires grad.
+  const Tensor b = x1 * 1.0;
+  Tensor c = b.contiguous(kCL);
+  EXPECT_EQ(c.data_ptr(), b.data_ptr());
+  EXPECT_EQ(error_of([&] { c.mul_(2.0); }),
+            "mul_: in-place operation on a view of a tensor that requires grad is not "
+            "supported; clone() the view first");
 }
 
 TEST(MemoryFormat, CopiesAndLikeFormsKeepChannelsLast) {
@@ -134,6 +142,51 @@ TEST(MemoryFormat, CopiesAndLikeFormsKeepChannelsLast) {
   EXPECT_TRUE(t.to(kFloat64).is_contiguous());
 }
 
+TEST(MemoryFormat, LeafGradientsAreChannelsLastOrContiguous) {
+  manual_seed(6);
+  // Runs (leaf * w).sum().backward() (the gradient: w's values, laid out like w) and tells
+  // whether the engine kept the incoming gradient's block (seen by a hook) as .grad rather than
+  // copying it.
+  auto grad_of = [](const Tensor& leaf, const Tensor& w, bool& kept) {
+    const void* seen = nullptr;
+    leaf.register_hook([&](const Tensor& g) { seen = g.data_ptr(); });
+    (leaf * w).sum().backward();
+    kept = leaf.grad().data_ptr() == seen;
+    return leaf.grad();
+  };
+  bool kept = false;
+  // A transposed leaf: the (contiguous) incoming gradient is kept as it is, no copy.
+  const Tensor t = randn({3, 4}).t().detach().requires_grad_();
+  const Tensor wt = randn({4, 3});
+  Tensor g = grad_of(t, wt, kept);
+  EXPECT_TRUE(kept);
+  EXPECT_TRUE(g.is_contiguous());
+  EXPECT_EQ(vals(g), vals(wt));
+  // A channels-last leaf and a channels-last gradient: kept too.
+  const Tensor c = randn({2, 3, 2, 2}).contiguous(kCL).detach().requires_grad_();
+  const Tensor wc = randn({2, 3, 2, 2}).contiguous(kCL);
+  g = grad_of(c, wc, kept);
+  EXPECT_TRUE(kept);
+  EXPECT_TRUE(is_cl(g));
+  EXPECT_EQ(vals(g), vals(wc));
+  // A contiguous gradient for a channels-last leaf is copied into the leaf's layout.
+  const Tensor c2 = randn({2, 3, 2, 2}).contiguous(kCL).detach().requires_grad_();
+  (c2.contiguous() * 2.0).sum().backward();
+  EXPECT_TRUE(is_cl(c2.grad()));
+  EXPECT_EQ(vals(c2.grad()), std::vector<double>(24, 2.0));
+}
+
+TEST(MemoryFormat, Conv1dOfATransposedInputIsContiguous) {
+  // [N, L, C] transposed to [N, C, L] looks channels-last once unsqueezed to 4-d; conv1d still
+  // returns a contiguous [N, O, L] (so view works) with the values of the contiguous input.
+  manual_seed(5);
+  const Tensor nlc = randn({2, 8, 3}), w = randn({4, 3, 1});
+  const Tensor y = conv1d(nlc.transpose(1, 2), w);
+  EXPECT_TRUE(y.is_contiguous());
+  const Tensor ref = conv1d(nlc.transpose(1, 2).contiguous(), w);
+  EXPECT_EQ(vals(y.view({2, -1})), vals(ref.view({2, -1})));
+}
+
 // ---- elementwise ops keep the layout
 
 TEST(MemoryFormat, ElementwiseResultsStayChannelsLast) {
@@ -153,6 +206,9 @@ TEST(MemoryFormat, ElementwiseResultsStayChannelsLast) {
   const Tensor u = a * bc;  // mixed layouts: values right, laid out like the channels-last one
   EXPECT_TRUE(is_cl(u));
   EXPECT_EQ(vals(u), vals(a * b));
+  const Tensor e = ones({1, 1, 1, 1}).expand({2, 3, 4, 5}) * bc;  // expanded, then channels-last
+  EXPECT_TRUE(is_cl(e));
+  EXPECT_EQ(vals(e), vals(b));
   Tensor v = ac.clone().contiguous(kCL);
   v.mul_(2.0).add_(b);
   EXPECT_TRUE(is_cl(v));

@@ -229,6 +229,42 @@ TEST(BatchNorm, SameBitsForAnyThreadCount) {
   for (size_t i = 0; i < one.size(); ++i) EXPECT_TRUE(equal(one[i], two[i])) << "output " << i;
 }
 
+TEST(BatchNorm, RowsOfManyChannelsSplitOverThreadsWithTheSameBits) {
+  // [R, C] rows (BatchNorm1d, and channels-last as [N*H*W, C]): 300 rows are two chunks of rows,
+  // 600 channels three blocks, so the sums are split both ways; any thread count, same bits,
+  // and the values of the float64 definition.
+  manual_seed(10);
+  for (const Shape& shape : {Shape{300, 600}, Shape{3, 600, 10, 10}}) {
+    Tensor x = randn(shape), g = randn(shape);
+    if (shape.size() == 4) {
+      x = x.contiguous(MemoryFormat::ChannelsLast);
+      g = g.contiguous(MemoryFormat::ChannelsLast);
+    }
+    x.requires_grad_(true);
+    Tensor w = randn({600}).requires_grad_(true);
+    auto run = [&](int threads) {
+      set_num_threads(threads);
+      Tensor y = batch_norm(x, {}, {}, w, {}, true, 0.1, 1e-5);
+      auto grads = autograd::grad({y}, {x, w}, {g});
+      return std::vector<Tensor>{y.detach(), grads[0], grads[1]};
+    };
+    const int before = get_num_threads();
+    auto one = run(1), two = run(2), three = run(3);
+    set_num_threads(before);
+    for (size_t i = 0; i < one.size(); ++i) {
+      EXPECT_TRUE(equal(one[i], two[i])) << "output " << i;
+      EXPECT_TRUE(equal(one[i], three[i])) << "output " << i;
+    }
+    const Tensor x64 = x.detach().to(kFloat64).contiguous();
+    std::vector<int64_t> dims{0};
+    if (shape.size() == 4) dims = {0, 2, 3};
+    const Shape keep = shape.size() == 4 ? Shape{1, 600, 1, 1} : Shape{1, 600};
+    const Tensor mu = x64.mean(dims, true), var = x64.var(dims, 0, true);
+    const Tensor want = (x64 - mu) / (var + 1e-5).sqrt() * w.detach().to(kFloat64).reshape(keep);
+    EXPECT_LE((one[0].to(kFloat64) - want).abs().max().item<double>(), 1e-4);
+  }
+}
+
 TEST(BatchNorm, RunningStatsFollowBFloat16Input) {
   nn::BatchNorm2d bn(1, 1e-5, 1.0);
   Tensor x = tensor({1.0, 3.0}).reshape({2, 1, 1, 1}).to(kBFloat16);

@@ -60,12 +60,12 @@ struct History {
 
 struct FitOptions {
   int64_t epochs = 1;
-  /// The layout 4-d input batches are given to the model in: ChannelsLast runs convolutional
-  /// networks without layout reorders (docs/cnn.md); other inputs are passed as they are.
-  MemoryFormat memory_format = MemoryFormat::Contiguous;
   /// Resume: the epoch to start at and the optimizer steps already taken.
   int64_t start_epoch = 0;
   int64_t start_step = 0;
+  /// The layout 4-d input batches are given to the model in: ChannelsLast runs convolutional
+  /// networks without layout reorders (docs/cnn.md); other inputs are passed as they are.
+  MemoryFormat memory_format = MemoryFormat::Contiguous;
 };
 
 /// Trains `model` for opts.epochs passes over train_loader (one epoch = one pass; the loader's

@@ -199,8 +199,8 @@ void bench_mnist_mlp(const BenchOptions& opts) {
 
 // One epoch of LeNet-5 (models::lenet) on MNIST: SGD lr 0.02 momentum 0.9, batch 64, shuffled
 // with seed 0, inputs normalised with (0.1307, 0.3081) and laid out in opts.memory_format (for
-// MNIST's one channel channels-last is a restride, no copy); then the test accuracy. Timed: the
-// epoch's loop (loading batches, forward, backward, step), not reading the files.
+// MNIST's one channel channels-last is a restride, no copy); then the test accuracy, in the same
+// layout. Timed: the epoch's loop (loading batches, forward, backward, step), not reading files.
 void bench_mnist_lenet(const BenchOptions& opts) {
   auto train_set = normalized_mnist(opts.data, true);
   auto test_set = normalized_mnist(opts.data, false);
@@ -223,7 +223,7 @@ void bench_mnist_lenet(const BenchOptions& opts) {
   }
   const double epoch_s = now_s() - t0;
   model->eval();
-  const train::Metrics m = train::evaluate(*model, loss_fn, test_loader);
+  const train::Metrics m = train::evaluate(*model, loss_fn, test_loader, opts.memory_format);
   std::printf(
       "workload=mnist_lenet threads=%d memory_format=%s s_per_epoch=%.2f test_acc=%.4f "
       "peak_rss_mb=%.0f\n",

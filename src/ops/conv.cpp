@@ -254,7 +254,9 @@ Tensor conv_nd(const ConvArgs& a, const Tensor& x, const Tensor& w, const Tensor
   Tensor x4 = unbatched ? x.unsqueeze(0) : x;
   Tensor w4 = w;
   if (a.nd == 1) {
-    x4 = x4.unsqueeze(2);
+    // A transposed [N, L, C] input would look channels-last once unsqueezed and give a strided
+    // 3-d result: conv1d takes and returns contiguous [N, C, L] tensors.
+    x4 = x4.unsqueeze(2).contiguous();
     w4 = w4.unsqueeze(2);
   }
   const ConvParams p = resolve(a, x4, w4, groups);

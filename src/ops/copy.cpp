@@ -74,9 +74,7 @@ Tensor Tensor::contiguous(MemoryFormat format) const {
               "shape ", sizes());
   if (suggest_memory_format() == MemoryFormat::ChannelsLast) return *this;
   if (is_contiguous(format)) {  // dense NHWC already (size-1 dims): restride, no copy
-    return pass_through(
-        *this, make_view(*this, sizes().shape(), channels_last_strides(sizes()), storage_offset()),
-        "contiguous");
+    return restride_channels_last(*this);
   }
   return copy_as(*this, make_tensor(sizes(), dtype(), device(), format), "contiguous");
 }

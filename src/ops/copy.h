@@ -8,6 +8,10 @@ namespace ignis {
 /// dst[...] = cast(src[...]); src broadcast to dst's shape. No autograd, no version bump.
 void copy_into(const Tensor& dst, const Tensor& src);
 
+/// x (4-d, dense in NHWC order but not laid out channels-last: C == 1, say) re-strided as
+/// channels-last without a copy: a view (ops/view.cpp), so in-place writes to it are checked.
+Tensor restride_channels_last(const Tensor& x);
+
 /// The copy kernel: dst dtype and src dtype may differ.
 using CopyFn = void (*)(const TensorIter& it, DType dst, DType src);
 IGNIS_DECLARE_STUB(copy_stub, CopyFn);

@@ -64,7 +64,11 @@ Tensor binary_op(const DispatchStub<ElementwiseFn>& stub, const Tensor& a, const
   if (b.dtype() != compute) pb = &(tb = b.to(compute));
   Tensor out;
   if (a.sizes().equals(b.sizes())) {
-    out = make_tensor_like(a.is_contiguous() ? b : a, a.sizes(), out_dtype, a.device());
+    // Laid out like a channels-last operand (an expanded or transposed one does not count).
+    const bool like_b =
+        a.is_contiguous() ||
+        (!b.is_contiguous() && a.suggest_memory_format() != MemoryFormat::ChannelsLast);
+    out = make_tensor_like(like_b ? b : a, a.sizes(), out_dtype, a.device());
   } else {
     Shape s;
     try {

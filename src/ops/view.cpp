@@ -4,7 +4,7 @@
 #include <numeric>
 
 #include "autograd/node.h"
-#include "ops/elementwise.h"
+#include "ops/copy.h"
 
 namespace ignis {
 
@@ -96,6 +96,12 @@ Tensor Tensor::view(IntArrayRef shape) const {
               " (at least one dimension spans two contiguous subspaces); use reshape instead");
   return finish_view(*this, make_view(*this, s, *st, storage_offset()), "view",
                      reshape_back(*this));
+}
+
+Tensor restride_channels_last(const Tensor& x) {
+  return finish_view(
+      x, make_view(x, x.sizes().shape(), channels_last_strides(x.sizes()), x.storage_offset()),
+      "contiguous", [](BackwardCtx&, const TensorList& g) { return TensorList{g[0]}; });
 }
 
 Tensor Tensor::reshape(IntArrayRef shape) const {
