@@ -467,6 +467,9 @@ TEST(MaxPoolReference, ValuesIndicesAndGradient2x2) {
     // and a non-contiguous input (a transposed view).
     Tensor x = randint(0, 4, {2, 3, 9, 7}).to(dt);
     x.index_put_({0, 1, 2, 3}, std::nan(""));
+    // Two NaNs in one window, in different rows and columns: the last in row-major order wins.
+    x.index_put_({1, 2, 4, 1}, std::nan(""));
+    x.index_put_({1, 2, 5, 0}, std::nan(""));
     for (const Tensor& in : {x, x.transpose(2, 3).contiguous().transpose(2, 3)}) {
       const PoolRef ref = pool_ref(in, 2, 2);
       auto [y, ind] = max_pool2d_with_indices(in, {2});

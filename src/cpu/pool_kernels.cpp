@@ -167,7 +167,8 @@ void max_pool_nhwc(const Tensor& out, int64_t* ip, const Tensor& x, const Clippe
 
 /// Max pooling in two passes per output row: first the maxima over the window's rows for every
 /// input column (a contiguous, vectorisable loop over the row), then over each window's columns.
-/// Ties go to the first position in row-major order, as PyTorch's single scan does; NaN wins.
+/// Ties go to the first position in row-major order, as PyTorch's single scan does; NaN wins (the
+/// last NaN in row-major order, as in that scan).
 void max_pool_kernel(const Tensor& out, const Tensor& indices, const Tensor& x,
                      const PoolGeom& g) {
   const int64_t H = g.h.in, W = g.w.in, OH = g.h.out(), OW = g.w.out();
@@ -218,7 +219,8 @@ void max_pool_kernel(const Tensor& out, const Tensor& indices, const Tensor& x,
               rp[w] = take ? h : rp[w];
             }
           }
-          // Pass 2: over each window's columns; among equal maxima the smaller flat index.
+          // Pass 2: over each window's columns; among equal maxima the smaller flat index, among
+          // NaNs the larger (PyTorch's row-major scan keeps the last NaN).
           for (int64_t ow = 0; ow < OW; ++ow) {
             A best = mp[wf[ow]];
             int64_t arg = rp[wf[ow]] * W + wf[ow];
@@ -226,7 +228,8 @@ void max_pool_kernel(const Tensor& out, const Tensor& indices, const Tensor& x,
               const int64_t w = wf[ow] + j * ws;
               const A v = mp[w];
               const int64_t at = rp[w] * W + w;
-              const bool take = (v > best) | (v != v) | ((v == best) & (at < arg));
+              const bool take = (v > best) | ((v != v) & ((best == best) | (at > arg))) |
+                                ((v == best) & (at < arg));
               best = take ? v : best;
               arg = take ? at : arg;
             }
