@@ -75,9 +75,6 @@ Tensor& after_fill(Tensor& self) {
   return self;
 }
 
-}  // namespace
-
-namespace {
 // Fills a fresh tensor with U(0, 1) or N(0, 1) numbers, in logical (not memory) order.
 Tensor standard(Tensor t, const DispatchStub<RandomFn>& stub, const TensorOptions& opts) {
   RandomArgs a;
