@@ -213,19 +213,24 @@ TEST(BatchNorm, Float32StatisticsOfLargeChannels) {
   EXPECT_TRUE(allclose(y64, (x - mu) / (var + 1e-5).sqrt(), 1e-10, 1e-10));
 }
 
+namespace {
+// Training batch norm's output and its gradients for x and w, computed with `threads` threads.
+std::vector<Tensor> bn_with_threads(int threads, const Tensor& x, const Tensor& w,
+                                    const Tensor& g) {
+  const int before = get_num_threads();
+  set_num_threads(threads);
+  Tensor y = batch_norm(x, {}, {}, w, {}, true, 0.1, 1e-5);
+  auto grads = autograd::grad({y}, {x, w}, {g});
+  set_num_threads(before);
+  return {y.detach(), grads[0], grads[1]};
+}
+}  // namespace
+
 TEST(BatchNorm, SameBitsForAnyThreadCount) {
   manual_seed(9);
   Tensor x = randn({8, 16, 32, 32}).requires_grad_(true), g = randn({8, 16, 32, 32});
   Tensor w = randn({16}).requires_grad_(true);
-  auto run = [&](int threads) {
-    set_num_threads(threads);
-    Tensor y = batch_norm(x, {}, {}, w, {}, true, 0.1, 1e-5);
-    auto grads = autograd::grad({y}, {x, w}, {g});
-    return std::vector<Tensor>{y.detach(), grads[0], grads[1]};
-  };
-  const int before = get_num_threads();
-  auto one = run(1), two = run(2);
-  set_num_threads(before);
+  auto one = bn_with_threads(1, x, w, g), two = bn_with_threads(2, x, w, g);
   for (size_t i = 0; i < one.size(); ++i) EXPECT_TRUE(equal(one[i], two[i])) << "output " << i;
 }
 
@@ -242,15 +247,8 @@ TEST(BatchNorm, RowsOfManyChannelsSplitOverThreadsWithTheSameBits) {
     }
     x.requires_grad_(true);
     Tensor w = randn({600}).requires_grad_(true);
-    auto run = [&](int threads) {
-      set_num_threads(threads);
-      Tensor y = batch_norm(x, {}, {}, w, {}, true, 0.1, 1e-5);
-      auto grads = autograd::grad({y}, {x, w}, {g});
-      return std::vector<Tensor>{y.detach(), grads[0], grads[1]};
-    };
-    const int before = get_num_threads();
-    auto one = run(1), two = run(2), three = run(3);
-    set_num_threads(before);
+    auto one = bn_with_threads(1, x, w, g), two = bn_with_threads(2, x, w, g);
+    auto three = bn_with_threads(3, x, w, g);
     for (size_t i = 0; i < one.size(); ++i) {
       EXPECT_TRUE(equal(one[i], two[i])) << "output " << i;
       EXPECT_TRUE(equal(one[i], three[i])) << "output " << i;

@@ -311,8 +311,7 @@ variable_list AccumulateGrad::apply(variable_list&& grads) {
       // Own the gradient (later accumulation writes into it in place), channels-last when the
       // leaf is (PyTorch's gradient layout contract), else contiguous.
       NoGradGuard ng;
-      const bool leaf_cl =
-          !leaf.is_contiguous() && leaf.suggest_memory_format() == MemoryFormat::ChannelsLast;
+      const bool leaf_cl = is_channels_last(leaf);
       const bool leaf_layout =
           g.is_contiguous() ? !leaf_cl : leaf_cl && g.strides().equals(leaf.strides());
       if (g.impl_ptr().use_count() <= 2 && g.impl()->storage().use_count() == 1 && leaf_layout) {

@@ -124,10 +124,15 @@ Tensor make_tensor(IntArrayRef sizes, DType dtype, Device device, MemoryFormat f
   return make_view(t, Shape(sizes.begin(), sizes.end()), std::move(strides), 0);
 }
 
+bool is_channels_last(const Tensor& t) {
+  const TensorImpl* i = t.impl();
+  return i != nullptr && !i->is_contiguous() && i->dim() == 4 &&
+         t.suggest_memory_format() == MemoryFormat::ChannelsLast;
+}
+
 Tensor make_tensor_like(const Tensor& layout, IntArrayRef sizes, DType dtype, Device device) {
-  const TensorImpl* li = layout.impl();
-  if (li != nullptr && !li->is_contiguous() && li->dim() == 4 && li->sizes().equals(sizes)) {
-    return make_tensor(sizes, dtype, device, layout.suggest_memory_format());
+  if (is_channels_last(layout) && layout.sizes().equals(sizes)) {
+    return make_tensor(sizes, dtype, device, MemoryFormat::ChannelsLast);
   }
   return make_tensor(sizes, dtype, device);
 }

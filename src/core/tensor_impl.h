@@ -111,6 +111,9 @@ int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op);
 Tensor make_tensor(IntArrayRef sizes, DType dtype, Device device = kCPU);
 /// A new tensor with uninitialised data in `format` (ChannelsLast: 4-d, NHWC in memory).
 Tensor make_tensor(IntArrayRef sizes, DType dtype, Device device, MemoryFormat format);
+/// True when t is channels-last and not also contiguous (size-1 dims can make it both): the
+/// tensors that NHWC kernels must read as NHWC and results must stay laid out as.
+bool is_channels_last(const Tensor& t);
 /// A new tensor of `sizes` laid out like `layout` when that is a channels-last tensor of the
 /// same sizes (elementwise results keep their inputs' layout), else contiguous.
 Tensor make_tensor_like(const Tensor& layout, IntArrayRef sizes, DType dtype, Device device);

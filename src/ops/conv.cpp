@@ -30,8 +30,7 @@ namespace {
 // t itself when dense (contiguous, or for activations channels-last float32, which the oneDNN
 // kernels read as NHWC), else a contiguous copy (no autograd: kernels only read it).
 Tensor dense(const Tensor& t, bool activation = false) {
-  if (!t.defined() || t.is_contiguous()) return t;
-  if (activation && t.suggest_memory_format() == MemoryFormat::ChannelsLast) return t;
+  if (!t.defined() || t.is_contiguous() || (activation && is_channels_last(t))) return t;
   Tensor c = make_tensor(t.sizes(), t.dtype(), t.device());
   copy_into(c, t);
   return c;

@@ -65,10 +65,7 @@ Tensor binary_op(const DispatchStub<ElementwiseFn>& stub, const Tensor& a, const
   Tensor out;
   if (a.sizes().equals(b.sizes())) {
     // Laid out like a channels-last operand (an expanded or transposed one does not count).
-    const bool like_b =
-        a.is_contiguous() ||
-        (!b.is_contiguous() && a.suggest_memory_format() != MemoryFormat::ChannelsLast);
-    out = make_tensor_like(like_b ? b : a, a.sizes(), out_dtype, a.device());
+    out = make_tensor_like(is_channels_last(a) ? a : b, a.sizes(), out_dtype, a.device());
   } else {
     Shape s;
     try {

@@ -82,12 +82,6 @@ void update_running(Tensor& r, const Tensor& stat, double momentum) {
   r.mul_(1 - momentum).add_(cast(stat, r.dtype()), momentum);
 }
 
-// True for a channels-last 4-d tensor (NHWC in memory), which batch norm keeps channels-last.
-bool nhwc(const Tensor& t) {
-  return t.dim() == 4 && !t.is_contiguous() &&
-         t.suggest_memory_format() == MemoryFormat::ChannelsLast;
-}
-
 // The [n, channels, inner] view the kernels take of a dense tensor: NCHW as [N, C, H*W],
 // channels-last as [N*H*W, C, 1] (the same per-channel statistics over other rows).
 Tensor ncm_view(const Tensor& t, bool cl) {
@@ -123,7 +117,7 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
               x.sizes());
 
   const DType sd = norm_stat_dtype(x.dtype());
-  const bool cl = nhwc(x);
+  const bool cl = is_channels_last(x);  // kept channels-last
   const MemoryFormat fmt = cl ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
   const Tensor x3 = ncm_view(x.contiguous(fmt), cl);
   Tensor out = make_tensor(x.sizes(), x.dtype(), x.device(), fmt);

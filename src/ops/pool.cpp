@@ -38,8 +38,7 @@ Tensor dense(const Tensor& t) {
 // Max pooling runs channels-last (float) inputs in NHWC, its output and indices channels-last
 // too; everything else in NCHW.
 MemoryFormat max_pool_format(const Tensor& x) {
-  return !x.is_contiguous() && x.suggest_memory_format() == MemoryFormat::ChannelsLast &&
-                 (x.dtype() == kFloat32 || x.dtype() == kFloat64)
+  return is_channels_last(x) && (x.dtype() == kFloat32 || x.dtype() == kFloat64)
              ? MemoryFormat::ChannelsLast
              : MemoryFormat::Contiguous;
 }
