@@ -11,12 +11,38 @@
 
 namespace ignis {
 
+/// What the op registry sees of a stub: its name and which device types have a kernel.
+struct KernelTable {
+  virtual bool has_kernel(DeviceType type) const = 0;
+  virtual const char* name() const = 0;
+};
+
+struct BadIndex;  // ops/index.h
+
+namespace detail {
+/// The meta device's kernel: nothing to compute, since a meta tensor has no data; front ends
+/// have already produced the outputs' metadata. Only kernels returning nothing (or a BadIndex:
+/// no index can be checked without data) get one; a kernel whose result decides the output's
+/// shape (nonzero, masked_select) has none, so such ops fail on meta naming the op.
 template <class Fn>
-struct DispatchStub {
+struct MetaKernel {
+  static constexpr Fn value = nullptr;
+};
+template <class R, class... A>
+  requires(std::is_void_v<R> || std::is_same_v<R, BadIndex>)
+struct MetaKernel<R (*)(A...)> {
+  static R noop(A...) { return R(); }
+  static constexpr R (*value)(A...) = &noop;
+};
+}  // namespace detail
+
+template <class Fn>
+struct DispatchStub : KernelTable {
   const char* op;  // the op's name for messages ("add" for add_stub)
   Fn table[kNumDeviceTypes] = {};
   // constexpr: stubs are constant-initialised, before any kernel registrar runs.
   explicit constexpr DispatchStub(const char* name) : op(op_buf_) {
+    table[static_cast<int>(DeviceType::Meta)] = detail::MetaKernel<Fn>::value;
     size_t n = 0;
     while (name[n] != '\0' && n + 1 < sizeof(op_buf_)) {
       op_buf_[n] = name[n];
@@ -31,10 +57,17 @@ struct DispatchStub {
     Fn f = table[static_cast<int>(d.type)];
     if (__builtin_expect(f == nullptr, 0)) {
       IGNIS_FAIL(op, ": no kernel for device ", d.str(),
-                 d.is_cuda() ? " (ignis was built without a CUDA backend)" : "");
+                 d.is_cuda() ? " (ignis was built without a CUDA backend)"
+                 : d.is_meta() ? " (its output depends on the input's values, which a meta "
+                                 "tensor does not have)"
+                               : "");
     }
     return f;
   }
+  bool has_kernel(DeviceType type) const override {
+    return table[static_cast<int>(type)] != nullptr;
+  }
+  const char* name() const override { return op; }
 
  private:
   char op_buf_[64] = {};

@@ -1,0 +1,138 @@
+// The op registry: schemas, records, the one call path and its interposers, boxed calls.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "ignis/ignis.h"
+#include "ignis/op_registry.h"
+#include "test_util.h"
+
+using namespace ignis;
+using ::testing::HasSubstr;
+
+namespace {
+
+/// Records every call it sees: the op's full name, its arguments and outputs as text.
+class Recorder : public op::Interposer {
+ public:
+  std::vector<std::string> calls;
+  void around(op::Call& call, const std::function<void()>& next) override {
+    std::string line = call.op.schema.full_name() + "(";
+    for (size_t i = 0; i < call.args.size(); ++i) {
+      line += (i ? ", " : "") + call.op.schema.arguments[i].name + "=" + call.args[i].str();
+    }
+    next();
+    line += ") -> ";
+    for (const op::IValue& v : call.outputs) line += v.str();
+    calls.push_back(line);
+  }
+};
+
+}  // namespace
+
+TEST(Schema, ParsesPyTorchSyntax) {
+  op::Schema s =
+      op::parse_schema("add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");
+  EXPECT_EQ(s.name, "add");
+  EXPECT_EQ(s.overload, "Tensor");
+  ASSERT_EQ(s.arguments.size(), 3u);
+  EXPECT_EQ(s.arguments[2].name, "alpha");
+  EXPECT_EQ(s.arguments[2].type, op::ArgType::Scalar);
+  EXPECT_TRUE(s.arguments[2].keyword_only);
+  EXPECT_EQ(*s.arguments[2].default_value, "1");
+  EXPECT_EQ(s.str(), "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");
+  op::Schema m =
+      op::parse_schema("max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor, Tensor)");
+  EXPECT_EQ(m.returns, (std::vector<std::string>{"Tensor", "Tensor"}));
+  op::Schema inplace = op::parse_schema("add_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
+  EXPECT_EQ(inplace.arguments[0].type, op::ArgType::Tensor);
+}
+
+TEST(Schema, ErrorsNameTheText) {
+  EXPECT_THAT(error_of([&] { op::parse_schema("add(Tensor self"); }),
+              HasSubstr("op schema 'add(Tensor self': expected"));
+  EXPECT_THAT(error_of([&] { op::parse_schema("f(Blob x) -> Tensor"); }),
+              HasSubstr("unknown type 'Blob' of argument 'x'"));
+  EXPECT_THAT(error_of([&] { op::parse_schema("f(Tensor) -> Tensor"); }),
+              HasSubstr("argument 'Tensor' has no type"));
+}
+
+TEST(Registry, RecordsAreConsistentWithTheirFrontEnds) {
+  std::vector<std::string> problems = op::validate_registry();
+  std::string all;
+  for (const auto& p : problems) all += p + "\n";
+  EXPECT_TRUE(problems.empty()) << all;
+  const op::Record* add = op::find("add.Tensor");
+  ASSERT_NE(add, nullptr);
+  EXPECT_TRUE(add->differentiable);
+  EXPECT_EQ(add->kind, "kernel");
+  EXPECT_EQ(add->devices, (std::vector<std::string>{"cpu", "meta"}));
+  EXPECT_EQ(op::find("no_such_op"), nullptr);
+}
+
+TEST(Interposer, SeesEveryCallWithItsAttributesAndOutputs) {
+  Tensor a = ones({2, 3});
+  Tensor b = full({3}, 2.0);
+  Recorder rec;
+  Tensor c;
+  {
+    op::InterposerGuard guard(&rec);
+    c = add(a, b, 3);
+  }
+  ASSERT_EQ(rec.calls.size(), 1u);
+  EXPECT_EQ(rec.calls[0],
+            "add.Tensor(self=float32[2, 3], other=float32[3], alpha=3) -> float32[2, 3]");
+  EXPECT_EQ(c.sum().item<double>(), 6 * 7.0);
+  // Uninstalled: nothing more is seen.
+  add(a, b);
+  EXPECT_EQ(rec.calls.size(), 1u);
+}
+
+TEST(Interposer, NestedCallsAreSeenInsideOuterOnes) {
+  Tensor a = ones({2});
+  Recorder rec;
+  op::InterposerGuard guard(&rec);
+  a.mul(2.5);  // mul.Scalar wraps its scalar and calls mul.Tensor
+  ASSERT_EQ(rec.calls.size(), 2u);
+  EXPECT_THAT(rec.calls[0], HasSubstr("mul.Tensor(self=float32[2], other=float32[]"));
+  EXPECT_THAT(rec.calls[1], HasSubstr("mul.Scalar(self=float32[2], other=2.5)"));
+}
+
+TEST(Interposer, InPlaceMethodsPassThrough) {
+  Tensor a = ones({2});
+  Recorder rec;
+  {
+    op::InterposerGuard guard(&rec);
+    a.add_(ones({2}), 2);
+  }
+  ASSERT_EQ(rec.calls.size(), 1u);
+  EXPECT_EQ(rec.calls[0], "add_.Tensor(self=float32[2], other=float32[2], alpha=2) -> float32[2]");
+  EXPECT_EQ(a.sum().item<double>(), 6.0);
+}
+
+TEST(CallBoxed, CallsByNameWithDefaults) {
+  std::vector<op::IValue> out =
+      op::call_boxed("add.Tensor", {op::IValue(ones({2})), op::IValue(full({2}, 3.0))});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].get<Tensor>().sum().item<double>(), 8.0);
+  out = op::call_boxed(
+      "sub.Tensor", {op::IValue(ones({2})), op::IValue(ones({2})), op::IValue(Scalar(int64_t(2)))});
+  EXPECT_EQ(out[0].get<Tensor>().sum().item<double>(), -2.0);
+}
+
+TEST(CallBoxed, ErrorsNameTheOpAndTheArgument) {
+  EXPECT_THAT(error_of([&] { op::call_boxed("no_such_op", {}); }),
+              HasSubstr("call_boxed: no op named 'no_such_op' is registered"));
+  EXPECT_THAT(error_of([&] { op::call_boxed("add", {}); }),
+              HasSubstr("did you mean one of: add.Scalar, add.Tensor"));
+  EXPECT_THAT(error_of([&] { op::call_boxed("add.Tensor", {op::IValue(ones({2}))}); }),
+              HasSubstr("add.Tensor: missing argument 'other'"));
+  EXPECT_THAT(error_of([&] {
+                op::call_boxed("add.Tensor", {op::IValue(ones({2})), op::IValue(ones({2})),
+                                              op::IValue(std::string("x"))});
+              }),
+              HasSubstr("add.Tensor: argument 'alpha' expects Scalar but got str 'x'"));
+  EXPECT_THAT(error_of([&] {
+                op::call_boxed("mul.Tensor", {op::IValue(ones({2})), op::IValue(int64_t(2))});
+              }),
+              HasSubstr("mul.Tensor: argument 'other' expects Tensor but got int 2"));
+}
