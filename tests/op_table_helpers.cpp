@@ -9,6 +9,11 @@ std::vector<OpInfo>& op_table() {
   return table;
 }
 
+std::vector<std::pair<std::string, std::string>>& op_exemptions() {
+  static std::vector<std::pair<std::string, std::string>> list;
+  return list;
+}
+
 namespace {
 uint64_t mix(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;

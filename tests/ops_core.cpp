@@ -140,9 +140,8 @@ IGNIS_OP_INFO(OpInfo{
 IGNIS_OP_INFO(OpInfo{
     .name = "add_alpha",
     .fn = [](const TL& x) { return add(x[0], x[1], 2.5); },
-    .ref = [](const TL& x) {
-      return ref_elementwise(x, [](auto& v) { return v[0] + 2.5 * v[1]; });
-    },
+    .ref =
+        [](const TL& x) { return ref_elementwise(x, [](auto& v) { return v[0] + 2.5 * v[1]; }); },
     .samples = [] { return elementwise_samples(2); },
     .dtypes = kFloats});
 
@@ -151,7 +150,8 @@ IGNIS_OP_INFO(OpInfo{
     .fn = [](const TL& x) { return x[0] + 1.5; },
     .ref = [](const TL& x) { return ref_elementwise(x, [](auto& v) { return v[0] + 1.5; }); },
     .samples = [] { return elementwise_samples(1); },
-    .dtypes = kFloats});
+    .dtypes = kFloats,
+    .ops = {"add.Scalar"}});
 
 // An int64 tensor promoted against a float one; only the float input is differentiated.
 IGNIS_OP_INFO(OpInfo{
@@ -176,9 +176,8 @@ IGNIS_OP_INFO(OpInfo{
 IGNIS_OP_INFO(OpInfo{
     .name = "sub_alpha",
     .fn = [](const TL& x) { return sub(x[0], x[1], -0.5); },
-    .ref = [](const TL& x) {
-      return ref_elementwise(x, [](auto& v) { return v[0] + 0.5 * v[1]; });
-    },
+    .ref =
+        [](const TL& x) { return ref_elementwise(x, [](auto& v) { return v[0] + 0.5 * v[1]; }); },
     .samples = [] { return elementwise_samples(2); },
     .dtypes = kFloats});
 
@@ -187,7 +186,8 @@ IGNIS_OP_INFO(OpInfo{
     .fn = [](const TL& x) { return 3.0 - x[0]; },
     .ref = [](const TL& x) { return ref_elementwise(x, [](auto& v) { return 3.0 - v[0]; }); },
     .samples = [] { return elementwise_samples(1); },
-    .dtypes = kFloats});
+    .dtypes = kFloats,
+    .ops = {"rsub.Scalar"}});
 
 IGNIS_OP_INFO(OpInfo{
     .name = "mul",
@@ -201,7 +201,8 @@ IGNIS_OP_INFO(OpInfo{
     .fn = [](const TL& x) { return x[0] * -2.5; },
     .ref = [](const TL& x) { return ref_elementwise(x, [](auto& v) { return v[0] * -2.5; }); },
     .samples = [] { return elementwise_samples(1); },
-    .dtypes = kFloats});
+    .dtypes = kFloats,
+    .ops = {"mul.Scalar"}});
 
 // The same tensor on both sides: gradients from two uses accumulate.
 IGNIS_OP_INFO(OpInfo{
@@ -223,7 +224,8 @@ IGNIS_OP_INFO(OpInfo{
     .fn = [](const TL& x) { return 2.0 / x[0]; },
     .ref = [](const TL& x) { return ref_elementwise(x, [](auto& v) { return 2.0 / v[0]; }); },
     .samples = [] { return elementwise_samples(1, 0.5, 2.5); },
-    .dtypes = kFloats});
+    .dtypes = kFloats,
+    .ops = {"div.Scalar_Tensor"}});
 
 // Integer division is true division into float32.
 IGNIS_OP_INFO(OpInfo{
@@ -238,145 +240,219 @@ IGNIS_OP_INFO(OpInfo{
     .dtypes = {kFloat32},
     .differentiable = false});
 
+IGNIS_OP_INFO(OpInfo{
+    .name = "sub.Scalar",
+    .fn = [](const TL& x) { return sub(x[0], 1.5, 2); },
+    .ref = [](const TL& x) { return ref_elementwise(x, [](auto& v) { return v[0] - 3.0; }); },
+    .samples = [] { return elementwise_samples(1); },
+    .dtypes = kFloats});
+
+IGNIS_OP_INFO(OpInfo{
+    .name = "div.Scalar",
+    .fn = [](const TL& x) { return x[0] / 4; },
+    .ref = [](const TL& x) { return ref_elementwise(x, [](auto& v) { return v[0] / 4; }); },
+    .samples = [] { return elementwise_samples(1); },
+    .dtypes = kFloats});
+
+// ---- in place: self (a non-leaf copy of input 0) takes op(self, other); other broadcasts to
+// self's shape, so the samples keep self's shape the broadcast result.
+std::vector<OpSample> inplace_samples(double lo = -2, double hi = 2) {
+  return {{"same shape", {make_input({3, 4}, 51, lo, hi), make_input({3, 4}, 52, lo, hi)}},
+          {"other broadcast", {make_input({2, 3, 4}, 53, lo, hi), make_input({4}, 54, lo, hi)}},
+          {"other 0-d", {make_input({3, 2}, 55, lo, hi), make_input({}, 56, lo, hi)}},
+          {"empty", {make_input({0, 3}, 57, lo, hi), make_input({3}, 58, lo, hi)}},
+          {"noncontiguous",
+           {make_noncontiguous({3, 4}, 59, lo, hi), make_noncontiguous({3, 4}, 60, lo, hi)}}};
+}
+
+OpInfo inplace(std::string name, std::function<void(Tensor&, const Tensor&)> f,
+               std::function<double(double, double)> r, double lo = -2, double hi = 2) {
+  return OpInfo{
+      .name = std::move(name),
+      .fn =
+          [f](const TL& x) {
+            Tensor self = x[0] * 1;  // a non-leaf: in-place writes are recorded
+            f(self, x[1]);
+            return self;
+          },
+      .ref =
+          [r](const TL& x) { return ref_elementwise(x, [r](auto& v) { return r(v[0], v[1]); }); },
+      .samples = [lo, hi] { return inplace_samples(lo, hi); },
+      .dtypes = kFloats};
+}
+
+IGNIS_OP_INFO(inplace(
+    "add_.Tensor", [](Tensor& a, const Tensor& b) { a.add_(b, 2); },
+    [](double a, double b) { return a + 2 * b; }));
+IGNIS_OP_INFO(inplace(
+    "sub_.Tensor", [](Tensor& a, const Tensor& b) { a.sub_(b, 0.5); },
+    [](double a, double b) { return a - 0.5 * b; }));
+IGNIS_OP_INFO(inplace(
+    "mul_.Tensor", [](Tensor& a, const Tensor& b) { a.mul_(b); },
+    [](double a, double b) { return a * b; }));
+IGNIS_OP_INFO(inplace(
+    "div_.Tensor", [](Tensor& a, const Tensor& b) { a.div_(b); },
+    [](double a, double b) { return a / b; }, 0.5, 2.5));
+IGNIS_OP_INFO(inplace(
+    "add_.Scalar", [](Tensor& a, const Tensor&) { a.add_(1.5, 2); },
+    [](double a, double) { return a + 3; }));
+IGNIS_OP_INFO(inplace(
+    "sub_.Scalar", [](Tensor& a, const Tensor&) { a.sub_(1.5); },
+    [](double a, double) { return a - 1.5; }));
+IGNIS_OP_INFO(inplace(
+    "mul_.Scalar", [](Tensor& a, const Tensor&) { a.mul_(-2.5); },
+    [](double a, double) { return a * -2.5; }));
+IGNIS_OP_INFO(inplace(
+    "div_.Scalar", [](Tensor& a, const Tensor&) { a.div_(4); },
+    [](double a, double) { return a / 4; }));
+
 // ---- casts and copies
 
-IGNIS_OP_INFO(OpInfo{
-    .name = "to_float64",
-    .fn = [](const TL& x) { return x[0].to(kFloat64); },
-    .ref = [](const TL& x) { return x[0].detach().clone(); },
-    .samples = [] { return elementwise_samples(1); },
-    .dtypes = kFloats});
+IGNIS_OP_INFO(OpInfo{.name = "to_float64",
+                     .fn = [](const TL& x) { return x[0].to(kFloat64); },
+                     .ref = [](const TL& x) { return x[0].detach().clone(); },
+                     .samples = [] { return elementwise_samples(1); },
+                     .dtypes = kFloats});
 
-IGNIS_OP_INFO(OpInfo{
-    .name = "to_copy",
-    .fn = [](const TL& x) { return x[0].to(x[0].dtype(), /*copy=*/true); },
-    .ref = [](const TL& x) { return x[0].detach().clone(); },
-    .samples = [] { return elementwise_samples(1); },
-    .dtypes = kFloats});
+IGNIS_OP_INFO(OpInfo{.name = "to_copy",
+                     .fn = [](const TL& x) { return x[0].to(x[0].dtype(), /*copy=*/true); },
+                     .ref = [](const TL& x) { return x[0].detach().clone(); },
+                     .samples = [] { return elementwise_samples(1); },
+                     .dtypes = kFloats});
 
 // Narrowing casts: forward only (finite differences need float64 outputs).
-IGNIS_OP_INFO(OpInfo{
-    .name = "to_float32",
-    .fn = [](const TL& x) { return x[0].to(kFloat32); },
-    .ref = [](const TL& x) { return x[0].detach().clone(); },
-    .samples = [] { return elementwise_samples(1); },
-    .dtypes = kFloats,
-    .differentiable = false});
+IGNIS_OP_INFO(OpInfo{.name = "to_float32",
+                     .fn = [](const TL& x) { return x[0].to(kFloat32); },
+                     .ref = [](const TL& x) { return x[0].detach().clone(); },
+                     .samples = [] { return elementwise_samples(1); },
+                     .dtypes = kFloats,
+                     .differentiable = false});
 
-IGNIS_OP_INFO(OpInfo{
-    .name = "to_bfloat16",
-    .fn = [](const TL& x) { return x[0].to(kBFloat16); },
-    .ref = [](const TL& x) { return x[0].detach().clone(); },
-    .samples = [] { return elementwise_samples(1); },
-    .dtypes = kFloats,
-    .differentiable = false});
+IGNIS_OP_INFO(OpInfo{.name = "to_bfloat16",
+                     .fn = [](const TL& x) { return x[0].to(kBFloat16); },
+                     .ref = [](const TL& x) { return x[0].detach().clone(); },
+                     .samples = [] { return elementwise_samples(1); },
+                     .dtypes = kFloats,
+                     .differentiable = false});
 
 IGNIS_OP_INFO(OpInfo{
     .name = "to_int64",
     .fn = [](const TL& x) { return x[0].to(kInt64); },
-    .ref = [](const TL& x) {
-      return ref_elementwise(x, [](auto& v) { return std::trunc(v[0]); });
-    },
+    .ref = [](const TL& x) { return ref_elementwise(x, [](auto& v) { return std::trunc(v[0]); }); },
     .samples = [] { return elementwise_samples(1, -5, 5); },
     .dtypes = {kFloat32, kFloat64},
     .differentiable = false});
 
-IGNIS_OP_INFO(OpInfo{
-    .name = "clone",
-    .fn = [](const TL& x) { return x[0].clone(); },
-    .ref = [](const TL& x) { return from_values(values(x[0]), x[0].sizes()); },
-    .samples = samples_any,
-    .dtypes = kAllArith});
+IGNIS_OP_INFO(OpInfo{.name = "clone",
+                     .fn = [](const TL& x) { return x[0].clone(); },
+                     .ref = [](const TL& x) { return from_values(values(x[0]), x[0].sizes()); },
+                     .samples = samples_any,
+                     .dtypes = kAllArith});
 
-IGNIS_OP_INFO(OpInfo{
-    .name = "contiguous",
-    .fn = [](const TL& x) { return x[0].contiguous(); },
-    .ref = [](const TL& x) { return from_values(values(x[0]), x[0].sizes()); },
-    .samples = samples_any,
-    .dtypes = kAllArith});
+IGNIS_OP_INFO(OpInfo{.name = "contiguous",
+                     .fn = [](const TL& x) { return x[0].contiguous(); },
+                     .ref = [](const TL& x) { return from_values(values(x[0]), x[0].sizes()); },
+                     .samples = samples_any,
+                     .dtypes = kAllArith});
 
 // ---- views
 
-IGNIS_OP_INFO(OpInfo{
-    .name = "view",
-    .fn = [](const TL& x) { return x[0].view({x[0].size(0), x[0].size(1) * x[0].size(2)}); },
-    .ref = [](const TL& x) {
-      return ref_reshape(x[0], {x[0].size(0), x[0].size(1) * x[0].size(2)});
-    },
-    .samples =
-        [] {
-          return std::vector<OpSample>{{"2x3x4", {in({2, 3, 4}, 51)}},
-                                       {"strided dim 0", {strided_dim0(52)}},
-                                       {"1x1x1", {in({1, 1, 1}, 53)}},
-                                       {"empty", {in({0, 3, 4}, 54)}}};
-        },
-    .dtypes = kAllArith});
+IGNIS_OP_INFO(OpInfo{.name = "view",
+                     .fn =
+                         [](const TL& x) {
+                           return x[0].view({x[0].size(0), x[0].size(1) * x[0].size(2)});
+                         },
+                     .ref =
+                         [](const TL& x) {
+                           return ref_reshape(x[0], {x[0].size(0), x[0].size(1) * x[0].size(2)});
+                         },
+                     .samples =
+                         [] {
+                           return std::vector<OpSample>{{"2x3x4", {in({2, 3, 4}, 51)}},
+                                                        {"strided dim 0", {strided_dim0(52)}},
+                                                        {"1x1x1", {in({1, 1, 1}, 53)}},
+                                                        {"empty", {in({0, 3, 4}, 54)}}};
+                         },
+                     .dtypes = kAllArith});
 
-IGNIS_OP_INFO(OpInfo{
-    .name = "view_infer",
-    .fn = [](const TL& x) { return x[0].view({-1, 2}); },
-    .ref = [](const TL& x) { return ref_reshape(x[0], {x[0].numel() / 2, 2}); },
-    .samples = [] { return std::vector<OpSample>{{"2x3x4", {in({2, 3, 4}, 55)}}}; }});
+IGNIS_OP_INFO(OpInfo{.name = "view_infer",
+                     .fn =
+                         [](const TL& x) {
+                           return x[0].view({-1, 2});
+                         },
+                     .ref =
+                         [](const TL& x) {
+                           return ref_reshape(x[0], {x[0].numel() / 2, 2});
+                         },
+                     .samples =
+                         [] {
+                           return std::vector<OpSample>{{"2x3x4", {in({2, 3, 4}, 55)}}};
+                         }});
 
-IGNIS_OP_INFO(OpInfo{
-    .name = "reshape",
-    .fn = [](const TL& x) { return x[0].reshape({-1}); },
-    .ref = [](const TL& x) { return ref_reshape(x[0], {x[0].numel()}); },
-    .samples = samples_any,
-    .dtypes = kAllArith});
+IGNIS_OP_INFO(OpInfo{.name = "reshape",
+                     .fn = [](const TL& x) { return x[0].reshape({-1}); },
+                     .ref = [](const TL& x) { return ref_reshape(x[0], {x[0].numel()}); },
+                     .samples = samples_any,
+                     .dtypes = kAllArith});
 
-IGNIS_OP_INFO(OpInfo{
-    .name = "transpose",
-    .fn = [](const TL& x) { return x[0].transpose(0, -1); },
-    .ref = [](const TL& x) { return ref_transpose(x[0], 0, -1); },
-    .samples =
-        [] {
-          auto s = samples_3d();
-          s.push_back({"1-d", {in({5}, 61)}});
-          return s;
-        },
-    .dtypes = kAllArith});
+IGNIS_OP_INFO(OpInfo{.name = "transpose",
+                     .fn = [](const TL& x) { return x[0].transpose(0, -1); },
+                     .ref = [](const TL& x) { return ref_transpose(x[0], 0, -1); },
+                     .samples =
+                         [] {
+                           auto s = samples_3d();
+                           s.push_back({"1-d", {in({5}, 61)}});
+                           return s;
+                         },
+                     .dtypes = kAllArith});
 
-IGNIS_OP_INFO(OpInfo{
-    .name = "permute",
-    .fn = [](const TL& x) { return x[0].permute({2, 0, 1}); },
-    .ref = [](const TL& x) { return ref_permute(x[0], {2, 0, 1}); },
-    .samples = samples_3d,
-    .dtypes = kAllArith});
+IGNIS_OP_INFO(OpInfo{.name = "permute",
+                     .fn =
+                         [](const TL& x) {
+                           return x[0].permute({2, 0, 1});
+                         },
+                     .ref =
+                         [](const TL& x) {
+                           return ref_permute(x[0], {2, 0, 1});
+                         },
+                     .samples = samples_3d,
+                     .dtypes = kAllArith});
 
-IGNIS_OP_INFO(OpInfo{
-    .name = "t",
-    .fn = [](const TL& x) { return x[0].t(); },
-    .ref = [](const TL& x) {
-      return x[0].dim() < 2 ? x[0].detach().clone() : ref_transpose(x[0], 0, 1);
-    },
-    .samples =
-        [] {
-          auto s = samples_2d();
-          s.push_back({"1-d", {in({5}, 62)}});
-          s.push_back({"0-d", {in({}, 63)}});
-          return s;
-        }});
+IGNIS_OP_INFO(OpInfo{.name = "t",
+                     .fn = [](const TL& x) { return x[0].t(); },
+                     .ref =
+                         [](const TL& x) {
+                           return x[0].dim() < 2 ? x[0].detach().clone()
+                                                 : ref_transpose(x[0], 0, 1);
+                         },
+                     .samples =
+                         [] {
+                           auto s = samples_2d();
+                           s.push_back({"1-d", {in({5}, 62)}});
+                           s.push_back({"0-d", {in({}, 63)}});
+                           return s;
+                         }});
 
-IGNIS_OP_INFO(OpInfo{
-    .name = "mT",
-    .fn = [](const TL& x) { return x[0].mT(); },
-    .ref = [](const TL& x) { return ref_transpose(x[0], -2, -1); },
-    .samples =
-        [] {
-          auto s = samples_3d();
-          for (auto& x : samples_2d()) s.push_back(x);
-          return s;
-        }});
+IGNIS_OP_INFO(OpInfo{.name = "mT",
+                     .fn = [](const TL& x) { return x[0].mT(); },
+                     .ref = [](const TL& x) { return ref_transpose(x[0], -2, -1); },
+                     .samples =
+                         [] {
+                           auto s = samples_3d();
+                           for (auto& x : samples_2d()) s.push_back(x);
+                           return s;
+                         }});
 
 IGNIS_OP_INFO(OpInfo{
     .name = "expand",
-    .fn = [](const TL& x) {
-      return x[0].dim() == 0 ? x[0].expand({2, 3}) : x[0].expand({2, x[0].size(0), 4});
-    },
-    .ref = [](const TL& x) {
-      return ref_expand(x[0], x[0].dim() == 0 ? Shape{2, 3} : Shape{2, x[0].size(0), 4});
-    },
+    .fn =
+        [](const TL& x) {
+          return x[0].dim() == 0 ? x[0].expand({2, 3}) : x[0].expand({2, x[0].size(0), 4});
+        },
+    .ref =
+        [](const TL& x) {
+          return ref_expand(x[0], x[0].dim() == 0 ? Shape{2, 3} : Shape{2, x[0].size(0), 4});
+        },
     .samples =
         [] {
           return std::vector<OpSample>{{"3x1", {in({3, 1}, 71)}},
@@ -387,133 +463,142 @@ IGNIS_OP_INFO(OpInfo{
         },
     .dtypes = kAllArith});
 
-IGNIS_OP_INFO(OpInfo{
-    .name = "squeeze",
-    .fn = [](const TL& x) { return x[0].squeeze(); },
-    .ref = [](const TL& x) {
-      Shape s;
-      for (int64_t v : x[0].sizes()) {
-        if (v != 1) s.push_back(v);
-      }
-      return ref_reshape(x[0], s);
-    },
-    .samples =
-        [] {
-          return std::vector<OpSample>{{"1x3x1x2", {in({1, 3, 1, 2}, 81)}},
-                                       {"1x1 to 0-d", {in({1, 1}, 82)}},
-                                       {"noncontiguous 3x1x4", {make_noncontiguous({3, 1, 4}, 83)}},
-                                       {"0-d", {in({}, 84)}}};
-        },
-    .dtypes = kAllArith});
+IGNIS_OP_INFO(OpInfo{.name = "squeeze",
+                     .fn = [](const TL& x) { return x[0].squeeze(); },
+                     .ref =
+                         [](const TL& x) {
+                           Shape s;
+                           for (int64_t v : x[0].sizes()) {
+                             if (v != 1) s.push_back(v);
+                           }
+                           return ref_reshape(x[0], s);
+                         },
+                     .samples =
+                         [] {
+                           return std::vector<OpSample>{
+                               {"1x3x1x2", {in({1, 3, 1, 2}, 81)}},
+                               {"1x1 to 0-d", {in({1, 1}, 82)}},
+                               {"noncontiguous 3x1x4", {make_noncontiguous({3, 1, 4}, 83)}},
+                               {"0-d", {in({}, 84)}}};
+                         },
+                     .dtypes = kAllArith});
 
-IGNIS_OP_INFO(OpInfo{
-    .name = "squeeze_dim",
-    .fn = [](const TL& x) { return x[0].squeeze(1); },
-    .ref = [](const TL& x) {
-      return x[0].size(1) == 1 ? ref_reshape(x[0], without(x[0].sizes(), 1))
-                               : x[0].detach().clone();
-    },
-    .samples =
-        [] {
-          return std::vector<OpSample>{{"3x1x2", {in({3, 1, 2}, 85)}},
-                                       {"3x2 (not 1)", {in({3, 2}, 86)}},
-                                       {"noncontiguous", {make_noncontiguous({3, 1, 4}, 87)}}};
-        }});
+IGNIS_OP_INFO(OpInfo{.name = "squeeze_dim",
+                     .fn = [](const TL& x) { return x[0].squeeze(1); },
+                     .ref =
+                         [](const TL& x) {
+                           return x[0].size(1) == 1 ? ref_reshape(x[0], without(x[0].sizes(), 1))
+                                                    : x[0].detach().clone();
+                         },
+                     .samples =
+                         [] {
+                           return std::vector<OpSample>{
+                               {"3x1x2", {in({3, 1, 2}, 85)}},
+                               {"3x2 (not 1)", {in({3, 2}, 86)}},
+                               {"noncontiguous", {make_noncontiguous({3, 1, 4}, 87)}}};
+                         }});
 
-IGNIS_OP_INFO(OpInfo{
-    .name = "unsqueeze",
-    .fn = [](const TL& x) { return x[0].unsqueeze(-1).unsqueeze(0); },
-    .ref = [](const TL& x) {
-      Shape s = x[0].sizes().shape();
-      s.push_back(1);
-      s.insert(s.begin(), 1);
-      return ref_reshape(x[0], s);
-    },
-    .samples = samples_any,
-    .dtypes = kAllArith});
+IGNIS_OP_INFO(OpInfo{.name = "unsqueeze",
+                     .fn = [](const TL& x) { return x[0].unsqueeze(-1).unsqueeze(0); },
+                     .ref =
+                         [](const TL& x) {
+                           Shape s = x[0].sizes().shape();
+                           s.push_back(1);
+                           s.insert(s.begin(), 1);
+                           return ref_reshape(x[0], s);
+                         },
+                     .samples = samples_any,
+                     .dtypes = kAllArith});
 
-IGNIS_OP_INFO(OpInfo{
-    .name = "flatten",
-    .fn = [](const TL& x) { return x[0].flatten(); },
-    .ref = [](const TL& x) { return ref_reshape(x[0], {x[0].numel()}); },
-    .samples = samples_any});
+IGNIS_OP_INFO(OpInfo{.name = "flatten",
+                     .fn = [](const TL& x) { return x[0].flatten(); },
+                     .ref = [](const TL& x) { return ref_reshape(x[0], {x[0].numel()}); },
+                     .samples = samples_any});
 
-IGNIS_OP_INFO(OpInfo{
-    .name = "flatten_1_2",
-    .fn = [](const TL& x) { return x[0].flatten(1, 2); },
-    .ref = [](const TL& x) {
-      return ref_reshape(x[0], {x[0].size(0), x[0].size(1) * x[0].size(2)});
-    },
-    .samples = samples_3d});
+IGNIS_OP_INFO(OpInfo{.name = "flatten_1_2",
+                     .fn = [](const TL& x) { return x[0].flatten(1, 2); },
+                     .ref =
+                         [](const TL& x) {
+                           return ref_reshape(x[0], {x[0].size(0), x[0].size(1) * x[0].size(2)});
+                         },
+                     .samples = samples_3d});
 
-IGNIS_OP_INFO(OpInfo{
-    .name = "narrow",
-    .fn = [](const TL& x) { return x[0].narrow(1, 1, 2); },
-    .ref = [](const TL& x) { return ref_slice(x[0], 1, 1, 3, 1); },
-    .samples = [] {
-      auto s = samples_3d();
-      s.push_back({"noncontiguous 3x4", {make_noncontiguous({3, 4}, 91)}});
-      return s;
-    },
-    .dtypes = kAllArith});
+IGNIS_OP_INFO(OpInfo{.name = "narrow",
+                     .fn = [](const TL& x) { return x[0].narrow(1, 1, 2); },
+                     .ref = [](const TL& x) { return ref_slice(x[0], 1, 1, 3, 1); },
+                     .samples =
+                         [] {
+                           auto s = samples_3d();
+                           s.push_back({"noncontiguous 3x4", {make_noncontiguous({3, 4}, 91)}});
+                           return s;
+                         },
+                     .dtypes = kAllArith});
 
-IGNIS_OP_INFO(OpInfo{
-    .name = "slice_step",
-    .fn = [](const TL& x) { return x[0].slice(-1, 1, std::nullopt, 2); },
-    .ref = [](const TL& x) {
-      const int64_t d = x[0].dim() - 1;
-      return ref_slice(x[0], d, std::min<int64_t>(1, x[0].size(d)), x[0].size(d), 2);
-    },
-    .samples = [] {
-      auto s = samples_3d();
-      for (auto& x : samples_2d()) s.push_back(x);
-      return s;
-    },
-    .dtypes = kAllArith});
+IGNIS_OP_INFO(OpInfo{.name = "slice_step",
+                     .fn = [](const TL& x) { return x[0].slice(-1, 1, std::nullopt, 2); },
+                     .ref =
+                         [](const TL& x) {
+                           const int64_t d = x[0].dim() - 1;
+                           return ref_slice(x[0], d, std::min<int64_t>(1, x[0].size(d)),
+                                            x[0].size(d), 2);
+                         },
+                     .samples =
+                         [] {
+                           auto s = samples_3d();
+                           for (auto& x : samples_2d()) s.push_back(x);
+                           return s;
+                         },
+                     .dtypes = kAllArith});
 
 IGNIS_OP_INFO(OpInfo{
     .name = "slice_negative",
     .fn = [](const TL& x) { return x[0].slice(0, -3, -1); },
     .ref = [](const TL& x) { return ref_slice(x[0], 0, x[0].size(0) - 3, x[0].size(0) - 1, 1); },
-    .samples = [] {
-      return std::vector<OpSample>{{"5x2", {in({5, 2}, 92)}},
-                                   {"noncontiguous 4x3", {make_noncontiguous({4, 3}, 93)}}};
-    }});
+    .samples =
+        [] {
+          return std::vector<OpSample>{{"5x2", {in({5, 2}, 92)}},
+                                       {"noncontiguous 4x3", {make_noncontiguous({4, 3}, 93)}}};
+        }});
 
-IGNIS_OP_INFO(OpInfo{
-    .name = "select",
-    .fn = [](const TL& x) { return x[0].select(1, -1); },
-    .ref = [](const TL& x) {
-      const int64_t last = x[0].size(1) - 1;
-      return ref_reshape(ref_slice(x[0], 1, last, last + 1, 1), without(x[0].sizes(), 1));
-    },
-    .samples = [] {
-      auto s = samples_3d();
-      s.push_back({"noncontiguous 3x4", {make_noncontiguous({3, 4}, 94)}});
-      s.push_back({"1-d from 2-d", {in({4, 1}, 95)}});
-      return s;
-    },
-    .dtypes = kAllArith});
+IGNIS_OP_INFO(OpInfo{.name = "select",
+                     .fn = [](const TL& x) { return x[0].select(1, -1); },
+                     .ref =
+                         [](const TL& x) {
+                           const int64_t last = x[0].size(1) - 1;
+                           return ref_reshape(ref_slice(x[0], 1, last, last + 1, 1),
+                                              without(x[0].sizes(), 1));
+                         },
+                     .samples =
+                         [] {
+                           auto s = samples_3d();
+                           s.push_back({"noncontiguous 3x4", {make_noncontiguous({3, 4}, 94)}});
+                           s.push_back({"1-d from 2-d", {in({4, 1}, 95)}});
+                           return s;
+                         },
+                     .dtypes = kAllArith});
 
 // A chain of views over one buffer, then arithmetic on it: the gradients flow back through all.
 IGNIS_OP_INFO(OpInfo{
     .name = "view_chain",
-    .fn = [](const TL& x) {
-      return x[0].t().unsqueeze(0).expand({2, 4, 3}).select(1, 1) * x[0].select(1, 0);
-    },
-    .ref = [](const TL& x) {
-      // out[i][j] = x[j][1] * x[j][0]
-      std::vector<double> v = values(x[0]);
-      std::vector<double> out;
-      for (int i = 0; i < 2; ++i) {
-        for (int j = 0; j < 3; ++j) out.push_back(v[j * 4 + 1] * v[j * 4]);
-      }
-      return from_values(out, {2, 3});
-    },
-    .samples = [] {
-      return std::vector<OpSample>{{"3x4", {in({3, 4}, 96)}},
-                                   {"noncontiguous 3x4", {make_noncontiguous({3, 4}, 97)}}};
-    }});
+    .fn =
+        [](const TL& x) {
+          return x[0].t().unsqueeze(0).expand({2, 4, 3}).select(1, 1) * x[0].select(1, 0);
+        },
+    .ref =
+        [](const TL& x) {
+          // out[i][j] = x[j][1] * x[j][0]
+          std::vector<double> v = values(x[0]);
+          std::vector<double> out;
+          for (int i = 0; i < 2; ++i) {
+            for (int j = 0; j < 3; ++j) out.push_back(v[j * 4 + 1] * v[j * 4]);
+          }
+          return from_values(out, {2, 3});
+        },
+    .samples =
+        [] {
+          return std::vector<OpSample>{{"3x4", {in({3, 4}, 96)}},
+                                       {"noncontiguous 3x4", {make_noncontiguous({3, 4}, 97)}}};
+        }});
 
 }  // namespace
 }  // namespace ignis::testing

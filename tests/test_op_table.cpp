@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "ignis/op_registry.h"
 #include "op_table.h"
 
 namespace ignis::testing {
@@ -20,12 +21,9 @@ struct Tolerance {
 // Rank of a dtype's precision (higher = looser tolerance); integers and bool are exact.
 int looseness(DType t) {
   switch (t) {
-    case kBFloat16:
-      return 2;
-    case kFloat32:
-      return 1;
-    default:
-      return 0;
+    case kBFloat16: return 2;
+    case kFloat32: return 1;
+    default: return 0;
   }
 }
 
@@ -206,4 +204,34 @@ INSTANTIATE_TEST_SUITE_P(Ops, OpTable, ::testing::ValuesIn(op_indices()), param_
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(OpTable);
 
 }  // namespace
+}  // namespace ignis::testing
+
+namespace ignis::testing {
+
+// Registry coverage: every registered op is tested by a table entry — one whose name is the
+// op's name or full name ("add", "add.Scalar"), or that lists it in `ops` — or has a written
+// exemption (IGNIS_OP_EXEMPT). The failure names every op that has neither.
+TEST(OpTableCoverage, EveryRegisteredOpHasAnEntryOrAnExemption) {
+  std::set<std::string> covered;
+  for (const OpInfo& info : op_table()) {
+    covered.insert(info.name);
+    covered.insert(info.ops.begin(), info.ops.end());
+  }
+  for (const auto& [op, reason] : op_exemptions()) {
+    EXPECT_FALSE(reason.empty()) << op;
+    covered.insert(op);
+  }
+  std::vector<std::string> missing;
+  for (const op::Record* r : op::all_records()) {
+    if (!covered.count(r->schema.full_name()) && !covered.count(r->schema.name)) {
+      missing.push_back(r->schema.full_name());
+    }
+  }
+  std::string list;
+  for (const std::string& m : missing) list += (list.empty() ? "" : ", ") + m;
+  EXPECT_TRUE(missing.empty()) << missing.size()
+                               << " registered ops have no op-table entry and no exemption: "
+                               << list;
+}
+
 }  // namespace ignis::testing
