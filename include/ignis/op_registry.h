@@ -44,8 +44,8 @@ std::string_view arg_type_name(ArgType t);
 class IValue {
  public:
   using Storage = std::variant<std::monostate, Tensor, std::vector<Tensor>, int64_t, double, bool,
-                               std::vector<int64_t>, std::vector<bool>, Scalar, DType, Device,
-                               std::string, MemoryFormat, TensorOptions>;
+                               std::vector<int64_t>, std::vector<bool>, std::vector<double>, Scalar,
+                               DType, Device, std::string, MemoryFormat, TensorOptions>;
   IValue() = default;
   template <class T>
   IValue(T v) : v_(std::move(v)) {}  // NOLINT: implicit, like c10::IValue

@@ -66,6 +66,7 @@ inline IValue box(int i) { return IValue(static_cast<int64_t>(i)); }
 inline IValue box(IntArrayRef v) { return IValue(std::vector<int64_t>(v.begin(), v.end())); }
 inline IValue box(const std::vector<int64_t>& v) { return IValue(v); }
 inline IValue box(const std::vector<bool>& v) { return IValue(v); }
+inline IValue box(const std::vector<double>& v) { return IValue(v); }
 inline IValue box(DType d) { return IValue(d); }
 inline IValue box(Device d) { return IValue(d); }
 inline IValue box(const std::string& s) { return IValue(s); }
@@ -94,7 +95,10 @@ IGNIS_ARG_TYPE(int, Int);
 IGNIS_ARG_TYPE(std::optional<int64_t>, OptionalInt);
 IGNIS_ARG_TYPE(IntArrayRef, IntList);
 IGNIS_ARG_TYPE(std::vector<int64_t>, IntList);
+IGNIS_ARG_TYPE(std::optional<std::vector<int64_t>>, OptionalIntList);
 IGNIS_ARG_TYPE(double, Float);
+IGNIS_ARG_TYPE(std::optional<double>, OptionalFloat);
+IGNIS_ARG_TYPE(std::vector<double>, FloatList);
 IGNIS_ARG_TYPE(bool, Bool);
 IGNIS_ARG_TYPE(std::vector<bool>, BoolList);
 IGNIS_ARG_TYPE(Scalar, Scalar);
@@ -179,6 +183,17 @@ struct Unbox<std::vector<bool>> {
   static const std::vector<bool>& get(const IValue& v, const Record& r, size_t i) {
     if (!v.is<std::vector<bool>>()) bad_argument(r, i, "bool[]", v);
     return v.get<std::vector<bool>>();
+  }
+};
+template <>
+struct Unbox<std::vector<double>> {
+  static std::vector<double> get(const IValue& v, const Record& r, size_t i) {
+    if (v.is<std::vector<int64_t>>()) {
+      const auto& ints = v.get<std::vector<int64_t>>();
+      return std::vector<double>(ints.begin(), ints.end());
+    }
+    if (!v.is<std::vector<double>>()) bad_argument(r, i, "float[]", v);
+    return v.get<std::vector<double>>();
   }
 };
 template <>

@@ -22,7 +22,10 @@ constexpr TypeName kTypeNames[] = {
     {ArgType::Int, "int"},
     {ArgType::OptionalInt, "int?"},
     {ArgType::IntList, "int[]"},
+    {ArgType::OptionalIntList, "int[]?"},
     {ArgType::Float, "float"},
+    {ArgType::OptionalFloat, "float?"},
+    {ArgType::FloatList, "float[]"},
     {ArgType::Bool, "bool"},
     {ArgType::BoolList, "bool[]"},
     {ArgType::Scalar, "Scalar"},
@@ -112,13 +115,18 @@ IValue parse_default(const Argument& a) {
     return IValue(std::string(d.substr(1, d.size() - 2)));
   }
   if (d.front() == '[') {
+    const std::vector<std::string_view> elems = split_args(d.substr(1, d.size() - 2));
+    if (a.type == ArgType::FloatList) {
+      std::vector<double> v;
+      for (std::string_view e : elems) v.push_back(std::stod(std::string(e)));
+      return IValue(v);
+    }
     std::vector<int64_t> v;
-    for (std::string_view e : split_args(d.substr(1, d.size() - 2)))
-      v.push_back(std::stoll(std::string(e)));
+    for (std::string_view e : elems) v.push_back(std::stoll(std::string(e)));
     return IValue(v);
   }
   const std::string s(d);
-  if (a.type == ArgType::Float) return IValue(std::stod(s));
+  if (a.type == ArgType::Float || a.type == ArgType::OptionalFloat) return IValue(std::stod(s));
   if (a.type == ArgType::Scalar || a.type == ArgType::OptionalScalar) {
     if (s.find_first_of(".eE") != std::string::npos) return IValue(Scalar(std::stod(s)));
     return IValue(Scalar(static_cast<int64_t>(std::stoll(s))));
