@@ -25,7 +25,10 @@ enum class ArgType : uint8_t {
   Int,                    // int      (int64)
   OptionalInt,            // int?
   IntList,                // int[]
+  OptionalIntList,        // int[]?
   Float,                  // float    (double)
+  OptionalFloat,          // float?
+  FloatList,              // float[]
   Bool,                   // bool
   BoolList,               // bool[]
   Scalar,                 // Scalar
@@ -62,7 +65,7 @@ class IValue {
   const Storage& storage() const { return v_; }
   /// The kind of value held, for messages: "Tensor", "int", "float", "str", "None", ...
   std::string_view kind() const;
-  /// Readable form: a tensor as "Float32[2, 3]", lists as "[1, 2]", strings quoted.
+  /// Readable form: a tensor as "float32[2, 3]", lists as "[1, 2]", strings quoted.
   std::string str() const;
 
  private:
