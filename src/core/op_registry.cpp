@@ -253,6 +253,10 @@ std::string IValue::str() const {
           os << "[";
           for (size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << (v[i] ? "True" : "False");
           os << "]";
+        } else if constexpr (std::is_same_v<T, std::vector<double>>) {
+          os << "[";
+          for (size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
+          os << "]";
         } else if constexpr (std::is_same_v<T, Scalar>)
           os << scalar_str(v);
         else if constexpr (std::is_same_v<T, Device>)
