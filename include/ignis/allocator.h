@@ -8,14 +8,6 @@
 
 namespace ignis {
 
-/// Allocates raw device memory. One instance per device type, looked up by allocator_for().
-class Allocator {
- public:
-  virtual ~Allocator() = default;
-  virtual void* allocate(size_t nbytes) = 0;
-  virtual void deallocate(void* ptr, size_t nbytes) = 0;
-};
-
 /// Byte counts of one device's allocator.
 struct MemoryStats {
   int64_t allocated = 0;       // bytes in live tensors' storage (rounded to the block size)
@@ -23,6 +15,21 @@ struct MemoryStats {
   int64_t peak_allocated = 0;  // high-water mark of `allocated` since the last reset
   int64_t num_allocs = 0;      // allocate calls
   int64_t cache_hits = 0;      // allocate calls served from the cache
+};
+
+/// Allocates raw device memory. One instance per device type, looked up by allocator_for();
+/// it is told the device (its index, for a backend with several) and an opaque stream handle
+/// (null: the device's current stream), so that a caching device allocator can keep blocks per
+/// stream. Statistics are kept per device.
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  virtual void* allocate(size_t nbytes, Device device, void* stream = nullptr) = 0;
+  virtual void deallocate(void* ptr, size_t nbytes, Device device) = 0;
+  virtual MemoryStats stats(Device device) const = 0;
+  virtual void reset_peak_stats(Device device) = 0;
+  /// Returns cached, unused blocks to the system.
+  virtual void empty_cache(Device device) = 0;
 };
 
 Allocator& allocator_for(Device device);

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "autograd/accumulate_grad.h"
+#include "profiler/profiler_hooks.h"
 #include "ignis/ops.h"
 #include "ops/copy.h"
 
@@ -196,6 +197,8 @@ void execute(const std::vector<Edge>& roots, const variable_list& root_grads, bo
     for (const Tensor& g : grads) any = any || g.defined();
     variable_list out;
     if (any) {
+      // A backward node is an interval of an active profile (named as PyTorch users see it).
+      profiler::detail::Scope scope("backward", [&] { return node->name(); });
       out = node->apply(std::move(grads));
       IGNIS_CHECK(out.size() == node->num_inputs(), "backward: ", node->name(), " returned ",
                   out.size(), " gradients but its forward had ", node->num_inputs(),

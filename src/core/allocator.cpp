@@ -56,7 +56,7 @@ struct LocalCache {
 // atomic). allocated = out_ minus the bytes parked in the threads' caches.
 class CpuCachingAllocator final : public Allocator {
  public:
-  void* allocate(size_t nbytes) override {
+  void* allocate(size_t nbytes, Device, void*) override {
     const size_t size = round_size(nbytes);
     // A thread's cache (and its counters) is gone once the thread started exiting.
     LocalCache* lc = in_teardown ? nullptr : &local();
@@ -105,7 +105,7 @@ class CpuCachingAllocator final : public Allocator {
     return p;
   }
 
-  void deallocate(void* ptr, size_t nbytes) override {
+  void deallocate(void* ptr, size_t nbytes, Device) override {
     if (ptr == nullptr) return;
     const size_t size = round_size(nbytes);
     if (size <= kSmall && !in_teardown) {
@@ -127,6 +127,9 @@ class CpuCachingAllocator final : public Allocator {
     free_[slot(size)].push_back({ptr, size});
   }
 
+  MemoryStats stats(Device) const override { return stats(); }
+  void reset_peak_stats(Device) override { reset_peak(); }
+  void empty_cache(Device) override { empty_cache(); }
   MemoryStats stats() const {
     MemoryStats s;
     std::lock_guard<std::mutex> g(threads_mu_);
@@ -219,13 +222,55 @@ CpuCachingAllocator& cpu_allocator() {
   return *a;
 }
 
-Allocator* registered[kNumDeviceTypes] = {nullptr, nullptr};
+/// The meta device holds no data: every storage gets the same non-null address (never read or
+/// written: meta kernels do nothing, and host reads of meta tensors are refused), and the bytes
+/// a meta tensor would take are counted, so that a meta run reports what a real one would hold.
+class MetaAllocator final : public Allocator {
+ public:
+  void* allocate(size_t nbytes, Device, void*) override {
+    const int64_t now =
+        allocated_.fetch_add(static_cast<int64_t>(nbytes)) + static_cast<int64_t>(nbytes);
+    int64_t peak = peak_.load();
+    while (now > peak && !peak_.compare_exchange_weak(peak, now)) {
+    }
+    num_allocs_.fetch_add(1);
+    return sentinel_;
+  }
+  void deallocate(void*, size_t nbytes, Device) override {
+    allocated_.fetch_sub(static_cast<int64_t>(nbytes));
+  }
+  MemoryStats stats(Device) const override {
+    MemoryStats s;
+    s.allocated = allocated_.load();
+    s.peak_allocated = peak_.load();
+    s.num_allocs = num_allocs_.load();
+    return s;
+  }
+  void reset_peak_stats(Device) override { peak_.store(allocated_.load()); }
+  void empty_cache(Device) override {}
+
+ private:
+  alignas(64) char sentinel_[64] = {};
+  std::atomic<int64_t> allocated_{0}, peak_{0}, num_allocs_{0};
+};
+
+MetaAllocator& meta_allocator() {
+  static auto* a = new MetaAllocator();  // never destroyed: tensors may outlive main
+  return *a;
+}
+
+Allocator* registered[kNumDeviceTypes] = {};
+
+Allocator* find_allocator(Device device) {
+  if (device.is_cpu()) return &cpu_allocator();
+  if (device.is_meta()) return &meta_allocator();
+  return registered[static_cast<int>(device.type)];
+}
 
 }  // namespace
 
 Allocator& allocator_for(Device device) {
-  if (device.is_cpu()) return cpu_allocator();
-  Allocator* a = registered[static_cast<int>(device.type)];
+  Allocator* a = find_allocator(device);
   IGNIS_CHECK(a != nullptr, "to(", device.str(),
               "): ignis was built without a CUDA backend, so no tensor can live on ", device.str());
   return *a;
@@ -236,16 +281,19 @@ void register_allocator(DeviceType type, Allocator* allocator) {
 }
 
 MemoryStats memory_stats(Device device) {
-  IGNIS_CHECK(device.is_cpu(), "memory_stats: no allocator statistics for ", device.str());
-  return cpu_allocator().stats();
+  Allocator* a = find_allocator(device);
+  IGNIS_CHECK(a != nullptr, "memory_stats: no allocator statistics for ", device.str());
+  return a->stats(device);
 }
 void reset_peak_memory_stats(Device device) {
-  IGNIS_CHECK(device.is_cpu(), "reset_peak_memory_stats: no allocator for ", device.str());
-  cpu_allocator().reset_peak();
+  Allocator* a = find_allocator(device);
+  IGNIS_CHECK(a != nullptr, "reset_peak_memory_stats: no allocator for ", device.str());
+  a->reset_peak_stats(device);
 }
 void empty_cache(Device device) {
-  IGNIS_CHECK(device.is_cpu(), "empty_cache: no allocator for ", device.str());
-  cpu_allocator().empty_cache();
+  Allocator* a = find_allocator(device);
+  IGNIS_CHECK(a != nullptr, "empty_cache: no allocator for ", device.str());
+  a->empty_cache(device);
 }
 
 }  // namespace ignis

@@ -85,7 +85,7 @@ class Formatter {
       sci_mode_ = hi / lo > 1000.0 || hi > 1.0e8 || lo < 1.0e-4;
     }
     for (double x : nz) {
-      const int w = sci_mode_  ? static_cast<int>(fmt("%.4e", x).size())
+      const int w = sci_mode_   ? static_cast<int>(fmt("%.4e", x).size())
                     : int_mode_ ? static_cast<int>(fmt("%.0f", x).size()) + 1
                                 : static_cast<int>(fmt("%.4f", x).size());
       width_ = std::max(width_, w);
@@ -222,7 +222,11 @@ std::string Tensor::toString() const {
   std::vector<std::string> suffixes;
   if (!device().is_cpu()) suffixes.push_back("device='" + device().str() + "'");
   std::string body;
-  if (numel() == 0) {
+  if (device().is_meta()) {  // PyTorch's form: no values to show
+    suffixes.insert(suffixes.begin(), "size=" + tuple_str(sizes()));
+    if (dtype() != default_dtype()) suffixes.push_back("dtype=" + std::string(dtype_name(dtype())));
+    body = "...";
+  } else if (numel() == 0) {
     if (dim() != 1) suffixes.push_back("size=" + tuple_str(sizes()));
     if (dtype() != default_dtype()) suffixes.push_back("dtype=" + std::string(dtype_name(dtype())));
     body = "[]";

@@ -18,16 +18,37 @@ void check_defined(const Tensor& t, const char* what) {
 }
 }  // namespace
 
-int64_t Tensor::dim() const { check_defined(*this, "dim"); return impl_->dim(); }
-IntArrayRef Tensor::sizes() const { check_defined(*this, "sizes"); return impl_->sizes(); }
-IntArrayRef Tensor::strides() const { check_defined(*this, "strides"); return impl_->strides(); }
+int64_t Tensor::dim() const {
+  check_defined(*this, "dim");
+  return impl_->dim();
+}
+IntArrayRef Tensor::sizes() const {
+  check_defined(*this, "sizes");
+  return impl_->sizes();
+}
+IntArrayRef Tensor::strides() const {
+  check_defined(*this, "strides");
+  return impl_->strides();
+}
 int64_t Tensor::size(int64_t d) const { return sizes()[wrap_dim(d, dim(), "size")]; }
 int64_t Tensor::stride(int64_t d) const { return strides()[wrap_dim(d, dim(), "stride")]; }
-int64_t Tensor::numel() const { check_defined(*this, "numel"); return impl_->numel(); }
+int64_t Tensor::numel() const {
+  check_defined(*this, "numel");
+  return impl_->numel();
+}
 int64_t Tensor::storage_offset() const { return impl_->offset(); }
-DType Tensor::dtype() const { check_defined(*this, "dtype"); return impl_->dtype(); }
-Device Tensor::device() const { check_defined(*this, "device"); return impl_->device(); }
-bool Tensor::is_contiguous() const { check_defined(*this, "is_contiguous"); return impl_->is_contiguous(); }
+DType Tensor::dtype() const {
+  check_defined(*this, "dtype");
+  return impl_->dtype();
+}
+Device Tensor::device() const {
+  check_defined(*this, "device");
+  return impl_->device();
+}
+bool Tensor::is_contiguous() const {
+  check_defined(*this, "is_contiguous");
+  return impl_->is_contiguous();
+}
 bool Tensor::is_contiguous(MemoryFormat format) const {
   check_defined(*this, "is_contiguous");
   if (format == MemoryFormat::Contiguous) return impl_->is_contiguous();
@@ -51,7 +72,12 @@ MemoryFormat Tensor::suggest_memory_format() const {
   return MemoryFormat::Contiguous;
 }
 
-void* Tensor::data_ptr() const { check_defined(*this, "data_ptr"); return impl_->data(); }
+void* Tensor::data_ptr() const {
+  check_defined(*this, "data_ptr");
+  IGNIS_CHECK(!device().is_meta(), "data_ptr: a meta tensor (shape ", sizes(), ", ", dtype(),
+              ") has no data to read or write");
+  return impl_->data();
+}
 uint32_t Tensor::_version() const { return impl_->version(); }
 AutogradMeta* Tensor::autograd_meta() const { return impl_ ? impl_->autograd() : nullptr; }
 
@@ -59,6 +85,8 @@ Scalar Tensor::item() const {
   check_defined(*this, "item");
   IGNIS_CHECK(numel() == 1, "item: a tensor with ", numel(), " elements (shape ", sizes(),
               ") cannot be converted to a scalar");
+  IGNIS_CHECK(!device().is_meta(), "item: a meta tensor has no value to read (shape ", sizes(),
+              ", ", dtype(), ")");
   IGNIS_CHECK(device().is_cpu(), "item: tensor on ", device().str(), "; copy it to the CPU first");
   const char* p = impl_->data();
   switch (dtype()) {
@@ -84,12 +112,15 @@ Tensor& Tensor::requires_grad_(bool r) {
   check_defined(*this, "requires_grad_");
   AutogradMeta* m = autograd_meta();
   if (m && m->grad_fn) {
-    IGNIS_CHECK(r, "requires_grad_: you can only change requires_grad flags of leaf tensors; "
+    IGNIS_CHECK(r,
+                "requires_grad_: you can only change requires_grad flags of leaf tensors; "
                 "use detach() to get a tensor that does not require grad");
     return *this;
   }
-  IGNIS_CHECK(!r || is_floating_point(), "requires_grad_: only tensors of floating point dtype "
-              "can require gradients, but this tensor has dtype ", dtype());
+  IGNIS_CHECK(!r || is_floating_point(),
+              "requires_grad_: only tensors of floating point dtype "
+              "can require gradients, but this tensor has dtype ",
+              dtype());
   if (r || m) impl_->ensure_autograd().requires_grad = r;
   return *this;
 }
@@ -127,7 +158,8 @@ int64_t Tensor::output_nr() const {
 }
 
 void Tensor::retain_grad() {
-  IGNIS_CHECK(requires_grad(), "retain_grad: can't retain_grad on a tensor that has "
+  IGNIS_CHECK(requires_grad(),
+              "retain_grad: can't retain_grad on a tensor that has "
               "requires_grad=false");
   if (is_leaf()) return;  // leaves keep their gradient anyway
   AutogradMeta* m = autograd_meta();
@@ -155,7 +187,8 @@ size_t next_hook_handle() {
 }  // namespace
 
 size_t Tensor::register_hook(GradHook hook) const {
-  IGNIS_CHECK(requires_grad(), "register_hook: cannot register a hook on a tensor that doesn't "
+  IGNIS_CHECK(requires_grad(),
+              "register_hook: cannot register a hook on a tensor that doesn't "
               "require gradient");
   size_t h = next_hook_handle();
   AutogradMeta* m = autograd_meta();
@@ -171,14 +204,14 @@ void Tensor::remove_hook(size_t handle) const {
   AutogradMeta* m = autograd_meta();
   if (m == nullptr) return;
   auto& leaf = m->hooks;
-  leaf.erase(std::remove_if(leaf.begin(), leaf.end(),
-                            [&](const auto& p) { return p.first == handle; }),
-             leaf.end());
+  leaf.erase(
+      std::remove_if(leaf.begin(), leaf.end(), [&](const auto& p) { return p.first == handle; }),
+      leaf.end());
   if (m->grad_fn) {
     auto& pre = m->grad_fn->pre_hooks;
-    pre.erase(std::remove_if(pre.begin(), pre.end(),
-                             [&](const auto& p) { return p.handle == handle; }),
-              pre.end());
+    pre.erase(
+        std::remove_if(pre.begin(), pre.end(), [&](const auto& p) { return p.handle == handle; }),
+        pre.end());
   }
 }
 

@@ -9,7 +9,7 @@ namespace ignis {
 
 StorageImpl::StorageImpl(size_t n, Device d) : nbytes(n), device(d) {
   allocator = &allocator_for(d);
-  data = allocator->allocate(n);
+  data = allocator->allocate(n, d);
 }
 
 StorageImpl::StorageImpl(void* p, size_t n, Device d, std::function<void(void*)> del)
@@ -17,7 +17,7 @@ StorageImpl::StorageImpl(void* p, size_t n, Device d, std::function<void(void*)>
 
 StorageImpl::~StorageImpl() {
   if (allocator != nullptr) {
-    allocator->deallocate(data, nbytes);
+    allocator->deallocate(data, nbytes, device);
   } else if (deleter) {
     deleter(data);
   }
@@ -159,6 +159,11 @@ Device::Device(const std::string& spec) {
     index = 0;
     return;
   }
+  if (spec == "meta") {
+    type = DeviceType::Meta;
+    index = 0;
+    return;
+  }
   if (spec.rfind("cuda", 0) == 0) {
     type = DeviceType::CUDA;
     index = 0;
@@ -175,10 +180,11 @@ Device::Device(const std::string& spec) {
     }
     return;
   }
-  IGNIS_FAIL("Device: invalid device string '", spec, "' (expected cpu, cuda or cuda:N)");
+  IGNIS_FAIL("Device: invalid device string '", spec, "' (expected cpu, cuda, cuda:N or meta)");
 }
 
 std::string Device::str() const {
+  if (is_meta()) return "meta";
   return is_cpu() ? "cpu" : "cuda:" + std::to_string(index);
 }
 

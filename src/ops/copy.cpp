@@ -8,6 +8,12 @@ namespace ignis {
 IGNIS_DEFINE_STUB(copy_stub, CopyFn);
 
 void copy_into(const Tensor& dst, const Tensor& src) {
+  if (dst.device() != src.device()) {
+    // Into a meta tensor there is nothing to copy; out of one there is nothing to read.
+    if (dst.device().is_meta()) return;
+    IGNIS_CHECK(!src.device().is_meta(), "copy_: cannot copy out of a meta tensor (shape ",
+                src.sizes(), ", ", src.dtype(), "): it has no data");
+  }
   IGNIS_CHECK(dst.device() == src.device(), "copy_: copying between ", src.device().str(), " and ",
               dst.device().str(), " needs a device backend");
   if (dst.numel() == 0) return;
@@ -23,9 +29,8 @@ Tensor Tensor::to(DType dtype, bool copy) const {
   copy_into(out, *this);
   if (autograd::any_needs_grad({this}) && ignis::is_floating_point(dtype)) {
     // The engine casts the gradient back to the input's dtype.
-    autograd::record("to", {this}, {&out}, [](autograd::BackwardCtx&, const TensorList& g) {
-      return TensorList{g[0]};
-    });
+    autograd::record("to", {this}, {&out},
+                     [](autograd::BackwardCtx&, const TensorList& g) { return TensorList{g[0]}; });
   }
   return out;
 }
@@ -46,9 +51,8 @@ namespace {
 // Records out = x for autograd: the gradient passes through unchanged.
 Tensor pass_through(const Tensor& x, Tensor out, const char* op) {
   if (autograd::any_needs_grad({&x})) {
-    autograd::record(op, {&x}, {&out}, [](autograd::BackwardCtx&, const TensorList& g) {
-      return TensorList{g[0]};
-    });
+    autograd::record(op, {&x}, {&out},
+                     [](autograd::BackwardCtx&, const TensorList& g) { return TensorList{g[0]}; });
   }
   return out;
 }
@@ -70,8 +74,10 @@ Tensor Tensor::contiguous() const {
 
 Tensor Tensor::contiguous(MemoryFormat format) const {
   if (format == MemoryFormat::Contiguous) return contiguous();
-  IGNIS_CHECK(dim() == 4, "contiguous: channels_last needs a 4-d tensor [N, C, H, W], but got "
-              "shape ", sizes());
+  IGNIS_CHECK(dim() == 4,
+              "contiguous: channels_last needs a 4-d tensor [N, C, H, W], but got "
+              "shape ",
+              sizes());
   if (suggest_memory_format() == MemoryFormat::ChannelsLast) return *this;
   if (is_contiguous(format)) {  // dense NHWC already (size-1 dims): restride, no copy
     return restride_channels_last(*this);

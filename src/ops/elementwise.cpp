@@ -32,10 +32,19 @@ Tensor wrap_scalar(Scalar s, DType dtype, Device device) {
     dispatch_dtype(dtype, "scalar", [&]<class T>() {
       *static_cast<T*>(t.data_ptr()) = static_cast<T>(s.to<acc_t<T>>());
     });
-  } else {
-    t.fill_(s);
+  } else if (!device.is_meta()) {  // a meta tensor has no value to set
+    // Written on the host and copied over (not fill_, which wraps its scalar with this).
+    copy_into(t, wrap_scalar(s, dtype, kCPU));
   }
   return t;
+}
+
+Tensor to_operand_device(const Tensor& x, Device device) {
+  if (x.device() == device || !x.device().is_cpu() || x.dim() != 0) return x;
+  // A CPU 0-d tensor is a scalar operand (PyTorch's rule): its value, read on the host, goes
+  // with the op to the other operand's device.
+  if (device.is_meta()) return make_tensor({}, x.dtype(), device);
+  return wrap_scalar(x.item(), x.dtype(), device);
 }
 
 Tensor cast(const Tensor& x, DType dtype) { return x.dtype() == dtype ? x : x.to(dtype); }
@@ -45,7 +54,7 @@ Tensor binary_op(const DispatchStub<ElementwiseFn>& stub, const Tensor& a, const
   // Fast path, the common case of small ops: same shape, contiguous, already of the compute
   // dtype, one device. Reads the geometry straight from the impls (no checked accessor calls)
   // and iterates as one flat row.
-  if (const TensorImpl *ia = a.impl(), *ib = b.impl();
+  if (const TensorImpl* ia = a.impl(), *ib = b.impl();
       ia != nullptr && ib != nullptr && ia->dtype() == compute && ib->dtype() == compute &&
       ia->is_contiguous() && ib->is_contiguous() && ia->sizes().equals(ib->sizes()) &&
       ia->device() == ib->device()) {
@@ -54,8 +63,18 @@ Tensor binary_op(const DispatchStub<ElementwiseFn>& stub, const Tensor& a, const
     stub[ia->device()](it, compute, args);
     return out;
   }
-  IGNIS_CHECK(a.device() == b.device(), stub.op, ": expected both tensors on the same device, "
-              "but got ", a.device().str(), " and ", b.device().str());
+  if (a.device() != b.device()) {
+    if (a.dim() == 0 && a.device().is_cpu()) {
+      return binary_op(stub, to_operand_device(a, b.device()), b, compute, out_dtype, args);
+    }
+    if (b.dim() == 0 && b.device().is_cpu()) {
+      return binary_op(stub, a, to_operand_device(b, a.device()), compute, out_dtype, args);
+    }
+  }
+  IGNIS_CHECK(a.device() == b.device(), stub.op,
+              ": expected both tensors on the same device, "
+              "but got ",
+              a.device().str(), " and ", b.device().str());
   // Cast only operands that need it (no handle copies on the common path).
   Tensor ta, tb;
   const Tensor* pa = &a;
@@ -92,14 +111,19 @@ Tensor unary_op(const DispatchStub<ElementwiseFn>& stub, const Tensor& x, DType 
 void inplace_op(const DispatchStub<ElementwiseFn>& stub, Tensor& self, const Tensor& other,
                 DType compute, OpArgs args) {
   // PyTorch's can_cast: no float -> integer, no number -> bool.
-  IGNIS_CHECK(dtype_category(compute) <= dtype_category(self.dtype()), stub.op,
-              "_: result type ", compute, " can't be cast to the desired output type ",
-              self.dtype());
+  IGNIS_CHECK(dtype_category(compute) <= dtype_category(self.dtype()), stub.op, "_: result type ",
+              compute, " can't be cast to the desired output type ", self.dtype());
   Tensor cs = self;
   if (compute != self.dtype()) cs = cast(self, compute);
+  if (other.defined() && other.device() != self.device() && other.dim() == 0) {
+    inplace_op(stub, self, to_operand_device(other, self.device()), compute, args);
+    return;
+  }
   if (other.defined()) {
-    IGNIS_CHECK(other.device() == self.device(), stub.op, "_: expected both tensors on the same "
-                "device, but got ", self.device().str(), " and ", other.device().str());
+    IGNIS_CHECK(other.device() == self.device(), stub.op,
+                "_: expected both tensors on the same "
+                "device, but got ",
+                self.device().str(), " and ", other.device().str());
     Shape s;
     try {
       s = broadcast_shapes(self.sizes(), other.sizes());
@@ -107,18 +131,18 @@ void inplace_op(const DispatchStub<ElementwiseFn>& stub, Tensor& self, const Ten
       IGNIS_FAIL(stub.op, "_: shapes ", self.sizes(), " and ", other.sizes(),
                  " cannot be broadcast");
     }
-    IGNIS_CHECK(IntArrayRef(s).equals(self.sizes()), stub.op, "_: output with shape ",
-                self.sizes(), " doesn't match the broadcast shape ", s);
+    IGNIS_CHECK(IntArrayRef(s).equals(self.sizes()), stub.op, "_: output with shape ", self.sizes(),
+                " doesn't match the broadcast shape ", s);
   }
   const Tensor co = other.defined() ? cast(other, compute) : Tensor();
   if (compute == self.dtype()) {
-    TensorIter it = other.defined() ? TensorIter::build(self, {&cs, &co})
-                                    : TensorIter::build(self, {&cs});
+    TensorIter it =
+        other.defined() ? TensorIter::build(self, {&cs, &co}) : TensorIter::build(self, {&cs});
     stub[self.device()](it, compute, args);
   } else {
     Tensor tmp = make_tensor_like(self, self.sizes(), compute, self.device());
-    TensorIter it = other.defined() ? TensorIter::build(tmp, {&cs, &co})
-                                    : TensorIter::build(tmp, {&cs});
+    TensorIter it =
+        other.defined() ? TensorIter::build(tmp, {&cs, &co}) : TensorIter::build(tmp, {&cs});
     stub[self.device()](it, compute, args);
     copy_into(self, tmp);
   }
@@ -128,10 +152,12 @@ void inplace_op(const DispatchStub<ElementwiseFn>& stub, Tensor& self, const Ten
 void check_inplace(const Tensor& self, const char* op) {
   AutogradMeta* m = self.autograd_meta();
   if (m == nullptr || !is_grad_enabled()) return;
-  IGNIS_CHECK(!(m->requires_grad && !m->grad_fn), op, ": a leaf tensor that requires grad is "
+  IGNIS_CHECK(!(m->requires_grad && !m->grad_fn), op,
+              ": a leaf tensor that requires grad is "
               "being used in an in-place operation; wrap it in NoGradGuard or use an "
               "out-of-place op");
-  IGNIS_CHECK(!m->is_view, op, ": in-place operation on a view of a tensor that requires grad "
+  IGNIS_CHECK(!m->is_view, op,
+              ": in-place operation on a view of a tensor that requires grad "
               "is not supported; clone() the view first");
 }
 

@@ -22,6 +22,10 @@ inline DType to_floating(DType t) { return is_floating_point(t) ? t : default_dt
 /// A 0-d tensor holding `s` as `dtype` (the scalar operand of a binary op).
 Tensor wrap_scalar(Scalar s, DType dtype, Device device);
 
+/// `x` as an operand on `device`: a CPU 0-d tensor (a scalar) moves to the other operand's
+/// device, as in PyTorch; any other tensor is returned as is.
+Tensor to_operand_device(const Tensor& x, Device device);
+
 /// x cast to `dtype` (x itself when it already has it).
 Tensor cast(const Tensor& x, DType dtype);
 
