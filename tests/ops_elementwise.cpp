@@ -134,6 +134,104 @@ OpInfo where_entry() {
   return o;
 }
 
+/// `o`, also covering the registry records `ops` (see OpInfo::ops).
+OpInfo covering(OpInfo o, std::vector<std::string> ops) {
+  o.ops = std::move(ops);
+  return o;
+}
+
+/// An in-place unary op: self is a non-leaf copy of the input (so that autograd records the
+/// in-place write), the reference the out-of-place function.
+OpInfo inplace_unary(std::string name, std::function<void(Tensor&)> f,
+                     std::function<double(double)> r, double lo = -2, double hi = 2) {
+  return unary(
+      std::move(name),
+      [f](const Tensor& x) {
+        Tensor self = x * 1;
+        f(self);
+        return self;
+      },
+      std::move(r), lo, hi);
+}
+
+/// A whole-tensor predicate (allclose, equal) as a 0-d bool tensor.
+Tensor as_tensor(bool b) { return tensor(std::vector<bool>{b}).reshape({}); }
+Tensor ref_as_tensor(bool b) { return from_values({b ? 1.0 : 0.0}, {}); }
+
+/// Pairs for allclose and equal: equal, close, far apart, NaN, +-inf, broadcast, empty and
+/// non-contiguous. Values of b are computed from a's in float64.
+std::vector<OpSample> predicate_pair_samples() {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  auto shifted = [](const Tensor& a, double rel, double abs_) {
+    Values v = values(a);
+    for (double& x : v) x = x * (1 + rel) + abs_;
+    return from_values(v, a.sizes());
+  };
+  const Tensor a = make_input({3, 4}, 31);
+  Values one_off = values(a);
+  one_off[5] += 0.5;
+  const Tensor nc = make_noncontiguous({3, 4}, 32);
+  return {
+      {"equal", {a, a.clone()}},
+      {"close (relative)", {a, shifted(a, 1e-7, 0)}},
+      {"far apart", {a, shifted(a, 0, 1e-2)}},
+      {"one element off", {a, from_values(one_off, {3, 4})}},
+      {"nan", {from_values({1, nan, 2}, {3}), from_values({1, nan, 2}, {3})}},
+      {"inf", {from_values({1, inf, -inf}, {3}), from_values({1, inf, -inf}, {3})}},
+      {"inf sign differs", {from_values({1, inf}, {2}), from_values({1, -inf}, {2})}},
+      {"broadcast", {make_input({2, 3}, 33), make_input({3}, 34)}},
+      {"broadcast equal rows", {from_values({1, 2, 1, 2}, {2, 2}), from_values({1, 2}, {2})}},
+      {"0-d", {make_input({}, 35), make_input({}, 35)}},
+      {"empty", {make_input({0, 3}, 36), make_input({0, 3}, 37)}},
+      {"noncontiguous", {nc, nc.contiguous()}},
+  };
+}
+
+/// allclose by its definition: |a - b| <= atol + rtol |b| elementwise (broadcast), infinities
+/// equal only to themselves, NaN equal only with equal_nan.
+OpInfo allclose_entry(std::string name, double rtol, double atol, bool equal_nan) {
+  OpInfo o;
+  o.name = std::move(name);
+  o.fn = [=](const Inputs& x) { return as_tensor(allclose(x[0], x[1], rtol, atol, equal_nan)); };
+  o.ref = [=](const Inputs& x) {
+    const Tensor close = ref_elementwise(x, [=](const Values& v) {
+      const double a = v[0], b = v[1];
+      if (std::isnan(a) || std::isnan(b))
+        return equal_nan && std::isnan(a) && std::isnan(b) ? 1.0 : 0.0;
+      if (std::isinf(a) || std::isinf(b)) return a == b ? 1.0 : 0.0;
+      return std::fabs(a - b) <= atol + rtol * std::fabs(b) ? 1.0 : 0.0;
+    });
+    bool all = true;
+    for (double c : values(close)) all = all && c != 0;
+    return ref_as_tensor(all);
+  };
+  o.samples = predicate_pair_samples;
+  o.dtypes = kFloatDtypes;
+  o.differentiable = false;
+  o.twice_differentiable = false;
+  return o;
+}
+
+/// equal: same shape and every element equal (no broadcasting; NaN is unequal to itself).
+OpInfo equal_entry() {
+  OpInfo o;
+  o.name = "equal";
+  o.fn = [](const Inputs& x) { return as_tensor(equal(x[0], x[1])); };
+  o.ref = [](const Inputs& x) {
+    if (!x[0].sizes().equals(x[1].sizes())) return ref_as_tensor(false);
+    const Values a = values(x[0]), b = values(x[1]);
+    bool all = true;
+    for (size_t i = 0; i < a.size(); ++i) all = all && a[i] == b[i];
+    return ref_as_tensor(all);
+  };
+  o.samples = predicate_pair_samples;
+  o.dtypes = kFloatDtypes;
+  o.differentiable = false;
+  o.twice_differentiable = false;
+  return o;
+}
+
 double sigmoid_ref(double x) { return 1 / (1 + std::exp(-x)); }
 double gelu_tanh_ref(double x) {
   const double k = std::sqrt(2 / M_PI);
@@ -279,6 +377,32 @@ IGNIS_OP_INFO(unary("where_scalar_other", [](const Tensor& x) { return where(x >
                     [](double x) { return x > 0.5 ? x : -1.5; }));
 IGNIS_OP_INFO(unary("where_scalar_self", [](const Tensor& x) { return where(x > 0.5, 2, x); },
                     [](double x) { return x > 0.5 ? 2.0 : x; }));
+
+// ---- in place (self a non-leaf copy of the input)
+IGNIS_OP_INFO(inplace_unary("neg_", [](Tensor& x) { x.neg_(); },
+                            [](double x) { return -x; }));
+IGNIS_OP_INFO(inplace_unary("exp_", [](Tensor& x) { x.exp_(); },
+                            [](double x) { return std::exp(x); }));
+IGNIS_OP_INFO(inplace_unary("sqrt_", [](Tensor& x) { x.sqrt_(); },
+                            [](double x) { return std::sqrt(x); }, 0.1, 3));
+IGNIS_OP_INFO(inplace_unary("pow_", [](Tensor& x) { x.pow_(2.5); },
+                            [](double x) { return std::pow(x, 2.5); }, 0.2, 2.5));
+IGNIS_OP_INFO(inplace_unary("clamp_", [](Tensor& x) { x.clamp_(-0.5, 0.8); },
+                            [](double x) { return std::min(std::max(x, -0.5), 0.8); }));
+IGNIS_OP_INFO(inplace_unary("clamp_ min only", [](Tensor& x) { x.clamp_(-0.3); },
+                            [](double x) { return std::max(x, -0.3); }));
+IGNIS_OP_INFO(inplace_unary("relu_", [](Tensor& x) { x.relu_(); },
+                            [](double x) { return x > 0 ? x : 0.0; }));
+IGNIS_OP_INFO(inplace_unary("sigmoid_", [](Tensor& x) { x.sigmoid_(); },
+                            sigmoid_ref, -8, 8));
+IGNIS_OP_INFO(inplace_unary("tanh_", [](Tensor& x) { x.tanh_(); },
+                            [](double x) { return std::tanh(x); }, -5, 5));
+
+// ---- whole-tensor predicates (a 0-d bool result)
+IGNIS_OP_INFO(allclose_entry("allclose", 1e-5, 1e-8, false));
+IGNIS_OP_INFO(covering(allclose_entry("allclose rtol=1e-2 atol=1e-3 equal_nan", 1e-2, 1e-3, true),
+                       {"allclose"}));
+IGNIS_OP_INFO(equal_entry());
 
 // clang-format on
 

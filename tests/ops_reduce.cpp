@@ -244,6 +244,11 @@ OpInfo reduction(std::string name, std::function<Tensor(const Tensor&)> f,
       [r, dims, keepdim](const Tensor& x) { return ref_reduce(x, dims, keepdim, r); },
       std::move(samples), std::move(dtypes));
 }
+/// `o`, also covering the registry records `ops` (see OpInfo::ops).
+OpInfo covering(OpInfo o, std::vector<std::string> ops) {
+  o.ops = std::move(ops);
+  return o;
+}
 OpInfo not_differentiable(OpInfo o) {
   o.differentiable = false;
   o.twice_differentiable = false;
@@ -298,12 +303,13 @@ IGNIS_OP_INFO(reduction(
       return x.mean({0, 2}, true);
     },
     r_mean, {0, 2}, true, s3ne));
-IGNIS_OP_INFO(reduction(
-    "sum_to_size 3x4 to 1x4",
-    [](const Tensor& x) {
-      return x.sum_to_size({1, x.size(1)});
-    },
-    r_sum, {0}, true, s2));
+IGNIS_OP_INFO(covering(reduction(
+                           "sum_to_size 3x4 to 1x4",
+                           [](const Tensor& x) {
+                             return x.sum_to_size({1, x.size(1)});
+                           },
+                           r_sum, {0}, true, s2),
+                       {"sum_to_size"}));
 IGNIS_OP_INFO(entry(
     "sum_to_size 2x3x4 to 3x1",
     [](const Tensor& x) {
@@ -369,18 +375,22 @@ IGNIS_OP_INFO(reduction(
     "min", [](const Tensor& x) { return x.min(); }, r_min, {}, false, sallne, kWithInts));
 
 // ---- max(dim) / min(dim): values (gradient to the index) and indices
-IGNIS_OP_INFO(reduction(
-    "max dim=1 values", [](const Tensor& x) { return std::get<0>(max(x, 1)); }, r_max, {1}, false,
-    s2ne, kWithInts));
+IGNIS_OP_INFO(covering(reduction(
+                           "max dim=1 values",
+                           [](const Tensor& x) { return std::get<0>(max(x, 1)); }, r_max, {1},
+                           false, s2ne, kWithInts),
+                       {"max.dim"}));
 IGNIS_OP_INFO(reduction(
     "max dim=0 keepdim values", [](const Tensor& x) { return std::get<0>(x.max(0, true)); }, r_max,
     {0}, true, s2ne));
 IGNIS_OP_INFO(reduction(
     "max dim=1 of 3-d values", [](const Tensor& x) { return std::get<0>(max(x, 1)); }, r_max, {1},
     false, s3ne));
-IGNIS_OP_INFO(reduction(
-    "min dim=-1 values", [](const Tensor& x) { return std::get<0>(min(x, -1)); }, r_min, {-1},
-    false, s3ne, kWithInts));
+IGNIS_OP_INFO(covering(reduction(
+                           "min dim=-1 values",
+                           [](const Tensor& x) { return std::get<0>(min(x, -1)); }, r_min, {-1},
+                           false, s3ne, kWithInts),
+                       {"min.dim"}));
 IGNIS_OP_INFO(reduction(
     "max 0-d dim=0 values", [](const Tensor& x) { return std::get<0>(max(x, 0)); }, r_max, {},
     false,
@@ -482,9 +492,10 @@ IGNIS_OP_INFO(reduction(
     }));
 
 // ---- logsumexp
-IGNIS_OP_INFO(reduction(
-    "logsumexp dim=1", [](const Tensor& x) { return logsumexp(x, {1}); }, r_logsumexp, {1}, false,
-    s2));
+IGNIS_OP_INFO(covering(reduction(
+                           "logsumexp dim=1", [](const Tensor& x) { return logsumexp(x, {1}); },
+                           r_logsumexp, {1}, false, s2),
+                       {"logsumexp"}));
 IGNIS_OP_INFO(reduction(
     "logsumexp all", [](const Tensor& x) { return x.logsumexp({}); }, r_logsumexp, {}, false,
     sall));
@@ -503,18 +514,22 @@ std::vector<OpSample> softmax_samples() {
   s.push_back({"wide 2x40", {make_input({2, 40}, 27, -5, 5)}});
   return s;
 }
-IGNIS_OP_INFO(entry(
-    "softmax dim=-1", [](const Tensor& x) { return softmax(x, -1); },
-    [](const Tensor& x) { return ref_along(x, -1, r_softmax); }, softmax_samples));
+IGNIS_OP_INFO(covering(entry(
+                           "softmax dim=-1", [](const Tensor& x) { return softmax(x, -1); },
+                           [](const Tensor& x) { return ref_along(x, -1, r_softmax); },
+                           softmax_samples),
+                       {"softmax.int"}));
 IGNIS_OP_INFO(entry(
     "softmax dim=0", [](const Tensor& x) { return x.softmax(0); },
     [](const Tensor& x) { return ref_along(x, 0, r_softmax); }, softmax_samples));
 IGNIS_OP_INFO(entry(
     "softmax dim=1 of 3-d", [](const Tensor& x) { return softmax(x, 1); },
     [](const Tensor& x) { return ref_along(x, 1, r_softmax); }, s3));
-IGNIS_OP_INFO(entry(
-    "log_softmax dim=-1", [](const Tensor& x) { return log_softmax(x, -1); },
-    [](const Tensor& x) { return ref_along(x, -1, r_log_softmax); }, softmax_samples));
+IGNIS_OP_INFO(covering(entry(
+                           "log_softmax dim=-1", [](const Tensor& x) { return log_softmax(x, -1); },
+                           [](const Tensor& x) { return ref_along(x, -1, r_log_softmax); },
+                           softmax_samples),
+                       {"log_softmax.int"}));
 IGNIS_OP_INFO(entry(
     "log_softmax dim=0", [](const Tensor& x) { return x.log_softmax(0); },
     [](const Tensor& x) { return ref_along(x, 0, r_log_softmax); }, softmax_samples));
@@ -523,9 +538,11 @@ IGNIS_OP_INFO(entry(
     [](const Tensor& x) { return ref_along(x, 1, r_log_softmax); }, s3));
 
 // ---- cumsum
-IGNIS_OP_INFO(entry(
-    "cumsum dim=0", [](const Tensor& x) { return cumsum(x, 0); },
-    [](const Tensor& x) { return ref_along(x, 0, r_cumsum); }, s2, kWithInts));
+IGNIS_OP_INFO(covering(entry(
+                           "cumsum dim=0", [](const Tensor& x) { return cumsum(x, 0); },
+                           [](const Tensor& x) { return ref_along(x, 0, r_cumsum); }, s2,
+                           kWithInts),
+                       {"cumsum"}));
 IGNIS_OP_INFO(entry(
     "cumsum dim=-1", [](const Tensor& x) { return x.cumsum(-1); },
     [](const Tensor& x) { return ref_along(x, -1, r_cumsum); },

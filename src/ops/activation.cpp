@@ -2,6 +2,7 @@
 // kernel (one pass over memory instead of a chain of ops), exposed as a differentiable op itself
 // (threshold_backward, tanh_backward, ...) whose own backward is written in ignis ops, so double
 // backward works.
+#include "core/op_call.h"
 #include "ops/unary.h"
 
 namespace ignis {
@@ -26,6 +27,31 @@ constinit DispatchStub<ElementwiseFn> gelu_tanh_backward_stub("gelu_backward");
 IGNIS_DEFINE_OP_STUB(silu_backward);
 IGNIS_DEFINE_OP_STUB(softplus_backward);
 
+#define ACTIVATION(name, stub)                                                 \
+  IGNIS_OP(name, #name "(Tensor self) -> Tensor", Tensor(const Tensor&), name, \
+           {.differentiable = true, .stubs = {&stub}})
+ACTIVATION(relu, relu_stub);
+ACTIVATION(tanh, tanh_stub);
+ACTIVATION(sigmoid, sigmoid_stub);
+ACTIVATION(silu, silu_stub);
+#undef ACTIVATION
+IGNIS_OP(leaky_relu, "leaky_relu(Tensor self, float negative_slope=0.01) -> Tensor",
+         Tensor(const Tensor&, double), leaky_relu,
+         {.differentiable = true, .stubs = {&leaky_relu_stub}});
+IGNIS_OP(gelu, "gelu(Tensor self, *, str approximate='none') -> Tensor",
+         Tensor(const Tensor&, const std::string&), gelu,
+         {.differentiable = true, .stubs = {&gelu_stub, &gelu_tanh_stub}});
+IGNIS_OP(softplus, "softplus(Tensor self, float beta=1, float threshold=20) -> Tensor",
+         Tensor(const Tensor&, double, double), softplus,
+         {.differentiable = true, .stubs = {&softplus_stub}});
+#define INPLACE_ACTIVATION(name, stub)                                            \
+  IGNIS_OP_METHOD(name, #name "(Tensor(a!) self) -> Tensor(a!)", Tensor&(), name, \
+                  {.differentiable = true, .stubs = {&stub}})
+INPLACE_ACTIVATION(relu_, relu_stub);
+INPLACE_ACTIVATION(sigmoid_, sigmoid_stub);
+INPLACE_ACTIVATION(tanh_, tanh_stub);
+#undef INPLACE_ACTIVATION
+
 namespace {
 Tensor floating_unary(const DispatchStub<ElementwiseFn>& stub, const Tensor& x, OpArgs args = {}) {
   const DType t = to_floating(x.dtype());
@@ -46,6 +72,7 @@ bool gelu_is_tanh(const std::string& approximate) {
 // ---- forward ops
 
 Tensor relu(const Tensor& x) {
+  IGNIS_DISPATCH(relu, relu, x);
   IGNIS_CHECK(x.dtype() != kBool, "relu: not supported for bool tensors");
   Tensor out = unary_op(relu_stub, x, x.dtype(), x.dtype());
   if (autograd::any_needs_grad({&x})) {
@@ -58,6 +85,7 @@ Tensor relu(const Tensor& x) {
 }
 
 Tensor tanh(const Tensor& x) {
+  IGNIS_DISPATCH(tanh, tanh, x);
   Tensor out = floating_unary(tanh_stub, x);
   if (autograd::any_needs_grad({&x})) {
     autograd::record("tanh", {&x}, {&out},
@@ -69,6 +97,7 @@ Tensor tanh(const Tensor& x) {
 }
 
 Tensor sigmoid(const Tensor& x) {
+  IGNIS_DISPATCH(sigmoid, sigmoid, x);
   Tensor out = floating_unary(sigmoid_stub, x);
   if (autograd::any_needs_grad({&x})) {
     autograd::record("sigmoid", {&x}, {&out},
@@ -80,6 +109,7 @@ Tensor sigmoid(const Tensor& x) {
 }
 
 Tensor leaky_relu(const Tensor& x, double negative_slope) {
+  IGNIS_DISPATCH(leaky_relu, leaky_relu, x, negative_slope);
   Tensor out = floating_unary(leaky_relu_stub, x, {negative_slope});
   if (autograd::any_needs_grad({&x})) {
     autograd::record(
@@ -92,6 +122,7 @@ Tensor leaky_relu(const Tensor& x, double negative_slope) {
 }
 
 Tensor gelu(const Tensor& x, const std::string& approximate) {
+  IGNIS_DISPATCH(gelu, gelu, x, approximate);
   const bool tanh_approx = gelu_is_tanh(approximate);
   Tensor out = floating_unary(tanh_approx ? gelu_tanh_stub : gelu_stub, x);
   if (autograd::any_needs_grad({&x})) {
@@ -105,6 +136,7 @@ Tensor gelu(const Tensor& x, const std::string& approximate) {
 }
 
 Tensor silu(const Tensor& x) {
+  IGNIS_DISPATCH(silu, silu, x);
   Tensor out = floating_unary(silu_stub, x);
   if (autograd::any_needs_grad({&x})) {
     autograd::record("silu", {&x}, {&out},
@@ -116,6 +148,7 @@ Tensor silu(const Tensor& x) {
 }
 
 Tensor softplus(const Tensor& x, double beta, double threshold) {
+  IGNIS_DISPATCH(softplus, softplus, x, beta, threshold);
   IGNIS_CHECK(beta != 0, "softplus: beta must be nonzero");
   Tensor out = floating_unary(softplus_stub, x, {beta, threshold});
   if (autograd::any_needs_grad({&x})) {
@@ -268,15 +301,18 @@ Tensor Tensor::tanh() const { return ignis::tanh(*this); }
 Tensor Tensor::sigmoid() const { return ignis::sigmoid(*this); }
 
 Tensor& Tensor::relu_() {
+  IGNIS_DISPATCH_METHOD(relu_, relu_);
   IGNIS_CHECK(dtype() != kBool, "relu_: not supported for bool tensors");
   return inplace_unary(*this, relu_stub, dtype(), {}, "relu_", false,
                        [](const Tensor& x) { return ignis::relu(x); });
 }
 Tensor& Tensor::sigmoid_() {
+  IGNIS_DISPATCH_METHOD(sigmoid_, sigmoid_);
   return inplace_unary(*this, sigmoid_stub, to_floating(dtype()), {}, "sigmoid_", false,
                        [](const Tensor& x) { return ignis::sigmoid(x); });
 }
 Tensor& Tensor::tanh_() {
+  IGNIS_DISPATCH_METHOD(tanh_, tanh_);
   return inplace_unary(*this, tanh_stub, to_floating(dtype()), {}, "tanh_", false,
                        [](const Tensor& x) { return ignis::tanh(x); });
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/op_call.h"
 #include "ops/unary.h"
 
 namespace ignis {
@@ -25,6 +26,48 @@ IGNIS_DEFINE_OP_STUB(isinf);
 IGNIS_DEFINE_OP_STUB(isfinite);
 IGNIS_DEFINE_OP_STUB(where);
 
+#define COMPARE(name)                                                              \
+  IGNIS_OP(name##_Tensor, #name ".Tensor(Tensor self, Tensor other) -> Tensor",    \
+           Tensor(const Tensor&, const Tensor&), name, {.stubs = {&name##_stub}}); \
+  IGNIS_OP(name##_Scalar, #name ".Scalar(Tensor self, Scalar other) -> Tensor",    \
+           Tensor(const Tensor&, Scalar), name, {.stubs = {&name##_stub}})
+COMPARE(eq);
+COMPARE(ne);
+COMPARE(lt);
+COMPARE(le);
+COMPARE(gt);
+COMPARE(ge);
+#undef COMPARE
+IGNIS_OP(logical_and, "logical_and(Tensor self, Tensor other) -> Tensor",
+         Tensor(const Tensor&, const Tensor&), logical_and, {.stubs = {&logical_and_stub}});
+IGNIS_OP(logical_or, "logical_or(Tensor self, Tensor other) -> Tensor",
+         Tensor(const Tensor&, const Tensor&), logical_or, {.stubs = {&logical_or_stub}});
+#define PREDICATE(name)                                                        \
+  IGNIS_OP(name, #name "(Tensor self) -> Tensor", Tensor(const Tensor&), name, \
+           {.stubs = {&name##_stub}})
+PREDICATE(logical_not);
+PREDICATE(isnan);
+PREDICATE(isinf);
+PREDICATE(isfinite);
+#undef PREDICATE
+IGNIS_OP(where_self, "where.self(Tensor condition, Tensor self, Tensor other) -> Tensor",
+         Tensor(const Tensor&, const Tensor&, const Tensor&), where,
+         {.differentiable = true, .stubs = {&where_stub}});
+IGNIS_OP(where_ScalarOther,
+         "where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor",
+         Tensor(const Tensor&, const Tensor&, Scalar), where,
+         {.differentiable = true, .stubs = {&where_stub}});
+IGNIS_OP(where_ScalarSelf,
+         "where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor",
+         Tensor(const Tensor&, Scalar, const Tensor&), where,
+         {.differentiable = true, .stubs = {&where_stub}});
+IGNIS_OP(allclose,
+         "allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool "
+         "equal_nan=False) -> bool",
+         bool(const Tensor&, const Tensor&, double, double, bool), allclose, {.kind = "composite"});
+IGNIS_OP(equal, "equal(Tensor self, Tensor other) -> bool", bool(const Tensor&, const Tensor&),
+         equal, {.kind = "composite"});
+
 namespace {
 Tensor compare(const DispatchStub<ElementwiseFn>& stub, const Tensor& a, const Tensor& b) {
   return binary_op(stub, a, b, result_type(a, b), kBool);
@@ -41,30 +84,85 @@ Tensor float_predicate(const DispatchStub<ElementwiseFn>& stub, const Tensor& x,
 }
 }  // namespace
 
-Tensor eq(const Tensor& a, const Tensor& b) { return compare(eq_stub, a, b); }
-Tensor ne(const Tensor& a, const Tensor& b) { return compare(ne_stub, a, b); }
-Tensor lt(const Tensor& a, const Tensor& b) { return compare(lt_stub, a, b); }
-Tensor le(const Tensor& a, const Tensor& b) { return compare(le_stub, a, b); }
-Tensor gt(const Tensor& a, const Tensor& b) { return compare(gt_stub, a, b); }
-Tensor ge(const Tensor& a, const Tensor& b) { return compare(ge_stub, a, b); }
-Tensor eq(const Tensor& a, Scalar b) { return compare(eq_stub, a, b); }
-Tensor ne(const Tensor& a, Scalar b) { return compare(ne_stub, a, b); }
-Tensor lt(const Tensor& a, Scalar b) { return compare(lt_stub, a, b); }
-Tensor le(const Tensor& a, Scalar b) { return compare(le_stub, a, b); }
-Tensor gt(const Tensor& a, Scalar b) { return compare(gt_stub, a, b); }
-Tensor ge(const Tensor& a, Scalar b) { return compare(ge_stub, a, b); }
+Tensor eq(const Tensor& a, const Tensor& b) {
+  IGNIS_DISPATCH(eq_Tensor, eq, a, b);
+  return compare(eq_stub, a, b);
+}
+Tensor ne(const Tensor& a, const Tensor& b) {
+  IGNIS_DISPATCH(ne_Tensor, ne, a, b);
+  return compare(ne_stub, a, b);
+}
+Tensor lt(const Tensor& a, const Tensor& b) {
+  IGNIS_DISPATCH(lt_Tensor, lt, a, b);
+  return compare(lt_stub, a, b);
+}
+Tensor le(const Tensor& a, const Tensor& b) {
+  IGNIS_DISPATCH(le_Tensor, le, a, b);
+  return compare(le_stub, a, b);
+}
+Tensor gt(const Tensor& a, const Tensor& b) {
+  IGNIS_DISPATCH(gt_Tensor, gt, a, b);
+  return compare(gt_stub, a, b);
+}
+Tensor ge(const Tensor& a, const Tensor& b) {
+  IGNIS_DISPATCH(ge_Tensor, ge, a, b);
+  return compare(ge_stub, a, b);
+}
+Tensor eq(const Tensor& a, Scalar b) {
+  IGNIS_DISPATCH(eq_Scalar, eq, a, b);
+  return compare(eq_stub, a, b);
+}
+Tensor ne(const Tensor& a, Scalar b) {
+  IGNIS_DISPATCH(ne_Scalar, ne, a, b);
+  return compare(ne_stub, a, b);
+}
+Tensor lt(const Tensor& a, Scalar b) {
+  IGNIS_DISPATCH(lt_Scalar, lt, a, b);
+  return compare(lt_stub, a, b);
+}
+Tensor le(const Tensor& a, Scalar b) {
+  IGNIS_DISPATCH(le_Scalar, le, a, b);
+  return compare(le_stub, a, b);
+}
+Tensor gt(const Tensor& a, Scalar b) {
+  IGNIS_DISPATCH(gt_Scalar, gt, a, b);
+  return compare(gt_stub, a, b);
+}
+Tensor ge(const Tensor& a, Scalar b) {
+  IGNIS_DISPATCH(ge_Scalar, ge, a, b);
+  return compare(ge_stub, a, b);
+}
 
-Tensor logical_and(const Tensor& a, const Tensor& b) { return compare(logical_and_stub, a, b); }
-Tensor logical_or(const Tensor& a, const Tensor& b) { return compare(logical_or_stub, a, b); }
-Tensor logical_not(const Tensor& x) { return unary_op(logical_not_stub, x, x.dtype(), kBool); }
+Tensor logical_and(const Tensor& a, const Tensor& b) {
+  IGNIS_DISPATCH(logical_and, logical_and, a, b);
+  return compare(logical_and_stub, a, b);
+}
+Tensor logical_or(const Tensor& a, const Tensor& b) {
+  IGNIS_DISPATCH(logical_or, logical_or, a, b);
+  return compare(logical_or_stub, a, b);
+}
+Tensor logical_not(const Tensor& x) {
+  IGNIS_DISPATCH(logical_not, logical_not, x);
+  return unary_op(logical_not_stub, x, x.dtype(), kBool);
+}
 
-Tensor isnan(const Tensor& x) { return float_predicate(isnan_stub, x, false); }
-Tensor isinf(const Tensor& x) { return float_predicate(isinf_stub, x, false); }
-Tensor isfinite(const Tensor& x) { return float_predicate(isfinite_stub, x, true); }
+Tensor isnan(const Tensor& x) {
+  IGNIS_DISPATCH(isnan, isnan, x);
+  return float_predicate(isnan_stub, x, false);
+}
+Tensor isinf(const Tensor& x) {
+  IGNIS_DISPATCH(isinf, isinf, x);
+  return float_predicate(isinf_stub, x, false);
+}
+Tensor isfinite(const Tensor& x) {
+  IGNIS_DISPATCH(isfinite, isfinite, x);
+  return float_predicate(isfinite_stub, x, true);
+}
 
 // ---- where
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  IGNIS_DISPATCH(where_self, where, cond, a, b);
   IGNIS_CHECK(cond.dtype() == kBool,
               "where: expected condition to be a bool tensor, but got a tensor with dtype ",
               cond.dtype());
@@ -95,16 +193,19 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
 }
 
 Tensor where(const Tensor& cond, const Tensor& a, Scalar b) {
+  IGNIS_DISPATCH(where_ScalarOther, where, cond, a, b);
   return where(cond, a, wrap_scalar(b, result_type(a, b), a.device()));
 }
 
 Tensor where(const Tensor& cond, Scalar a, const Tensor& b) {
+  IGNIS_DISPATCH(where_ScalarSelf, where, cond, a, b);
   return where(cond, wrap_scalar(a, result_type(b, a), b.device()), b);
 }
 
 // ---- whole-tensor predicates
 
 bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
+  IGNIS_DISPATCH(allclose, allclose, a, b, rtol, atol, equal_nan);
   Shape shape;
   try {
     shape = broadcast_shapes(a.sizes(), b.sizes());
@@ -130,6 +231,7 @@ bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool e
 }
 
 bool equal(const Tensor& a, const Tensor& b) {
+  IGNIS_DISPATCH(equal, equal, a, b);
   if (!a.sizes().equals(b.sizes())) return false;
   const Tensor e = eq(a, b).to(kCPU);
   const bool* p = e.data_ptr<bool>();

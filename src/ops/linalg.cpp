@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "autograd/node.h"
+#include "core/op_call.h"
 #include "ops/copy.h"
 #include "ops/elementwise.h"
 #include "ops/unary.h"
@@ -18,6 +19,29 @@ using autograd::SavedVariable;
 
 IGNIS_DEFINE_STUB(mm_stub, GemmFn);
 IGNIS_DEFINE_STUB(bmm_stub, GemmFn);
+
+IGNIS_OP(mm, "mm(Tensor self, Tensor mat2) -> Tensor", Tensor(const Tensor&, const Tensor&), mm,
+         {.differentiable = true, .stubs = {&mm_stub}});
+IGNIS_OP(bmm, "bmm(Tensor self, Tensor mat2) -> Tensor", Tensor(const Tensor&, const Tensor&), bmm,
+         {.differentiable = true, .stubs = {&bmm_stub}});
+IGNIS_OP(addmm,
+         "addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
+         Tensor(const Tensor&, const Tensor&, const Tensor&, Scalar, Scalar), addmm,
+         {.differentiable = true, .stubs = {&mm_stub, &copy_stub}});
+IGNIS_OP(dot, "dot(Tensor self, Tensor tensor) -> Tensor", Tensor(const Tensor&, const Tensor&),
+         dot, {.differentiable = true, .stubs = {&mm_stub}});
+IGNIS_OP(outer, "outer(Tensor self, Tensor vec2) -> Tensor", Tensor(const Tensor&, const Tensor&),
+         outer, {.kind = "composite"});
+// Mostly a composite of dot and mm; batched products run bmm_stub and record their own node.
+IGNIS_OP(matmul, "matmul(Tensor self, Tensor other) -> Tensor",
+         Tensor(const Tensor&, const Tensor&), matmul,
+         {.differentiable = true, .stubs = {&mm_stub, &bmm_stub, &copy_stub}});
+IGNIS_OP(linear, "linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
+         Tensor(const Tensor&, const Tensor&, const Tensor&), linear,
+         {.differentiable = true, .stubs = {&mm_stub, &copy_stub}});
+IGNIS_OP(linear_relu, "linear_relu(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
+         Tensor(const Tensor&, const Tensor&, const Tensor&), linear_relu,
+         {.differentiable = true, .stubs = {&mm_stub, &relu_stub, &copy_stub}});
 
 namespace {
 
@@ -32,10 +56,14 @@ void check_pair(const char* op, const Tensor& a, const Tensor& b) {
   IGNIS_CHECK(a.defined() && b.defined(), op, ": called with an undefined tensor");
   const TensorImpl& ai = *a.impl();
   const TensorImpl& bi = *b.impl();
-  IGNIS_CHECK(ai.device() == bi.device(), op, ": expected both tensors on the same device, but "
-              "got ", a.device().str(), " and ", b.device().str());
-  IGNIS_CHECK(ai.dtype() == bi.dtype(), op, ": expected both tensors to have the same dtype, but "
-              "got ", a.dtype(), " and ", b.dtype());
+  IGNIS_CHECK(ai.device() == bi.device(), op,
+              ": expected both tensors on the same device, but "
+              "got ",
+              a.device().str(), " and ", b.device().str());
+  IGNIS_CHECK(ai.dtype() == bi.dtype(), op,
+              ": expected both tensors to have the same dtype, but "
+              "got ",
+              a.dtype(), " and ", b.dtype());
   IGNIS_CHECK(ai.dtype() != kBool, op, ": not implemented for bool tensors");
 }
 
@@ -145,8 +173,8 @@ Tensor linear_2d(const Tensor& x, const Tensor& w, const Tensor& b, bool relu) {
   check_pair(op, x, w);
   if (b.defined()) {
     IGNIS_CHECK(b.dtype() == x.dtype() && b.device() == x.device(), op,
-                ": expected the bias to have the dtype and device of the input (", x.dtype(),
-                ", ", x.device().str(), "), but got ", b.dtype(), ", ", b.device().str());
+                ": expected the bias to have the dtype and device of the input (", x.dtype(), ", ",
+                x.device().str(), "), but got ", b.dtype(), ", ", b.device().str());
   }
   const int64_t nd = x.dim(), in = w.size(1), nout = w.size(0);
   Tensor x2 = x;
@@ -169,7 +197,10 @@ Tensor linear_2d(const Tensor& x, const Tensor& w, const Tensor& b, bool relu) {
     }
   }
   if (autograd::any_needs_grad({&x, &w, &b})) {
-    autograd::record(relu ? "linear_relu" : b.defined() ? "addmm" : "mm", {&x, &w, &b}, {&out},
+    autograd::record(relu          ? "linear_relu"
+                     : b.defined() ? "addmm"
+                                   : "mm",
+                     {&x, &w, &b}, {&out},
                      [sx = save_if(x, needs_grad(w)), sw = save_if(w, needs_grad(x)),
                       so = relu ? save_output(out) : SavedVariable(), nout, in,
                       relu](BackwardCtx& c, TensorList& g) mutable {
@@ -203,9 +234,12 @@ Tensor linear_2d(const Tensor& x, const Tensor& w, const Tensor& b, bool relu) {
 Tensor linear_impl(const Tensor& x, const Tensor& w, const Tensor& b, bool relu) {
   const char* op = relu ? "linear_relu" : "linear";
   IGNIS_CHECK(x.defined() && w.defined(), op, ": called with an undefined tensor");
-  IGNIS_CHECK(w.dim() == 2, op, ": expected a 2-D weight [out_features, in_features], but got "
-              "shape ", w.sizes());
-  IGNIS_CHECK(x.dim() >= 1, op, ": expected an input of at least 1 dimension, but got a 0-D "
+  IGNIS_CHECK(w.dim() == 2, op,
+              ": expected a 2-D weight [out_features, in_features], but got "
+              "shape ",
+              w.sizes());
+  IGNIS_CHECK(x.dim() >= 1, op,
+              ": expected an input of at least 1 dimension, but got a 0-D "
               "tensor");
   if (x.size(-1) != w.size(1)) {
     IGNIS_FAIL(op, ": input of shape ", x.sizes(), " and weight of shape ", w.sizes(),
@@ -227,6 +261,7 @@ Tensor linear_impl(const Tensor& x, const Tensor& w, const Tensor& b, bool relu)
 }  // namespace
 
 Tensor mm(const Tensor& a, const Tensor& b) {
+  IGNIS_DISPATCH(mm, mm, a, b);
   check_pair("mm", a, b);
   const IntArrayRef sa = a.impl()->sizes(), sb = b.impl()->sizes();
   IGNIS_CHECK(sa.size() == 2 && sb.size() == 2, "mm: expected 2-D tensors, but got ", a.dim(),
@@ -248,11 +283,12 @@ Tensor mm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
+  IGNIS_DISPATCH(bmm, bmm, a, b);
   check_pair("bmm", a, b);
   IGNIS_CHECK(a.dim() == 3 && b.dim() == 3, "bmm: expected 3-D tensors, but got ", a.dim(),
               "-D and ", b.dim(), "-D tensors");
-  IGNIS_CHECK(a.size(0) == b.size(0), "bmm: expected equal batch sizes, but got shapes ",
-              a.sizes(), " and ", b.sizes());
+  IGNIS_CHECK(a.size(0) == b.size(0), "bmm: expected equal batch sizes, but got shapes ", a.sizes(),
+              " and ", b.sizes());
   if (a.size(2) != b.size(1)) fail_shapes("bmm", a, b, a.size(2), b.size(1));
   Tensor out = make_tensor({a.size(0), a.size(1), b.size(2)}, a.dtype(), a.device());
   bmm_stub[a.device()](out, a, b, 1, 0);
@@ -269,11 +305,14 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor addmm(const Tensor& self, const Tensor& m1, const Tensor& m2, Scalar beta, Scalar alpha) {
+  IGNIS_DISPATCH(addmm, addmm, self, m1, m2, beta, alpha);
   check_pair("addmm", m1, m2);
   IGNIS_CHECK(self.defined(), "addmm: called with an undefined tensor");
-  IGNIS_CHECK(self.dtype() == m1.dtype() && self.device() == m1.device(), "addmm: expected self "
-              "to have the dtype and device of the matrices (", m1.dtype(), ", ",
-              m1.device().str(), "), but got ", self.dtype(), ", ", self.device().str());
+  IGNIS_CHECK(self.dtype() == m1.dtype() && self.device() == m1.device(),
+              "addmm: expected self "
+              "to have the dtype and device of the matrices (",
+              m1.dtype(), ", ", m1.device().str(), "), but got ", self.dtype(), ", ",
+              self.device().str());
   IGNIS_CHECK(m1.dim() == 2 && m2.dim() == 2, "addmm: expected 2-D matrices, but got ", m1.dim(),
               "-D and ", m2.dim(), "-D tensors");
   if (m1.size(1) != m2.size(0)) fail_shapes("addmm", m1, m2, m1.size(1), m2.size(0));
@@ -283,29 +322,31 @@ Tensor addmm(const Tensor& self, const Tensor& m1, const Tensor& m2, Scalar beta
     const int64_t s = self.size(self.dim() - 1 - i);
     ok = s == 1 || s == shape[1 - i];
   }
-  IGNIS_CHECK(ok, "addmm: self of shape ", self.sizes(), " cannot be broadcast to the product's "
-              "shape ", shape);
+  IGNIS_CHECK(ok, "addmm: self of shape ", self.sizes(),
+              " cannot be broadcast to the product's "
+              "shape ",
+              shape);
   const double b = beta.to_double(), al = alpha.to_double();
   Tensor out = make_tensor(shape, m1.dtype(), m1.device());
   if (b != 0) fill_rows(out, self);
   mm_stub[m1.device()](out, m1, m2, al, b);
   if (autograd::any_needs_grad({&self, &m1, &m2})) {
-    autograd::record("addmm", {&self, &m1, &m2}, {&out},
-                     [s1 = save_if(m1, needs_grad(m2)), s2 = save_if(m2, needs_grad(m1)), b, al](
-                         BackwardCtx& c, const TensorList& g) {
-                       auto scale = [](const Tensor& t, double s) { return s == 1 ? t : t * s; };
-                       return TensorList{
-                           c.needs_input_grad(0) ? scale(g[0], b) : Tensor(),
-                           c.needs_input_grad(1) ? scale(mm(g[0], c.unpack(s2).t()), al)
-                                                 : Tensor(),
-                           c.needs_input_grad(2) ? scale(mm(c.unpack(s1).t(), g[0]), al)
-                                                 : Tensor()};
-                     });
+    autograd::record(
+        "addmm", {&self, &m1, &m2}, {&out},
+        [s1 = save_if(m1, needs_grad(m2)), s2 = save_if(m2, needs_grad(m1)), b, al](
+            BackwardCtx& c, const TensorList& g) {
+          auto scale = [](const Tensor& t, double s) { return s == 1 ? t : t * s; };
+          return TensorList{
+              c.needs_input_grad(0) ? scale(g[0], b) : Tensor(),
+              c.needs_input_grad(1) ? scale(mm(g[0], c.unpack(s2).t()), al) : Tensor(),
+              c.needs_input_grad(2) ? scale(mm(c.unpack(s1).t(), g[0]), al) : Tensor()};
+        });
   }
   return out;
 }
 
 Tensor dot(const Tensor& a, const Tensor& b) {
+  IGNIS_DISPATCH(dot, dot, a, b);
   check_pair("dot", a, b);
   IGNIS_CHECK(a.dim() == 1 && b.dim() == 1, "dot: expected 1-D tensors, but got ", a.dim(),
               "-D and ", b.dim(), "-D tensors");
@@ -328,6 +369,7 @@ Tensor dot(const Tensor& a, const Tensor& b) {
 }
 
 Tensor outer(const Tensor& a, const Tensor& b) {
+  IGNIS_DISPATCH(outer, outer, a, b);
   IGNIS_CHECK(a.defined() && b.defined(), "outer: called with an undefined tensor");
   IGNIS_CHECK(a.dim() == 1 && b.dim() == 1, "outer: expected 1-D tensors, but got ", a.dim(),
               "-D and ", b.dim(), "-D tensors");
@@ -335,6 +377,7 @@ Tensor outer(const Tensor& a, const Tensor& b) {
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  IGNIS_DISPATCH(matmul, matmul, a, b);
   IGNIS_CHECK(a.defined() && b.defined(), "matmul: called with an undefined tensor");
   const int64_t da = a.dim(), db = b.dim();
   IGNIS_CHECK(da >= 1 && db >= 1, "matmul: both arguments need to be at least 1-D, but they are ",
@@ -360,10 +403,12 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
+  IGNIS_DISPATCH(linear, linear, x, w, b);
   return linear_impl(x, w, b, false);
 }
 
 Tensor linear_relu(const Tensor& x, const Tensor& w, const Tensor& b) {
+  IGNIS_DISPATCH(linear_relu, linear_relu, x, w, b);
   return linear_impl(x, w, b, true);
 }
 

@@ -2,6 +2,7 @@
 #include "ops/reduce.h"
 
 #include "autograd/node.h"
+#include "core/op_call.h"
 #include "core/tensor_impl.h"
 #include "ops/elementwise.h"
 
@@ -11,6 +12,16 @@ using autograd::BackwardCtx;
 
 IGNIS_DEFINE_STUB(sum_stub, ReduceFn);
 IGNIS_DEFINE_STUB(mean_stub, ReduceFn);
+
+IGNIS_OP(sum,
+         "sum(Tensor self, int[] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+         Tensor(const Tensor&, IntArrayRef, bool, std::optional<DType>), sum,
+         {.differentiable = true, .stubs = {&sum_stub}});
+IGNIS_OP(mean, "mean(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor",
+         Tensor(const Tensor&, IntArrayRef, bool), mean,
+         {.differentiable = true, .stubs = {&mean_stub}});
+IGNIS_OP(sum_to_size, "sum_to_size(Tensor self, int[] size) -> Tensor",
+         Tensor(const Tensor&, IntArrayRef), sum_to_size, {.kind = "composite"});
 
 ReducePlan make_reduce_plan(const Tensor& x, IntArrayRef dims, bool keepdim, const char* op) {
   ReducePlan p;
@@ -60,6 +71,7 @@ void check_nonempty_reduction(const Tensor& x, const ReducePlan& plan, const cha
 }
 
 Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<DType> dtype) {
+  IGNIS_DISPATCH(sum, sum, x, dims, keepdim, dtype);
   const DType out_t = dtype.value_or(is_integral(x.dtype(), true) ? kInt64 : x.dtype());
   ReducePlan plan = make_reduce_plan(x, dims, keepdim, "sum");
   // Integers are summed straight into int64; other dtype changes cast first.
@@ -78,6 +90,7 @@ Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<DType>
 }
 
 Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  IGNIS_DISPATCH(mean, mean, x, dims, keepdim);
   IGNIS_CHECK(x.is_floating_point(),
               "mean: could not infer output dtype; input dtype must be "
               "floating point, but got ",
@@ -97,6 +110,7 @@ Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim) {
 }
 
 Tensor sum_to_size(const Tensor& x, IntArrayRef shape) {
+  IGNIS_DISPATCH(sum_to_size, sum_to_size, x, shape);
   const int64_t lead = x.dim() - static_cast<int64_t>(shape.size());
   IGNIS_CHECK(lead >= 0, "sum_to_size: size ", shape, " is not expandable to size ", x.sizes());
   Shape dims;

@@ -1,6 +1,7 @@
 // Max/min reductions: amax, amin, max(), min(), max(dim), min(dim), argmax, argmin.
 // NaN beats every number (as in PyTorch); indices point at the first occurrence.
 #include "autograd/node.h"
+#include "core/op_call.h"
 #include "core/tensor_impl.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
@@ -13,6 +14,33 @@ using autograd::SavedVariable;
 IGNIS_DEFINE_STUB(amax_stub, ReduceFn);
 IGNIS_DEFINE_STUB(amin_stub, ReduceFn);
 IGNIS_DEFINE_STUB(minmax_dim_stub, MinMaxDimFn);
+
+using TensorPair = std::tuple<Tensor, Tensor>;  // one macro argument
+
+IGNIS_OP(amax, "amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor",
+         Tensor(const Tensor&, IntArrayRef, bool), amax,
+         {.differentiable = true, .stubs = {&amax_stub}});
+IGNIS_OP(amin, "amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor",
+         Tensor(const Tensor&, IntArrayRef, bool), amin,
+         {.differentiable = true, .stubs = {&amin_stub}});
+IGNIS_OP(max_dim,
+         "max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
+         TensorPair(const Tensor&, int64_t, bool), max,
+         {.differentiable = true, .stubs = {&minmax_dim_stub}});
+IGNIS_OP(min_dim,
+         "min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
+         TensorPair(const Tensor&, int64_t, bool), min,
+         {.differentiable = true, .stubs = {&minmax_dim_stub}});
+IGNIS_OP(argmax, "argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor",
+         Tensor(const Tensor&, std::optional<int64_t>, bool), argmax,
+         {.stubs = {&minmax_dim_stub}});
+IGNIS_OP(argmin, "argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor",
+         Tensor(const Tensor&, std::optional<int64_t>, bool), argmin,
+         {.stubs = {&minmax_dim_stub}});
+IGNIS_OP_METHOD(max, "max(Tensor self) -> Tensor", Tensor() const, max,
+                {.differentiable = true, .stubs = {&amax_stub}});
+IGNIS_OP_METHOD(min, "min(Tensor self) -> Tensor", Tensor() const, min,
+                {.differentiable = true, .stubs = {&amin_stub}});
 
 namespace {
 
@@ -86,26 +114,38 @@ Tensor arg_extreme(const Tensor& x, std::optional<int64_t> dim, bool keepdim, bo
 }  // namespace
 
 Tensor amax(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  IGNIS_DISPATCH(amax, amax, x, dims, keepdim);
   return extreme(x, dims, keepdim, true, "amax");
 }
 Tensor amin(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  IGNIS_DISPATCH(amin, amin, x, dims, keepdim);
   return extreme(x, dims, keepdim, false, "amin");
 }
 std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {
+  IGNIS_DISPATCH(max_dim, max, x, dim, keepdim);
   return extreme_dim(x, dim, keepdim, true, true, "max");
 }
 std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim) {
+  IGNIS_DISPATCH(min_dim, min, x, dim, keepdim);
   return extreme_dim(x, dim, keepdim, false, true, "min");
 }
 Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  IGNIS_DISPATCH(argmax, argmax, x, dim, keepdim);
   return arg_extreme(x, dim, keepdim, true, "argmax");
 }
 Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  IGNIS_DISPATCH(argmin, argmin, x, dim, keepdim);
   return arg_extreme(x, dim, keepdim, false, "argmin");
 }
 
-Tensor Tensor::max() const { return extreme(*this, {}, false, true, "max"); }
-Tensor Tensor::min() const { return extreme(*this, {}, false, false, "min"); }
+Tensor Tensor::max() const {
+  IGNIS_DISPATCH_METHOD(max, max);
+  return extreme(*this, {}, false, true, "max");
+}
+Tensor Tensor::min() const {
+  IGNIS_DISPATCH_METHOD(min, min);
+  return extreme(*this, {}, false, false, "min");
+}
 std::tuple<Tensor, Tensor> Tensor::max(int64_t dim, bool keepdim) const {
   return ignis::max(*this, dim, keepdim);
 }

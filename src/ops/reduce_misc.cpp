@@ -1,5 +1,6 @@
 // Reductions and scans: prod, all, any, cumsum.
 #include "autograd/node.h"
+#include "core/op_call.h"
 #include "core/tensor_impl.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
@@ -13,6 +14,16 @@ IGNIS_DEFINE_STUB(prod_stub, ReduceFn);
 IGNIS_DEFINE_STUB(all_stub, ReduceFn);
 IGNIS_DEFINE_STUB(any_stub, ReduceFn);
 IGNIS_DEFINE_STUB(cumsum_stub, CumsumFn);
+
+IGNIS_OP(prod, "prod(Tensor self, int? dim=None, bool keepdim=False) -> Tensor",
+         Tensor(const Tensor&, std::optional<int64_t>, bool), prod,
+         {.differentiable = true, .stubs = {&prod_stub}});
+IGNIS_OP(all, "all(Tensor self, int? dim=None, bool keepdim=False) -> Tensor",
+         Tensor(const Tensor&, std::optional<int64_t>, bool), all, {.stubs = {&all_stub}});
+IGNIS_OP(any, "any(Tensor self, int? dim=None, bool keepdim=False) -> Tensor",
+         Tensor(const Tensor&, std::optional<int64_t>, bool), any, {.stubs = {&any_stub}});
+IGNIS_OP(cumsum, "cumsum(Tensor self, int dim) -> Tensor", Tensor(const Tensor&, int64_t), cumsum,
+         {.differentiable = true, .stubs = {&cumsum_stub}});
 
 namespace {
 
@@ -75,6 +86,7 @@ Tensor cumsum_dir(const Tensor& x, int64_t dim, bool reverse) {
 }  // namespace
 
 Tensor prod(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  IGNIS_DISPATCH(prod, prod, x, dim, keepdim);
   const DType out_t = is_integral(x.dtype(), true) ? kInt64 : x.dtype();
   const ReducePlan plan = make_reduce_plan(x, dim, keepdim, "prod");
   Tensor out = make_tensor(plan.out_shape, out_t, x.device());
@@ -92,12 +104,17 @@ Tensor prod(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
 }
 
 Tensor all(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  IGNIS_DISPATCH(all, all, x, dim, keepdim);
   return all_any(x, dim, keepdim, true);
 }
 Tensor any(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  IGNIS_DISPATCH(any, any, x, dim, keepdim);
   return all_any(x, dim, keepdim, false);
 }
-Tensor cumsum(const Tensor& x, int64_t dim) { return cumsum_dir(x, dim, false); }
+Tensor cumsum(const Tensor& x, int64_t dim) {
+  IGNIS_DISPATCH(cumsum, cumsum, x, dim);
+  return cumsum_dir(x, dim, false);
+}
 
 Tensor Tensor::prod() const { return ignis::prod(*this); }
 Tensor Tensor::prod(int64_t dim, bool keepdim) const { return ignis::prod(*this, dim, keepdim); }

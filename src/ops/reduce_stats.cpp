@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "autograd/node.h"
+#include "core/op_call.h"
 #include "core/tensor_impl.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
@@ -14,6 +15,19 @@ using autograd::SavedVariable;
 IGNIS_DEFINE_STUB(var_stub, VarFn);
 IGNIS_DEFINE_STUB(norm_stub, NormFn);
 IGNIS_DEFINE_STUB(logsumexp_stub, ReduceFn);
+
+IGNIS_OP(var, "var(Tensor self, int[] dim=[], int correction=1, bool keepdim=False) -> Tensor",
+         Tensor(const Tensor&, IntArrayRef, int64_t, bool), var,
+         {.differentiable = true, .stubs = {&var_stub}});
+IGNIS_OP(std, "std(Tensor self, int[] dim=[], int correction=1, bool keepdim=False) -> Tensor",
+         Tensor(const Tensor&, IntArrayRef, int64_t, bool), std,
+         {.differentiable = true, .stubs = {&var_stub}});
+IGNIS_OP(norm, "norm(Tensor self, float p=2, int[] dim=[], bool keepdim=False) -> Tensor",
+         Tensor(const Tensor&, double, IntArrayRef, bool), norm,
+         {.differentiable = true, .stubs = {&norm_stub}});
+IGNIS_OP(logsumexp, "logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor",
+         Tensor(const Tensor&, IntArrayRef, bool), logsumexp,
+         {.differentiable = true, .stubs = {&logsumexp_stub}});
 
 namespace {
 
@@ -77,13 +91,16 @@ Tensor norm_backward(const Tensor& g, const Tensor& x, const Tensor& norm, doubl
 }  // namespace
 
 Tensor var(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepdim) {
+  IGNIS_DISPATCH(var, var, x, dims, correction, keepdim);
   return var_std(x, dims, correction, keepdim, false, "var");
 }
 Tensor std(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepdim) {
+  IGNIS_DISPATCH(std, std, x, dims, correction, keepdim);
   return var_std(x, dims, correction, keepdim, true, "std");
 }
 
 Tensor norm(const Tensor& x, double p, IntArrayRef dims, bool keepdim) {
+  IGNIS_DISPATCH(norm, norm, x, p, dims, keepdim);
   IGNIS_CHECK(x.is_floating_point(), "norm: expected a floating point tensor, but got ", x.dtype());
   IGNIS_CHECK(!std::isnan(p), "norm: p must not be NaN");
   const ReducePlan plan = make_reduce_plan(x, dims, keepdim, "norm");
@@ -102,6 +119,7 @@ Tensor norm(const Tensor& x, double p, IntArrayRef dims, bool keepdim) {
 }
 
 Tensor logsumexp(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  IGNIS_DISPATCH(logsumexp, logsumexp, x, dims, keepdim);
   const Tensor xf = cast(x, to_floating(x.dtype()));
   const ReducePlan plan = make_reduce_plan(xf, dims, keepdim, "logsumexp");
   Tensor out = make_tensor(plan.out_shape, xf.dtype(), x.device());

@@ -2,6 +2,7 @@
 // kernel too, unless a graph of the backward is being built (create_graph): then it is written
 // in ignis ops so that it can be differentiated again.
 #include "autograd/node.h"
+#include "core/op_call.h"
 #include "core/tensor_impl.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
@@ -13,6 +14,12 @@ using autograd::SavedVariable;
 
 IGNIS_DEFINE_STUB(softmax_stub, SoftmaxFn);
 IGNIS_DEFINE_STUB(softmax_backward_stub, SoftmaxBackwardFn);
+
+IGNIS_OP(softmax_int, "softmax.int(Tensor self, int dim) -> Tensor", Tensor(const Tensor&, int64_t),
+         softmax, {.differentiable = true, .stubs = {&softmax_stub, &softmax_backward_stub}});
+IGNIS_OP(log_softmax_int, "log_softmax.int(Tensor self, int dim) -> Tensor",
+         Tensor(const Tensor&, int64_t), log_softmax,
+         {.differentiable = true, .stubs = {&softmax_stub, &softmax_backward_stub}});
 
 namespace {
 
@@ -43,8 +50,12 @@ Tensor softmax_impl(const Tensor& x, int64_t dim, bool log, const char* op) {
 
 }  // namespace
 
-Tensor softmax(const Tensor& x, int64_t dim) { return softmax_impl(x, dim, false, "softmax"); }
+Tensor softmax(const Tensor& x, int64_t dim) {
+  IGNIS_DISPATCH(softmax_int, softmax, x, dim);
+  return softmax_impl(x, dim, false, "softmax");
+}
 Tensor log_softmax(const Tensor& x, int64_t dim) {
+  IGNIS_DISPATCH(log_softmax_int, log_softmax, x, dim);
   return softmax_impl(x, dim, true, "log_softmax");
 }
 

@@ -3,6 +3,8 @@
 // differentiated again). Floating math promotes integer and bool inputs to float32 like PyTorch.
 #include "ops/unary.h"
 
+#include "core/op_call.h"
+
 namespace ignis {
 
 using autograd::BackwardCtx;
@@ -28,6 +30,51 @@ constinit DispatchStub<ElementwiseFn> clamp_min_stub("clamp");
 constinit DispatchStub<ElementwiseFn> clamp_max_stub("clamp");
 IGNIS_DEFINE_OP_STUB(maximum);
 IGNIS_DEFINE_OP_STUB(minimum);
+
+#define UNARY_OP(name, stub)                                                   \
+  IGNIS_OP(name, #name "(Tensor self) -> Tensor", Tensor(const Tensor&), name, \
+           {.differentiable = true, .stubs = {&stub}})
+UNARY_OP(neg, neg_stub);
+UNARY_OP(abs, abs_stub);
+UNARY_OP(sign, sign_stub);
+UNARY_OP(exp, exp_stub);
+UNARY_OP(log, log_stub);
+UNARY_OP(log1p, log1p_stub);
+UNARY_OP(sqrt, sqrt_stub);
+UNARY_OP(rsqrt, rsqrt_stub);
+UNARY_OP(sin, sin_stub);
+UNARY_OP(cos, cos_stub);
+UNARY_OP(floor, floor_stub);
+UNARY_OP(ceil, ceil_stub);
+UNARY_OP(round, round_stub);
+#undef UNARY_OP
+IGNIS_OP(pow_Tensor_Tensor, "pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor",
+         Tensor(const Tensor&, const Tensor&), pow, {.differentiable = true, .stubs = {&pow_stub}});
+IGNIS_OP(pow_Tensor_Scalar, "pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor",
+         Tensor(const Tensor&, Scalar), pow, {.differentiable = true, .stubs = {&pow_scalar_stub}});
+IGNIS_OP(pow_Scalar, "pow.Scalar(Scalar self, Tensor exponent) -> Tensor",
+         Tensor(Scalar, const Tensor&), pow, {.differentiable = true, .stubs = {&pow_stub}});
+IGNIS_OP(clamp, "clamp(Tensor self, Scalar? min, Scalar? max=None) -> Tensor",
+         Tensor(const Tensor&, std::optional<Scalar>, std::optional<Scalar>), clamp,
+         {.differentiable = true, .stubs = {&clamp_stub, &clamp_min_stub, &clamp_max_stub}});
+IGNIS_OP(maximum, "maximum(Tensor self, Tensor other) -> Tensor",
+         Tensor(const Tensor&, const Tensor&), maximum,
+         {.differentiable = true, .stubs = {&maximum_stub}});
+IGNIS_OP(minimum, "minimum(Tensor self, Tensor other) -> Tensor",
+         Tensor(const Tensor&, const Tensor&), minimum,
+         {.differentiable = true, .stubs = {&minimum_stub}});
+IGNIS_OP_METHOD(pow_, "pow_(Tensor(a!) self, Scalar exponent) -> Tensor(a!)", Tensor&(Scalar), pow_,
+                {.differentiable = true, .stubs = {&pow_scalar_stub}});
+#define INPLACE_UNARY_OP(name, stub)                                              \
+  IGNIS_OP_METHOD(name, #name "(Tensor(a!) self) -> Tensor(a!)", Tensor&(), name, \
+                  {.differentiable = true, .stubs = {&stub}})
+INPLACE_UNARY_OP(neg_, neg_stub);
+INPLACE_UNARY_OP(exp_, exp_stub);
+INPLACE_UNARY_OP(sqrt_, sqrt_stub);
+#undef INPLACE_UNARY_OP
+IGNIS_OP_METHOD(clamp_, "clamp_(Tensor(a!) self, Scalar? min, Scalar? max=None) -> Tensor(a!)",
+                Tensor&(std::optional<Scalar>, std::optional<Scalar>), clamp_,
+                {.differentiable = true, .stubs = {&clamp_stub, &clamp_min_stub, &clamp_max_stub}});
 
 namespace {
 // The result dtype of a tensor of dtype `t` with a scalar operand (result_type(Tensor, Scalar)).
@@ -56,6 +103,7 @@ Tensor rounding(const DispatchStub<ElementwiseFn>& stub, const char* op, const T
 }  // namespace
 
 Tensor neg(const Tensor& x) {
+  IGNIS_DISPATCH(neg, neg, x);
   IGNIS_CHECK(x.dtype() != kBool,
               "neg: negation, the `-` operator, on a bool tensor is not supported; "
               "if you are trying to invert a mask, use logical_not() or `!` instead");
@@ -68,6 +116,7 @@ Tensor neg(const Tensor& x) {
 }
 
 Tensor abs(const Tensor& x) {
+  IGNIS_DISPATCH(abs, abs, x);
   Tensor out = unary_op(abs_stub, x, x.dtype(), x.dtype());
   if (autograd::any_needs_grad({&x})) {
     autograd::record("abs", {&x}, {&out},
@@ -79,6 +128,7 @@ Tensor abs(const Tensor& x) {
 }
 
 Tensor sign(const Tensor& x) {
+  IGNIS_DISPATCH(sign, sign, x);
   Tensor out = unary_op(sign_stub, x, x.dtype(), x.dtype());
   if (autograd::any_needs_grad({&x})) {
     autograd::record("sign", {&x}, {&out}, [](BackwardCtx&, const TensorList& g) {
@@ -89,6 +139,7 @@ Tensor sign(const Tensor& x) {
 }
 
 Tensor exp(const Tensor& x) {
+  IGNIS_DISPATCH(exp, exp, x);
   Tensor out = floating_unary(exp_stub, x);
   if (autograd::any_needs_grad({&x})) {
     autograd::record("exp", {&x}, {&out},
@@ -100,6 +151,7 @@ Tensor exp(const Tensor& x) {
 }
 
 Tensor log(const Tensor& x) {
+  IGNIS_DISPATCH(log, log, x);
   Tensor out = floating_unary(log_stub, x);
   if (autograd::any_needs_grad({&x})) {
     autograd::record("log", {&x}, {&out},
@@ -111,6 +163,7 @@ Tensor log(const Tensor& x) {
 }
 
 Tensor log1p(const Tensor& x) {
+  IGNIS_DISPATCH(log1p, log1p, x);
   Tensor out = floating_unary(log1p_stub, x);
   if (autograd::any_needs_grad({&x})) {
     autograd::record("log1p", {&x}, {&out},
@@ -122,6 +175,7 @@ Tensor log1p(const Tensor& x) {
 }
 
 Tensor sqrt(const Tensor& x) {
+  IGNIS_DISPATCH(sqrt, sqrt, x);
   Tensor out = floating_unary(sqrt_stub, x);
   if (autograd::any_needs_grad({&x})) {
     autograd::record("sqrt", {&x}, {&out},
@@ -133,6 +187,7 @@ Tensor sqrt(const Tensor& x) {
 }
 
 Tensor rsqrt(const Tensor& x) {
+  IGNIS_DISPATCH(rsqrt, rsqrt, x);
   Tensor out = floating_unary(rsqrt_stub, x);
   if (autograd::any_needs_grad({&x})) {
     // d/dx x^(-1/2) = -0.5 y^3
@@ -145,6 +200,7 @@ Tensor rsqrt(const Tensor& x) {
 }
 
 Tensor sin(const Tensor& x) {
+  IGNIS_DISPATCH(sin, sin, x);
   Tensor out = floating_unary(sin_stub, x);
   if (autograd::any_needs_grad({&x})) {
     autograd::record("sin", {&x}, {&out},
@@ -156,6 +212,7 @@ Tensor sin(const Tensor& x) {
 }
 
 Tensor cos(const Tensor& x) {
+  IGNIS_DISPATCH(cos, cos, x);
   Tensor out = floating_unary(cos_stub, x);
   if (autograd::any_needs_grad({&x})) {
     autograd::record("cos", {&x}, {&out},
@@ -166,13 +223,23 @@ Tensor cos(const Tensor& x) {
   return out;
 }
 
-Tensor floor(const Tensor& x) { return rounding(floor_stub, "floor", x); }
-Tensor ceil(const Tensor& x) { return rounding(ceil_stub, "ceil", x); }
-Tensor round(const Tensor& x) { return rounding(round_stub, "round", x); }
+Tensor floor(const Tensor& x) {
+  IGNIS_DISPATCH(floor, floor, x);
+  return rounding(floor_stub, "floor", x);
+}
+Tensor ceil(const Tensor& x) {
+  IGNIS_DISPATCH(ceil, ceil, x);
+  return rounding(ceil_stub, "ceil", x);
+}
+Tensor round(const Tensor& x) {
+  IGNIS_DISPATCH(round, round, x);
+  return rounding(round_stub, "round", x);
+}
 
 // ---- pow
 
 Tensor pow(const Tensor& a, const Tensor& e) {
+  IGNIS_DISPATCH(pow_Tensor_Tensor, pow, a, e);
   const DType t = result_type(a, e);
   IGNIS_CHECK(t != kBool, "pow: not supported for bool tensors (", a.dtype(), " ^ ", e.dtype(),
               ")");
@@ -199,6 +266,7 @@ Tensor pow(const Tensor& a, const Tensor& e) {
 }
 
 Tensor pow(const Tensor& a, Scalar e) {
+  IGNIS_DISPATCH(pow_Tensor_Scalar, pow, a, e);
   const DType t = result_type(a, e);
   IGNIS_CHECK(t != kBool, "pow: not supported for bool tensors (", a.dtype(), " ^ bool)");
   IGNIS_CHECK(!(is_integral(t) && e.is_integral() && e.to_int() < 0),
@@ -217,12 +285,14 @@ Tensor pow(const Tensor& a, Scalar e) {
 }
 
 Tensor pow(Scalar a, const Tensor& e) {
+  IGNIS_DISPATCH(pow_Scalar, pow, a, e);
   return pow(wrap_scalar(a, result_type(e, a), e.device()), e);
 }
 
 // ---- clamp
 
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
+  IGNIS_DISPATCH(clamp, clamp, x, min, max);
   IGNIS_CHECK(min || max, "clamp: at least one of 'min' or 'max' must not be None");
   DType t = x.dtype();
   if (min) t = scalar_result_type(t, *min);
@@ -251,6 +321,7 @@ Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> m
 // ---- maximum / minimum: ties split the gradient evenly, like PyTorch
 
 Tensor maximum(const Tensor& a, const Tensor& b) {
+  IGNIS_DISPATCH(maximum, maximum, a, b);
   const DType t = result_type(a, b);
   Tensor out = binary_op(maximum_stub, a, b, t, t);
   if (autograd::any_needs_grad({&a, &b})) {
@@ -268,6 +339,7 @@ Tensor maximum(const Tensor& a, const Tensor& b) {
 }
 
 Tensor minimum(const Tensor& a, const Tensor& b) {
+  IGNIS_DISPATCH(minimum, minimum, a, b);
   const DType t = result_type(a, b);
   Tensor out = binary_op(minimum_stub, a, b, t, t);
   if (autograd::any_needs_grad({&a, &b})) {
@@ -310,6 +382,7 @@ Tensor Tensor::minimum(const Tensor& o) const { return ignis::minimum(*this, o);
 // ---- in place
 
 Tensor& Tensor::pow_(Scalar e) {
+  IGNIS_DISPATCH_METHOD(pow_, pow_, e);
   const DType t = result_type(*this, e);
   IGNIS_CHECK(!(is_integral(t) && e.is_integral() && e.to_int() < 0),
               "pow_: integers to negative integer powers are not allowed (", t, " tensor ^ ",
@@ -318,6 +391,7 @@ Tensor& Tensor::pow_(Scalar e) {
                        [&](const Tensor& x) { return ignis::pow(x, e); });
 }
 Tensor& Tensor::neg_() {
+  IGNIS_DISPATCH_METHOD(neg_, neg_);
   IGNIS_CHECK(dtype() != kBool,
               "neg_: negation, the `-` operator, on a bool tensor is not supported; "
               "if you are trying to invert a mask, use logical_not() or `!` instead");
@@ -325,14 +399,17 @@ Tensor& Tensor::neg_() {
                        [](const Tensor& x) { return ignis::neg(x); });
 }
 Tensor& Tensor::exp_() {
+  IGNIS_DISPATCH_METHOD(exp_, exp_);
   return inplace_unary(*this, exp_stub, to_floating(dtype()), {}, "exp_", false,
                        [](const Tensor& x) { return ignis::exp(x); });
 }
 Tensor& Tensor::sqrt_() {
+  IGNIS_DISPATCH_METHOD(sqrt_, sqrt_);
   return inplace_unary(*this, sqrt_stub, to_floating(dtype()), {}, "sqrt_", false,
                        [](const Tensor& x) { return ignis::sqrt(x); });
 }
 Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
+  IGNIS_DISPATCH_METHOD(clamp_, clamp_, min, max);
   IGNIS_CHECK(min || max, "clamp_: at least one of 'min' or 'max' must not be None");
   DType t = dtype();
   if (min) t = scalar_result_type(t, *min);
