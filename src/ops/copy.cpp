@@ -2,6 +2,7 @@
 #include "ops/copy.h"
 
 #include "autograd/node.h"
+#include "core/op_call.h"
 
 namespace ignis {
 
@@ -15,22 +16,34 @@ void copy_into(const Tensor& dst, const Tensor& src) {
   copy_stub[dst.device()](it, dst.dtype(), src.dtype());
 }
 
+IGNIS_OP_METHOD(to_dtype,
+                "to.dtype(Tensor(a) self, ScalarType dtype, bool copy=False) -> Tensor(a)",
+                Tensor(DType, bool) const, to, {.differentiable = true, .stubs = {&copy_stub}});
+IGNIS_OP_METHOD(to_device, "to.device(Tensor(a) self, Device device, bool copy=False) -> Tensor(a)",
+                Tensor(Device, bool) const, to, {.stubs = {&copy_stub}});
+IGNIS_OP_METHOD(to_dtype_layout,
+                "to.dtype_layout(Tensor(a) self, TensorOptions options, bool copy=False) -> "
+                "Tensor(a)",
+                Tensor(const TensorOptions&, bool) const, to,
+                {.differentiable = true, .kind = "composite"});
+
 // clone() and to() keep a channels-last layout (PyTorch's preserve_format); any other strided
 // input gives a contiguous result.
 Tensor Tensor::to(DType dtype, bool copy) const {
+  IGNIS_DISPATCH_METHOD(to_dtype, to, dtype, copy);
   if (dtype == this->dtype() && !copy) return *this;
   Tensor out = make_tensor_like(*this, sizes(), dtype, device());
   copy_into(out, *this);
   if (autograd::any_needs_grad({this}) && ignis::is_floating_point(dtype)) {
     // The engine casts the gradient back to the input's dtype.
-    autograd::record("to", {this}, {&out}, [](autograd::BackwardCtx&, const TensorList& g) {
-      return TensorList{g[0]};
-    });
+    autograd::record("to", {this}, {&out},
+                     [](autograd::BackwardCtx&, const TensorList& g) { return TensorList{g[0]}; });
   }
   return out;
 }
 
 Tensor Tensor::to(Device device, bool copy) const {
+  IGNIS_DISPATCH_METHOD(to_device, to, device, copy);
   if (device == this->device() && !copy) return *this;
   Tensor out = make_tensor_like(*this, sizes(), dtype(), device);  // throws if no backend
   copy_into(out, *this);
@@ -38,6 +51,7 @@ Tensor Tensor::to(Device device, bool copy) const {
 }
 
 Tensor Tensor::to(const TensorOptions& opts, bool copy) const {
+  IGNIS_DISPATCH_METHOD(to_dtype_layout, to, opts, copy);
   Tensor t = opts.has_dtype() ? to(opts.dtype(), copy) : *this;
   return t.to(opts.device(), copy && !opts.has_dtype());
 }
@@ -46,9 +60,8 @@ namespace {
 // Records out = x for autograd: the gradient passes through unchanged.
 Tensor pass_through(const Tensor& x, Tensor out, const char* op) {
   if (autograd::any_needs_grad({&x})) {
-    autograd::record(op, {&x}, {&out}, [](autograd::BackwardCtx&, const TensorList& g) {
-      return TensorList{g[0]};
-    });
+    autograd::record(op, {&x}, {&out},
+                     [](autograd::BackwardCtx&, const TensorList& g) { return TensorList{g[0]}; });
   }
   return out;
 }
@@ -59,19 +72,39 @@ Tensor copy_as(const Tensor& x, Tensor out, const char* op) {
 }
 }  // namespace
 
+IGNIS_OP_METHOD(clone, "clone(Tensor self) -> Tensor", Tensor() const, clone,
+                {.differentiable = true, .stubs = {&copy_stub}});
+IGNIS_OP_METHOD(contiguous, "contiguous(Tensor(a) self) -> Tensor(a)", Tensor() const, contiguous,
+                {.differentiable = true, .stubs = {&copy_stub}});
+IGNIS_OP_METHOD(contiguous_memory_format,
+                "contiguous.memory_format(Tensor(a) self, MemoryFormat memory_format) -> Tensor(a)",
+                Tensor(MemoryFormat) const, contiguous,
+                {.differentiable = true, .stubs = {&copy_stub}});
+IGNIS_OP_METHOD(copy_, "copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)", Tensor&(const Tensor&),
+                copy_, {.differentiable = true, .stubs = {&copy_stub}});
+IGNIS_OP_METHOD(fill_, "fill_(Tensor(a!) self, Scalar value) -> Tensor(a!)", Tensor&(Scalar), fill_,
+                {.stubs = {&copy_stub}});
+IGNIS_OP_METHOD(zero_, "zero_(Tensor(a!) self) -> Tensor(a!)", Tensor&(), zero_,
+                {.kind = "composite"});
+
 Tensor Tensor::clone() const {
+  IGNIS_DISPATCH_METHOD(clone, clone);
   return copy_as(*this, make_tensor_like(*this, sizes(), dtype(), device()), "clone");
 }
 
 Tensor Tensor::contiguous() const {
+  IGNIS_DISPATCH_METHOD(contiguous, contiguous);
   return is_contiguous() ? *this
                          : copy_as(*this, make_tensor(sizes(), dtype(), device()), "contiguous");
 }
 
 Tensor Tensor::contiguous(MemoryFormat format) const {
+  IGNIS_DISPATCH_METHOD(contiguous_memory_format, contiguous, format);
   if (format == MemoryFormat::Contiguous) return contiguous();
-  IGNIS_CHECK(dim() == 4, "contiguous: channels_last needs a 4-d tensor [N, C, H, W], but got "
-              "shape ", sizes());
+  IGNIS_CHECK(dim() == 4,
+              "contiguous: channels_last needs a 4-d tensor [N, C, H, W], but got "
+              "shape ",
+              sizes());
   if (suggest_memory_format() == MemoryFormat::ChannelsLast) return *this;
   if (is_contiguous(format)) {  // dense NHWC already (size-1 dims): restride, no copy
     return restride_channels_last(*this);
@@ -81,6 +114,7 @@ Tensor Tensor::contiguous(MemoryFormat format) const {
 Tensor contiguous(const Tensor& x) { return x.contiguous(); }
 
 Tensor& Tensor::copy_(const Tensor& src) {
+  IGNIS_DISPATCH_METHOD(copy_, copy_, src);
   IGNIS_CHECK(defined() && src.defined(), "copy_: undefined tensor");
   if (autograd::any_needs_grad({this, &src})) {
     Tensor r = src.expand(sizes()).to(dtype(), true);
@@ -95,6 +129,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
 }
 
 Tensor& Tensor::fill_(Scalar v) {
+  IGNIS_DISPATCH_METHOD(fill_, fill_, v);
   check_inplace(*this, "fill_");
   copy_into(*this, wrap_scalar(v, dtype(), device()));
   impl()->bump_version();
@@ -105,6 +140,9 @@ Tensor& Tensor::fill_(Scalar v) {
   return *this;
 }
 
-Tensor& Tensor::zero_() { return fill_(0); }
+Tensor& Tensor::zero_() {
+  IGNIS_DISPATCH_METHOD(zero_, zero_);
+  return fill_(0);
+}
 
 }  // namespace ignis
