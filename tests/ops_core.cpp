@@ -312,7 +312,8 @@ IGNIS_OP_INFO(OpInfo{.name = "to_float64",
                      .fn = [](const TL& x) { return x[0].to(kFloat64); },
                      .ref = [](const TL& x) { return x[0].detach().clone(); },
                      .samples = [] { return elementwise_samples(1); },
-                     .dtypes = kFloats});
+                     .dtypes = kFloats,
+                     .ops = {"to.dtype"}});
 
 IGNIS_OP_INFO(OpInfo{.name = "to_copy",
                      .fn = [](const TL& x) { return x[0].to(x[0].dtype(), /*copy=*/true); },
@@ -496,7 +497,8 @@ IGNIS_OP_INFO(OpInfo{.name = "squeeze_dim",
                                {"3x1x2", {in({3, 1, 2}, 85)}},
                                {"3x2 (not 1)", {in({3, 2}, 86)}},
                                {"noncontiguous", {make_noncontiguous({3, 1, 4}, 87)}}};
-                         }});
+                         },
+                     .ops = {"squeeze.dim"}});
 
 IGNIS_OP_INFO(OpInfo{.name = "unsqueeze",
                      .fn = [](const TL& x) { return x[0].unsqueeze(-1).unsqueeze(0); },
@@ -548,7 +550,8 @@ IGNIS_OP_INFO(OpInfo{.name = "slice_step",
                            for (auto& x : samples_2d()) s.push_back(x);
                            return s;
                          },
-                     .dtypes = kAllArith});
+                     .dtypes = kAllArith,
+                     .ops = {"slice.Tensor"}});
 
 IGNIS_OP_INFO(OpInfo{
     .name = "slice_negative",
@@ -599,6 +602,235 @@ IGNIS_OP_INFO(OpInfo{
           return std::vector<OpSample>{{"3x4", {in({3, 4}, 96)}},
                                        {"noncontiguous 3x4", {make_noncontiguous({3, 4}, 97)}}};
         }});
+
+IGNIS_OP_INFO(OpInfo{.name = "unflatten.int",
+                     .fn =
+                         [](const TL& x) {
+                           return x[0].unflatten(-1, {3, -1});
+                         },
+                     .ref =
+                         [](const TL& x) {
+                           Shape s = x[0].sizes().shape();
+                           s.back() /= 3;
+                           s.insert(s.end() - 1, 3);
+                           return ref_reshape(x[0], s);
+                         },
+                     .samples =
+                         [] {
+                           return std::vector<OpSample>{
+                               {"2x6", {in({2, 6}, 101)}},
+                               {"noncontiguous 4x6", {make_noncontiguous({4, 6}, 102)}},
+                               {"1-d", {in({3}, 103)}},
+                               {"empty", {in({0, 6}, 104)}}};
+                         },
+                     .dtypes = kAllArith});
+
+IGNIS_OP_INFO(OpInfo{.name = "broadcast_to",
+                     .fn =
+                         [](const TL& x) {
+                           return broadcast_to(x[0], {2, 3, 4});
+                         },
+                     .ref =
+                         [](const TL& x) {
+                           return ref_expand(x[0], {2, 3, 4});
+                         },
+                     .samples =
+                         [] {
+                           return std::vector<OpSample>{
+                               {"3x1", {in({3, 1}, 105)}},
+                               {"4", {in({4}, 106)}},
+                               {"noncontiguous 3x4", {make_noncontiguous({3, 4}, 107)}},
+                               {"0-d", {in({}, 108)}}};
+                         },
+                     .dtypes = kAllArith});
+
+// as_strided reads the storage: the samples are fresh contiguous tensors (offset 0), so storage
+// element k is the k-th value in row-major order. Not differentiable (it refuses autograd).
+IGNIS_OP_INFO(OpInfo{
+    .name = "as_strided",
+    .fn =
+        [](const TL& x) {
+          return x[0].as_strided({x[0].numel() ? 4 : 0, 3}, {2, 1}, x[0].numel() ? 1 : 0);
+        },
+    .ref =
+        [](const TL& x) {
+          const std::vector<double> v = values(x[0]);
+          std::vector<double> out;
+          for (int64_t i = 0; i < (v.empty() ? 0 : 4); ++i) {
+            for (int64_t j = 0; j < 3; ++j) out.push_back(v[1 + 2 * i + j]);  // overlapping rows
+          }
+          return from_values(out, {v.empty() ? 0 : 4, 3});
+        },
+    .samples =
+        [] {
+          return std::vector<OpSample>{
+              {"3x4", {in({3, 4}, 109)}}, {"12", {in({12}, 110)}}, {"empty", {in({0, 3}, 111)}}};
+        },
+    .dtypes = kAllArith,
+    .differentiable = false});
+
+// ---- to(device), to(options), contiguous(memory_format), copy_ and fills
+
+IGNIS_OP_INFO(OpInfo{.name = "to.device",  // a copy to the same device (copy=true)
+                     .fn = [](const TL& x) { return x[0].to(kCPU, true); },
+                     .ref = [](const TL& x) { return x[0].detach().clone(); },
+                     .samples = [] { return elementwise_samples(1); },
+                     .dtypes = kAllArith,
+                     .differentiable = false});  // no backward yet for device copies
+
+IGNIS_OP_INFO(OpInfo{
+    .name = "to.dtype_layout",
+    .fn = [](const TL& x) { return x[0].to(TensorOptions(kFloat64).device(kCPU)); },
+    .ref = [](const TL& x) { return x[0].detach().clone(); },
+    .samples = [] { return elementwise_samples(1); },
+    .dtypes = kFloats});
+
+IGNIS_OP_INFO(OpInfo{.name = "contiguous.memory_format",
+                     .fn = [](const TL& x) { return x[0].contiguous(MemoryFormat::ChannelsLast); },
+                     .ref = [](const TL& x) { return from_values(values(x[0]), x[0].sizes()); },
+                     .samples =
+                         [] {
+                           return std::vector<OpSample>{
+                               {"2x3x4x5", {in({2, 3, 4, 5}, 112)}},
+                               {"channels-last already",
+                                {in({2, 3, 2, 2}, 113).contiguous(MemoryFormat::ChannelsLast)}},
+                               {"permuted", {in({2, 4, 5, 3}, 114).permute({0, 3, 2, 1})}},
+                               {"1x3x1x1 (restride)", {in({1, 3, 1, 1}, 115)}},
+                               {"empty", {in({0, 3, 2, 2}, 116)}}};
+                         },
+                     .dtypes = kAllArith});
+
+IGNIS_OP_INFO(inplace(
+    "copy_", [](Tensor& a, const Tensor& b) { a.copy_(b); }, [](double, double b) { return b; }));
+
+// A fill leaves constants (no history): forward only.
+OpInfo forward_only(OpInfo o) {
+  o.differentiable = false;
+  return o;
+}
+IGNIS_OP_INFO(forward_only(inplace(
+    "fill_", [](Tensor& a, const Tensor&) { a.fill_(-1.5); },
+    [](double, double) { return -1.5; })));
+IGNIS_OP_INFO(forward_only(inplace(
+    "zero_", [](Tensor& a, const Tensor&) { a.zero_(); }, [](double, double) { return 0.0; })));
+
+// ---- factories: input 0 gives the shape and dtype (values are not read)
+
+std::vector<OpSample> factory_samples() {
+  return {{"2x3", {in({2, 3}, 121)}}, {"0-d", {in({}, 122)}}, {"empty", {in({0, 3}, 123)}}};
+}
+Tensor ref_constant(const Tensor& like, double v) {
+  return from_values(std::vector<double>(static_cast<size_t>(like.numel()), v), like.sizes());
+}
+OpInfo factory(std::string name, std::function<Tensor(const Tensor&)> f, double value) {
+  return OpInfo{.name = std::move(name),
+                .fn = [f](const TL& x) { return f(x[0]); },
+                .ref = [value](const TL& x) { return ref_constant(x[0], value); },
+                .samples = factory_samples,
+                .dtypes = kAllArith,
+                .differentiable = false};
+}
+
+IGNIS_OP_INFO(factory(
+    "zeros", [](const Tensor& t) { return zeros(t.sizes(), t.dtype()); }, 0));
+IGNIS_OP_INFO(factory(
+    "ones", [](const Tensor& t) { return ones(t.sizes(), t.dtype()); }, 1));
+IGNIS_OP_INFO(factory(
+    "full", [](const Tensor& t) { return full(t.sizes(), -3, t.dtype()); }, -3));
+IGNIS_OP_INFO(factory(
+    "zeros_like", [](const Tensor& t) { return zeros_like(t); }, 0));
+IGNIS_OP_INFO(factory(
+    "ones_like", [](const Tensor& t) { return ones_like(t); }, 1));
+IGNIS_OP_INFO(factory(
+    "full_like", [](const Tensor& t) { return full_like(t, 7); }, 7));
+IGNIS_OP_INFO(OpInfo{.name = "scalar_tensor",
+                     .fn = [](const TL& x) { return scalar_tensor(-2, x[0].dtype()); },
+                     .ref = [](const TL&) { return from_values({-2}, {}); },
+                     .samples = factory_samples,
+                     .dtypes = kAllArith,
+                     .differentiable = false});
+
+IGNIS_OP_INFO(OpInfo{.name = "arange",
+                     .fn = [](const TL& x) { return arange(5, x[0].dtype()); },
+                     .ref =
+                         [](const TL&) {
+                           return from_values({0, 1, 2, 3, 4}, {5});
+                         },
+                     .samples = factory_samples,
+                     .dtypes = kAllArith,
+                     .differentiable = false});
+IGNIS_OP_INFO(OpInfo{.name = "arange.start_step",
+                     .fn = [](const TL& x) { return arange(-1.5, 2, 0.5, x[0].dtype()); },
+                     .ref =
+                         [](const TL&) {
+                           std::vector<double> v;
+                           for (int i = 0; i < 7; ++i) v.push_back(-1.5 + 0.5 * i);
+                           return from_values(v, {7});
+                         },
+                     .samples = factory_samples,
+                     .dtypes = kFloats,
+                     .differentiable = false});
+IGNIS_OP_INFO(OpInfo{.name = "linspace",
+                     .fn = [](const TL& x) { return linspace(-1, 2, 7, x[0].dtype()); },
+                     .ref =
+                         [](const TL&) {
+                           std::vector<double> v;
+                           for (int i = 0; i < 7; ++i) v.push_back(-1 + 0.5 * i);
+                           return from_values(v, {7});
+                         },
+                     .samples = factory_samples,
+                     .dtypes = kFloats,
+                     .differentiable = false});
+// eye(rows of input 0, columns of input 0).
+IGNIS_OP_INFO(OpInfo{
+    .name = "eye",
+    .fn = [](const TL& x) { return eye(x[0].size(0), x[0].size(1), x[0].dtype()); },
+    .ref =
+        [](const TL& x) {
+          const int64_t n = x[0].size(0), m = x[0].size(1);
+          std::vector<double> v;
+          for (int64_t i = 0; i < n; ++i) {
+            for (int64_t j = 0; j < m; ++j) v.push_back(i == j ? 1 : 0);
+          }
+          return from_values(v, {n, m});
+        },
+    .samples =
+        [] {
+          return std::vector<OpSample>{{"3x4", {in({3, 4}, 124)}},
+                                       {"2x2", {in({2, 2}, 125)}},
+                                       {"4x1", {in({4, 1}, 126)}},
+                                       {"empty", {in({0, 3}, 127)}}};
+        },
+    .dtypes = kAllArith,
+    .differentiable = false});
+
+IGNIS_OP_EXEMPT("empty",
+                "uninitialised values: nothing to compare (its shape and dtype are "
+                "those every factory entry above checks)");
+IGNIS_OP_EXEMPT("empty_like",
+                "uninitialised values: nothing to compare; its layout is tested in "
+                "tests/test_memory_format.cpp (CopiesAndLikeFormsKeepChannelsLast)");
+IGNIS_OP_EXEMPT("from_blob",
+                "no record: wraps caller memory with a deleter callback, which "
+                "cannot be boxed (the datasets use it, src/data/dataset.cpp)");
+IGNIS_OP_EXEMPT("tensor",
+                "no record: tensor(std::vector / initializer_list) takes host data, "
+                "which cannot be boxed; every table entry builds its indices with it");
+
+// Random ops draw from the generator: no reference values. tests/test_random.cpp checks seeds,
+// streams, moments, ranges, permutations, the *_like forms and the in-place fills.
+IGNIS_OP_EXEMPT("rand", "random values; tested in tests/test_random.cpp (UniformMoments)");
+IGNIS_OP_EXEMPT("randn", "random values; tested in tests/test_random.cpp (NormalMoments)");
+IGNIS_OP_EXEMPT("rand_like", "random values; tested in tests/test_random.cpp (LikeAndOptions)");
+IGNIS_OP_EXEMPT("randn_like", "random values; tested in tests/test_random.cpp (LikeAndOptions)");
+IGNIS_OP_EXEMPT("randint",
+                "random values; tested in tests/test_random.cpp "
+                "(RandintRangeAndUniformity); covers randint.low too");
+IGNIS_OP_EXEMPT("randperm",
+                "random values; tested in tests/test_random.cpp "
+                "(RandpermIsAPermutation)");
+IGNIS_OP_EXEMPT("uniform_", "random values; tested in tests/test_random.cpp (InPlaceFills)");
+IGNIS_OP_EXEMPT("normal_", "random values; tested in tests/test_random.cpp (InPlaceFills)");
 
 }  // namespace
 }  // namespace ignis::testing

@@ -444,19 +444,30 @@ IGNIS_OP_INFO(OpInfo{
             return o[1] < n - 4 ? r({o[0], 4 + o[1]}) : r({o[0], 2 + o[1] - (n - 4)});
           });
         },
-    .samples = [] { return std::vector<OpSample>{{"5 columns", {in({3, 5}, 91)}}}; },
-    .dtypes = kMove});
+    .samples =
+        [] {
+          return std::vector<OpSample>{{"5 columns", {in({3, 5}, 91)}}};
+        },
+    .dtypes = kMove,
+    .ops = {"split.Tensor"}});
 
 IGNIS_OP_INFO(OpInfo{
     .name = "split_sizes",
-    .fn = [](const TL& x) { return split(x[0], Idx{1, 0, 2}, 0)[2]; },
+    .fn =
+        [](const TL& x) {
+          return split(x[0], Idx{1, 0, 2}, 0)[2];
+        },
     .ref =
         [](const TL& x) {
           const Reader r(x[0]);
           return ref_map({2, x[0].size(1)}, [&](const Idx& o) { return r({o[0] + 1, o[1]}); });
         },
-    .samples = [] { return std::vector<OpSample>{{"3 rows", {in({3, 2}, 92)}}}; },
-    .dtypes = kMove});
+    .samples =
+        [] {
+          return std::vector<OpSample>{{"3 rows", {in({3, 2}, 92)}}};
+        },
+    .dtypes = kMove,
+    .ops = {"split.sizes"}});
 
 IGNIS_OP_INFO(OpInfo{
     .name = "chunk",
@@ -582,10 +593,17 @@ std::vector<OpSample> pad_samples() {
 }
 
 IGNIS_OP_INFO(OpInfo{.name = "pad_constant",
-                     .fn = [](const TL& x) { return pad(x[0], {1, 2, 0, 1}, "constant", 0.5); },
-                     .ref = [](const TL& x) { return ref_pad(x[0], {1, 2, 0, 1}, "constant", 0.5); },
+                     .fn =
+                         [](const TL& x) {
+                           return pad(x[0], {1, 2, 0, 1}, "constant", 0.5);
+                         },
+                     .ref =
+                         [](const TL& x) {
+                           return ref_pad(x[0], {1, 2, 0, 1}, "constant", 0.5);
+                         },
                      .samples = pad_samples,
-                     .dtypes = kFloats});
+                     .dtypes = kFloats,
+                     .ops = {"pad"}});
 IGNIS_OP_INFO(OpInfo{.name = "pad_negative",  // crops the left column and the top row
                      .fn = [](const TL& x) { return pad(x[0], {-1, 1, -1, 0}); },
                      .ref =
@@ -656,6 +674,73 @@ IGNIS_OP_INFO(OpInfo{
         },
     .dtypes = kMove,
     .differentiable = false});
+
+// ---- in place: self is a non-leaf copy of input 0 (so that autograd records the write), then
+// the method writes into it; the references are those of the out-of-place ops.
+
+OpInfo inplace_entry(std::string name, std::function<void(Tensor&, const TL&)> f,
+                     std::function<Tensor(const TL&)> ref,
+                     std::function<std::vector<OpSample>()> samples, std::vector<DType> dtypes,
+                     std::vector<size_t> grad_inputs) {
+  return OpInfo{.name = std::move(name),
+                .fn =
+                    [f](const TL& x) {
+                      Tensor self = x[0] * 1;
+                      f(self, x);
+                      return self;
+                    },
+                .ref = std::move(ref),
+                .samples = std::move(samples),
+                .dtypes = std::move(dtypes),
+                .grad_inputs = std::move(grad_inputs)};
+}
+
+IGNIS_OP_INFO(inplace_entry(
+    "scatter_.src", [](Tensor& s, const TL& x) { s.scatter_(dim_of(x[3]), x[1], x[2]); },
+    [](const TL& x) { return ref_scatter(x, false); }, scatter_samples, kMove, {0, 2}));
+
+IGNIS_OP_INFO(inplace_entry(
+    "scatter_add_", [](Tensor& s, const TL& x) { s.scatter_add_(dim_of(x[3]), x[1], x[2]); },
+    [](const TL& x) { return ref_scatter(x, true); },
+    [] {
+      std::vector<OpSample> s = scatter_samples();
+      s.push_back({"duplicates",
+                   {in({2, 3}, 131), ix({1, 1, 1, 0, 1, 0}, {2, 3}), in({2, 3}, 132), dim_t(0)}});
+      s.push_back({"expanded index",
+                   {in({3, 4}, 133), ix({2, 0, 2, 2, 1}).unsqueeze(1).expand({5, 4}),
+                    in({5, 4}, 134), dim_t(0)}});
+      return s;
+    },
+    kFloats, {0, 2}));
+
+IGNIS_OP_INFO(inplace_entry(
+    "index_add_", [](Tensor& s, const TL& x) { s.index_add_(dim_of(x[3]), x[1], x[2], -0.5); },
+    [](const TL& x) { return ref_index_add(x, -0.5); },
+    [] {
+      return std::vector<OpSample>{
+          {"rows with duplicates", {in({4, 3}, 135), ix({3, 0, 3}), in({3, 3}, 136), dim_t(0)}},
+          {"columns", {in({2, 4}, 137), ix({1, 1, 2, 0, 1}), in({2, 5}, 138), dim_t(-1)}},
+          {"noncontiguous source", {in({3, 4}, 139), ix({0, 2}), in({4, 2}, 140).t(), dim_t(0)}},
+          {"0-d index", {in({3}, 141), ix({2}, {}), in({1}, 142), dim_t(0)}},
+          {"empty index", {in({3, 2}, 143), ix({}), in({0, 2}, 144), dim_t(0)}}};
+    },
+    kFloats, {0, 2}));
+
+IGNIS_OP_INFO(inplace_entry(
+    "masked_fill_.Scalar", [](Tensor& s, const TL& x) { s.masked_fill_(x[1], 3); },
+    [](const TL& x) {
+      return ref_elementwise({x[0], x[1].to(kFloat64)},
+                             [](auto& v) { return v[1] != 0 ? 3.0 : v[0]; });
+    },
+    [] {
+      // The mask broadcasts to self's shape (not the other way: self cannot grow in place).
+      std::vector<OpSample> s;
+      for (OpSample& m : mask_samples()) {
+        if (m.desc != "mask broadcasts the input") s.push_back(std::move(m));
+      }
+      return s;
+    },
+    kMove, {0}));
 
 }  // namespace
 }  // namespace ignis::testing

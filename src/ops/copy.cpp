@@ -2,6 +2,7 @@
 #include "ops/copy.h"
 
 #include "autograd/node.h"
+#include "core/op_call.h"
 
 namespace ignis {
 
@@ -21,9 +22,21 @@ void copy_into(const Tensor& dst, const Tensor& src) {
   copy_stub[dst.device()](it, dst.dtype(), src.dtype());
 }
 
+IGNIS_OP_METHOD(to_dtype,
+                "to.dtype(Tensor(a) self, ScalarType dtype, bool copy=False) -> Tensor(a)",
+                Tensor(DType, bool) const, to, {.differentiable = true, .stubs = {&copy_stub}});
+IGNIS_OP_METHOD(to_device, "to.device(Tensor(a) self, Device device, bool copy=False) -> Tensor(a)",
+                Tensor(Device, bool) const, to, {.stubs = {&copy_stub}});
+IGNIS_OP_METHOD(to_dtype_layout,
+                "to.dtype_layout(Tensor(a) self, TensorOptions options, bool copy=False) -> "
+                "Tensor(a)",
+                Tensor(const TensorOptions&, bool) const, to,
+                {.differentiable = true, .kind = "composite"});
+
 // clone() and to() keep a channels-last layout (PyTorch's preserve_format); any other strided
 // input gives a contiguous result.
 Tensor Tensor::to(DType dtype, bool copy) const {
+  IGNIS_DISPATCH_METHOD(to_dtype, to, dtype, copy);
   if (dtype == this->dtype() && !copy) return *this;
   Tensor out = make_tensor_like(*this, sizes(), dtype, device());
   copy_into(out, *this);
@@ -36,6 +49,7 @@ Tensor Tensor::to(DType dtype, bool copy) const {
 }
 
 Tensor Tensor::to(Device device, bool copy) const {
+  IGNIS_DISPATCH_METHOD(to_device, to, device, copy);
   if (device == this->device() && !copy) return *this;
   Tensor out = make_tensor_like(*this, sizes(), dtype(), device);  // throws if no backend
   copy_into(out, *this);
@@ -43,6 +57,7 @@ Tensor Tensor::to(Device device, bool copy) const {
 }
 
 Tensor Tensor::to(const TensorOptions& opts, bool copy) const {
+  IGNIS_DISPATCH_METHOD(to_dtype_layout, to, opts, copy);
   Tensor t = opts.has_dtype() ? to(opts.dtype(), copy) : *this;
   return t.to(opts.device(), copy && !opts.has_dtype());
 }
@@ -63,16 +78,34 @@ Tensor copy_as(const Tensor& x, Tensor out, const char* op) {
 }
 }  // namespace
 
+IGNIS_OP_METHOD(clone, "clone(Tensor self) -> Tensor", Tensor() const, clone,
+                {.differentiable = true, .stubs = {&copy_stub}});
+IGNIS_OP_METHOD(contiguous, "contiguous(Tensor(a) self) -> Tensor(a)", Tensor() const, contiguous,
+                {.differentiable = true, .stubs = {&copy_stub}});
+IGNIS_OP_METHOD(contiguous_memory_format,
+                "contiguous.memory_format(Tensor(a) self, MemoryFormat memory_format) -> Tensor(a)",
+                Tensor(MemoryFormat) const, contiguous,
+                {.differentiable = true, .stubs = {&copy_stub}});
+IGNIS_OP_METHOD(copy_, "copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)", Tensor&(const Tensor&),
+                copy_, {.differentiable = true, .stubs = {&copy_stub}});
+IGNIS_OP_METHOD(fill_, "fill_(Tensor(a!) self, Scalar value) -> Tensor(a!)", Tensor&(Scalar), fill_,
+                {.stubs = {&copy_stub}});
+IGNIS_OP_METHOD(zero_, "zero_(Tensor(a!) self) -> Tensor(a!)", Tensor&(), zero_,
+                {.kind = "composite"});
+
 Tensor Tensor::clone() const {
+  IGNIS_DISPATCH_METHOD(clone, clone);
   return copy_as(*this, make_tensor_like(*this, sizes(), dtype(), device()), "clone");
 }
 
 Tensor Tensor::contiguous() const {
+  IGNIS_DISPATCH_METHOD(contiguous, contiguous);
   return is_contiguous() ? *this
                          : copy_as(*this, make_tensor(sizes(), dtype(), device()), "contiguous");
 }
 
 Tensor Tensor::contiguous(MemoryFormat format) const {
+  IGNIS_DISPATCH_METHOD(contiguous_memory_format, contiguous, format);
   if (format == MemoryFormat::Contiguous) return contiguous();
   IGNIS_CHECK(dim() == 4,
               "contiguous: channels_last needs a 4-d tensor [N, C, H, W], but got "
@@ -87,6 +120,7 @@ Tensor Tensor::contiguous(MemoryFormat format) const {
 Tensor contiguous(const Tensor& x) { return x.contiguous(); }
 
 Tensor& Tensor::copy_(const Tensor& src) {
+  IGNIS_DISPATCH_METHOD(copy_, copy_, src);
   IGNIS_CHECK(defined() && src.defined(), "copy_: undefined tensor");
   if (autograd::any_needs_grad({this, &src})) {
     Tensor r = src.expand(sizes()).to(dtype(), true);
@@ -101,6 +135,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
 }
 
 Tensor& Tensor::fill_(Scalar v) {
+  IGNIS_DISPATCH_METHOD(fill_, fill_, v);
   check_inplace(*this, "fill_");
   copy_into(*this, wrap_scalar(v, dtype(), device()));
   impl()->bump_version();
@@ -111,6 +146,9 @@ Tensor& Tensor::fill_(Scalar v) {
   return *this;
 }
 
-Tensor& Tensor::zero_() { return fill_(0); }
+Tensor& Tensor::zero_() {
+  IGNIS_DISPATCH_METHOD(zero_, zero_);
+  return fill_(0);
+}
 
 }  // namespace ignis

@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "autograd/node.h"
+#include "core/op_call.h"
 #include "ops/elementwise.h"
 
 namespace ignis {
@@ -38,35 +39,75 @@ Tensor alloc_like(const Tensor& t, const TensorOptions& opts) {
 }
 }  // namespace
 
+#define FACTORY_OP \
+  { .kind = "factory" }
+IGNIS_OP(empty, "empty(int[] size, TensorOptions options={}) -> Tensor",
+         Tensor(IntArrayRef, TensorOptions), empty, FACTORY_OP);
+IGNIS_OP(full, "full(int[] size, Scalar fill_value, TensorOptions options={}) -> Tensor",
+         Tensor(IntArrayRef, Scalar, TensorOptions), full, FACTORY_OP);
+IGNIS_OP(zeros, "zeros(int[] size, TensorOptions options={}) -> Tensor",
+         Tensor(IntArrayRef, TensorOptions), zeros, FACTORY_OP);
+IGNIS_OP(ones, "ones(int[] size, TensorOptions options={}) -> Tensor",
+         Tensor(IntArrayRef, TensorOptions), ones, FACTORY_OP);
+IGNIS_OP(scalar_tensor, "scalar_tensor(Scalar s, TensorOptions options={}) -> Tensor",
+         Tensor(Scalar, TensorOptions), scalar_tensor, FACTORY_OP);
+IGNIS_OP(empty_like, "empty_like(Tensor self, TensorOptions? options=None) -> Tensor",
+         Tensor(const Tensor&, std::optional<TensorOptions>), empty_like, FACTORY_OP);
+IGNIS_OP(zeros_like, "zeros_like(Tensor self, TensorOptions? options=None) -> Tensor",
+         Tensor(const Tensor&, std::optional<TensorOptions>), zeros_like, FACTORY_OP);
+IGNIS_OP(full_like,
+         "full_like(Tensor self, Scalar fill_value, TensorOptions? options=None) -> Tensor",
+         Tensor(const Tensor&, Scalar, std::optional<TensorOptions>), full_like, FACTORY_OP);
+IGNIS_OP(ones_like, "ones_like(Tensor self, TensorOptions? options=None) -> Tensor",
+         Tensor(const Tensor&, std::optional<TensorOptions>), ones_like, FACTORY_OP);
+#undef FACTORY_OP
+// tensor(std::vector / initializer_list ...) and from_blob take host data or a deleter callback,
+// which cannot be boxed: they have no record (see their IGNIS_OP_EXEMPT in tests/ops_core.cpp).
+
 Tensor empty(IntArrayRef size, TensorOptions opts) {
+  IGNIS_DISPATCH(empty, empty, size, opts);
   return finish(make_tensor(size, opts.dtype(), opts.device()), opts);
 }
 Tensor full(IntArrayRef size, Scalar value, TensorOptions opts) {
+  IGNIS_DISPATCH(full, full, size, value, opts);
   Tensor t = make_tensor(size, opts.dtype(), opts.device());
   t.fill_(value);
   return finish(t, opts);
 }
 Tensor zeros(IntArrayRef size, TensorOptions opts) {
+  IGNIS_DISPATCH(zeros, zeros, size, opts);
   return zeroed(make_tensor(size, opts.dtype(), opts.device()), opts);
 }
-Tensor ones(IntArrayRef size, TensorOptions opts) { return full(size, 1, opts); }
-Tensor scalar_tensor(Scalar value, TensorOptions opts) { return full({}, value, opts); }
+Tensor ones(IntArrayRef size, TensorOptions opts) {
+  IGNIS_DISPATCH(ones, ones, size, opts);
+  return full(size, 1, opts);
+}
+Tensor scalar_tensor(Scalar value, TensorOptions opts) {
+  IGNIS_DISPATCH(scalar_tensor, scalar_tensor, value, opts);
+  return full({}, value, opts);
+}
 
 Tensor empty_like(const Tensor& t, std::optional<TensorOptions> o) {
+  IGNIS_DISPATCH(empty_like, empty_like, t, o);
   const TensorOptions opts = like(t, o);
   return finish(alloc_like(t, opts), opts);
 }
 Tensor zeros_like(const Tensor& t, std::optional<TensorOptions> o) {
+  IGNIS_DISPATCH(zeros_like, zeros_like, t, o);
   const TensorOptions opts = like(t, o);
   return zeroed(alloc_like(t, opts), opts);
 }
 Tensor full_like(const Tensor& t, Scalar v, std::optional<TensorOptions> o) {
+  IGNIS_DISPATCH(full_like, full_like, t, v, o);
   const TensorOptions opts = like(t, o);
   Tensor out = alloc_like(t, opts);
   out.fill_(v);
   return finish(out, opts);
 }
-Tensor ones_like(const Tensor& t, std::optional<TensorOptions> o) { return full_like(t, 1, o); }
+Tensor ones_like(const Tensor& t, std::optional<TensorOptions> o) {
+  IGNIS_DISPATCH(ones_like, ones_like, t, o);
+  return full_like(t, 1, o);
+}
 
 Tensor tensor(const std::vector<double>& v, TensorOptions opts) {
   return from_data(v.data(), v.size(), {static_cast<int64_t>(v.size())}, opts);
@@ -97,8 +138,8 @@ Tensor tensor(std::initializer_list<std::initializer_list<double>> rows, TensorO
   std::vector<double> flat;
   const size_t cols = rows.size() ? rows.begin()->size() : 0;
   for (const auto& r : rows) {
-    IGNIS_CHECK(r.size() == cols, "tensor: rows have different lengths (", cols, " and ",
-                r.size(), ")");
+    IGNIS_CHECK(r.size() == cols, "tensor: rows have different lengths (", cols, " and ", r.size(),
+                ")");
     flat.insert(flat.end(), r.begin(), r.end());
   }
   return from_data(flat.data(), flat.size(),
@@ -108,8 +149,8 @@ Tensor tensor(std::initializer_list<std::initializer_list<int>> rows, TensorOpti
   std::vector<int64_t> flat;
   const size_t cols = rows.size() ? rows.begin()->size() : 0;
   for (const auto& r : rows) {
-    IGNIS_CHECK(r.size() == cols, "tensor: rows have different lengths (", cols, " and ",
-                r.size(), ")");
+    IGNIS_CHECK(r.size() == cols, "tensor: rows have different lengths (", cols, " and ", r.size(),
+                ")");
     flat.insert(flat.end(), r.begin(), r.end());
   }
   return from_data(flat.data(), flat.size(),

@@ -4,6 +4,7 @@
 #include "ops/index.h"
 
 #include "autograd/node.h"
+#include "core/op_call.h"
 #include "ops/copy.h"
 #include "ops/elementwise.h"
 
@@ -100,25 +101,33 @@ void check_same_device(const Tensor& a, const Tensor& b, const char* op) {
 }
 }  // namespace
 
+IGNIS_OP(index_select, "index_select(Tensor self, int dim, Tensor index) -> Tensor",
+         Tensor(const Tensor&, int64_t, const Tensor&), index_select,
+         {.differentiable = true, .stubs = {&index_gather_stub}});
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+  IGNIS_DISPATCH(index_select, index_select, x, dim, index);
   check_index_dtype(index, "index_select");
   check_same_device(x, index, "index_select");
-  IGNIS_CHECK(index.dim() <= 1, "index_select: index must be a 1-D (or 0-d) tensor, but got "
-              "shape ", index.sizes());
+  IGNIS_CHECK(index.dim() <= 1,
+              "index_select: index must be a 1-D (or 0-d) tensor, but got "
+              "shape ",
+              index.sizes());
   dim = wrap_dim(dim, x.dim(), "index_select");
-  IGNIS_CHECK(x.dim() > 0 || index.numel() == 1, "index_select: a 0-d input takes exactly one "
-              "index, but got ", index.numel());
+  IGNIS_CHECK(x.dim() > 0 || index.numel() == 1,
+              "index_select: a 0-d input takes exactly one "
+              "index, but got ",
+              index.numel());
   Shape out_shape = shape_with(x.sizes(), dim, index.numel());
   Shape ist(out_shape.size(), 0);
   if (x.dim() > 0 && index.dim() == 1) ist[dim] = index.strides()[0];
   Tensor out = gather_along(x, dim, index, out_shape, ist, "index_select");
   if (autograd::any_needs_grad({&x})) {
-    autograd::record("index_select", {&x}, {&out},
-                     [si = SavedVariable(index, false), dim, shape = x.sizes().shape()](
-                         BackwardCtx& c, const TensorList& g) {
-                       return TensorList{
-                           zeros(shape, g[0].options()).index_add(dim, c.unpack(si), g[0])};
-                     });
+    autograd::record(
+        "index_select", {&x}, {&out},
+        [si = SavedVariable(index, false), dim, shape = x.sizes().shape()](BackwardCtx& c,
+                                                                           const TensorList& g) {
+          return TensorList{zeros(shape, g[0].options()).index_add(dim, c.unpack(si), g[0])};
+        });
   }
   return out;
 }
@@ -128,13 +137,15 @@ namespace {
 // along dim, for scatter; everywhere for gather's output it is the index shape) and than src.
 void check_scatter_shapes(const Tensor& self, int64_t dim, const Tensor& index, const Tensor* src,
                           const char* op) {
-  IGNIS_CHECK(index.dim() == self.dim(), op, ": index tensor must have the same number of "
-              "dimensions as the input tensor, but got index of shape ", index.sizes(),
-              " and input of shape ", self.sizes());
+  IGNIS_CHECK(index.dim() == self.dim(), op,
+              ": index tensor must have the same number of "
+              "dimensions as the input tensor, but got index of shape ",
+              index.sizes(), " and input of shape ", self.sizes());
   if (src) {
-    IGNIS_CHECK(src->dim() == self.dim(), op, ": src tensor must have the same number of "
-                "dimensions as the input tensor, but got src of shape ", src->sizes(),
-                " and input of shape ", self.sizes());
+    IGNIS_CHECK(src->dim() == self.dim(), op,
+                ": src tensor must have the same number of "
+                "dimensions as the input tensor, but got src of shape ",
+                src->sizes(), " and input of shape ", self.sizes());
   }
   for (int64_t d = 0; d < index.dim(); ++d) {
     IGNIS_CHECK(d == dim || index.sizes()[d] <= self.sizes()[d], op, ": index of shape ",
@@ -160,19 +171,23 @@ Tensor pad_to(const Tensor& g, IntArrayRef shape) {
 }
 }  // namespace
 
+IGNIS_OP(gather, "gather(Tensor self, int dim, Tensor index) -> Tensor",
+         Tensor(const Tensor&, int64_t, const Tensor&), gather,
+         {.differentiable = true, .stubs = {&index_gather_stub}});
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+  IGNIS_DISPATCH(gather, gather, x, dim, index);
   check_index_dtype(index, "gather");
   check_same_device(x, index, "gather");
   dim = wrap_dim(dim, x.dim(), "gather");
   check_scatter_shapes(x, dim, index, nullptr, "gather");
   Tensor out = gather_along(x, dim, index, index.sizes(), index.strides(), "gather");
   if (autograd::any_needs_grad({&x})) {
-    autograd::record("gather", {&x}, {&out},
-                     [si = SavedVariable(index, false), dim, shape = x.sizes().shape()](
-                         BackwardCtx& c, const TensorList& g) {
-                       return TensorList{
-                           zeros(shape, g[0].options()).scatter_add(dim, c.unpack(si), g[0])};
-                     });
+    autograd::record(
+        "gather", {&x}, {&out},
+        [si = SavedVariable(index, false), dim, shape = x.sizes().shape()](BackwardCtx& c,
+                                                                           const TensorList& g) {
+          return TensorList{zeros(shape, g[0].options()).scatter_add(dim, c.unpack(si), g[0])};
+        });
   }
   return out;
 }
@@ -228,8 +243,10 @@ void check_scatter(const Tensor& self, int64_t& dim, const Tensor& index, const 
   check_same_device(self, index, op);
   check_same_device(self, src, op);
   dim = wrap_dim(dim, self.dim(), op);
-  IGNIS_CHECK(self.dtype() == src.dtype(), op, ": expected self and src to have the same dtype, "
-              "but got ", self.dtype(), " and ", src.dtype());
+  IGNIS_CHECK(self.dtype() == src.dtype(), op,
+              ": expected self and src to have the same dtype, "
+              "but got ",
+              self.dtype(), " and ", src.dtype());
   check_scatter_shapes(self, dim, index, &src, op);
 }
 
@@ -247,16 +264,18 @@ void index_add_into(const Tensor& self, int64_t dim, const Tensor& index, const 
 }
 
 // Checks index_add's arguments; returns the index as a contiguous 1-D tensor.
-Tensor check_index_add(const Tensor& self, int64_t& dim, const Tensor& index,
-                       const Tensor& source, const char* op) {
+Tensor check_index_add(const Tensor& self, int64_t& dim, const Tensor& index, const Tensor& source,
+                       const char* op) {
   check_index_dtype(index, op);
   check_same_device(self, index, op);
   check_same_device(self, source, op);
   IGNIS_CHECK(index.dim() <= 1, op, ": index must be a 1-D (or 0-d) tensor, but got shape ",
               index.sizes());
   dim = wrap_dim(dim, self.dim(), op);
-  IGNIS_CHECK(self.dtype() == source.dtype(), op, ": expected self and source to have the same "
-              "dtype, but got ", self.dtype(), " and ", source.dtype());
+  IGNIS_CHECK(self.dtype() == source.dtype(), op,
+              ": expected self and source to have the same "
+              "dtype, but got ",
+              self.dtype(), " and ", source.dtype());
   const int64_t n = index.numel();
   if (self.dim() == 0) {
     IGNIS_CHECK(source.numel() == 1 && n == 1 && source.dim() <= 1, op,
@@ -277,7 +296,42 @@ Tensor check_index_add(const Tensor& self, int64_t& dim, const Tensor& index,
 }
 }  // namespace
 
+#define SCATTER_OP                                     \
+  {                                                    \
+    .differentiable = true, .stubs = { &scatter_stub } \
+  }
+#define SCATTER_ADD_OP                                                              \
+  {                                                                                 \
+    .differentiable = true, .stubs = { &scatter_stub, &index_add_stub, &copy_stub } \
+  }
+#define INDEX_ADD_OP                                                 \
+  {                                                                  \
+    .differentiable = true, .stubs = { &index_add_stub, &copy_stub } \
+  }
+IGNIS_OP(scatter_src, "scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
+         Tensor(const Tensor&, int64_t, const Tensor&, const Tensor&), scatter, SCATTER_OP);
+IGNIS_OP(scatter_add, "scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
+         Tensor(const Tensor&, int64_t, const Tensor&, const Tensor&), scatter_add, SCATTER_ADD_OP);
+IGNIS_OP(
+    index_add,
+    "index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor",
+    Tensor(const Tensor&, int64_t, const Tensor&, const Tensor&, Scalar), index_add, INDEX_ADD_OP);
+IGNIS_OP_METHOD(scatter__src,
+                "scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)",
+                Tensor&(int64_t, const Tensor&, const Tensor&), scatter_, SCATTER_OP);
+IGNIS_OP_METHOD(scatter_add_,
+                "scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)",
+                Tensor&(int64_t, const Tensor&, const Tensor&), scatter_add_, SCATTER_ADD_OP);
+IGNIS_OP_METHOD(index_add_,
+                "index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, "
+                "Scalar alpha=1) -> Tensor(a!)",
+                Tensor&(int64_t, const Tensor&, const Tensor&, Scalar), index_add_, INDEX_ADD_OP);
+#undef SCATTER_OP
+#undef SCATTER_ADD_OP
+#undef INDEX_ADD_OP
+
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  IGNIS_DISPATCH(scatter_src, scatter, x, dim, index, src);
   check_scatter(x, dim, index, src, "scatter");
   Tensor out;
   {
@@ -302,6 +356,7 @@ Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& 
 }
 
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  IGNIS_DISPATCH(scatter_add, scatter_add, x, dim, index, src);
   check_scatter(x, dim, index, src, "scatter_add");
   Tensor out;
   {
@@ -325,6 +380,7 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
 
 Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source,
                  Scalar alpha) {
+  IGNIS_DISPATCH(index_add, index_add, x, dim, index, source, alpha);
   Tensor idx = check_index_add(x, dim, index, source, "index_add");
   Tensor out;
   {
@@ -349,6 +405,7 @@ Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor
 }
 
 Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Tensor& src) {
+  IGNIS_DISPATCH_METHOD(scatter__src, scatter_, dim, index, src);
   if (autograd::any_needs_grad({this, &src})) {
     check_inplace(*this, "scatter_");
     return inplace_from(*this, ignis::scatter(*this, dim, index, src), "scatter_");
@@ -360,6 +417,7 @@ Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Tensor& src) {
 }
 
 Tensor& Tensor::scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) {
+  IGNIS_DISPATCH_METHOD(scatter_add_, scatter_add_, dim, index, src);
   if (autograd::any_needs_grad({this, &src})) {
     check_inplace(*this, "scatter_add_");
     return inplace_from(*this, ignis::scatter_add(*this, dim, index, src), "scatter_add_");
@@ -371,6 +429,7 @@ Tensor& Tensor::scatter_add_(int64_t dim, const Tensor& index, const Tensor& src
 }
 
 Tensor& Tensor::index_add_(int64_t dim, const Tensor& index, const Tensor& source, Scalar alpha) {
+  IGNIS_DISPATCH_METHOD(index_add_, index_add_, dim, index, source, alpha);
   if (autograd::any_needs_grad({this, &source})) {
     check_inplace(*this, "index_add_");
     return inplace_from(*this, ignis::index_add(*this, dim, index, source, alpha), "index_add_");
@@ -397,13 +456,31 @@ Shape mask_shape(const Tensor& x, const Tensor& mask, const char* op) {
   try {
     return broadcast_shapes(x.sizes(), mask.sizes());
   } catch (const Error&) {
-    IGNIS_FAIL(op, ": the mask of shape ", mask.sizes(), " cannot be broadcast with the input of "
-               "shape ", x.sizes());
+    IGNIS_FAIL(op, ": the mask of shape ", mask.sizes(),
+               " cannot be broadcast with the input of "
+               "shape ",
+               x.sizes());
   }
 }
 }  // namespace
 
+IGNIS_OP(masked_fill_Scalar, "masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor",
+         Tensor(const Tensor&, const Tensor&, Scalar), masked_fill,
+         {.differentiable = true, .stubs = {&masked_fill_stub}});
+IGNIS_OP_METHOD(masked_fill__Scalar,
+                "masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)",
+                Tensor&(const Tensor&, Scalar), masked_fill_,
+                {.differentiable = true, .stubs = {&masked_fill_stub}});
+IGNIS_OP(masked_select, "masked_select(Tensor self, Tensor mask) -> Tensor",
+         Tensor(const Tensor&, const Tensor&), masked_select,
+         {.differentiable = true, .stubs = {&masked_select_stub}});
+IGNIS_OP(nonzero, "nonzero(Tensor self) -> Tensor", Tensor(const Tensor&), nonzero,
+         {.stubs = {&nonzero_stub}});
+IGNIS_OP(one_hot, "one_hot(Tensor self, int num_classes=-1) -> Tensor",
+         Tensor(const Tensor&, int64_t), one_hot, {.stubs = {&int_minmax_stub, &one_hot_stub}});
+
 Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
+  IGNIS_DISPATCH(masked_fill_Scalar, masked_fill, x, mask, value);
   Tensor m = check_mask(mask, x, "masked_fill");
   Tensor out = make_tensor(mask_shape(x, m, "masked_fill"), x.dtype(), x.device());
   TensorIter it = TensorIter::build(out, {&x, &m});
@@ -418,10 +495,13 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
 }
 
 Tensor& Tensor::masked_fill_(const Tensor& mask, Scalar value) {
+  IGNIS_DISPATCH_METHOD(masked_fill__Scalar, masked_fill_, mask, value);
   Tensor m = check_mask(mask, *this, "masked_fill_");
   IGNIS_CHECK(IntArrayRef(mask_shape(*this, m, "masked_fill_")).equals(sizes()),
-              "masked_fill_: the mask of shape ", mask.sizes(), " cannot be broadcast to the "
-              "input's shape ", sizes());
+              "masked_fill_: the mask of shape ", mask.sizes(),
+              " cannot be broadcast to the "
+              "input's shape ",
+              sizes());
   if (autograd::any_needs_grad({this})) {
     check_inplace(*this, "masked_fill_");
     return inplace_from(*this, ignis::masked_fill(*this, m, value), "masked_fill_");
@@ -434,6 +514,7 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, Scalar value) {
 }
 
 Tensor masked_select(const Tensor& x, const Tensor& mask) {
+  IGNIS_DISPATCH(masked_select, masked_select, x, mask);
   Tensor m = check_mask(mask, x, "masked_select");
   const Shape shape = mask_shape(x, m, "masked_select");
   Tensor xb, mb;
@@ -444,32 +525,37 @@ Tensor masked_select(const Tensor& x, const Tensor& mask) {
   }
   Tensor out = masked_select_stub[x.device()](xb, mb);
   if (autograd::any_needs_grad({&x})) {
-    autograd::record("masked_select", {&x}, {&out},
-                     [sm = SavedVariable(mb, false)](BackwardCtx& c, const TensorList& g) {
-                       // Scatter g back to the selected positions (index_add into zeros, so
-                       // that double backward is index_select again).
-                       Tensor mask = c.unpack(sm);
-                       Tensor pos = nonzero(mask.reshape({-1})).reshape({-1});
-                       return TensorList{zeros({mask.numel()}, g[0].options())
-                                             .index_add(0, pos, g[0])
-                                             .reshape(mask.sizes())};
-                     });
+    autograd::record(
+        "masked_select", {&x}, {&out},
+        [sm = SavedVariable(mb, false)](BackwardCtx& c, const TensorList& g) {
+          // Scatter g back to the selected positions (index_add into zeros, so
+          // that double backward is index_select again).
+          Tensor mask = c.unpack(sm);
+          Tensor pos = nonzero(mask.reshape({-1})).reshape({-1});
+          return TensorList{
+              zeros({mask.numel()}, g[0].options()).index_add(0, pos, g[0]).reshape(mask.sizes())};
+        });
   }
   return out;
 }
 
 Tensor nonzero(const Tensor& x) {
+  IGNIS_DISPATCH(nonzero, nonzero, x);
   Tensor xc = x.contiguous();
   return nonzero_stub[x.device()](xc);
 }
 
 Tensor one_hot(const Tensor& index, int64_t num_classes) {
+  IGNIS_DISPATCH(one_hot, one_hot, index, num_classes);
   check_index_dtype(index, "one_hot");
-  IGNIS_CHECK(num_classes >= -1, "one_hot: num_classes must be -1 (infer) or non-negative, but "
-              "got ", num_classes);
+  IGNIS_CHECK(num_classes >= -1,
+              "one_hot: num_classes must be -1 (infer) or non-negative, but "
+              "got ",
+              num_classes);
   Tensor idx = index.contiguous();
   if (num_classes == -1) {
-    IGNIS_CHECK(idx.numel() > 0, "one_hot: cannot infer the number of classes from an empty "
+    IGNIS_CHECK(idx.numel() > 0,
+                "one_hot: cannot infer the number of classes from an empty "
                 "tensor; pass num_classes");
     auto [lo, hi] = int_minmax_stub[idx.device()](idx);
     IGNIS_CHECK(lo >= 0, "one_hot: class values must be non-negative, but got ", lo);
@@ -482,8 +568,8 @@ Tensor one_hot(const Tensor& index, int64_t num_classes) {
   BadIndex b = one_hot_stub[idx.device()](out, idx, num_classes);
   if (b.found) {
     IGNIS_CHECK(b.value >= 0, "one_hot: class values must be non-negative, but got ", b.value);
-    IGNIS_FAIL("one_hot: class value ", b.value, " is out of range for num_classes ",
-               num_classes, " (values must be in [0, ", num_classes, "))");
+    IGNIS_FAIL("one_hot: class value ", b.value, " is out of range for num_classes ", num_classes,
+               " (values must be in [0, ", num_classes, "))");
   }
   return out;
 }

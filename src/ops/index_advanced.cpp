@@ -315,6 +315,10 @@ Tensor advanced_put_zeros(IntArrayRef shape, const AdvancedIndex& adv, const Ten
   return out;
 }
 
+// Tensor::index and index_put_ have no registry record: their indices (integers, slices, None,
+// Ellipsis, tensors) have no schema type the boxing supports (PyTorch's index.Tensor takes
+// Tensor?[] after the basic indexing); the ops they run (select, slice, unsqueeze, nonzero,
+// masked_select, masked_fill_, copy_, index_add_, scatter) go through the registry.
 Tensor Tensor::index(const std::vector<TensorIndex>& indices) const {
   IGNIS_CHECK(defined(), "index: called on an undefined tensor");
   // x[mask] with a mask of x's full shape is masked_select (one compaction pass, no nonzero).

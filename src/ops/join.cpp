@@ -1,6 +1,7 @@
 // Joining and rearranging: cat, stack, split, chunk, repeat, tril/triu, flip. split and chunk
 // return views (narrow); stack and repeat are compositions of views and cat / a copy.
 #include "autograd/node.h"
+#include "core/op_call.h"
 #include "ops/copy.h"
 #include "ops/elementwise.h"
 #include "ops/index.h"
@@ -18,7 +19,32 @@ namespace {
 bool legacy_empty(const Tensor& t) { return t.dim() == 1 && t.numel() == 0; }
 }  // namespace
 
+IGNIS_OP(cat, "cat(Tensor[] tensors, int dim=0) -> Tensor",
+         Tensor(const std::vector<Tensor>&, int64_t), cat,
+         {.differentiable = true, .stubs = {&cat_stub, &copy_stub}});
+IGNIS_OP(stack, "stack(Tensor[] tensors, int dim=0) -> Tensor",
+         Tensor(const std::vector<Tensor>&, int64_t), stack,
+         {.differentiable = true, .kind = "composite"});
+IGNIS_OP(split_Tensor, "split.Tensor(Tensor(a) self, int split_size, int dim=0) -> Tensor[]",
+         std::vector<Tensor>(const Tensor&, int64_t, int64_t), split,
+         {.differentiable = true, .kind = "composite"});
+IGNIS_OP(split_sizes, "split.sizes(Tensor(a) self, int[] split_size, int dim=0) -> Tensor[]",
+         std::vector<Tensor>(const Tensor&, const std::vector<int64_t>&, int64_t), split,
+         {.differentiable = true, .kind = "composite"});
+IGNIS_OP(chunk, "chunk(Tensor(a) self, int chunks, int dim=0) -> Tensor[]",
+         std::vector<Tensor>(const Tensor&, int64_t, int64_t), chunk,
+         {.differentiable = true, .kind = "composite"});
+IGNIS_OP(repeat, "repeat(Tensor self, int[] repeats) -> Tensor", Tensor(const Tensor&, IntArrayRef),
+         repeat, {.differentiable = true, .kind = "composite"});
+IGNIS_OP(tril, "tril(Tensor self, int diagonal=0) -> Tensor", Tensor(const Tensor&, int64_t), tril,
+         {.differentiable = true, .stubs = {&tri_stub}});
+IGNIS_OP(triu, "triu(Tensor self, int diagonal=0) -> Tensor", Tensor(const Tensor&, int64_t), triu,
+         {.differentiable = true, .stubs = {&tri_stub}});
+IGNIS_OP(flip, "flip(Tensor self, int[] dims) -> Tensor", Tensor(const Tensor&, IntArrayRef), flip,
+         {.differentiable = true, .stubs = {&flip_stub}});
+
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  IGNIS_DISPATCH(cat, cat, tensors, dim);
   IGNIS_CHECK(!tensors.empty(), "cat: expected a non-empty list of tensors");
   const Tensor* ref = nullptr;
   size_t ref_i = 0;
@@ -26,9 +52,10 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   for (size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i];
     IGNIS_CHECK(t.defined(), "cat: tensor ", i, " is undefined");
-    IGNIS_CHECK(t.device() == tensors[0].device(), "cat: expected all tensors on the same device, "
-                "but got ", tensors[0].device().str(), " and ", t.device().str(), " (tensor ", i,
-                ")");
+    IGNIS_CHECK(t.device() == tensors[0].device(),
+                "cat: expected all tensors on the same device, "
+                "but got ",
+                tensors[0].device().str(), " and ", t.device().str(), " (tensor ", i, ")");
     dt = promote_types(dt, t.dtype());
     if (!ref && !legacy_empty(t)) {
       ref = &t;
@@ -53,13 +80,15 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     IGNIS_CHECK(t.dim() > 0, "cat: zero-dimensional tensor (at position ", i,
                 ") cannot be concatenated");
     IGNIS_CHECK(t.dim() == nd, "cat: tensors must have the same number of dimensions: got ", nd,
-                " and ", t.dim(), " (tensor ", ref_i, " of shape ", ref->sizes(), " and tensor ",
-                i, " of shape ", t.sizes(), ")");
+                " and ", t.dim(), " (tensor ", ref_i, " of shape ", ref->sizes(), " and tensor ", i,
+                " of shape ", t.sizes(), ")");
     for (int64_t d = 0; d < nd; ++d) {
-      IGNIS_CHECK(d == dim || t.sizes()[d] == shape[d], "cat: sizes of tensors must match except "
-                  "in dimension ", dim, ": expected size ", shape[d], " but got size ",
-                  t.sizes()[d], " in dimension ", d, " for tensor ", i, " (shapes ", ref->sizes(),
-                  " and ", t.sizes(), ")");
+      IGNIS_CHECK(d == dim || t.sizes()[d] == shape[d],
+                  "cat: sizes of tensors must match except "
+                  "in dimension ",
+                  dim, ": expected size ", shape[d], " but got size ", t.sizes()[d],
+                  " in dimension ", d, " for tensor ", i, " (shapes ", ref->sizes(), " and ",
+                  t.sizes(), ")");
     }
     shape[dim] += t.sizes()[dim];
     all_fast = all_fast && t.is_contiguous() && t.dtype() == dt;
@@ -103,12 +132,14 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
 }
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
+  IGNIS_DISPATCH(stack, stack, tensors, dim);
   IGNIS_CHECK(!tensors.empty(), "stack: expected a non-empty list of tensors");
   for (size_t i = 0; i < tensors.size(); ++i) {
     IGNIS_CHECK(tensors[i].defined(), "stack: tensor ", i, " is undefined");
-    IGNIS_CHECK(tensors[i].sizes().equals(tensors[0].sizes()), "stack: expects each tensor to be "
-                "of equal size, but got ", tensors[0].sizes(), " at entry 0 and ",
-                tensors[i].sizes(), " at entry ", i);
+    IGNIS_CHECK(tensors[i].sizes().equals(tensors[0].sizes()),
+                "stack: expects each tensor to be "
+                "of equal size, but got ",
+                tensors[0].sizes(), " at entry 0 and ", tensors[i].sizes(), " at entry ", i);
   }
   dim = wrap_dim(dim, tensors[0].dim() + 1, "stack");
   std::vector<Tensor> parts;
@@ -118,18 +149,23 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
 }
 
 std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
+  IGNIS_DISPATCH(split_Tensor, split, x, split_size, dim);
   IGNIS_CHECK(x.dim() > 0, "split: cannot split a 0-d tensor");
   dim = wrap_dim(dim, x.dim(), "split");
   const int64_t n = x.sizes()[dim];
-  IGNIS_CHECK(split_size > 0 || (split_size == 0 && n == 0), "split: split_size must be "
-              "positive, but got ", split_size, " (dimension ", dim, " has size ", n, ")");
+  IGNIS_CHECK(split_size > 0 || (split_size == 0 && n == 0),
+              "split: split_size must be "
+              "positive, but got ",
+              split_size, " (dimension ", dim, " has size ", n, ")");
   if (n == 0) return {x.narrow(dim, 0, 0)};
   std::vector<Tensor> out;
-  for (int64_t s = 0; s < n; s += split_size) out.push_back(x.narrow(dim, s, std::min(split_size, n - s)));
+  for (int64_t s = 0; s < n; s += split_size)
+    out.push_back(x.narrow(dim, s, std::min(split_size, n - s)));
   return out;
 }
 
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim) {
+  IGNIS_DISPATCH(split_sizes, split, x, sizes, dim);
   IGNIS_CHECK(x.dim() > 0, "split: cannot split a 0-d tensor");
   dim = wrap_dim(dim, x.dim(), "split");
   const int64_t n = x.sizes()[dim];
@@ -150,6 +186,7 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
 }
 
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
+  IGNIS_DISPATCH(chunk, chunk, x, chunks, dim);
   IGNIS_CHECK(chunks > 0, "chunk: number of chunks must be positive, but got ", chunks);
   IGNIS_CHECK(x.dim() > 0, "chunk: cannot chunk a 0-d tensor");
   dim = wrap_dim(dim, x.dim(), "chunk");
@@ -158,9 +195,12 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
 }
 
 Tensor repeat(const Tensor& x, IntArrayRef repeats) {
+  IGNIS_DISPATCH(repeat, repeat, x, repeats);
   const auto m = static_cast<int64_t>(repeats.size());
-  IGNIS_CHECK(m >= x.dim(), "repeat: number of repeat dims (", m, ") can not be smaller than the "
-              "number of dimensions of the tensor (", x.dim(), ", shape ", x.sizes(), ")");
+  IGNIS_CHECK(m >= x.dim(), "repeat: number of repeat dims (", m,
+              ") can not be smaller than the "
+              "number of dimensions of the tensor (",
+              x.dim(), ", shape ", x.sizes(), ")");
   Shape view_shape, exp_shape, out_shape;
   for (int64_t i = 0; i < m; ++i) {
     IGNIS_CHECK(repeats[i] >= 0, "repeat: repeats must be non-negative, but got ", repeats);
@@ -197,10 +237,17 @@ Tensor tri(const Tensor& x, int64_t k, bool lower, const char* op) {
 }
 }  // namespace
 
-Tensor tril(const Tensor& x, int64_t diagonal) { return tri(x, diagonal, true, "tril"); }
-Tensor triu(const Tensor& x, int64_t diagonal) { return tri(x, diagonal, false, "triu"); }
+Tensor tril(const Tensor& x, int64_t diagonal) {
+  IGNIS_DISPATCH(tril, tril, x, diagonal);
+  return tri(x, diagonal, true, "tril");
+}
+Tensor triu(const Tensor& x, int64_t diagonal) {
+  IGNIS_DISPATCH(triu, triu, x, diagonal);
+  return tri(x, diagonal, false, "triu");
+}
 
 Tensor flip(const Tensor& x, IntArrayRef dims) {
+  IGNIS_DISPATCH(flip, flip, x, dims);
   const int64_t nd = x.dim();
   std::vector<bool> f(static_cast<size_t>(nd), false);
   for (int64_t d : dims) {
@@ -212,10 +259,9 @@ Tensor flip(const Tensor& x, IntArrayRef dims) {
   Tensor out = make_tensor(x.sizes(), x.dtype(), x.device());
   flip_stub[x.device()](out, x, f);
   if (autograd::any_needs_grad({&x})) {
-    autograd::record("flip", {&x}, {&out},
-                     [d = dims.vec()](BackwardCtx&, const TensorList& g) {
-                       return TensorList{g[0].flip(d)};
-                     });
+    autograd::record("flip", {&x}, {&out}, [d = dims.vec()](BackwardCtx&, const TensorList& g) {
+      return TensorList{g[0].flip(d)};
+    });
   }
   return out;
 }

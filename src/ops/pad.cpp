@@ -2,6 +2,7 @@
 // pads again with the negated widths, which crops); reflect and replicate are index_select along
 // each padded dim, so their backward accumulates through index_add.
 #include "autograd/node.h"
+#include "core/op_call.h"
 #include "ops/copy.h"
 #include "ops/index.h"
 
@@ -18,8 +19,8 @@ Tensor constant_pad(const Tensor& x, IntArrayRef p, double value) {
   for (int64_t j = 0; j < np; ++j) {
     const int64_t d = nd - 1 - j;
     const int64_t s = x.sizes()[d], l = p[2 * j], r = p[2 * j + 1];
-    IGNIS_CHECK(s + l + r >= 0, "pad: the padded size of dimension ", d, " would be negative (",
-                s, " with padding (", l, ", ", r, "))");
+    IGNIS_CHECK(s + l + r >= 0, "pad: the padded size of dimension ", d, " would be negative (", s,
+                " with padding (", l, ", ", r, "))");
     shape[d] = s + l + r;
   }
   Tensor out = full(shape, value, TensorOptions(x.dtype()).device(x.device()));
@@ -71,7 +72,12 @@ Tensor pad_index(int64_t s, int64_t l, int64_t r, bool reflect, Device device) {
 
 }  // namespace
 
+IGNIS_OP(pad, "pad(Tensor self, int[] pad, str mode='constant', float value=0.) -> Tensor",
+         Tensor(const Tensor&, IntArrayRef, const std::string&, double), pad,
+         {.differentiable = true, .stubs = {&copy_stub}});
+
 Tensor pad(const Tensor& x, IntArrayRef p, const std::string& mode, double value) {
+  IGNIS_DISPATCH(pad, pad, x, p, mode, value);
   IGNIS_CHECK(p.size() % 2 == 0, "pad: padding length must be divisible by 2, but got ", p.size(),
               " values ", p);
   const auto np = static_cast<int64_t>(p.size() / 2);
@@ -86,12 +92,16 @@ Tensor pad(const Tensor& x, IntArrayRef p, const std::string& mode, double value
   for (int64_t j = 0; j < np; ++j) {
     const int64_t d = nd - 1 - j;
     const int64_t s = x.sizes()[d], l = p[2 * j], r = p[2 * j + 1];
-    IGNIS_CHECK(l >= 0 && r >= 0, "pad: negative padding (", l, ", ", r, ") is only supported "
-                "in constant mode, not ", mode);
+    IGNIS_CHECK(l >= 0 && r >= 0, "pad: negative padding (", l, ", ", r,
+                ") is only supported "
+                "in constant mode, not ",
+                mode);
     if (l == 0 && r == 0) continue;
     if (reflect) {
-      IGNIS_CHECK(l < s && r < s, "pad: reflect padding (", l, ", ", r, ") must be smaller than "
-                  "the size ", s, " of dimension ", d, " of the input of shape ", x.sizes());
+      IGNIS_CHECK(l < s && r < s, "pad: reflect padding (", l, ", ", r,
+                  ") must be smaller than "
+                  "the size ",
+                  s, " of dimension ", d, " of the input of shape ", x.sizes());
     } else {
       IGNIS_CHECK(s > 0, "pad: cannot replicate-pad dimension ", d, " of size 0 (input of shape ",
                   x.sizes(), ")");

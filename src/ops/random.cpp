@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "autograd/node.h"
+#include "core/op_call.h"
 #include "ignis/generator.h"
 #include "ops/copy.h"
 #include "ops/elementwise.h"
@@ -93,24 +94,54 @@ Tensor standard_like(const Tensor& like_t, const std::optional<TensorOptions>& o
 }
 }  // namespace
 
+IGNIS_OP(rand, "rand(int[] size, TensorOptions options={}) -> Tensor",
+         Tensor(IntArrayRef, TensorOptions), rand, {.kind = "random", .stubs = {&uniform_stub}});
+IGNIS_OP(randn, "randn(int[] size, TensorOptions options={}) -> Tensor",
+         Tensor(IntArrayRef, TensorOptions), randn, {.kind = "random", .stubs = {&normal_stub}});
+IGNIS_OP(rand_like, "rand_like(Tensor self, TensorOptions? options=None) -> Tensor",
+         Tensor(const Tensor&, std::optional<TensorOptions>), rand_like,
+         {.kind = "random", .stubs = {&uniform_stub}});
+IGNIS_OP(randn_like, "randn_like(Tensor self, TensorOptions? options=None) -> Tensor",
+         Tensor(const Tensor&, std::optional<TensorOptions>), randn_like,
+         {.kind = "random", .stubs = {&normal_stub}});
+// randint and randperm default to int64 options (kInt64), which a schema default cannot spell
+// (a TensorOptions default reads as TensorOptions()): their options have no default here.
+IGNIS_OP(randint_low, "randint.low(int low, int high, int[] size, TensorOptions options) -> Tensor",
+         Tensor(int64_t, int64_t, IntArrayRef, TensorOptions), randint,
+         {.kind = "random", .stubs = {&randint_stub}});
+IGNIS_OP(randint, "randint(int high, int[] size, TensorOptions options) -> Tensor",
+         Tensor(int64_t, IntArrayRef, TensorOptions), randint,
+         {.kind = "random", .stubs = {&randint_stub}});
+IGNIS_OP(randperm, "randperm(int n, TensorOptions options) -> Tensor",
+         Tensor(int64_t, TensorOptions), randperm, {.kind = "random"});
+IGNIS_OP_METHOD(uniform_, "uniform_(Tensor(a!) self, float from=0, float to=1) -> Tensor(a!)",
+                Tensor&(double, double), uniform_, {.kind = "random", .stubs = {&uniform_stub}});
+IGNIS_OP_METHOD(normal_, "normal_(Tensor(a!) self, float mean=0, float std=1) -> Tensor(a!)",
+                Tensor&(double, double), normal_, {.kind = "random", .stubs = {&normal_stub}});
+
 Tensor rand(IntArrayRef size, TensorOptions opts) {
+  IGNIS_DISPATCH(rand, rand, size, opts);
   check_floating(opts.dtype(), "rand");
   return standard(make_tensor(size, opts.dtype(), opts.device()), uniform_stub, opts);
 }
 
 Tensor randn(IntArrayRef size, TensorOptions opts) {
+  IGNIS_DISPATCH(randn, randn, size, opts);
   check_floating(opts.dtype(), "randn");
   return standard(make_tensor(size, opts.dtype(), opts.device()), normal_stub, opts);
 }
 
 Tensor rand_like(const Tensor& t, std::optional<TensorOptions> opts) {
+  IGNIS_DISPATCH(rand_like, rand_like, t, opts);
   return standard_like(t, opts, uniform_stub, "rand_like");
 }
 Tensor randn_like(const Tensor& t, std::optional<TensorOptions> opts) {
+  IGNIS_DISPATCH(randn_like, randn_like, t, opts);
   return standard_like(t, opts, normal_stub, "randn_like");
 }
 
 Tensor randint(int64_t low, int64_t high, IntArrayRef size, TensorOptions opts) {
+  IGNIS_DISPATCH(randint_low, randint, low, high, size, opts);
   IGNIS_CHECK(low < high, "randint: expected low < high, but got low=", low, " and high=", high);
   const DType dt = opts.dtype();
   if (is_integral(dt, true)) {
@@ -122,15 +153,15 @@ Tensor randint(int64_t low, int64_t high, IntArrayRef size, TensorOptions opts) 
         lo = std::numeric_limits<int32_t>::min();
         hi = std::numeric_limits<int32_t>::max();
         break;
-      default:
-        lo = std::numeric_limits<int64_t>::min();
-        hi = std::numeric_limits<int64_t>::max();
+      default: lo = std::numeric_limits<int64_t>::min(); hi = std::numeric_limits<int64_t>::max();
     }
     IGNIS_CHECK(low >= lo && high - 1 <= hi, "randint: the range [", low, ", ", high,
                 ") does not fit in dtype ", dt);
   }
-  IGNIS_CHECK(!opts.requires_grad() || is_floating_point(dt), "randint: only tensors of floating "
-              "point dtype can require gradients, but the dtype is ", dt);
+  IGNIS_CHECK(!opts.requires_grad() || is_floating_point(dt),
+              "randint: only tensors of floating "
+              "point dtype can require gradients, but the dtype is ",
+              dt);
   Tensor t = make_tensor(size, dt, opts.device());
   RandomArgs a;
   a.low = low;
@@ -140,15 +171,18 @@ Tensor randint(int64_t low, int64_t high, IntArrayRef size, TensorOptions opts) 
 }
 
 Tensor randint(int64_t high, IntArrayRef size, TensorOptions opts) {
+  IGNIS_DISPATCH(randint, randint, high, size, opts);
   return randint(0, high, size, opts);
 }
 
 Tensor randperm(int64_t n, TensorOptions opts) {
+  IGNIS_DISPATCH(randperm, randperm, n, opts);
   IGNIS_CHECK(n >= 0, "randperm: n must be non-negative, but got n=", n);
   const DType dt = opts.dtype();
   IGNIS_CHECK(dt != kBool || n <= 2, "randperm: n=", n, " is too large for dtype bool");
   IGNIS_CHECK(dt != kUInt8 || n <= 256, "randperm: n=", n, " is too large for dtype uint8");
-  IGNIS_CHECK(dt != kBFloat16 || n <= 257, "randperm: n=", n, " is too large for dtype "
+  IGNIS_CHECK(dt != kBFloat16 || n <= 257, "randperm: n=", n,
+              " is too large for dtype "
               "bfloat16 (integers above 256 are not exact)");
   IGNIS_CHECK(dt != kInt32 || n <= (int64_t{1} << 31), "randperm: n=", n,
               " is too large for dtype int32");
@@ -171,9 +205,12 @@ Tensor randperm(int64_t n, TensorOptions opts) {
 }
 
 Tensor& Tensor::uniform_(double from, double to) {
+  IGNIS_DISPATCH_METHOD(uniform_, uniform_, from, to);
   check_floating(dtype(), "uniform_");
-  IGNIS_CHECK(std::isfinite(from) && std::isfinite(to), "uniform_: expected finite bounds, but "
-              "got from=", from, " and to=", to);
+  IGNIS_CHECK(std::isfinite(from) && std::isfinite(to),
+              "uniform_: expected finite bounds, but "
+              "got from=",
+              from, " and to=", to);
   IGNIS_CHECK(from <= to, "uniform_: expected from <= to, but got from=", from, " > to=", to);
   check_inplace(*this, "uniform_");
   RandomArgs a;
@@ -184,6 +221,7 @@ Tensor& Tensor::uniform_(double from, double to) {
 }
 
 Tensor& Tensor::normal_(double mean, double std) {
+  IGNIS_DISPATCH_METHOD(normal_, normal_, mean, std);
   check_floating(dtype(), "normal_");
   IGNIS_CHECK(std >= 0, "normal_: expected std >= 0, but got std=", std);
   check_inplace(*this, "normal_");

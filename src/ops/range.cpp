@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/dispatch.h"
+#include "core/op_call.h"
 #include "core/tensor_impl.h"
 #include "ignis/ops.h"
 
@@ -36,19 +37,40 @@ void fill_index(const Tensor& out, const char* op, const F& f) {
 
 }  // namespace
 
-Tensor arange(Scalar end, TensorOptions opts) { return arange(0, end, 1, opts); }
+#define FACTORY_OP \
+  { .kind = "factory" }
+IGNIS_OP(arange, "arange(Scalar end, TensorOptions options={}) -> Tensor",
+         Tensor(Scalar, TensorOptions), arange, FACTORY_OP);
+IGNIS_OP(arange_start_step,
+         "arange.start_step(Scalar start, Scalar end, Scalar step=1, TensorOptions options={}) "
+         "-> Tensor",
+         Tensor(Scalar, Scalar, Scalar, TensorOptions), arange, FACTORY_OP);
+IGNIS_OP(linspace,
+         "linspace(float start, float end, int steps, TensorOptions options={}) -> Tensor",
+         Tensor(double, double, int64_t, TensorOptions), linspace, FACTORY_OP);
+IGNIS_OP(eye, "eye(int n, int? m=None, TensorOptions options={}) -> Tensor",
+         Tensor(int64_t, std::optional<int64_t>, TensorOptions), eye, FACTORY_OP);
+#undef FACTORY_OP
+
+Tensor arange(Scalar end, TensorOptions opts) {
+  IGNIS_DISPATCH(arange, arange, end, opts);
+  return arange(0, end, 1, opts);
+}
 
 Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions opts) {
-  const bool integral = !start.is_floating_point() && !end.is_floating_point() &&
-                        !step.is_floating_point();
+  IGNIS_DISPATCH(arange_start_step, arange, start, end, step, opts);
+  const bool integral =
+      !start.is_floating_point() && !end.is_floating_point() && !step.is_floating_point();
   const DType dt = opts.has_dtype() ? opts.dtype() : integral ? kInt64 : default_dtype();
   IGNIS_CHECK(dt != kBool, "arange: not implemented for bool");
   const double s = start.to_double(), e = end.to_double(), st = step.to_double();
   IGNIS_CHECK(std::isfinite(s) && std::isfinite(e), "arange: unsupported range: ", s, " -> ", e);
   IGNIS_CHECK(std::isfinite(st) && st != 0, "arange: step must be nonzero and finite, but got ",
               st);
-  IGNIS_CHECK((st > 0 && e >= s) || (st < 0 && e <= s), "arange: upper bound and lower bound "
-              "inconsistent with step sign (start=", s, ", end=", e, ", step=", st, ")");
+  IGNIS_CHECK((st > 0 && e >= s) || (st < 0 && e <= s),
+              "arange: upper bound and lower bound "
+              "inconsistent with step sign (start=",
+              s, ", end=", e, ", step=", st, ")");
   Tensor out;
   if (integral && is_integral(dt)) {
     // Exact integer arithmetic (a float64 size would round for ranges beyond 2^53).
@@ -69,6 +91,7 @@ Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions opts) {
 }
 
 Tensor linspace(double start, double end, int64_t steps, TensorOptions opts) {
+  IGNIS_DISPATCH(linspace, linspace, start, end, steps, opts);
   IGNIS_CHECK(steps >= 0, "linspace: number of steps must be non-negative, but got ", steps);
   IGNIS_CHECK(opts.dtype() != kBool, "linspace: not implemented for bool");
   Tensor out = make_tensor({steps}, opts.dtype());
@@ -83,6 +106,7 @@ Tensor linspace(double start, double end, int64_t steps, TensorOptions opts) {
 }
 
 Tensor eye(int64_t n, std::optional<int64_t> m, TensorOptions opts) {
+  IGNIS_DISPATCH(eye, eye, n, m, opts);
   const int64_t cols = m.value_or(n);
   IGNIS_CHECK(n >= 0, "eye: n must be greater or equal to 0, but got ", n);
   IGNIS_CHECK(cols >= 0, "eye: m must be greater or equal to 0, but got ", cols);

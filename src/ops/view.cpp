@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "autograd/node.h"
+#include "core/op_call.h"
 #include "ops/copy.h"
 
 namespace ignis {
@@ -37,8 +38,8 @@ std::optional<Shape> view_strides(IntArrayRef old_sizes, IntArrayRef old_strides
   int64_t tensor_numel = 1, view_numel = 1;
   for (int64_t d = static_cast<int64_t>(old_sizes.size()) - 1; d >= 0; --d) {
     tensor_numel *= old_sizes[d];
-    if (d == 0 || (old_sizes[d - 1] != 1 &&
-                   old_strides[d - 1] != tensor_numel * chunk_base_stride)) {
+    if (d == 0 ||
+        (old_sizes[d - 1] != 1 && old_strides[d - 1] != tensor_numel * chunk_base_stride)) {
       while (view_d >= 0 && (view_numel < tensor_numel || shape[view_d] == 1)) {
         st[view_d] = view_numel * chunk_base_stride;
         view_numel *= shape[view_d];
@@ -74,8 +75,8 @@ Shape infer_shape(IntArrayRef shape, int64_t numel, const char* op, IntArrayRef 
                 "shape ", from, " (", numel, " elements)");
     s[infer] = numel / prod;
   } else {
-    IGNIS_CHECK(prod == numel, op, ": shape ", shape, " is invalid for input of shape ", from,
-                " (", numel, " elements)");
+    IGNIS_CHECK(prod == numel, op, ": shape ", shape, " is invalid for input of shape ", from, " (",
+                numel, " elements)");
   }
   return s;
 }
@@ -88,7 +89,54 @@ auto reshape_back(const Tensor& x) {
 
 }  // namespace
 
+#define VIEW_OP \
+  { .differentiable = true, .kind = "view" }
+#define COMPOSITE_OP \
+  { .differentiable = true, .kind = "composite" }
+IGNIS_OP_METHOD(view, "view(Tensor(a) self, int[] size) -> Tensor(a)", Tensor(IntArrayRef) const,
+                view, VIEW_OP);
+IGNIS_OP_METHOD(reshape, "reshape(Tensor(a) self, int[] shape) -> Tensor(a)",
+                Tensor(IntArrayRef) const, reshape, VIEW_OP);
+IGNIS_OP_METHOD(as_strided,
+                "as_strided(Tensor(a) self, int[] size, int[] stride, int? storage_offset=None) "
+                "-> Tensor(a)",
+                Tensor(IntArrayRef, IntArrayRef, std::optional<int64_t>) const, as_strided,
+                {.kind = "view"});
+IGNIS_OP_METHOD(transpose_int, "transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)",
+                Tensor(int64_t, int64_t) const, transpose, VIEW_OP);
+IGNIS_OP_METHOD(permute, "permute(Tensor(a) self, int[] dims) -> Tensor(a)",
+                Tensor(IntArrayRef) const, permute, VIEW_OP);
+IGNIS_OP_METHOD(t, "t(Tensor(a) self) -> Tensor(a)", Tensor() const, t, COMPOSITE_OP);
+IGNIS_OP_METHOD(mT, "mT(Tensor(a) self) -> Tensor(a)", Tensor() const, mT, COMPOSITE_OP);
+IGNIS_OP_METHOD(slice_Tensor,
+                "slice.Tensor(Tensor(a) self, int dim, int? start=None, int? end=None, int step=1) "
+                "-> Tensor(a)",
+                Tensor(int64_t, std::optional<int64_t>, std::optional<int64_t>, int64_t) const,
+                slice, VIEW_OP);
+IGNIS_OP_METHOD(narrow, "narrow(Tensor(a) self, int dim, int start, int length) -> Tensor(a)",
+                Tensor(int64_t, int64_t, int64_t) const, narrow, COMPOSITE_OP);
+IGNIS_OP_METHOD(select_int, "select.int(Tensor(a) self, int dim, int index) -> Tensor(a)",
+                Tensor(int64_t, int64_t) const, select, VIEW_OP);
+IGNIS_OP_METHOD(expand, "expand(Tensor(a) self, int[] size) -> Tensor(a)",
+                Tensor(IntArrayRef) const, expand, VIEW_OP);
+IGNIS_OP(broadcast_to, "broadcast_to(Tensor(a) self, int[] size) -> Tensor(a)",
+         Tensor(const Tensor&, IntArrayRef), broadcast_to, COMPOSITE_OP);
+IGNIS_OP_METHOD(squeeze, "squeeze(Tensor(a) self) -> Tensor(a)", Tensor() const, squeeze,
+                COMPOSITE_OP);
+IGNIS_OP_METHOD(squeeze_dim, "squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)",
+                Tensor(int64_t) const, squeeze, COMPOSITE_OP);
+IGNIS_OP_METHOD(unsqueeze, "unsqueeze(Tensor(a) self, int dim) -> Tensor(a)", Tensor(int64_t) const,
+                unsqueeze, VIEW_OP);
+IGNIS_OP_METHOD(flatten_using_ints,
+                "flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)",
+                Tensor(int64_t, int64_t) const, flatten, COMPOSITE_OP);
+IGNIS_OP_METHOD(unflatten_int, "unflatten.int(Tensor(a) self, int dim, int[] sizes) -> Tensor(a)",
+                Tensor(int64_t, IntArrayRef) const, unflatten, COMPOSITE_OP);
+#undef VIEW_OP
+#undef COMPOSITE_OP
+
 Tensor Tensor::view(IntArrayRef shape) const {
+  IGNIS_DISPATCH_METHOD(view, view, shape);
   Shape s = infer_shape(shape, numel(), "view", sizes());
   auto st = view_strides(sizes(), strides(), s);
   IGNIS_CHECK(st.has_value(), "view: size ", shape, " is not compatible with the input's shape ",
@@ -105,6 +153,7 @@ Tensor restride_channels_last(const Tensor& x) {
 }
 
 Tensor Tensor::reshape(IntArrayRef shape) const {
+  IGNIS_DISPATCH_METHOD(reshape, reshape, shape);
   Shape s = infer_shape(shape, numel(), "reshape", sizes());
   if (auto st = view_strides(sizes(), strides(), s)) {
     return finish_view(*this, make_view(*this, s, *st, storage_offset()), "reshape",
@@ -115,9 +164,11 @@ Tensor Tensor::reshape(IntArrayRef shape) const {
 
 Tensor Tensor::as_strided(IntArrayRef sizes_, IntArrayRef strides_,
                           std::optional<int64_t> offset) const {
+  IGNIS_DISPATCH_METHOD(as_strided, as_strided, sizes_, strides_, offset);
   IGNIS_CHECK(sizes_.size() == strides_.size(), "as_strided: got ", sizes_.size(), " sizes but ",
               strides_.size(), " strides");
-  IGNIS_CHECK(!autograd::any_needs_grad({this}), "as_strided: differentiating through "
+  IGNIS_CHECK(!autograd::any_needs_grad({this}),
+              "as_strided: differentiating through "
               "as_strided is not supported; detach() the input first");
   const int64_t off = offset.value_or(storage_offset());
   int64_t max_index = off;
@@ -127,32 +178,34 @@ Tensor Tensor::as_strided(IntArrayRef sizes_, IntArrayRef strides_,
     if (sizes_[i] == 0) max_index = -1;
     if (max_index >= 0) max_index += (sizes_[i] - 1) * strides_[i];
   }
-  IGNIS_CHECK(off >= 0 && (max_index < 0 || static_cast<size_t>(max_index + 1) *
-                                                   element_size() <= impl()->storage()->nbytes),
+  IGNIS_CHECK(off >= 0 && (max_index < 0 || static_cast<size_t>(max_index + 1) * element_size() <=
+                                                impl()->storage()->nbytes),
               "as_strided: sizes ", sizes_, " and strides ", strides_, " at offset ", off,
               " go out of bounds of the storage (", impl()->storage()->nbytes, " bytes)");
   return make_view(*this, sizes_.shape(), strides_.shape(), off);
 }
 
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
+  IGNIS_DISPATCH_METHOD(transpose_int, transpose, d0, d1);
   const int64_t n = dim();
   d0 = wrap_dim(d0, n, "transpose");
   d1 = wrap_dim(d1, n, "transpose");
-  if (n == 0) return finish_view(*this, make_view(*this, {}, {}, storage_offset()), "transpose",
-                                 [](BackwardCtx&, const TensorList& g) { return g; });
+  if (n == 0)
+    return finish_view(*this, make_view(*this, {}, {}, storage_offset()), "transpose",
+                       [](BackwardCtx&, const TensorList& g) { return g; });
   Shape s = sizes().shape(), st = strides().shape();
   std::swap(s[d0], s[d1]);
   std::swap(st[d0], st[d1]);
-  return finish_view(*this, make_view(*this, s, st, storage_offset()), "transpose",
-                     [d0, d1](BackwardCtx&, const TensorList& g) {
-                       return TensorList{g[0].transpose(d0, d1)};
-                     });
+  return finish_view(
+      *this, make_view(*this, s, st, storage_offset()), "transpose",
+      [d0, d1](BackwardCtx&, const TensorList& g) { return TensorList{g[0].transpose(d0, d1)}; });
 }
 
 Tensor Tensor::permute(IntArrayRef dims) const {
+  IGNIS_DISPATCH_METHOD(permute, permute, dims);
   const int64_t n = dim();
-  IGNIS_CHECK(static_cast<int64_t>(dims.size()) == n, "permute: got ", dims.size(),
-              " dims for a ", n, "-d tensor of shape ", sizes());
+  IGNIS_CHECK(static_cast<int64_t>(dims.size()) == n, "permute: got ", dims.size(), " dims for a ",
+              n, "-d tensor of shape ", sizes());
   Shape s(n), st(n), inverse(n);
   std::vector<bool> seen(n, false);
   for (int64_t i = 0; i < n; ++i) {
@@ -163,18 +216,19 @@ Tensor Tensor::permute(IntArrayRef dims) const {
     st[i] = strides()[d];
     inverse[d] = i;
   }
-  return finish_view(*this, make_view(*this, s, st, storage_offset()), "permute",
-                     [inverse](BackwardCtx&, const TensorList& g) {
-                       return TensorList{g[0].permute(inverse)};
-                     });
+  return finish_view(
+      *this, make_view(*this, s, st, storage_offset()), "permute",
+      [inverse](BackwardCtx&, const TensorList& g) { return TensorList{g[0].permute(inverse)}; });
 }
 
 Tensor Tensor::t() const {
+  IGNIS_DISPATCH_METHOD(t, t);
   IGNIS_CHECK(dim() <= 2, "t: expects a tensor with <= 2 dimensions, but got shape ", sizes());
   return dim() < 2 ? transpose(0, 0) : transpose(0, 1);
 }
 
 Tensor Tensor::mT() const {
+  IGNIS_DISPATCH_METHOD(mT, mT);
   IGNIS_CHECK(dim() >= 2, "mT: expects a tensor with >= 2 dimensions, but got shape ", sizes());
   return transpose(-2, -1);
 }
@@ -189,16 +243,16 @@ static Tensor slice_backward(const Tensor& g, const Shape& in_shape, int64_t dim
     out.slice(dim, start, end, step).copy_(g);
   }
   if (autograd::any_needs_grad({&g})) {
-    autograd::record("slice_backward", {&g}, {&out},
-                     [=](BackwardCtx&, const TensorList& gg) {
-                       return TensorList{gg[0].slice(dim, start, end, step)};
-                     });
+    autograd::record("slice_backward", {&g}, {&out}, [=](BackwardCtx&, const TensorList& gg) {
+      return TensorList{gg[0].slice(dim, start, end, step)};
+    });
   }
   return out;
 }
 
 Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int64_t> end,
                      int64_t step) const {
+  IGNIS_DISPATCH_METHOD(slice_Tensor, slice, d, start, end, step);
   IGNIS_CHECK(dim() > 0, "slice: cannot slice a 0-d tensor");
   d = wrap_dim(d, dim(), "slice");
   IGNIS_CHECK(step > 0, "slice: step must be positive, got ", step);
@@ -218,6 +272,7 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int6
 }
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
+  IGNIS_DISPATCH_METHOD(narrow, narrow, d, start, length);
   IGNIS_CHECK(dim() > 0, "narrow: cannot narrow a 0-d tensor");
   d = wrap_dim(d, dim(), "narrow");
   const int64_t n = sizes()[d];
@@ -228,6 +283,7 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
 }
 
 Tensor Tensor::select(int64_t d, int64_t index) const {
+  IGNIS_DISPATCH_METHOD(select_int, select, d, index);
   IGNIS_CHECK(dim() > 0, "select: cannot select from a 0-d tensor");
   d = wrap_dim(d, dim(), "select");
   const int64_t n = sizes()[d];
@@ -239,25 +295,27 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   s.erase(s.begin() + d);
   st.erase(st.begin() + d);
   Shape in_shape = sizes().shape();
-  return finish_view(*this, make_view(*this, s, st, off), "select",
-                     [=](BackwardCtx&, const TensorList& g) {
-                       return TensorList{
-                           slice_backward(g[0].unsqueeze(d), in_shape, d, index, index + 1, 1)};
-                     });
+  return finish_view(
+      *this, make_view(*this, s, st, off), "select", [=](BackwardCtx&, const TensorList& g) {
+        return TensorList{slice_backward(g[0].unsqueeze(d), in_shape, d, index, index + 1, 1)};
+      });
 }
 
 Tensor Tensor::expand(IntArrayRef shape) const {
+  IGNIS_DISPATCH_METHOD(expand, expand, shape);
   const int64_t n = dim();
   const int64_t m = static_cast<int64_t>(shape.size());
-  IGNIS_CHECK(m >= n, "expand: the number of sizes provided (", m, ") must be greater or equal "
-              "to the number of dimensions in the tensor (", n, ")");
+  IGNIS_CHECK(m >= n, "expand: the number of sizes provided (", m,
+              ") must be greater or equal "
+              "to the number of dimensions in the tensor (",
+              n, ")");
   Shape s(m), st(m);
   for (int64_t i = m - 1; i >= 0; --i) {
     const int64_t j = i - (m - n);
     const int64_t want = shape[i];
     if (j < 0) {
-      IGNIS_CHECK(want >= 0, "expand: -1 is not allowed in a leading, new dimension (shape ",
-                  shape, ")");
+      IGNIS_CHECK(want >= 0, "expand: -1 is not allowed in a leading, new dimension (shape ", shape,
+                  ")");
       s[i] = want;
       st[i] = 0;
       continue;
@@ -267,9 +325,11 @@ Tensor Tensor::expand(IntArrayRef shape) const {
       s[i] = have;
       st[i] = strides()[j];
     } else {
-      IGNIS_CHECK(have == 1, "expand: the expanded size of the tensor (", want, ") must match "
-                  "the existing size (", have, ") at non-singleton dimension ", i,
-                  ". Target sizes: ", shape, ". Tensor sizes: ", sizes());
+      IGNIS_CHECK(have == 1, "expand: the expanded size of the tensor (", want,
+                  ") must match "
+                  "the existing size (",
+                  have, ") at non-singleton dimension ", i, ". Target sizes: ", shape,
+                  ". Tensor sizes: ", sizes());
       s[i] = want;
       st[i] = 0;
     }
@@ -279,7 +339,10 @@ Tensor Tensor::expand(IntArrayRef shape) const {
                      [](BackwardCtx&, const TensorList& g) { return g; });
 }
 
-Tensor broadcast_to(const Tensor& x, IntArrayRef shape) { return x.expand(shape); }
+Tensor broadcast_to(const Tensor& x, IntArrayRef shape) {
+  IGNIS_DISPATCH(broadcast_to, broadcast_to, x, shape);
+  return x.expand(shape);
+}
 
 Shape broadcast_shapes(IntArrayRef a, IntArrayRef b) {
   const size_t n = std::max(a.size(), b.size());
@@ -295,6 +358,7 @@ Shape broadcast_shapes(IntArrayRef a, IntArrayRef b) {
 }
 
 Tensor Tensor::squeeze() const {
+  IGNIS_DISPATCH_METHOD(squeeze, squeeze);
   Shape s;
   for (int64_t v : sizes()) {
     if (v != 1) s.push_back(v);
@@ -303,6 +367,7 @@ Tensor Tensor::squeeze() const {
 }
 
 Tensor Tensor::squeeze(int64_t d) const {
+  IGNIS_DISPATCH_METHOD(squeeze_dim, squeeze, d);
   if (dim() == 0) return view({});
   d = wrap_dim(d, dim(), "squeeze");
   if (sizes()[d] != 1) return view(sizes());
@@ -312,6 +377,7 @@ Tensor Tensor::squeeze(int64_t d) const {
 }
 
 Tensor Tensor::unsqueeze(int64_t d) const {
+  IGNIS_DISPATCH_METHOD(unsqueeze, unsqueeze, d);
   d = wrap_dim(d, dim() + 1, "unsqueeze");
   Shape s = sizes().shape(), st = strides().shape();
   const int64_t new_stride = d < dim() ? st[d] * s[d] : 1;
@@ -322,6 +388,7 @@ Tensor Tensor::unsqueeze(int64_t d) const {
 }
 
 Tensor Tensor::flatten(int64_t start, int64_t end) const {
+  IGNIS_DISPATCH_METHOD(flatten_using_ints, flatten, start, end);
   if (dim() == 0) return reshape({1});
   start = wrap_dim(start, dim(), "flatten");
   end = wrap_dim(end, dim(), "flatten");
@@ -337,6 +404,7 @@ Tensor Tensor::flatten(int64_t start, int64_t end) const {
 }
 
 Tensor Tensor::unflatten(int64_t d, IntArrayRef parts) const {
+  IGNIS_DISPATCH_METHOD(unflatten_int, unflatten, d, parts);
   d = wrap_dim(d, dim(), "unflatten");
   Shape inner = infer_shape(parts, sizes()[d], "unflatten", sizes());
   Shape s;
