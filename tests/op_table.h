@@ -37,6 +37,9 @@ struct OpInfo {
   /// Registry records this entry tests besides the one named `name` (full names such as
   /// "add.Scalar", or bare names covering every overload). See test_op_coverage.
   std::vector<std::string> ops = {};
+  /// Why the op cannot run on the meta device (its output's shape depends on input values, or
+  /// it is a documented host read); empty: the meta test runs it.
+  std::string meta_skip = {};
 };
 
 std::vector<OpInfo>& op_table();

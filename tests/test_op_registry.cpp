@@ -99,10 +99,11 @@ TEST(Interposer, NestedCallsAreSeenInsideOuterOnes) {
 
 TEST(Interposer, InPlaceMethodsPassThrough) {
   Tensor a = ones({2});
+  Tensor b = ones({2});
   Recorder rec;
   {
     op::InterposerGuard guard(&rec);
-    a.add_(ones({2}), 2);
+    a.add_(b, 2);
   }
   ASSERT_EQ(rec.calls.size(), 1u);
   EXPECT_EQ(rec.calls[0], "add_.Tensor(self=float32[2], other=float32[2], alpha=2) -> float32[2]");

@@ -1,6 +1,7 @@
 // The driver of the op table (op_table.h): for every registered op, a forward check per dtype
 // against the float64 reference, a float64 gradcheck, and a gradgradcheck. Each op gets its own
 // tests (OpTable.Forward/add, OpTable.Gradcheck/add, ...) so ctest lists and runs them apart.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cctype>
@@ -8,8 +9,10 @@
 #include <set>
 #include <sstream>
 
+#include "core/tensor_impl.h"
 #include "ignis/op_registry.h"
 #include "op_table.h"
+#include "test_util.h"
 
 namespace ignis::testing {
 namespace {
@@ -232,6 +235,87 @@ TEST(OpTableCoverage, EveryRegisteredOpHasAnEntryOrAnExemption) {
   EXPECT_TRUE(missing.empty()) << missing.size()
                                << " registered ops have no op-table entry and no exemption: "
                                << list;
+}
+
+}  // namespace ignis::testing
+
+namespace ignis::testing {
+namespace {
+
+/// `t` on the meta device: the same sizes, strides, storage offset and dtype, no data.
+Tensor to_meta(const Tensor& t) {
+  if (!t.defined()) return t;
+  const int64_t elems = static_cast<int64_t>(t.impl()->storage()->nbytes / t.element_size());
+  Tensor base = make_tensor({elems}, t.dtype(), kMeta);
+  return make_view(base, Shape(t.sizes().begin(), t.sizes().end()),
+                   Shape(t.strides().begin(), t.strides().end()), t.storage_offset());
+}
+
+}  // namespace
+
+// The meta device: every table entry runs on meta tensors through its shape and dtype rules
+// alone, and gives the sizes, strides and dtype the CPU gives. An op whose front end reads
+// tensor data on the host fails here (naming itself) unless its entry says why (meta_skip).
+TEST(OpTableMeta, EveryEntryGivesTheCpuMetadataOnMeta) {
+  NoGradGuard no_grad;
+  std::vector<std::string> failures;
+  int checked = 0;
+  for (const OpInfo& info : op_table()) {
+    if (!info.meta_skip.empty()) continue;
+    for (const OpSample& s : info.samples()) {
+      std::vector<Tensor> meta;
+      for (const Tensor& t : s.inputs) meta.push_back(to_meta(t));
+      const std::string where = info.name + " [" + s.desc + "]";
+      Tensor cpu, m;
+      try {
+        cpu = info.fn(s.inputs);
+      } catch (const Error&) {
+        continue;  // samples that are meant to fail on the CPU too
+      }
+      try {
+        m = info.fn(meta);
+      } catch (const Error& e) {
+        failures.push_back(where + ": " + e.what());
+        continue;
+      }
+      ++checked;
+      if (!m.device().is_meta()) {
+        failures.push_back(where + ": result on " + m.device().str());
+      } else if (!m.sizes().equals(cpu.sizes()) || m.dtype() != cpu.dtype() ||
+                 (cpu.numel() > 1 && !m.strides().equals(cpu.strides()))) {
+        std::ostringstream os;
+        os << where << ": meta gives " << m.dtype() << m.sizes() << " strides " << m.strides()
+           << ", the CPU " << cpu.dtype() << cpu.sizes() << " strides " << cpu.strides();
+        failures.push_back(os.str());
+      }
+    }
+  }
+  std::string list;
+  for (const auto& f : failures) list += "\n  " + f;
+  EXPECT_TRUE(failures.empty()) << failures.size() << " op-table samples differ on meta:" << list;
+  EXPECT_GT(checked, 500);
+}
+
+TEST(OpTableMeta, HostReadsOfMetaTensorsFailNamingTheRead) {
+  Tensor m = make_tensor({2, 3}, kFloat32, kMeta);
+  EXPECT_THAT(error_of([&] { m.item(); }),
+              ::testing::HasSubstr("item: a meta tensor has no value to read"));
+  EXPECT_THAT(error_of([&] { m.data_ptr(); }),
+              ::testing::HasSubstr("data_ptr: a meta tensor (shape [2, 3], float32) has no data"));
+  EXPECT_THAT(
+      error_of([&] { m.to(kCPU); }),
+      ::testing::HasSubstr("copy_: cannot copy out of a meta tensor (shape [2, 3], float32)"));
+  EXPECT_THAT(error_of([&] { nonzero(m); }),
+              ::testing::HasSubstr("nonzero: no kernel for device meta (its output depends on"));
+  // What needs no data works: shapes, dtypes, printing, scalars from any device.
+  Tensor r = (m * 2 + ones({3}).to(kMeta)).sum(1);
+  EXPECT_TRUE(r.device().is_meta());
+  EXPECT_EQ(r.dim(), 1);
+  EXPECT_EQ(r.size(0), 2);
+  EXPECT_EQ(m.toString(), "tensor(..., size=(2, 3), device='meta')");
+  Tensor cpu_scalar = tensor(2.5);
+  EXPECT_TRUE((m * cpu_scalar.reshape({})).device().is_meta());
+  EXPECT_EQ(memory_stats(kMeta).allocated > 0, true);
 }
 
 }  // namespace ignis::testing

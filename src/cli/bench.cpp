@@ -3,11 +3,13 @@
 
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <random>
 #include <string>
 
 #include "cli/cli.h"
 #include "ignis/ops.h"
+#include "ignis/profiler.h"
 
 namespace ignis::cli {
 namespace {
@@ -48,7 +50,9 @@ std::string bench_usage() {
        "                model's natural ones, e.g. 224 and 1000 for resnet18; `ignis models`)\n"
        "  --memory-format contiguous|channels_last   mnist_lenet, train_step: the layout of\n"
        "                the input batches (default channels_last: the convolutions then run\n"
-       "                without layout reorders)\n";
+       "                without layout reorders)\n"
+       "  --profile PATH  record the run with the profiler: print its table and write a\n"
+       "                Chrome trace to PATH (the timings then include the profiler's cost)\n";
   return s;
 }
 
@@ -73,6 +77,7 @@ int bench_main(const Args& args) {
   std::string workload;
   BenchOptions opts;
   int threads = 0;  // 0: leave the OpenMP default
+  std::string profile_path;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") {
@@ -86,7 +91,7 @@ int bench_main(const Args& args) {
         value = a.substr(eq + 1);
       } else if (key == "--threads" || key == "--repeat" || key == "--data" || key == "--model" ||
                  key == "--batch" || key == "--image-size" || key == "--classes" ||
-                 key == "--memory-format") {
+                 key == "--memory-format" || key == "--profile") {
         if (i + 1 >= args.size()) throw UsageError(key + " expects a value", usage);
         value = args[++i];
       }
@@ -105,15 +110,17 @@ int bench_main(const Args& args) {
         opts.image_size = parse_int(key, value, 1, 4096, usage);
       } else if (key == "--classes") {
         opts.classes = parse_int(key, value, 1, 1 << 20, usage);
+      } else if (key == "--profile") {
+        if (value.empty()) throw UsageError("--profile expects a file path", usage);
+        profile_path = value;
       } else if (key == "--memory-format") {
         if (value == "channels_last") {
           opts.memory_format = MemoryFormat::ChannelsLast;
         } else if (value == "contiguous") {
           opts.memory_format = MemoryFormat::Contiguous;
         } else {
-          throw UsageError("--memory-format expects contiguous or channels_last, got '" + value +
-                               "'",
-                           usage);
+          throw UsageError(
+              "--memory-format expects contiguous or channels_last, got '" + value + "'", usage);
         }
       } else {
         throw UsageError("unknown option '" + a + "'", usage);
@@ -135,7 +142,16 @@ int bench_main(const Args& args) {
   if (selected.empty()) throw UsageError("unknown workload '" + workload + "'", usage);
 
   if (threads > 0) set_num_threads(threads);
+  // --profile: the whole run recorded (its timings then include the profiler's cost).
+  std::unique_ptr<profiler::Profile> prof;
+  if (!profile_path.empty()) prof = std::make_unique<profiler::Profile>();
   for (const Workload* w : selected) w->run(opts);
+  if (prof) {
+    prof->stop();
+    std::cout << prof->table(25);
+    prof->export_chrome_trace(profile_path);
+    std::cout << "wrote the trace to " << profile_path << "\n";
+  }
   return 0;
 }
 

@@ -25,11 +25,11 @@ int version_main(const Args& args);
 constexpr Command kCommands[] = {
     {"bench", "WORKLOAD [--threads T] [--repeat R] [OPTIONS]",
      "run a benchmark workload (`ignis bench --help` lists them)", &bench_main},
-    {"train", "--model NAME --dataset NAME [OPTIONS]", "train a model from the zoo",
-     &train_main},
+    {"train", "--model NAME --dataset NAME [OPTIONS]", "train a model from the zoo", &train_main},
     {"eval", "--model NAME --dataset NAME --load PATH", "evaluate saved weights", &eval_main},
     {"fetch", "mnist [--dir DIR]", "download a data set (checks sha256)", &fetch_main},
     {"models", "", "list the model zoo with parameter counts", &models_main},
+    {"ops", "[NAME]", "list the registered ops with their schemas", &ops_main},
     {"version", "", "print the versions of ignis and its libraries", &version_main},
     {"help", "", "print this help", &help_main},
 };

@@ -19,10 +19,13 @@ const char* kTrainUsage =
     "                   [--batch-size B] [--optimizer sgd|adam] [--lr LR] [--momentum M]\n"
     "                   [--seed S] [--threads T] [--workers W] [--save PATH] [--resume PATH]\n"
     "                   [--log metrics.jsonl] [--memory-format channels_last|contiguous]\n"
+    "                   [--profile trace.json [--profile-steps N]]\n"
     "(`ignis models` lists the models; --lr defaults to 0.05 for sgd and 0.001 for adam;\n"
     " --momentum, default 0.9, is for sgd only; cifar10 reads the binary batches,\n"
     " data_batch_1.bin ..., from --data, default data/cifar10, and trains with random crops\n"
-    " and flips; --memory-format is the layout of the image batches, default channels_last)\n";
+    " and flips; --memory-format is the layout of the image batches, default channels_last;\n"
+    " --profile records the first N training steps, default 10, prints the profiler's table\n"
+    " and writes a Chrome trace for Perfetto or chrome://tracing)\n";
 const char* kEvalUsage =
     "usage: ignis eval --model NAME --dataset mnist|fashion-mnist|cifar10 --load PATH\n"
     "                  [--data DIR] [--batch-size B] [--threads T]\n"
@@ -131,16 +134,50 @@ void set_threads(const Options& o, const char* usage) {
 
 }  // namespace
 
+/// --profile: records the first `steps` optimizer steps, then prints the table and writes the
+/// trace (or at the end of training, if it has fewer steps).
+class ProfileSteps final : public train::Callback {
+ public:
+  ProfileSteps(std::string path, int64_t steps) : path_(std::move(path)), steps_(steps) {}
+  void on_train_begin(train::FitState&) override { prof_ = std::make_unique<profiler::Profile>(); }
+  void on_batch_end(train::FitState&) override {
+    if (prof_ && ++seen_ >= steps_) finish();
+  }
+  void on_train_end(train::FitState&) override { finish(); }
+
+ private:
+  void finish() {
+    if (!prof_) return;
+    prof_->stop();
+    std::cout << "profile of " << seen_ << " training steps (top 25 by total time):\n"
+              << prof_->table(25);
+    prof_->export_chrome_trace(path_);
+    std::cout << "wrote the trace to " << path_ << "\n";
+    prof_.reset();
+  }
+  std::string path_;
+  int64_t steps_;
+  int64_t seen_ = 0;
+  std::unique_ptr<profiler::Profile> prof_;
+};
+
 int train_main(const Args& args) {
-  Options o = parse(args, {"model", "dataset", "data", "epochs", "batch-size", "optimizer", "lr",
-                           "momentum", "seed", "threads", "workers", "save", "resume", "log",
-                           "memory-format"},
-                    kTrainUsage);
+  Options o = parse(
+      args,
+      {"model", "dataset", "data", "epochs", "batch-size", "optimizer", "lr", "momentum", "seed",
+       "threads", "workers", "save", "resume", "log", "memory-format", "profile", "profile-steps"},
+      kTrainUsage);
   set_threads(o, kTrainUsage);
+  const int64_t profile_steps =
+      parse_int("--profile-steps", o.get("profile-steps", "10"), 1, INT64_MAX, kTrainUsage);
+  if (o.values.count("profile-steps") && !o.values.count("profile")) {
+    throw UsageError("--profile-steps needs --profile PATH", kTrainUsage);
+  }
   const std::string dataset = o.get("dataset", "mnist");
   const std::string dir = o.get("data", "data/" + dataset);
   const int64_t epochs = parse_int("--epochs", o.get("epochs", "3"), 1, 100000, kTrainUsage);
-  const int64_t batch = parse_int("--batch-size", o.get("batch-size", "128"), 1, 1 << 20, kTrainUsage);
+  const int64_t batch =
+      parse_int("--batch-size", o.get("batch-size", "128"), 1, 1 << 20, kTrainUsage);
   const int64_t seed = parse_int("--seed", o.get("seed", "0"), 0, INT64_MAX, kTrainUsage);
   const int64_t workers = parse_int("--workers", o.get("workers", "1"), 0, 64, kTrainUsage);
   const std::string opt_name = o.get("optimizer", "sgd");
@@ -159,7 +196,8 @@ int train_main(const Args& args) {
   auto model = create_model(model_name, dataset, kTrainUsage);
   std::unique_ptr<optim::Optimizer> opt;
   if (opt_name == "sgd") {
-    opt = std::make_unique<optim::SGD>(model->parameters(), optim::SGDOptions(lr).momentum(momentum));
+    opt =
+        std::make_unique<optim::SGD>(model->parameters(), optim::SGDOptions(lr).momentum(momentum));
   } else {
     opt = std::make_unique<optim::Adam>(model->parameters(), optim::AdamOptions(lr));
   }
@@ -186,15 +224,19 @@ int train_main(const Args& args) {
   // A resumed fit (start_epoch > 0) appends to the --log file instead of truncating it.
   std::vector<std::shared_ptr<train::Callback>> cbs = {
       std::make_shared<train::ProgressLogger>(o.get("log", ""))};
+  if (o.values.count("profile")) {
+    cbs.push_back(std::make_shared<ProfileSteps>(o.get("profile", ""), profile_steps));
+  }
   const std::string save = o.get("save", "");
   if (!save.empty()) {
     cbs.push_back(std::make_shared<train::CheckpointCallback>([&](const train::FitState& s) {
       train::save_checkpoint(save, *model, *opt, nullptr, {s.epoch + 1, s.step});
     }));
   }
-  const train::History h = train::fit(*model, [](const Tensor& out, const Tensor& t) {
-    return nn::functional::cross_entropy(out, t);
-  }, *opt, train_loader, &test_loader, fo, cbs);
+  const train::History h = train::fit(
+      *model,
+      [](const Tensor& out, const Tensor& t) { return nn::functional::cross_entropy(out, t); },
+      *opt, train_loader, &test_loader, fo, cbs);
   if (!h.val.empty()) {  // the validation set is the test split: the model's final result
     std::cout << "test_loss=" << h.val.back().loss << " test_acc=" << h.val.back().accuracy
               << " samples=" << h.val.back().samples << "\n";
@@ -203,27 +245,28 @@ int train_main(const Args& args) {
 }
 
 int eval_main(const Args& args) {
-  Options o = parse(args, {"model", "dataset", "data", "load", "batch-size", "threads",
-                           "memory-format"},
-                    kEvalUsage);
+  Options o =
+      parse(args, {"model", "dataset", "data", "load", "batch-size", "threads", "memory-format"},
+            kEvalUsage);
   set_threads(o, kEvalUsage);
   const MemoryFormat format = memory_format(o, kEvalUsage);
   if (!o.values.count("load")) throw UsageError("--load is required", kEvalUsage);
   const std::string dataset = o.get("dataset", "mnist");
   auto model = create_model(o.get("model", "mlp"), dataset, kEvalUsage);
   auto test_set = load_dataset(dataset, o.get("data", "data/" + dataset), false);
-  data::DataLoader loader(test_set, {.batch_size = parse_int("--batch-size",
-                                                             o.get("batch-size", "1000"), 1,
-                                                             1 << 20, kEvalUsage)});
+  data::DataLoader loader(
+      test_set, {.batch_size = parse_int("--batch-size", o.get("batch-size", "1000"), 1, 1 << 20,
+                                         kEvalUsage)});
   SafetensorsFile f = load_safetensors(o.get("load", ""));
   nn::StateDict sd;
   for (auto& [n, t] : f.tensors) {
     if (n.rfind("model.", 0) == 0) sd.emplace_back(n.substr(6), t);
   }
   model->load_state_dict(sd.empty() ? f.tensors : sd);
-  train::Metrics m = train::evaluate(*model, [](const Tensor& out, const Tensor& t) {
-    return nn::functional::cross_entropy(out, t);
-  }, loader, format);
+  train::Metrics m = train::evaluate(
+      *model,
+      [](const Tensor& out, const Tensor& t) { return nn::functional::cross_entropy(out, t); },
+      loader, format);
   std::cout << "test_loss=" << m.loss << " test_acc=" << m.accuracy << " samples=" << m.samples
             << "\n";
   return 0;
@@ -232,7 +275,8 @@ int eval_main(const Args& args) {
 int fetch_main(const Args& args) {
   const char* usage = "usage: ignis fetch mnist [--dir DIR]\n";
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) throw HelpRequested(usage);
-  if (args.empty() || args[0] != "mnist") throw UsageError("expected a data set name (mnist)", usage);
+  if (args.empty() || args[0] != "mnist")
+    throw UsageError("expected a data set name (mnist)", usage);
   std::string dir = "data/mnist";
   for (size_t i = 1; i < args.size(); ++i) {
     if (args[i] == "--dir") {

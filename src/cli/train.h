@@ -8,4 +8,5 @@ int train_main(const Args& args);
 int eval_main(const Args& args);
 int fetch_main(const Args& args);
 int models_main(const Args& args);
+int ops_main(const Args& args);
 }  // namespace ignis::cli

@@ -136,7 +136,17 @@ IValue parse_default(const Argument& a) {
   if (a.type == ArgType::MemoryFormat) {
     return IValue(s == "channels_last" ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous);
   }
-  if (a.type == ArgType::TensorOptions) return IValue(TensorOptions());
+  if (a.type == ArgType::TensorOptions || a.type == ArgType::ScalarType ||
+      a.type == ArgType::OptionalScalarType) {
+    // "{}" (the default options), or a dtype name: "int64" (options of that dtype).
+    if (s == "{}") return IValue(TensorOptions());
+    for (DType t : {kBool, kUInt8, kInt32, kInt64, kBFloat16, kFloat32, kFloat64}) {
+      if (s == dtype_name(t)) {
+        if (a.type == ArgType::TensorOptions) return IValue(TensorOptions(t));
+        return IValue(t);
+      }
+    }
+  }
   IGNIS_FAIL("op schema: cannot read the default '", s, "' of argument '", a.name, "' (",
              arg_type_name(a.type), ")");
 }

@@ -106,13 +106,14 @@ IGNIS_OP(randn_like, "randn_like(Tensor self, TensorOptions? options=None) -> Te
          {.kind = "random", .stubs = {&normal_stub}});
 // randint and randperm default to int64 options (kInt64), which a schema default cannot spell
 // (a TensorOptions default reads as TensorOptions()): their options have no default here.
-IGNIS_OP(randint_low, "randint.low(int low, int high, int[] size, TensorOptions options) -> Tensor",
+IGNIS_OP(randint_low,
+         "randint.low(int low, int high, int[] size, TensorOptions options=int64) -> Tensor",
          Tensor(int64_t, int64_t, IntArrayRef, TensorOptions), randint,
          {.kind = "random", .stubs = {&randint_stub}});
-IGNIS_OP(randint, "randint(int high, int[] size, TensorOptions options) -> Tensor",
+IGNIS_OP(randint, "randint(int high, int[] size, TensorOptions options=int64) -> Tensor",
          Tensor(int64_t, IntArrayRef, TensorOptions), randint,
          {.kind = "random", .stubs = {&randint_stub}});
-IGNIS_OP(randperm, "randperm(int n, TensorOptions options) -> Tensor",
+IGNIS_OP(randperm, "randperm(int n, TensorOptions options=int64) -> Tensor",
          Tensor(int64_t, TensorOptions), randperm, {.kind = "random"});
 IGNIS_OP_METHOD(uniform_, "uniform_(Tensor(a!) self, float from=0, float to=1) -> Tensor(a!)",
                 Tensor&(double, double), uniform_, {.kind = "random", .stubs = {&uniform_stub}});

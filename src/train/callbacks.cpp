@@ -48,8 +48,7 @@ void EarlyStopping::on_epoch_end(FitState& s) {
   auto v = metric(s, monitor_);
   IGNIS_CHECK(v.has_value(), "EarlyStopping: monitor '", monitor_, "' needs a validation loader");
   const bool maximize = monitor_.find("accuracy") != std::string::npos;
-  const bool improved =
-      !best_ || (maximize ? *v > *best_ + min_delta_ : *v < *best_ - min_delta_);
+  const bool improved = !best_ || (maximize ? *v > *best_ + min_delta_ : *v < *best_ - min_delta_);
   if (improved) {
     best_ = *v;
     wait_ = 0;
@@ -78,8 +77,7 @@ void CheckpointCallback::on_epoch_end(FitState& s) {
   if (each_epoch_) save_(s);
 }
 
-ProgressLogger::ProgressLogger(std::string jsonl_path, int64_t print_every,
-                               std::optional<bool> tty)
+ProgressLogger::ProgressLogger(std::string jsonl_path, int64_t print_every, std::optional<bool> tty)
     : log_path_(std::move(jsonl_path)),
       every_(print_every),
       tty_(tty.value_or(::isatty(STDOUT_FILENO) != 0)) {
@@ -134,6 +132,7 @@ void ProgressLogger::on_epoch_end(FitState& s) {
   if (s.val) line << " val_loss=" << s.val->loss << " val_accuracy=" << s.val->accuracy;
   line << std::setprecision(2) << " time=" << s.epoch_seconds << "s";
   std::printf("%s\n", line.str().c_str());
+  if (s.breakdown.total() > 0) std::printf("  step time: %s\n", s.breakdown.str().c_str());
   std::fflush(stdout);
   if (!log_path_.empty()) {
     std::ofstream f(log_path_, std::ios::app);

@@ -46,13 +46,12 @@ void save_checkpoint(const std::string& path, const nn::Module& model,
     for (auto& [n, t] : scheduler->state_dict()) all.emplace_back("sched." + n, t);
   }
   Generator& g = default_generator();
-  std::map<std::string, std::string> meta = {
-      {"format", kFormat},
-      {"epoch", std::to_string(state.epoch)},
-      {"step", std::to_string(state.step)},
-      {"rng_seed", std::to_string(g.seed())},
-      {"rng_offset", std::to_string(g.offset())},
-      {"optimizer", optimizer.name()}};
+  std::map<std::string, std::string> meta = {{"format", kFormat},
+                                             {"epoch", std::to_string(state.epoch)},
+                                             {"step", std::to_string(state.step)},
+                                             {"rng_seed", std::to_string(g.seed())},
+                                             {"rng_offset", std::to_string(g.offset())},
+                                             {"optimizer", optimizer.name()}};
   save_safetensors(path, all, meta);
 }
 
@@ -64,8 +63,8 @@ TrainingState load_checkpoint(const std::string& path, nn::Module& model,
               " is not an ignis training checkpoint (format metadata '",
               fmt == f.metadata.end() ? std::string("<none>") : fmt->second, "')");
   auto opt = f.metadata.find("optimizer");
-  IGNIS_CHECK(opt == f.metadata.end() || opt->second == optimizer.name(), "load_checkpoint: ",
-              path, " holds the state of a ", opt->second, " optimizer, not ", optimizer.name());
+  IGNIS_CHECK(opt == f.metadata.end() || opt->second == optimizer.name(), "load_checkpoint: ", path,
+              " holds the state of a ", opt->second, " optimizer, not ", optimizer.name());
   // All or nothing: check everything, then change model, optimizer, scheduler and generator.
   TrainingState s;
   s.epoch = static_cast<int64_t>(parse_u64(f.metadata, "epoch", path));

@@ -1,9 +1,13 @@
 // fit / evaluate: the training loop of the lecture notes (zero_grad, forward, loss, backward,
 // step) with metrics and callbacks around it.
+#include <algorithm>
 #include <chrono>
+#include <iomanip>
+#include <sstream>
 
 #include "ignis/autograd.h"
 #include "ignis/ops.h"
+#include "ignis/profiler.h"
 #include "ignis/train.h"
 
 namespace ignis::train {
@@ -50,10 +54,31 @@ Metrics evaluate(nn::Module& model, const LossFn& loss, data::DataLoader& loader
   return m;
 }
 
+std::string StepBreakdown::str() const {
+  const double t = total();
+  std::ostringstream os;
+  os << std::fixed;
+  auto part = [&](const char* name, double v) {
+    os << name << " " << std::setprecision(3) << v << "s (" << std::setprecision(1)
+       << (t > 0 ? 100 * v / t : 0.0) << "%)";
+  };
+  part("data", data);
+  os << " ";
+  part("forward", forward);
+  os << " ";
+  part("backward", backward);
+  os << " ";
+  part("optimizer", optimizer);
+  os << " ";
+  part("other", other);
+  return os.str();
+}
+
 History fit(nn::Module& model, const LossFn& loss, optim::Optimizer& optimizer,
             data::DataLoader& train_loader, data::DataLoader* val_loader, FitOptions opts,
             const std::vector<std::shared_ptr<Callback>>& callbacks) {
-  IGNIS_CHECK(opts.epochs >= 0 && opts.start_epoch >= 0, "fit: epochs and start_epoch must be "
+  IGNIS_CHECK(opts.epochs >= 0 && opts.start_epoch >= 0,
+              "fit: epochs and start_epoch must be "
               "non-negative");
   History history;
   FitState s;
@@ -73,21 +98,47 @@ History fit(nn::Module& model, const LossFn& loss, optim::Optimizer& optimizer,
     train_loader.set_epoch(epoch);  // data order depends only on (seed, epoch)
     for (auto& c : callbacks) c->on_epoch_begin(s);
     const double t0 = now_seconds();
-    for (auto& batch : train_loader) {
-      optimizer.zero_grad();
-      Tensor out = model.forward(laid_out(batch.data, opts.memory_format));
-      Tensor l = loss(out, batch.target);
-      l.backward();
-      optimizer.step();
+    s.breakdown = StepBreakdown{};
+    StepBreakdown& b = s.breakdown;
+    // Each phase is timed, and is a profiler range when a profile is active.
+    auto timed = [](double& acc, const char* name, auto&& f) {
+      profiler::Range r(name);
+      const double start = now_seconds();
+      f();
+      acc += now_seconds() - start;
+    };
+    const double begin_start = now_seconds();
+    auto it = [&] {
+      profiler::Range r("data");
+      return train_loader.begin();
+    }();
+    b.data += now_seconds() - begin_start;
+    for (;;) {
+      bool more = false;
+      timed(b.data, "data", [&] { more = it != train_loader.end(); });
+      if (!more) break;
+      const double step_start = now_seconds();
+      auto& batch = *it;
+      Tensor out, l;
+      timed(b.optimizer, "zero_grad", [&] { optimizer.zero_grad(); });
+      timed(b.forward, "forward", [&] {
+        out = model.forward(laid_out(batch.data, opts.memory_format));
+        l = loss(out, batch.target);
+      });
+      timed(b.backward, "backward", [&] { l.backward(); });
+      timed(b.optimizer, "optimizer", [&] { optimizer.step(); });
       ++s.step;
       s.batch_size = batch.data.size(0);
       s.batch_loss = l.item<double>();
       add_batch(s.train, s.batch_loss, count_correct(out, batch.target), s.batch_size);
       for (auto& c : callbacks) c->on_batch_end(s);
       ++s.batch;
+      b.other += now_seconds() - step_start;
       if (s.stop_training) break;
+      timed(b.data, "data", [&] { ++it; });
     }
     s.epoch_seconds = now_seconds() - t0;
+    b.other = std::max(0.0, b.other - b.forward - b.backward - b.optimizer);
     history.train.push_back(s.train);
     if (val_loader != nullptr) {
       s.val = evaluate(model, loss, *val_loader, opts.memory_format);
