@@ -277,6 +277,23 @@ IGNIS_OP_INFO(entry(
     },
     [](const Inputs& x) { return ref_relu(ref_conv2d(x)); }, conv2d_samples));
 
+// An integer padding (conv2d.int_padding): samples with equal paddings in both dims.
+IGNIS_OP_INFO(entry(
+    "conv2d.int_padding",
+    [](const Inputs& x) {
+      const auto p = ints(x[3]);
+      return conv2d(x[0], x[1], x[2], two(p, 0), p[2], two(p, 4), p[6]);
+    },
+    ref_conv2d,
+    [] {
+      std::vector<OpSample> s;
+      for (OpSample& c : conv2d_samples()) {
+        const auto p = ints(c.inputs[3]);
+        if (p[2] == p[3]) s.push_back(std::move(c));
+      }
+      return s;
+    }));
+
 // params: [dh, dw, groups]
 IGNIS_OP_INFO(entry(
     "conv2d_same",
@@ -382,6 +399,7 @@ IGNIS_OP_INFO([] {
       [](const Inputs& x) { return ref_max_pool(x, true); }, max_pool_samples);
   o.dtypes = {kFloat32, kFloat64};  // bfloat16 rounding makes ties
   o.differentiable = false;
+  o.ops = {"max_pool2d_with_indices"};
   return o;
 }());
 
@@ -425,6 +443,41 @@ IGNIS_OP_INFO(entry(
     "adaptive_max_pool2d",
     [](const Inputs& x) { return adaptive_max_pool2d(x[0], two(ints(x[1]), 0)); },
     [](const Inputs& x) { return ref_adaptive(x, true); }, adaptive_samples));
+
+// The flat index (h * W + w) of each window's maximum.
+Tensor ref_adaptive_max_indices(const Inputs& in) {
+  const auto p = ints(in[1]);
+  return ref_pool(in[0], p[0], p[1],
+                  [&](const double* xs, int64_t H, int64_t W, int64_t i, int64_t j) {
+                    const auto lo = [](int64_t o, int64_t n, int64_t on) { return o * n / on; };
+                    const auto hi = [](int64_t o, int64_t n, int64_t on) {
+                      return ((o + 1) * n + on - 1) / on;
+                    };
+                    double best = -std::numeric_limits<double>::infinity();
+                    int64_t arg = -1;
+                    for (int64_t h = lo(i, H, p[0]); h < hi(i, H, p[0]); ++h)
+                      for (int64_t w = lo(j, W, p[1]); w < hi(j, W, p[1]); ++w) {
+                        if (xs[h * W + w] > best) {
+                          best = xs[h * W + w];
+                          arg = h * W + w;
+                        }
+                      }
+                    return static_cast<double>(arg);
+                  })
+      .to(kInt64);
+}
+
+IGNIS_OP_INFO([] {
+  OpInfo o = entry(
+      "adaptive_max_pool2d_with_indices",
+      [](const Inputs& x) {
+        return std::get<1>(adaptive_max_pool2d_with_indices(x[0], two(ints(x[1]), 0)));
+      },
+      ref_adaptive_max_indices, adaptive_samples);
+  o.dtypes = {kFloat32, kFloat64};  // bfloat16 rounding makes ties
+  o.differentiable = false;
+  return o;
+}());
 
 }  // namespace
 }  // namespace ignis::testing

@@ -99,7 +99,8 @@ IGNIS_OP_INFO(OpInfo{
     .atol32 = 1e-4,
     .rtol32 = 1e-4,
     .atol_bf16 = 5e-2,
-    .rtol_bf16 = 5e-2});
+    .rtol_bf16 = 5e-2,
+    .ops = {"batch_norm"}});
 
 IGNIS_OP_INFO(OpInfo{
     .name = "batch_norm(training, no running stats)",
@@ -110,7 +111,8 @@ IGNIS_OP_INFO(OpInfo{
     .atol32 = 1e-4,
     .rtol32 = 1e-4,
     .atol_bf16 = 5e-2,
-    .rtol_bf16 = 5e-2});
+    .rtol_bf16 = 5e-2,
+    .ops = {"batch_norm"}});
 
 IGNIS_OP_INFO(OpInfo{
     .name = "batch_norm(eval)",
@@ -136,7 +138,8 @@ IGNIS_OP_INFO(OpInfo{
     .dtypes = kFloats,
     .atol_bf16 = 5e-2,
     .rtol_bf16 = 5e-2,
-    .grad_inputs = {0, 3, 4}});
+    .grad_inputs = {0, 3, 4},
+    .ops = {"batch_norm"}});
 
 // ---- group_norm
 
@@ -218,19 +221,171 @@ IGNIS_OP_INFO(OpInfo{.name = "local_response_norm(size=3, alpha=0.6, beta=0.75, 
                      .fn = [](const TL& x) { return local_response_norm(x[0], 3, 0.6, 0.75, 1.0); },
                      .ref = [](const TL& x) { return ref_lrn(x[0], 3, 0.6, 0.75, 1.0); },
                      .samples = lrn_samples,
-                     .dtypes = kFloats});
+                     .dtypes = kFloats,
+                     .ops = {"local_response_norm"}});
 
 IGNIS_OP_INFO(OpInfo{.name = "local_response_norm(size=2, alpha=1, beta=0.5, k=2)",
                      .fn = [](const TL& x) { return local_response_norm(x[0], 2, 1.0, 0.5, 2.0); },
                      .ref = [](const TL& x) { return ref_lrn(x[0], 2, 1.0, 0.5, 2.0); },
                      .samples = lrn_samples,
-                     .dtypes = kFloats});
+                     .dtypes = kFloats,
+                     .ops = {"local_response_norm"}});
 
 IGNIS_OP_INFO(OpInfo{.name = "local_response_norm(size=7 > channels)",
                      .fn = [](const TL& x) { return local_response_norm(x[0], 7, 0.3, 0.75, 1.0); },
                      .ref = [](const TL& x) { return ref_lrn(x[0], 7, 0.3, 0.75, 1.0); },
                      .samples = lrn_samples,
+                     .dtypes = kFloats,
+                     .ops = {"local_response_norm"}});
+
+// ---- dropout, feature_dropout (dropout2d)
+
+// Random ops: the mask is drawn after manual_seed, so every call (gradcheck's too) draws the same
+// one. With p = 0.5 the result y + 2 x (1 - kept), kept = 1 where y is nonzero (per element, or
+// per channel for feature_dropout), equals 2 x exactly when every kept value is x / (1 - p) and
+// every dropped one (a whole channel for feature_dropout) is 0.
+Tensor dropout_identity(const Tensor& x, const Tensor& y, bool per_channel) {
+  Tensor kept;
+  {
+    NoGradGuard ng;
+    Tensor nz = (y != 0).to(y.dtype());
+    if (per_channel) {
+      std::vector<int64_t> dims;
+      for (int64_t d = 2; d < y.dim(); ++d) dims.push_back(d);
+      nz = (nz.sum(dims, true) > 0).to(y.dtype());
+    }
+    kept = nz;
+  }
+  return y + x * 2 * (1 - kept);
+}
+
+Tensor ref_twice(const TL& x) {
+  return ref_elementwise({x[0]}, [](const Values& v) { return 2 * v[0]; });
+}
+
+IGNIS_OP_INFO(OpInfo{.name = "dropout",
+                     .fn =
+                         [](const TL& x) {
+                           manual_seed(11);
+                           return dropout_identity(x[0], nn::functional::dropout(x[0], 0.5), false);
+                         },
+                     .ref = ref_twice,
+                     .samples = [] { return elementwise_samples(1); },
+                     .dtypes = {kFloat32, kFloat64}});
+
+IGNIS_OP_INFO(OpInfo{.name = "feature_dropout",
+                     .fn =
+                         [](const TL& x) {
+                           manual_seed(12);
+                           return dropout_identity(x[0], dropout2d(x[0], 0.5), true);
+                         },
+                     .ref = ref_twice,
+                     .samples =
+                         [] {
+                           return std::vector<OpSample>{
+                               {"[4, 5, 3]", {in({4, 5, 3}, 71)}},
+                               {"[3, 4, 2, 3]", {in({3, 4, 2, 3}, 72)}},
+                               {"noncontiguous", {make_noncontiguous({2, 6, 2, 2}, 73)}},
+                               {"empty batch", {in({0, 3, 2}, 74)}},
+                           };
+                         },
+                     .dtypes = {kFloat32, kFloat64}});
+
+// ---- embedding
+
+// Rows of the weight at the indices; rows at padding_idx (when >= 0) are zeros.
+Tensor ref_embedding(const TL& x, int64_t padding_idx) {
+  const Tensor idx = x[0].to(kInt64).contiguous();
+  const int64_t dim = x[1].size(1);
+  const Values w = values(x[1]);
+  Values out;
+  for (int64_t i = 0; i < idx.numel(); ++i) {
+    const int64_t r = idx.data_ptr<int64_t>()[i];
+    for (int64_t j = 0; j < dim; ++j) out.push_back(r == padding_idx ? 0.0 : w[r * dim + j]);
+  }
+  Shape shape = idx.sizes().shape();
+  shape.push_back(dim);
+  return from_values(out, shape);
+}
+
+std::vector<OpSample> embedding_samples() {
+  return {
+      {"[2, 3] indices",
+       {tensor(std::vector<int64_t>{0, 4, 1, 1, 3, 2}).reshape({2, 3}), in({5, 4}, 81)}},
+      {"0-d index", {tensor(std::vector<int64_t>{2}).reshape({}), in({3, 2}, 82)}},
+      {"int32 indices", {tensor(std::vector<int64_t>{1, 0, 1}, kInt32), in({2, 3}, 83)}},
+      {"noncontiguous weight",
+       {tensor(std::vector<int64_t>{2, 0, 1, 2}), make_noncontiguous({3, 4}, 84)}},
+      {"empty indices", {tensor(std::vector<int64_t>{}), in({4, 3}, 85)}},
+  };
+}
+
+IGNIS_OP_INFO(OpInfo{.name = "embedding",
+                     .fn = [](const TL& x) { return nn::functional::embedding(x[0], x[1]); },
+                     .ref = [](const TL& x) { return ref_embedding(x, -1); },
+                     .samples = embedding_samples,
                      .dtypes = kFloats});
+
+IGNIS_OP_INFO(OpInfo{.name = "embedding(padding_idx=1)",
+                     .fn = [](const TL& x) { return nn::functional::embedding(x[0], x[1], 1); },
+                     .ref = [](const TL& x) { return ref_embedding(x, 1); },
+                     .samples = embedding_samples,
+                     .dtypes = kFloats,
+                     .ops = {"embedding"}});
+
+// ---- layer_norm
+
+// Normalises each row of the trailing `m` elements (biased variance), then w * y + b.
+Tensor ref_layer_norm(const TL& x) {
+  const Values v = values(x[0]);
+  const int64_t m = x[3].numel() == 0 ? 1 : [&] {
+    int64_t p = 1;
+    for (int64_t d : values(x[3])) p *= d;
+    return p;
+  }();
+  const Values w = x[1].defined() ? values(x[1]) : Values(static_cast<size_t>(m), 1.0);
+  const Values b = x[2].defined() ? values(x[2]) : Values(static_cast<size_t>(m), 0.0);
+  Values out(v.size());
+  for (size_t r = 0; r * m < v.size(); ++r) {
+    double s = 0, q = 0;
+    for (int64_t k = 0; k < m; ++k) s += v[r * m + k];
+    const double mu = s / static_cast<double>(m);
+    for (int64_t k = 0; k < m; ++k) q += (v[r * m + k] - mu) * (v[r * m + k] - mu);
+    const double inv = 1 / std::sqrt(q / static_cast<double>(m) + 1e-5);
+    for (int64_t k = 0; k < m; ++k) out[r * m + k] = (v[r * m + k] - mu) * inv * w[k] + b[k];
+  }
+  return from_values(out, x[0].sizes());
+}
+
+// Inputs: x, weight, bias, normalized_shape (int64).
+IGNIS_OP_INFO(OpInfo{
+    .name = "layer_norm",
+    .fn =
+        [](const TL& x) {
+          const Tensor s = x[3].contiguous();
+          const std::vector<int64_t> shape(s.data_ptr<int64_t>(),
+                                           s.data_ptr<int64_t>() + s.numel());
+          return nn::functional::layer_norm(x[0], shape, x[1], x[2]);
+        },
+    .ref = ref_layer_norm,
+    .samples =
+        [] {
+          auto shape = [](std::vector<int64_t> v) { return tensor(v); };
+          return std::vector<OpSample>{
+              {"[3, 5] over [5]", {in({3, 5}, 91), in({5}, 92), in({5}, 93), shape({5})}},
+              {"[2, 3, 4] over [3, 4]",
+               {in({2, 3, 4}, 94), in({3, 4}, 95), in({3, 4}, 96), shape({3, 4})}},
+              {"no affine", {in({4, 6}, 97), Tensor(), Tensor(), shape({6})}},
+              {"noncontiguous, no bias",
+               {make_noncontiguous({4, 3}, 98), in({3}, 99), Tensor(), shape({3})}},
+              {"empty rows", {in({0, 4}, 100), in({4}, 101), in({4}, 102), shape({4})}},
+          };
+        },
+    .dtypes = kFloats,
+    .atol32 = 1e-4,
+    .rtol32 = 1e-4,
+    .atol_bf16 = 5e-2,
+    .rtol_bf16 = 5e-2});
 
 // ---- interpolate
 

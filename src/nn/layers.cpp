@@ -4,6 +4,7 @@
 #include <sstream>
 #include <typeinfo>
 
+#include "core/op_call.h"
 #include "ignis/autograd.h"
 #include "ignis/nn/conv.h"
 #include "ignis/nn/init.h"
@@ -20,7 +21,20 @@ std::string fmt(double v) {
 
 // ---- functional
 
+IGNIS_OP(dropout, "dropout(Tensor input, float p=0.5, bool train=True) -> Tensor",
+         Tensor(const Tensor&, double, bool), functional::dropout,
+         {.differentiable = true, .kind = "random"});
+IGNIS_OP(embedding, "embedding(Tensor input, Tensor weight, int? padding_idx=None) -> Tensor",
+         Tensor(const Tensor&, const Tensor&, std::optional<int64_t>), functional::embedding,
+         {.differentiable = true, .kind = "composite"});
+IGNIS_OP(layer_norm,
+         "layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, "
+         "Tensor? bias=None, float eps=1e-05) -> Tensor",
+         Tensor(const Tensor&, IntArrayRef, const Tensor&, const Tensor&, double),
+         functional::layer_norm, {.differentiable = true, .kind = "composite"});
+
 Tensor functional::dropout(const Tensor& x, double p, bool training) {
+  IGNIS_DISPATCH(dropout, functional::dropout, x, p, training);
   IGNIS_CHECK(p >= 0 && p <= 1, "dropout: probability has to be between 0 and 1, but got ", p);
   if (!training || p == 0) return x;
   if (p == 1) return x * 0;
@@ -30,6 +44,7 @@ Tensor functional::dropout(const Tensor& x, double p, bool training) {
 
 Tensor functional::embedding(const Tensor& indices, const Tensor& weight,
                              std::optional<int64_t> padding_idx) {
+  IGNIS_DISPATCH(embedding, functional::embedding, indices, weight, padding_idx);
   IGNIS_CHECK(weight.dim() == 2, "embedding: weight must be 2-d, got shape ", weight.sizes());
   IGNIS_CHECK(indices.dtype() == kInt64 || indices.dtype() == kInt32,
               "embedding: indices must be int64 or int32, got ", indices.dtype());
@@ -50,6 +65,7 @@ Tensor functional::embedding(const Tensor& indices, const Tensor& weight,
 
 Tensor functional::layer_norm(const Tensor& x, IntArrayRef shape, const Tensor& weight,
                               const Tensor& bias, double eps) {
+  IGNIS_DISPATCH(layer_norm, functional::layer_norm, x, shape, weight, bias, eps);
   const int64_t k = static_cast<int64_t>(shape.size());
   IGNIS_CHECK(k >= 1 && x.dim() >= k, "layer_norm: normalized_shape ", shape,
               " does not fit input of shape ", x.sizes());
@@ -71,8 +87,8 @@ Tensor functional::layer_norm(const Tensor& x, IntArrayRef shape, const Tensor& 
 // ---- Linear
 
 Linear::Linear(int64_t in, int64_t out, bool with_bias) : in_features(in), out_features(out) {
-  IGNIS_CHECK(in > 0 && out > 0, "Linear: in_features and out_features must be positive, got ",
-              in, " and ", out);
+  IGNIS_CHECK(in > 0 && out > 0, "Linear: in_features and out_features must be positive, got ", in,
+              " and ", out);
   weight = register_parameter("weight", empty({out, in}));
   if (with_bias) bias = register_parameter("bias", empty({out}));
   reset_parameters();

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/op_call.h"
 #include "ignis/autograd.h"
 #include "ignis/ops.h"
 
@@ -27,7 +28,46 @@ void check_same_shape(const Tensor& input, const Tensor& target, const char* op)
 }
 }  // namespace
 
+// The losses are composites of differentiable ops (nll_loss reads its targets on the host).
+#define LOSS_OPTS \
+  { .differentiable = true, .kind = "composite" }
+#define LOSS_SIG Tensor(const Tensor&, const Tensor&, const std::string&)
+IGNIS_OP(mse_loss, "mse_loss(Tensor self, Tensor target, str reduction='mean') -> Tensor", LOSS_SIG,
+         F::mse_loss, LOSS_OPTS);
+IGNIS_OP(l1_loss, "l1_loss(Tensor self, Tensor target, str reduction='mean') -> Tensor", LOSS_SIG,
+         F::l1_loss, LOSS_OPTS);
+IGNIS_OP(
+    smooth_l1_loss,
+    "smooth_l1_loss(Tensor self, Tensor target, str reduction='mean', float beta=1.0) -> Tensor",
+    Tensor(const Tensor&, const Tensor&, const std::string&, double), F::smooth_l1_loss, LOSS_OPTS);
+IGNIS_OP(huber_loss,
+         "huber_loss(Tensor self, Tensor target, str reduction='mean', float delta=1.0) -> Tensor",
+         Tensor(const Tensor&, const Tensor&, const std::string&, double), F::huber_loss,
+         LOSS_OPTS);
+IGNIS_OP(nll_loss,
+         "nll_loss(Tensor self, Tensor target, Tensor? weight=None, int ignore_index=-100, "
+         "str reduction='mean') -> Tensor",
+         Tensor(const Tensor&, const Tensor&, const Tensor&, int64_t, const std::string&),
+         F::nll_loss, LOSS_OPTS);
+IGNIS_OP(cross_entropy_loss,
+         "cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, "
+         "int ignore_index=-100, str reduction='mean', float label_smoothing=0.0) -> Tensor",
+         Tensor(const Tensor&, const Tensor&, const Tensor&, int64_t, const std::string&, double),
+         F::cross_entropy, LOSS_OPTS);
+IGNIS_OP(binary_cross_entropy,
+         "binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, "
+         "str reduction='mean') -> Tensor",
+         Tensor(const Tensor&, const Tensor&, const Tensor&, const std::string&),
+         F::binary_cross_entropy, LOSS_OPTS);
+IGNIS_OP(kl_div,
+         "kl_div(Tensor self, Tensor target, str reduction='mean', *, bool log_target=False) -> "
+         "Tensor",
+         Tensor(const Tensor&, const Tensor&, const std::string&, bool), F::kl_div, LOSS_OPTS);
+#undef LOSS_SIG
+#undef LOSS_OPTS
+
 Tensor F::mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction) {
+  IGNIS_DISPATCH(mse_loss, F::mse_loss, input, target, reduction);
   check_reduction(reduction, "mse_loss");
   check_same_shape(input, target, "mse_loss");
   Tensor d = input - target;
@@ -35,6 +75,7 @@ Tensor F::mse_loss(const Tensor& input, const Tensor& target, const std::string&
 }
 
 Tensor F::l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction) {
+  IGNIS_DISPATCH(l1_loss, F::l1_loss, input, target, reduction);
   check_reduction(reduction, "l1_loss");
   check_same_shape(input, target, "l1_loss");
   return reduce(abs(input - target), reduction);
@@ -42,6 +83,7 @@ Tensor F::l1_loss(const Tensor& input, const Tensor& target, const std::string& 
 
 Tensor F::smooth_l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction,
                          double beta) {
+  IGNIS_DISPATCH(smooth_l1_loss, F::smooth_l1_loss, input, target, reduction, beta);
   check_reduction(reduction, "smooth_l1_loss");
   check_same_shape(input, target, "smooth_l1_loss");
   IGNIS_CHECK(beta >= 0, "smooth_l1_loss: beta must be non-negative, got ", beta);
@@ -52,6 +94,7 @@ Tensor F::smooth_l1_loss(const Tensor& input, const Tensor& target, const std::s
 
 Tensor F::huber_loss(const Tensor& input, const Tensor& target, const std::string& reduction,
                      double delta) {
+  IGNIS_DISPATCH(huber_loss, F::huber_loss, input, target, reduction, delta);
   check_reduction(reduction, "huber_loss");
   check_same_shape(input, target, "huber_loss");
   IGNIS_CHECK(delta > 0, "huber_loss: delta must be positive, got ", delta);
@@ -63,8 +106,8 @@ namespace {
 // Per-element nll (before reduction) and the weight of each target; input [N, C, d...] of
 // log-probabilities, target [N, d...]. Ignored targets get weight 0. The weights are undefined
 // when every one is 1 (no class weights, no ignored target).
-std::pair<Tensor, Tensor> nll_terms(const Tensor& logp, const Tensor& target,
-                                    const Tensor& weight, int64_t ignore_index, const char* op) {
+std::pair<Tensor, Tensor> nll_terms(const Tensor& logp, const Tensor& target, const Tensor& weight,
+                                    int64_t ignore_index, const char* op) {
   IGNIS_CHECK(target.dtype() == kInt64 || target.dtype() == kInt32, op,
               ": expected class indices of dtype int64 for the target, got ", target.dtype(),
               " (for class probabilities pass a floating target of the input's shape)");
@@ -78,8 +121,8 @@ std::pair<Tensor, Tensor> nll_terms(const Tensor& logp, const Tensor& target,
   IGNIS_CHECK(t.sizes().equals(expect), op, ": target of shape ", target.sizes(),
               " does not match input of shape ", logp.sizes(), " (expected ", expect, ")");
   if (weight.defined()) {
-    IGNIS_CHECK(weight.dim() == 1 && weight.size(0) == c, op, ": weight of shape ",
-                weight.sizes(), " must have one entry per class (", c, ")");
+    IGNIS_CHECK(weight.dim() == 1 && weight.size(0) == c, op, ": weight of shape ", weight.sizes(),
+                " must have one entry per class (", c, ")");
   }
   t = t.to(kInt64);
   if (t.device().is_cpu() && !weight.defined()) {
@@ -111,9 +154,9 @@ std::pair<Tensor, Tensor> nll_terms(const Tensor& logp, const Tensor& target,
                 " is out of bounds for ", c, " classes");
   }
   Tensor picked = -gather(lp, 1, safe.unsqueeze(1)).squeeze(1);
-  Tensor w = weight.defined() ? index_select(weight.to(lp.dtype()), 0, safe.reshape({-1}))
-                                    .reshape(safe.sizes())
-                              : ones_like(picked);
+  Tensor w = weight.defined()
+                 ? index_select(weight.to(lp.dtype()), 0, safe.reshape({-1})).reshape(safe.sizes())
+                 : ones_like(picked);
   w = w * valid.to(lp.dtype());
   if (unbatched) return {(picked * w).squeeze(0), w.squeeze(0)};
   return {picked * w, w};
@@ -122,6 +165,7 @@ std::pair<Tensor, Tensor> nll_terms(const Tensor& logp, const Tensor& target,
 
 Tensor F::nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
                    int64_t ignore_index, const std::string& reduction) {
+  IGNIS_DISPATCH(nll_loss, F::nll_loss, input, target, weight, ignore_index, reduction);
   check_reduction(reduction, "nll_loss");
   auto [l, w] = nll_terms(input, target, weight, ignore_index, "nll_loss");
   if (reduction == "none") return l;
@@ -132,6 +176,8 @@ Tensor F::nll_loss(const Tensor& input, const Tensor& target, const Tensor& weig
 Tensor F::cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
                         int64_t ignore_index, const std::string& reduction,
                         double label_smoothing) {
+  IGNIS_DISPATCH(cross_entropy_loss, F::cross_entropy, input, target, weight, ignore_index,
+                 reduction, label_smoothing);
   check_reduction(reduction, "cross_entropy");
   IGNIS_CHECK(label_smoothing >= 0 && label_smoothing <= 1, "cross_entropy: label_smoothing ",
               "must be between 0.0 and 1.0, got ", label_smoothing);
@@ -175,6 +221,7 @@ Tensor F::cross_entropy(const Tensor& input, const Tensor& target, const Tensor&
 
 Tensor F::binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
                                const std::string& reduction) {
+  IGNIS_DISPATCH(binary_cross_entropy, F::binary_cross_entropy, input, target, weight, reduction);
   check_reduction(reduction, "binary_cross_entropy");
   check_same_shape(input, target, "binary_cross_entropy");
   if (weight.defined()) {  // the weight broadcasts to the input's shape (not the other way)
@@ -188,8 +235,8 @@ Tensor F::binary_cross_entropy(const Tensor& input, const Tensor& target, const 
   }
   if (input.numel() > 0) {
     NoGradGuard ng;
-    IGNIS_CHECK(logical_and(input >= 0, input <= 1).all().item<bool>(), "binary_cross_entropy: ",
-                "all elements of input should be between 0 and 1");
+    IGNIS_CHECK(logical_and(input >= 0, input <= 1).all().item<bool>(),
+                "binary_cross_entropy: ", "all elements of input should be between 0 and 1");
   }
   // log clamped at -100 like PyTorch, so that 0 * log(0) stays finite.
   auto log_clamped = [](const Tensor& x) { return clamp(log(x), -100.0); };
@@ -207,6 +254,7 @@ Tensor F::binary_cross_entropy_with_logits(const Tensor& input, const Tensor& ta
 
 Tensor F::kl_div(const Tensor& input, const Tensor& target, const std::string& reduction,
                  bool log_target) {
+  IGNIS_DISPATCH(kl_div, F::kl_div, input, target, reduction, log_target);
   check_reduction(reduction, "kl_div", true);
   check_same_shape(input, target, "kl_div");
   Tensor l;
@@ -302,8 +350,10 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
     }
     total = std::pow(total, 1.0 / norm_type);
   }
-  IGNIS_CHECK(!error_if_nonfinite || std::isfinite(total), "clip_grad_norm_: the total norm of "
-              "order ", norm_type, " for gradients is non-finite, so it cannot be clipped");
+  IGNIS_CHECK(!error_if_nonfinite || std::isfinite(total),
+              "clip_grad_norm_: the total norm of "
+              "order ",
+              norm_type, " for gradients is non-finite, so it cannot be clipped");
   const double coef = max_norm / (total + 1e-6);
   if (coef < 1) {
     for (Tensor& g : grads) g.mul_(coef);

@@ -10,6 +10,7 @@
 #include <array>
 
 #include "autograd/node.h"
+#include "core/op_call.h"
 #include "core/tensor_impl.h"
 #include "ignis/conv.h"
 #include "ignis/ops.h"
@@ -83,18 +84,18 @@ Tensor conv2d_op(const Tensor& x, const Tensor& w, const Tensor& b, const ConvPa
     // With relu fused (oneDNN's post-op) the node saves its output and masks the incoming
     // gradient with it first (threshold_backward, itself differentiable): one node and one
     // pass over the activation fewer than conv2d then relu.
-    autograd::record(
-        relu ? "conv2d_relu" : "conv2d", {&x, &w, &b}, {&out},
-        [sx = save_if(x, needs_grad(w)), sw = save_if(w, needs_grad(x)),
-         so = relu ? save_output(out) : SavedVariable(), xs = x.sizes().shape(),
-         ws = w.sizes().shape(), p, relu](BackwardCtx& c, TensorList& g) mutable {
-          const Tensor gy = relu ? fused_relu_grad(c, g, so) : g[0];
-          TensorList r(3);
-          if (c.needs_input_grad(0)) r[0] = conv2d_input_grad(gy, c.unpack(sw), xs, p);
-          if (c.needs_input_grad(1)) r[1] = conv2d_weight_grad(c.unpack(sx), gy, ws, p);
-          if (c.needs_input_grad(2)) r[2] = bias_grad(gy);
-          return r;
-        });
+    autograd::record(relu ? "conv2d_relu" : "conv2d", {&x, &w, &b}, {&out},
+                     [sx = save_if(x, needs_grad(w)), sw = save_if(w, needs_grad(x)),
+                      so = relu ? save_output(out) : SavedVariable(), xs = x.sizes().shape(),
+                      ws = w.sizes().shape(), p, relu](BackwardCtx& c, TensorList& g) mutable {
+                       const Tensor gy = relu ? fused_relu_grad(c, g, so) : g[0];
+                       TensorList r(3);
+                       if (c.needs_input_grad(0)) r[0] = conv2d_input_grad(gy, c.unpack(sw), xs, p);
+                       if (c.needs_input_grad(1))
+                         r[1] = conv2d_weight_grad(c.unpack(sx), gy, ws, p);
+                       if (c.needs_input_grad(2)) r[2] = bias_grad(gy);
+                       return r;
+                     });
   }
   return out;
 }
@@ -285,8 +286,54 @@ ConvArgs str_args(const char* op, int64_t nd, IntArrayRef stride, const std::str
 
 // ---- public API
 
+#define CONV_OPTS                      \
+  {                                    \
+    .differentiable = true, .stubs = { \
+      &conv2d_stub,                    \
+      &conv2d_input_grad_stub,         \
+      &conv2d_weight_grad_stub         \
+    }                                  \
+  }
+#define CONV_SIG                                                                             \
+  Tensor(const Tensor&, const Tensor&, const Tensor&, IntArrayRef, IntArrayRef, IntArrayRef, \
+         int64_t)
+#define CONV_INT_SIG \
+  Tensor(const Tensor&, const Tensor&, const Tensor&, IntArrayRef, int64_t, IntArrayRef, int64_t)
+IGNIS_OP(conv2d,
+         "conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[] stride=[1], "
+         "int[] padding=[0], int[] dilation=[1], int groups=1) -> Tensor",
+         CONV_SIG, conv2d, CONV_OPTS);
+IGNIS_OP(conv2d_int_padding,
+         "conv2d.int_padding(Tensor input, Tensor weight, Tensor? bias, int[] stride, int padding, "
+         "int[] dilation=[1], int groups=1) -> Tensor",
+         CONV_INT_SIG, conv2d, CONV_OPTS);
+IGNIS_OP(conv1d,
+         "conv1d(Tensor input, Tensor weight, Tensor? bias=None, int[] stride=[1], "
+         "int[] padding=[0], int[] dilation=[1], int groups=1) -> Tensor",
+         CONV_SIG, conv1d, CONV_OPTS);
+IGNIS_OP(conv1d_int_padding,
+         "conv1d.int_padding(Tensor input, Tensor weight, Tensor? bias, int[] stride, int padding, "
+         "int[] dilation=[1], int groups=1) -> Tensor",
+         CONV_INT_SIG, conv1d, CONV_OPTS);
+IGNIS_OP(conv2d_relu,
+         "conv2d_relu(Tensor input, Tensor weight, Tensor? bias=None, int[] stride=[1], "
+         "int[] padding=[0], int[] dilation=[1], int groups=1) -> Tensor",
+         CONV_SIG, conv2d_relu, CONV_OPTS);
+IGNIS_OP(conv_transpose2d,
+         "conv_transpose2d(Tensor input, Tensor weight, Tensor? bias=None, int[] stride=[1], "
+         "int[] padding=[0], int[] output_padding=[0], int groups=1, int[] dilation=[1]) -> Tensor",
+         Tensor(const Tensor&, const Tensor&, const Tensor&, IntArrayRef, IntArrayRef, IntArrayRef,
+                int64_t, IntArrayRef),
+         conv_transpose2d, CONV_OPTS);
+#undef CONV_INT_SIG
+#undef CONV_SIG
+#undef CONV_OPTS
+// The overloads taking padding by name ("same", "valid") have no record: the registry cannot box
+// a PaddingMode (a str argument would need it).
+
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, IntArrayRef stride,
               IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  IGNIS_DISPATCH(conv2d, conv2d, x, w, b, stride, padding, dilation, groups);
   return conv_nd(int_args("conv2d", 2, stride, padding, dilation), x, w, b, groups, false);
 }
 
@@ -297,16 +344,19 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, IntArrayRef str
 
 Tensor conv1d(const Tensor& x, const Tensor& w, const Tensor& b, IntArrayRef stride,
               IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  IGNIS_DISPATCH(conv1d, conv1d, x, w, b, stride, padding, dilation, groups);
   return conv_nd(int_args("conv1d", 1, stride, padding, dilation), x, w, b, groups, false);
 }
 
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, IntArrayRef stride,
               int64_t padding, IntArrayRef dilation, int64_t groups) {
+  IGNIS_DISPATCH(conv2d_int_padding, conv2d, x, w, b, stride, padding, dilation, groups);
   return conv2d(x, w, b, stride, IntArrayRef(padding), dilation, groups);
 }
 
 Tensor conv1d(const Tensor& x, const Tensor& w, const Tensor& b, IntArrayRef stride,
               int64_t padding, IntArrayRef dilation, int64_t groups) {
+  IGNIS_DISPATCH(conv1d_int_padding, conv1d, x, w, b, stride, padding, dilation, groups);
   return conv1d(x, w, b, stride, IntArrayRef(padding), dilation, groups);
 }
 
@@ -317,12 +367,15 @@ Tensor conv1d(const Tensor& x, const Tensor& w, const Tensor& b, IntArrayRef str
 
 Tensor conv2d_relu(const Tensor& x, const Tensor& w, const Tensor& b, IntArrayRef stride,
                    IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  IGNIS_DISPATCH(conv2d_relu, conv2d_relu, x, w, b, stride, padding, dilation, groups);
   return conv_nd(int_args("conv2d_relu", 2, stride, padding, dilation), x, w, b, groups, true);
 }
 
 Tensor conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& b, IntArrayRef stride,
                         IntArrayRef padding, IntArrayRef output_padding, int64_t groups,
                         IntArrayRef dilation) {
+  IGNIS_DISPATCH(conv_transpose2d, conv_transpose2d, x, w, b, stride, padding, output_padding,
+                 groups, dilation);
   const char* op = "conv_transpose2d";
   check_tensors(op, 2, x, w, b, groups, true);
   const auto s = conv_pair(stride, 2, op, "stride"), pd = conv_pair(padding, 2, op, "padding");

@@ -151,6 +151,8 @@ Tensor resample(const Tensor& x, const std::vector<int64_t>& out, const std::vec
 
 }  // namespace
 
+// interpolate has no record yet: its align_corners is a `bool?`, which the registry's argument
+// types do not include (PyTorch's schemas: upsample_nearest2d.vec, upsample_bilinear2d.vec).
 Tensor interpolate(const Tensor& x, IntArrayRef size, const std::string& mode,
                    std::optional<bool> align_corners) {
   const bool bilinear = check_mode(x, mode, align_corners);

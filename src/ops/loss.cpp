@@ -1,13 +1,22 @@
 // Losses used by the examples, written as composites of differentiable ops (their backward and
 // double backward come from the ops they are built of).
+#include "core/op_call.h"
 #include "ignis/autograd.h"
 #include "ignis/ops.h"
 
 namespace ignis {
 
+IGNIS_OP(binary_cross_entropy_with_logits,
+         "binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, "
+         "Tensor? pos_weight=None, str reduction='mean') -> Tensor",
+         Tensor(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const std::string&),
+         binary_cross_entropy_with_logits, {.differentiable = true, .kind = "composite"});
+
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target,
                                         const Tensor& weight, const Tensor& pos_weight,
                                         const std::string& reduction) {
+  IGNIS_DISPATCH(binary_cross_entropy_with_logits, binary_cross_entropy_with_logits, logits, target,
+                 weight, pos_weight, reduction);
   constexpr const char* op = "binary_cross_entropy_with_logits";
   IGNIS_CHECK(reduction == "none" || reduction == "mean" || reduction == "sum", op,
               ": invalid reduction '", reduction, "' (expected 'none', 'mean' or 'sum')");

@@ -8,6 +8,7 @@
 #include "ops/norm.h"
 
 #include "autograd/node.h"
+#include "core/op_call.h"
 #include "core/tensor_impl.h"
 #include "ignis/autograd.h"
 #include "ignis/ops.h"
@@ -92,9 +93,34 @@ Tensor ncm_view(const Tensor& t, bool cl) {
 
 }  // namespace
 
+IGNIS_OP(batch_norm,
+         "batch_norm(Tensor input, Tensor(a!)? running_mean, Tensor(b!)? running_var, "
+         "Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> Tensor",
+         Tensor(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, bool,
+                double, double),
+         batch_norm,
+         {.differentiable = true,
+          .stubs = {&batch_norm_train_stub, &channel_affine_stub, &batch_norm_backward_stub}});
+IGNIS_OP(group_norm,
+         "group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, "
+         "float eps=1e-05) -> Tensor",
+         Tensor(const Tensor&, int64_t, const Tensor&, const Tensor&, double), group_norm,
+         {.differentiable = true, .kind = "composite"});
+IGNIS_OP(local_response_norm,
+         "local_response_norm(Tensor input, int size, float alpha=0.0001, float beta=0.75, "
+         "float k=1.0) -> Tensor",
+         Tensor(const Tensor&, int64_t, double, double, double), local_response_norm,
+         {.differentiable = true, .kind = "composite"});
+// PyTorch's op behind F.dropout2d is feature_dropout.
+IGNIS_OP(feature_dropout, "feature_dropout(Tensor input, float p=0.5, bool train=True) -> Tensor",
+         Tensor(const Tensor&, double, bool), dropout2d,
+         {.differentiable = true, .kind = "random"});
+
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
                   const Tensor& weight, const Tensor& bias, bool training, double momentum,
                   double eps) {
+  IGNIS_DISPATCH(batch_norm, batch_norm, x, running_mean, running_var, weight, bias, training,
+                 momentum, eps);
   const char* op = "batch_norm";
   IGNIS_CHECK(x.dim() >= 2, op, ": expected an input of at least 2 dims [N, C, *], but got shape ",
               x.sizes());
@@ -176,6 +202,7 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
 
 Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, const Tensor& bias,
                   double eps) {
+  IGNIS_DISPATCH(group_norm, group_norm, x, num_groups, weight, bias, eps);
   const char* op = "group_norm";
   IGNIS_CHECK(x.dim() >= 2, op, ": expected an input of at least 2 dims [N, C, *], but got shape ",
               x.sizes());
@@ -199,6 +226,7 @@ Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, con
 }
 
 Tensor local_response_norm(const Tensor& x, int64_t size, double alpha, double beta, double k) {
+  IGNIS_DISPATCH(local_response_norm, local_response_norm, x, size, alpha, beta, k);
   const char* op = "local_response_norm";
   IGNIS_CHECK(x.dim() >= 3, op, ": expected an input of at least 3 dims [N, C, *], but got shape ",
               x.sizes());
@@ -216,6 +244,7 @@ Tensor local_response_norm(const Tensor& x, int64_t size, double alpha, double b
 }
 
 Tensor dropout2d(const Tensor& x, double p, bool training) {
+  IGNIS_DISPATCH(feature_dropout, dropout2d, x, p, training);
   const char* op = "dropout2d";
   IGNIS_CHECK(p >= 0 && p <= 1, op, ": probability has to be between 0 and 1, but got ", p);
   IGNIS_CHECK(x.dim() == 3 || x.dim() == 4, op,

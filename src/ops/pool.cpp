@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "autograd/node.h"
+#include "core/op_call.h"
 #include "core/tensor_impl.h"
 #include "ignis/conv.h"
 #include "ignis/ops.h"
@@ -70,8 +71,8 @@ std::tuple<Tensor, Tensor> max_pool_apply(const char* op, const Tensor& x, const
 
 Tensor max_pool_backward(const Tensor& gy, const Tensor& indices, IntArrayRef in_size) {
   // Laid out like the indices (channels-last when the forward was).
-  const MemoryFormat f = indices.is_contiguous() ? MemoryFormat::Contiguous
-                                                 : MemoryFormat::ChannelsLast;
+  const MemoryFormat f =
+      indices.is_contiguous() ? MemoryFormat::Contiguous : MemoryFormat::ChannelsLast;
   Tensor gx = make_tensor(in_size, gy.dtype(), gy.device(), f);
   if (gx.numel() > 0) max_pool2d_backward_stub[gy.device()](gx, gy.contiguous(f), indices);
   if (autograd::any_needs_grad({&gy})) {
@@ -180,8 +181,10 @@ PoolDim window_dim(const char* op, const Tensor& x4, int d, const WindowArgs& a,
     // than the input can break this).
     bool any = false;
     for (int64_t i = 0; i < k && !any; ++i) any = st + i * dil >= 0 && st + i * dil < in;
-    IGNIS_CHECK(any, op, ": output position ", o, " has no input element in its window (input of "
-                "shape ", x4.sizes(), ", kernel ", k, ", dilation ", dil, ", padding ", p, ")");
+    IGNIS_CHECK(any, op, ": output position ", o,
+                " has no input element in its window (input of "
+                "shape ",
+                x4.sizes(), ", kernel ", k, ", dilation ", dil, ", padding ", p, ")");
     const int64_t lo = std::max<int64_t>(st, 0), hi = std::min(st + k, in);
     r.div.push_back(count_include_pad ? std::min(st + k, in + p) - st : hi - lo);
   }
@@ -209,11 +212,46 @@ GeomPtr adaptive_geom(const char* op, const Tensor& x4, IntArrayRef output_size)
   return g;
 }
 
+using TensorPair = std::tuple<Tensor, Tensor>;  // (a macro argument cannot hold its comma)
+
 }  // namespace
+
+#define POOL_OPTS(...)                                                 \
+  {                                                                    \
+    .differentiable = true, .kind = "kernel", .stubs = { __VA_ARGS__ } \
+  }
+IGNIS_OP(max_pool2d_with_indices,
+         "max_pool2d_with_indices(Tensor self, int[] kernel_size, int[] stride=[], "
+         "int[] padding=[0], int[] dilation=[1], bool ceil_mode=False) -> (Tensor, Tensor)",
+         TensorPair(const Tensor&, IntArrayRef, IntArrayRef, IntArrayRef, IntArrayRef, bool),
+         max_pool2d_with_indices, POOL_OPTS(&max_pool2d_stub, &max_pool2d_backward_stub));
+IGNIS_OP(max_pool2d,
+         "max_pool2d(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=[0], "
+         "int[] dilation=[1], bool ceil_mode=False) -> Tensor",
+         Tensor(const Tensor&, IntArrayRef, IntArrayRef, IntArrayRef, IntArrayRef, bool),
+         max_pool2d, {.differentiable = true, .kind = "composite"});
+IGNIS_OP(avg_pool2d,
+         "avg_pool2d(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=[0], "
+         "bool ceil_mode=False, bool count_include_pad=True) -> Tensor",
+         Tensor(const Tensor&, IntArrayRef, IntArrayRef, IntArrayRef, bool, bool), avg_pool2d,
+         POOL_OPTS(&avg_pool2d_stub, &avg_pool2d_backward_stub));
+IGNIS_OP(adaptive_avg_pool2d, "adaptive_avg_pool2d(Tensor self, int[] output_size) -> Tensor",
+         Tensor(const Tensor&, IntArrayRef), adaptive_avg_pool2d,
+         POOL_OPTS(&avg_pool2d_stub, &avg_pool2d_backward_stub));
+IGNIS_OP(adaptive_max_pool2d_with_indices,
+         "adaptive_max_pool2d_with_indices(Tensor self, int[] output_size) -> (Tensor, Tensor)",
+         TensorPair(const Tensor&, IntArrayRef), adaptive_max_pool2d_with_indices,
+         POOL_OPTS(&max_pool2d_stub, &max_pool2d_backward_stub));
+IGNIS_OP(adaptive_max_pool2d, "adaptive_max_pool2d(Tensor self, int[] output_size) -> Tensor",
+         Tensor(const Tensor&, IntArrayRef), adaptive_max_pool2d,
+         {.differentiable = true, .kind = "composite"});
+#undef POOL_OPTS
 
 std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, IntArrayRef kernel,
                                                    IntArrayRef stride, IntArrayRef padding,
                                                    IntArrayRef dilation, bool ceil_mode) {
+  IGNIS_DISPATCH(max_pool2d_with_indices, max_pool2d_with_indices, x, kernel, stride, padding,
+                 dilation, ceil_mode);
   const char* op = "max_pool2d";
   Tensor x4 = as_4d(op, x);
   const WindowArgs a = window_args(op, kernel, stride, padding, dilation, ceil_mode);
@@ -226,11 +264,13 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, IntArrayRef 
 
 Tensor max_pool2d(const Tensor& x, IntArrayRef kernel, IntArrayRef stride, IntArrayRef padding,
                   IntArrayRef dilation, bool ceil_mode) {
+  IGNIS_DISPATCH(max_pool2d, max_pool2d, x, kernel, stride, padding, dilation, ceil_mode);
   return std::get<0>(max_pool2d_with_indices(x, kernel, stride, padding, dilation, ceil_mode));
 }
 
 Tensor avg_pool2d(const Tensor& x, IntArrayRef kernel, IntArrayRef stride, IntArrayRef padding,
                   bool ceil_mode, bool count_include_pad) {
+  IGNIS_DISPATCH(avg_pool2d, avg_pool2d, x, kernel, stride, padding, ceil_mode, count_include_pad);
   const char* op = "avg_pool2d";
   Tensor x4 = as_4d(op, x);
   const WindowArgs a = window_args(op, kernel, stride, padding, {1}, ceil_mode);
@@ -241,6 +281,7 @@ Tensor avg_pool2d(const Tensor& x, IntArrayRef kernel, IntArrayRef stride, IntAr
 }
 
 Tensor adaptive_avg_pool2d(const Tensor& x, IntArrayRef output_size) {
+  IGNIS_DISPATCH(adaptive_avg_pool2d, adaptive_avg_pool2d, x, output_size);
   const char* op = "adaptive_avg_pool2d";
   Tensor x4 = as_4d(op, x);
   return from_4d(x, avg_pool_apply(op, x4, adaptive_geom(op, x4, output_size)));
@@ -248,6 +289,8 @@ Tensor adaptive_avg_pool2d(const Tensor& x, IntArrayRef output_size) {
 
 std::tuple<Tensor, Tensor> adaptive_max_pool2d_with_indices(const Tensor& x,
                                                             IntArrayRef output_size) {
+  IGNIS_DISPATCH(adaptive_max_pool2d_with_indices, adaptive_max_pool2d_with_indices, x,
+                 output_size);
   const char* op = "adaptive_max_pool2d";
   Tensor x4 = as_4d(op, x);
   auto [out, idx] = max_pool_apply(op, x4, adaptive_geom(op, x4, output_size));
@@ -255,6 +298,7 @@ std::tuple<Tensor, Tensor> adaptive_max_pool2d_with_indices(const Tensor& x,
 }
 
 Tensor adaptive_max_pool2d(const Tensor& x, IntArrayRef output_size) {
+  IGNIS_DISPATCH(adaptive_max_pool2d, adaptive_max_pool2d, x, output_size);
   return std::get<0>(adaptive_max_pool2d_with_indices(x, output_size));
 }
 
