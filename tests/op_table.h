@@ -40,6 +40,9 @@ struct OpInfo {
   /// Why the op cannot run on the meta device (its output's shape depends on input values, or
   /// it is a documented host read); empty: the meta test runs it.
   std::string meta_skip = {};
+  /// Inputs that the entry's fn reads on the host as parameters (dims, sizes, strides passed
+  /// as int64 tensors; -1 is the last input): the meta test keeps them on the CPU.
+  std::vector<int> host_params = {};
 };
 
 std::vector<OpInfo>& op_table();

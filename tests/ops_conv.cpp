@@ -217,6 +217,7 @@ OpInfo entry(std::string name, std::function<Tensor(const Inputs&)> fn,
   o.ref = std::move(ref);
   o.samples = std::move(s);
   o.dtypes = {kFloat32, kFloat64, kBFloat16};
+  o.host_params = {-1};  // the params() tensor: strides, padding, kernel sizes
   // Sums of up to ~50 products of values in [-2, 2].
   o.atol32 = 1e-4;
   o.rtol32 = 1e-4;

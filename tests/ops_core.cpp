@@ -672,7 +672,7 @@ IGNIS_OP_INFO(OpInfo{
 // ---- to(device), to(options), contiguous(memory_format), copy_ and fills
 
 IGNIS_OP_INFO(OpInfo{.name = "to.device",  // a copy to the same device (copy=true)
-                     .fn = [](const TL& x) { return x[0].to(kCPU, true); },
+                     .fn = [](const TL& x) { return x[0].to(x[0].device(), true); },
                      .ref = [](const TL& x) { return x[0].detach().clone(); },
                      .samples = [] { return elementwise_samples(1); },
                      .dtypes = kAllArith,
@@ -680,7 +680,7 @@ IGNIS_OP_INFO(OpInfo{.name = "to.device",  // a copy to the same device (copy=tr
 
 IGNIS_OP_INFO(OpInfo{
     .name = "to.dtype_layout",
-    .fn = [](const TL& x) { return x[0].to(TensorOptions(kFloat64).device(kCPU)); },
+    .fn = [](const TL& x) { return x[0].to(TensorOptions(kFloat64).device(x[0].device())); },
     .ref = [](const TL& x) { return x[0].detach().clone(); },
     .samples = [] { return elementwise_samples(1); },
     .dtypes = kFloats});
@@ -732,11 +732,11 @@ OpInfo factory(std::string name, std::function<Tensor(const Tensor&)> f, double 
 }
 
 IGNIS_OP_INFO(factory(
-    "zeros", [](const Tensor& t) { return zeros(t.sizes(), t.dtype()); }, 0));
+    "zeros", [](const Tensor& t) { return zeros(t.sizes(), t.options()); }, 0));
 IGNIS_OP_INFO(factory(
-    "ones", [](const Tensor& t) { return ones(t.sizes(), t.dtype()); }, 1));
+    "ones", [](const Tensor& t) { return ones(t.sizes(), t.options()); }, 1));
 IGNIS_OP_INFO(factory(
-    "full", [](const Tensor& t) { return full(t.sizes(), -3, t.dtype()); }, -3));
+    "full", [](const Tensor& t) { return full(t.sizes(), -3, t.options()); }, -3));
 IGNIS_OP_INFO(factory(
     "zeros_like", [](const Tensor& t) { return zeros_like(t); }, 0));
 IGNIS_OP_INFO(factory(
@@ -744,14 +744,14 @@ IGNIS_OP_INFO(factory(
 IGNIS_OP_INFO(factory(
     "full_like", [](const Tensor& t) { return full_like(t, 7); }, 7));
 IGNIS_OP_INFO(OpInfo{.name = "scalar_tensor",
-                     .fn = [](const TL& x) { return scalar_tensor(-2, x[0].dtype()); },
+                     .fn = [](const TL& x) { return scalar_tensor(-2, x[0].options()); },
                      .ref = [](const TL&) { return from_values({-2}, {}); },
                      .samples = factory_samples,
                      .dtypes = kAllArith,
                      .differentiable = false});
 
 IGNIS_OP_INFO(OpInfo{.name = "arange",
-                     .fn = [](const TL& x) { return arange(5, x[0].dtype()); },
+                     .fn = [](const TL& x) { return arange(5, x[0].options()); },
                      .ref =
                          [](const TL&) {
                            return from_values({0, 1, 2, 3, 4}, {5});
@@ -760,7 +760,7 @@ IGNIS_OP_INFO(OpInfo{.name = "arange",
                      .dtypes = kAllArith,
                      .differentiable = false});
 IGNIS_OP_INFO(OpInfo{.name = "arange.start_step",
-                     .fn = [](const TL& x) { return arange(-1.5, 2, 0.5, x[0].dtype()); },
+                     .fn = [](const TL& x) { return arange(-1.5, 2, 0.5, x[0].options()); },
                      .ref =
                          [](const TL&) {
                            std::vector<double> v;
@@ -771,7 +771,7 @@ IGNIS_OP_INFO(OpInfo{.name = "arange.start_step",
                      .dtypes = kFloats,
                      .differentiable = false});
 IGNIS_OP_INFO(OpInfo{.name = "linspace",
-                     .fn = [](const TL& x) { return linspace(-1, 2, 7, x[0].dtype()); },
+                     .fn = [](const TL& x) { return linspace(-1, 2, 7, x[0].options()); },
                      .ref =
                          [](const TL&) {
                            std::vector<double> v;
@@ -784,7 +784,7 @@ IGNIS_OP_INFO(OpInfo{.name = "linspace",
 // eye(rows of input 0, columns of input 0).
 IGNIS_OP_INFO(OpInfo{
     .name = "eye",
-    .fn = [](const TL& x) { return eye(x[0].size(0), x[0].size(1), x[0].dtype()); },
+    .fn = [](const TL& x) { return eye(x[0].size(0), x[0].size(1), x[0].options()); },
     .ref =
         [](const TL& x) {
           const int64_t n = x[0].size(0), m = x[0].size(1);

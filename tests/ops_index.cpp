@@ -93,7 +93,8 @@ IGNIS_OP_INFO(OpInfo{
               {"empty index", {in({3, 2}, 6), ix({}), dim_t(0)}}};
         },
     .dtypes = kMove,
-    .grad_inputs = {0}});
+    .grad_inputs = {0},
+    .host_params = {2}});
 
 Tensor ref_gather(const TL& x) {
   const Reader r(x[0]);
@@ -118,7 +119,8 @@ IGNIS_OP_INFO(OpInfo{
               {"3-d", {in({2, 3, 2}, 14), ix({1, 0, 2, 2, 0, 1, 1, 0}, {2, 2, 2}), dim_t(1)}}};
         },
     .dtypes = kMove,
-    .grad_inputs = {0}});
+    .grad_inputs = {0},
+    .host_params = {2}});
 
 // self with src written (or added) at self[p with dim = index[p]] for every p of index.
 Tensor ref_scatter(const TL& x, bool add) {
@@ -138,20 +140,21 @@ Tensor ref_scatter(const TL& x, bool add) {
 
 // Unique targets per line: scatter's result (and gradient) is then well defined.
 std::vector<OpSample> scatter_samples() {
-  return {{"dim 1, src larger", {in({3, 4}, 21), ix({3, 0, 1, 2, 0, 3}, {3, 2}), in({3, 3}, 22),
-                                 dim_t(1)}},
-          {"dim 0", {in({3, 2}, 23), ix({2, 0, 0, 1}, {2, 2}), in({2, 2}, 24), dim_t(0)}},
-          {"noncontiguous", {make_noncontiguous({2, 3}, 25), ix({2, 1, 0, 2}, {2, 2}),
-                             in({3, 2}, 26).t(), dim_t(-1)}}};
+  return {
+      {"dim 1, src larger",
+       {in({3, 4}, 21), ix({3, 0, 1, 2, 0, 3}, {3, 2}), in({3, 3}, 22), dim_t(1)}},
+      {"dim 0", {in({3, 2}, 23), ix({2, 0, 0, 1}, {2, 2}), in({2, 2}, 24), dim_t(0)}},
+      {"noncontiguous",
+       {make_noncontiguous({2, 3}, 25), ix({2, 1, 0, 2}, {2, 2}), in({3, 2}, 26).t(), dim_t(-1)}}};
 }
 
-IGNIS_OP_INFO(OpInfo{
-    .name = "scatter",
-    .fn = [](const TL& x) { return x[0].scatter(dim_of(x[3]), x[1], x[2]); },
-    .ref = [](const TL& x) { return ref_scatter(x, false); },
-    .samples = scatter_samples,
-    .dtypes = kMove,
-    .grad_inputs = {0, 2}});
+IGNIS_OP_INFO(OpInfo{.name = "scatter",
+                     .fn = [](const TL& x) { return x[0].scatter(dim_of(x[3]), x[1], x[2]); },
+                     .ref = [](const TL& x) { return ref_scatter(x, false); },
+                     .samples = scatter_samples,
+                     .dtypes = kMove,
+                     .grad_inputs = {0, 2},
+                     .host_params = {3}});
 
 IGNIS_OP_INFO(OpInfo{
     .name = "scatter_add",
@@ -160,16 +163,17 @@ IGNIS_OP_INFO(OpInfo{
     .samples =
         [] {
           std::vector<OpSample> s = scatter_samples();
-          s.push_back({"duplicates", {in({2, 3}, 27), ix({1, 1, 1, 0, 1, 0}, {2, 3}),
-                                      in({2, 3}, 28), dim_t(0)}});
+          s.push_back({"duplicates",
+                       {in({2, 3}, 27), ix({1, 1, 1, 0, 1, 0}, {2, 3}), in({2, 3}, 28), dim_t(0)}});
           // The message-passing idiom: a vector index expanded over the feature dim.
-          s.push_back({"expanded index", {in({3, 4}, 29), ix({2, 0, 2, 2, 1}).unsqueeze(1)
-                                                              .expand({5, 4}),
-                                          in({5, 4}, 30), dim_t(0)}});
+          s.push_back({"expanded index",
+                       {in({3, 4}, 29), ix({2, 0, 2, 2, 1}).unsqueeze(1).expand({5, 4}),
+                        in({5, 4}, 30), dim_t(0)}});
           return s;
         },
     .dtypes = kFloats,
-    .grad_inputs = {0, 2}});
+    .grad_inputs = {0, 2},
+    .host_params = {3}});
 
 Tensor ref_index_add(const TL& x, double alpha) {
   const int64_t d = wdim(x[3], x[0].dim());
@@ -194,12 +198,13 @@ IGNIS_OP_INFO(OpInfo{
           return std::vector<OpSample>{
               {"rows with duplicates", {in({4, 3}, 31), ix({3, 0, 3}), in({3, 3}, 32), dim_t(0)}},
               {"columns", {in({2, 4}, 33), ix({1, 1, 2, 0, 1}), in({2, 5}, 34), dim_t(1)}},
-              {"noncontiguous", {make_noncontiguous({3, 4}, 35), ix({0, 2}),
-                                 in({4, 2}, 36).t(), dim_t(0)}},
+              {"noncontiguous",
+               {make_noncontiguous({3, 4}, 35), ix({0, 2}), in({4, 2}, 36).t(), dim_t(0)}},
               {"1-d", {in({3}, 37), ix({2, 2, 0, 1}), in({4}, 38), dim_t(0)}}};
         },
     .dtypes = kFloats,
-    .grad_inputs = {0, 2}});
+    .grad_inputs = {0, 2},
+    .host_params = {3}});
 
 // ---- masks
 
@@ -208,73 +213,74 @@ std::vector<OpSample> mask_samples() {
           {"broadcast mask", {in({2, 3}, 42), mask({false, true, true}, {3})}},
           {"mask broadcasts the input", {in({3}, 43), mask({true, false}, {2, 1})}},
           {"0-d", {in({}, 44), mask({true}, {})}},
-          {"noncontiguous", {make_noncontiguous({3, 2}, 45),
-                             mask({true, true, false, false, true, false}, {3, 2})}},
+          {"noncontiguous",
+           {make_noncontiguous({3, 2}, 45), mask({true, true, false, false, true, false}, {3, 2})}},
           {"empty", {in({0, 2}, 46), mask({true, false}, {2})}}};
 }
 
-IGNIS_OP_INFO(OpInfo{
-    .name = "masked_fill",
-    .fn = [](const TL& x) { return x[0].masked_fill(x[1], -1.0); },
-    .ref =
-        [](const TL& x) {
-          return ref_elementwise({x[0], x[1].to(kFloat64)},
-                                 [](auto& v) { return v[1] != 0 ? -1.0 : v[0]; });
-        },
-    .samples = mask_samples,
-    .dtypes = kMove,
-    .grad_inputs = {0}});
+IGNIS_OP_INFO(OpInfo{.name = "masked_fill",
+                     .fn = [](const TL& x) { return x[0].masked_fill(x[1], -1.0); },
+                     .ref =
+                         [](const TL& x) {
+                           return ref_elementwise({x[0], x[1].to(kFloat64)},
+                                                  [](auto& v) { return v[1] != 0 ? -1.0 : v[0]; });
+                         },
+                     .samples = mask_samples,
+                     .dtypes = kMove,
+                     .grad_inputs = {0}});
 
-IGNIS_OP_INFO(OpInfo{
-    .name = "masked_select",
-    .fn = [](const TL& x) { return x[0].masked_select(x[1]); },
-    .ref =
-        [](const TL& x) {
-          Shape s = broadcast_shapes(x[0].sizes(), x[1].sizes());
-          const auto v = values(x[0].expand(s)), m = values(x[1].expand(s));
-          std::vector<double> out;
-          for (size_t k = 0; k < v.size(); ++k) {
-            if (m[k] != 0) out.push_back(v[k]);
-          }
-          return from_values(out, {static_cast<int64_t>(out.size())});
-        },
-    .samples = mask_samples,
-    .dtypes = kMove,
-    .grad_inputs = {0}});
+IGNIS_OP_INFO(OpInfo{.name = "masked_select",
+                     .fn = [](const TL& x) { return x[0].masked_select(x[1]); },
+                     .ref =
+                         [](const TL& x) {
+                           Shape s = broadcast_shapes(x[0].sizes(), x[1].sizes());
+                           const auto v = values(x[0].expand(s)), m = values(x[1].expand(s));
+                           std::vector<double> out;
+                           for (size_t k = 0; k < v.size(); ++k) {
+                             if (m[k] != 0) out.push_back(v[k]);
+                           }
+                           return from_values(out, {static_cast<int64_t>(out.size())});
+                         },
+                     .samples = mask_samples,
+                     .dtypes = kMove,
+                     .grad_inputs = {0},
+                     .meta_skip = "its output shape depends on the input values"});
 
 // ---- advanced indexing
 
-IGNIS_OP_INFO(OpInfo{
-    .name = "index_tensor",  // x[idx] with a 2-d index: its shape replaces dim 0
-    .fn = [](const TL& x) { return x[0].index({x[1]}); },
-    .ref =
-        [](const TL& x) {
-          const Reader r(x[0]);
-          const Reader idx(x[1]);
-          Shape s = x[1].sizes().shape();
-          for (int64_t d = 1; d < x[0].dim(); ++d) s.push_back(x[0].size(d));
-          const int64_t k = x[1].dim();
-          return ref_map(s, [&](const Idx& o) {
-            Idx ii(o.begin(), o.begin() + k);
-            Idx p{wrap(static_cast<int64_t>(idx(ii)), x[0].size(0))};
-            p.insert(p.end(), o.begin() + k, o.end());
-            return r(p);
-          });
-        },
-    .samples =
-        [] {
-          return std::vector<OpSample>{
-              {"2-d index with duplicates and negatives", {in({4, 3}, 51),
-                                                           ix({3, -1, 0, 3}, {2, 2})}},
-              {"1-d input", {in({5}, 52), ix({4, 1, 1})}},
-              {"noncontiguous", {make_noncontiguous({3, 4}, 53), ix({2, 0})}}};
-        },
-    .dtypes = kMove,
-    .grad_inputs = {0}});
+IGNIS_OP_INFO(OpInfo{.name = "index_tensor",  // x[idx] with a 2-d index: its shape replaces dim 0
+                     .fn = [](const TL& x) { return x[0].index({x[1]}); },
+                     .ref =
+                         [](const TL& x) {
+                           const Reader r(x[0]);
+                           const Reader idx(x[1]);
+                           Shape s = x[1].sizes().shape();
+                           for (int64_t d = 1; d < x[0].dim(); ++d) s.push_back(x[0].size(d));
+                           const int64_t k = x[1].dim();
+                           return ref_map(s, [&](const Idx& o) {
+                             Idx ii(o.begin(), o.begin() + k);
+                             Idx p{wrap(static_cast<int64_t>(idx(ii)), x[0].size(0))};
+                             p.insert(p.end(), o.begin() + k, o.end());
+                             return r(p);
+                           });
+                         },
+                     .samples =
+                         [] {
+                           return std::vector<OpSample>{
+                               {"2-d index with duplicates and negatives",
+                                {in({4, 3}, 51), ix({3, -1, 0, 3}, {2, 2})}},
+                               {"1-d input", {in({5}, 52), ix({4, 1, 1})}},
+                               {"noncontiguous", {make_noncontiguous({3, 4}, 53), ix({2, 0})}}};
+                         },
+                     .dtypes = kMove,
+                     .grad_inputs = {0}});
 
 IGNIS_OP_INFO(OpInfo{
     .name = "index_two_tensors",  // x[:, i, j]: i [2, 1] and j [3] broadcast to [2, 3]
-    .fn = [](const TL& x) { return x[0].index({Slice(), x[1], x[2]}); },
+    .fn =
+        [](const TL& x) {
+          return x[0].index({Slice(), x[1], x[2]});
+        },
     .ref =
         [](const TL& x) {
           const Reader r(x[0]);
@@ -285,45 +291,54 @@ IGNIS_OP_INFO(OpInfo{
         },
     .samples =
         [] {
-          return std::vector<OpSample>{{"broadcast", {in({2, 3, 4, 2}, 54), ix({2, 0}, {2, 1}),
-                                                      ix({3, 1, 0})}}};
+          return std::vector<OpSample>{
+              {"broadcast", {in({2, 3, 4, 2}, 54), ix({2, 0}, {2, 1}), ix({3, 1, 0})}}};
         },
     .dtypes = kMove,
     .grad_inputs = {0}});
 
-IGNIS_OP_INFO(OpInfo{
-    .name = "index_nonadjacent",  // x[i, :, j]: the index dims go first
-    .fn = [](const TL& x) { return x[0].index({x[1], Slice(), x[2]}); },
-    .ref =
-        [](const TL& x) {
-          const Reader r(x[0]);
-          const auto i = ivalues(x[1]), j = ivalues(x[2]);
-          const auto n = static_cast<int64_t>(i.size());
-          return ref_map({n, x[0].size(1), x[0].size(3)}, [&](const Idx& o) {
-            return r({i[o[0]], o[1], j[o[0]], o[2]});
-          });
-        },
-    .samples =
-        [] {
-          return std::vector<OpSample>{{"pairs", {in({3, 2, 4, 2}, 55), ix({2, 0, 2}),
-                                                  ix({3, 3, 1})}}};
-        },
-    .dtypes = kMove,
-    .grad_inputs = {0}});
+IGNIS_OP_INFO(OpInfo{.name = "index_nonadjacent",  // x[i, :, j]: the index dims go first
+                     .fn =
+                         [](const TL& x) {
+                           return x[0].index({x[1], Slice(), x[2]});
+                         },
+                     .ref =
+                         [](const TL& x) {
+                           const Reader r(x[0]);
+                           const auto i = ivalues(x[1]), j = ivalues(x[2]);
+                           const auto n = static_cast<int64_t>(i.size());
+                           return ref_map({n, x[0].size(1), x[0].size(3)}, [&](const Idx& o) {
+                             return r({i[o[0]], o[1], j[o[0]], o[2]});
+                           });
+                         },
+                     .samples =
+                         [] {
+                           return std::vector<OpSample>{
+                               {"pairs", {in({3, 2, 4, 2}, 55), ix({2, 0, 2}), ix({3, 3, 1})}}};
+                         },
+                     .dtypes = kMove,
+                     .grad_inputs = {0}});
 
 IGNIS_OP_INFO(OpInfo{
     .name = "index_mixed",  // x[1:, None, idx, ::2]
-    .fn = [](const TL& x) { return x[0].index({Slice(1), None, x[1], Slice(0, std::nullopt, 2)}); },
+    .fn =
+        [](const TL& x) {
+          return x[0].index({Slice(1), None, x[1], Slice(0, std::nullopt, 2)});
+        },
     .ref =
         [](const TL& x) {
           const Reader r(x[0]);
           const auto i = ivalues(x[1]);
           const int64_t w = (x[0].size(2) + 1) / 2;
           return ref_map({x[0].size(0) - 1, 1, static_cast<int64_t>(i.size()), w},
-                         [&](const Idx& o) { return r({o[0] + 1, i[o[2]], 2 * o[3]}); });
+                         [&](const Idx& o) {
+                           return r({o[0] + 1, i[o[2]], 2 * o[3]});
+                         });
         },
     .samples =
-        [] { return std::vector<OpSample>{{"3-d", {in({3, 4, 5}, 56), ix({3, 0, 3})}}}; },
+        [] {
+          return std::vector<OpSample>{{"3-d", {in({3, 4, 5}, 56), ix({3, 0, 3})}}};
+        },
     .dtypes = kMove,
     .grad_inputs = {0}});
 
@@ -345,11 +360,12 @@ IGNIS_OP_INFO(OpInfo{
     .samples =
         [] {
           return std::vector<OpSample>{
-              {"2-d mask", {in({2, 3, 2}, 57), mask({true, false, true, true, false, false},
-                                                    {2, 3})}}};
+              {"2-d mask",
+               {in({2, 3, 2}, 57), mask({true, false, true, true, false, false}, {2, 3})}}};
         },
     .dtypes = kMove,
-    .grad_inputs = {0}});
+    .grad_inputs = {0},
+    .meta_skip = "a boolean mask index: its output shape depends on the mask's values"});
 
 // index_put_ on a copy of x: y[:, idx] = v (v broadcast), differentiable in x and v.
 IGNIS_OP_INFO(OpInfo{
@@ -399,35 +415,46 @@ Tensor ref_cat(const TL& parts, int64_t d) {
 
 IGNIS_OP_INFO(OpInfo{
     .name = "cat",
-    .fn = [](const TL& x) { return cat({x[0], x[1], x[2]}, dim_of(x[3])); },
-    .ref = [](const TL& x) { return ref_cat({x[0], x[1], x[2]}, wdim(x[3], x[0].dim())); },
+    .fn =
+        [](const TL& x) {
+          return cat({x[0], x[1], x[2]}, dim_of(x[3]));
+        },
+    .ref =
+        [](const TL& x) {
+          return ref_cat({x[0], x[1], x[2]}, wdim(x[3], x[0].dim()));
+        },
     .samples =
         [] {
           return std::vector<OpSample>{
               {"dim 0", {in({2, 3}, 71), in({1, 3}, 72), in({3, 3}, 73), dim_t(0)}},
-              {"dim 1, noncontiguous", {in({2, 2}, 74), make_noncontiguous({2, 3}, 75),
-                                        in({2, 2}, 76).t(), dim_t(-1)}},
-              {"with an empty part", {in({2, 2, 1}, 77), in({2, 2, 0}, 78), in({2, 2, 3}, 79),
-                                      dim_t(2)}}};
+              {"dim 1, noncontiguous",
+               {in({2, 2}, 74), make_noncontiguous({2, 3}, 75), in({2, 2}, 76).t(), dim_t(-1)}},
+              {"with an empty part",
+               {in({2, 2, 1}, 77), in({2, 2, 0}, 78), in({2, 2, 3}, 79), dim_t(2)}}};
         },
-    .dtypes = kMove});
+    .dtypes = kMove,
+    .host_params = {3}});
 
-IGNIS_OP_INFO(OpInfo{
-    .name = "stack",
-    .fn = [](const TL& x) { return stack({x[0], x[1]}, dim_of(x[2])); },
-    .ref =
-        [](const TL& x) {
-          const int64_t d = dim_of(x[2]) < 0 ? dim_of(x[2]) + x[0].dim() + 1 : dim_of(x[2]);
-          return ref_cat({x[0].unsqueeze(d), x[1].unsqueeze(d)}, d);
-        },
-    .samples =
-        [] {
-          return std::vector<OpSample>{{"dim 0", {in({2, 3}, 81), in({2, 3}, 82), dim_t(0)}},
-                                       {"last dim", {in({2, 3}, 83), in({3, 2}, 84).t(),
-                                                     dim_t(-1)}},
-                                       {"0-d", {in({}, 85), in({}, 86), dim_t(0)}}};
-        },
-    .dtypes = kMove});
+IGNIS_OP_INFO(OpInfo{.name = "stack",
+                     .fn =
+                         [](const TL& x) {
+                           return stack({x[0], x[1]}, dim_of(x[2]));
+                         },
+                     .ref =
+                         [](const TL& x) {
+                           const int64_t d =
+                               dim_of(x[2]) < 0 ? dim_of(x[2]) + x[0].dim() + 1 : dim_of(x[2]);
+                           return ref_cat({x[0].unsqueeze(d), x[1].unsqueeze(d)}, d);
+                         },
+                     .samples =
+                         [] {
+                           return std::vector<OpSample>{
+                               {"dim 0", {in({2, 3}, 81), in({2, 3}, 82), dim_t(0)}},
+                               {"last dim", {in({2, 3}, 83), in({3, 2}, 84).t(), dim_t(-1)}},
+                               {"0-d", {in({}, 85), in({}, 86), dim_t(0)}}};
+                         },
+                     .dtypes = kMove,
+                     .host_params = {2}});
 
 IGNIS_OP_INFO(OpInfo{
     .name = "split_chunks",  // the last, shorter chunk of split(x, 2, 1), and the middle one
@@ -477,25 +504,30 @@ IGNIS_OP_INFO(OpInfo{
           const Reader r(x[0]);  // 7 columns in chunks of 3: the last holds column 6
           return ref_map({x[0].size(0), 1}, [&](const Idx& o) { return r({o[0], 6}); });
         },
-    .samples = [] { return std::vector<OpSample>{{"7 columns", {in({2, 7}, 93)}}}; },
-    .dtypes = kMove});
-
-IGNIS_OP_INFO(OpInfo{
-    .name = "repeat",
-    .fn = [](const TL& x) { return x[0].repeat({2, 1, 3}); },
-    .ref =
-        [](const TL& x) {
-          const Reader r(x[0].reshape({1, x[0].size(0), x[0].size(1)}));
-          return ref_map({2, x[0].size(0), 3 * x[0].size(1)}, [&](const Idx& o) {
-            return r({0, o[1], o[2] % x[0].size(1)});
-          });
-        },
     .samples =
         [] {
-          return std::vector<OpSample>{{"2-d", {in({2, 3}, 94)}},
-                                       {"transposed", {in({3, 2}, 95).t()}}};
+          return std::vector<OpSample>{{"7 columns", {in({2, 7}, 93)}}};
         },
     .dtypes = kMove});
+
+IGNIS_OP_INFO(OpInfo{.name = "repeat",
+                     .fn =
+                         [](const TL& x) {
+                           return x[0].repeat({2, 1, 3});
+                         },
+                     .ref =
+                         [](const TL& x) {
+                           const Reader r(x[0].reshape({1, x[0].size(0), x[0].size(1)}));
+                           return ref_map({2, x[0].size(0), 3 * x[0].size(1)}, [&](const Idx& o) {
+                             return r({0, o[1], o[2] % x[0].size(1)});
+                           });
+                         },
+                     .samples =
+                         [] {
+                           return std::vector<OpSample>{{"2-d", {in({2, 3}, 94)}},
+                                                        {"transposed", {in({3, 2}, 95).t()}}};
+                         },
+                     .dtypes = kMove});
 
 Tensor ref_tri(const Tensor& x, int64_t k, bool lower) {
   const Reader r(x);
@@ -532,44 +564,46 @@ IGNIS_OP_INFO(OpInfo{.name = "triu_diagonal",
                      .samples = tri_samples,
                      .dtypes = kMove});
 
-IGNIS_OP_INFO(OpInfo{
-    .name = "flip",
-    .fn = [](const TL& x) { return x[0].flip({0, -1}); },
-    .ref =
-        [](const TL& x) {
-          const Reader r(x[0]);
-          return ref_map(x[0].sizes(), [&](Idx o) {
-            o.front() = x[0].size(0) - 1 - o.front();
-            o.back() = x[0].size(-1) - 1 - o.back();
-            return r(o);
-          });
-        },
-    .samples =
-        [] {
-          return std::vector<OpSample>{{"2-d", {in({3, 4}, 111)}},
-                                       {"3-d", {in({2, 3, 2}, 112)}},
-                                       {"noncontiguous", {make_noncontiguous({2, 3}, 113)}}};
-        },
-    .dtypes = kMove});
+IGNIS_OP_INFO(OpInfo{.name = "flip",
+                     .fn =
+                         [](const TL& x) {
+                           return x[0].flip({0, -1});
+                         },
+                     .ref =
+                         [](const TL& x) {
+                           const Reader r(x[0]);
+                           return ref_map(x[0].sizes(), [&](Idx o) {
+                             o.front() = x[0].size(0) - 1 - o.front();
+                             o.back() = x[0].size(-1) - 1 - o.back();
+                             return r(o);
+                           });
+                         },
+                     .samples =
+                         [] {
+                           return std::vector<OpSample>{
+                               {"2-d", {in({3, 4}, 111)}},
+                               {"3-d", {in({2, 3, 2}, 112)}},
+                               {"noncontiguous", {make_noncontiguous({2, 3}, 113)}}};
+                         },
+                     .dtypes = kMove});
 
-IGNIS_OP_INFO(OpInfo{
-    .name = "flip_last",
-    .fn = [](const TL& x) { return x[0].flip({-1}); },
-    .ref =
-        [](const TL& x) {
-          const Reader r(x[0]);
-          return ref_map(x[0].sizes(), [&](Idx o) {
-            if (!o.empty()) o.back() = x[0].size(-1) - 1 - o.back();
-            return r(o);
-          });
-        },
-    .samples =
-        [] {
-          return std::vector<OpSample>{{"1-d", {in({5}, 114)}},
-                                       {"0-d", {in({}, 115)}},
-                                       {"transposed", {in({4, 3}, 116).t()}}};
-        },
-    .dtypes = kMove});
+IGNIS_OP_INFO(OpInfo{.name = "flip_last",
+                     .fn = [](const TL& x) { return x[0].flip({-1}); },
+                     .ref =
+                         [](const TL& x) {
+                           const Reader r(x[0]);
+                           return ref_map(x[0].sizes(), [&](Idx o) {
+                             if (!o.empty()) o.back() = x[0].size(-1) - 1 - o.back();
+                             return r(o);
+                           });
+                         },
+                     .samples =
+                         [] {
+                           return std::vector<OpSample>{{"1-d", {in({5}, 114)}},
+                                                        {"0-d", {in({}, 115)}},
+                                                        {"transposed", {in({4, 3}, 116).t()}}};
+                         },
+                     .dtypes = kMove});
 
 // pad over the last two dims of a [2, 3, 4] input with `p` = {left, right, top, bottom}.
 Tensor ref_pad(const Tensor& x, const Idx& p, const std::string& mode, double value) {
@@ -605,7 +639,10 @@ IGNIS_OP_INFO(OpInfo{.name = "pad_constant",
                      .dtypes = kFloats,
                      .ops = {"pad"}});
 IGNIS_OP_INFO(OpInfo{.name = "pad_negative",  // crops the left column and the top row
-                     .fn = [](const TL& x) { return pad(x[0], {-1, 1, -1, 0}); },
+                     .fn =
+                         [](const TL& x) {
+                           return pad(x[0], {-1, 1, -1, 0});
+                         },
                      .ref =
                          [](const TL& x) {
                            const Reader r(x[0]);
@@ -616,40 +653,54 @@ IGNIS_OP_INFO(OpInfo{.name = "pad_negative",  // crops the left column and the t
                      .samples = pad_samples,
                      .dtypes = kFloats});
 IGNIS_OP_INFO(OpInfo{.name = "pad_reflect",
-                     .fn = [](const TL& x) { return pad(x[0], {3, 1, 2, 2}, "reflect"); },
-                     .ref = [](const TL& x) { return ref_pad(x[0], {3, 1, 2, 2}, "reflect", 0); },
+                     .fn =
+                         [](const TL& x) {
+                           return pad(x[0], {3, 1, 2, 2}, "reflect");
+                         },
+                     .ref =
+                         [](const TL& x) {
+                           return ref_pad(x[0], {3, 1, 2, 2}, "reflect", 0);
+                         },
                      .samples = pad_samples,
                      .dtypes = kFloats});
 IGNIS_OP_INFO(OpInfo{.name = "pad_replicate",
-                     .fn = [](const TL& x) { return pad(x[0], {2, 0, 1, 3}, "replicate"); },
-                     .ref = [](const TL& x) { return ref_pad(x[0], {2, 0, 1, 3}, "replicate", 0); },
+                     .fn =
+                         [](const TL& x) {
+                           return pad(x[0], {2, 0, 1, 3}, "replicate");
+                         },
+                     .ref =
+                         [](const TL& x) {
+                           return ref_pad(x[0], {2, 0, 1, 3}, "replicate", 0);
+                         },
                      .samples = pad_samples,
                      .dtypes = kFloats});
 
 // ---- integer-valued outputs (not differentiable)
 
-IGNIS_OP_INFO(OpInfo{
-    .name = "one_hot",
-    .fn = [](const TL& x) { return one_hot(x[0], dim_of(x[1])); },
-    .ref =
-        [](const TL& x) {
-          const auto v = ivalues(x[0]);
-          int64_t c = dim_of(x[1]);
-          if (c < 0) c = *std::max_element(v.begin(), v.end()) + 1;
-          Shape s = x[0].sizes().shape();
-          s.push_back(c);
-          return ref_map(s, [&](const Idx& o) {
-            Idx p(o.begin(), o.end() - 1);
-            return v[ravel(p, x[0].sizes())] == o.back() ? 1.0 : 0.0;
-          });
-        },
-    .samples =
-        [] {
-          return std::vector<OpSample>{{"inferred classes", {ix({2, 0, 1, 2}, {2, 2}), dim_t(-1)}},
-                                       {"given classes", {ix({1, 0, 3}), dim_t(5)}}};
-        },
-    .dtypes = {kFloat64},
-    .differentiable = false});
+IGNIS_OP_INFO(OpInfo{.name = "one_hot",
+                     .fn = [](const TL& x) { return one_hot(x[0], dim_of(x[1])); },
+                     .ref =
+                         [](const TL& x) {
+                           const auto v = ivalues(x[0]);
+                           int64_t c = dim_of(x[1]);
+                           if (c < 0) c = *std::max_element(v.begin(), v.end()) + 1;
+                           Shape s = x[0].sizes().shape();
+                           s.push_back(c);
+                           return ref_map(s, [&](const Idx& o) {
+                             Idx p(o.begin(), o.end() - 1);
+                             return v[ravel(p, x[0].sizes())] == o.back() ? 1.0 : 0.0;
+                           });
+                         },
+                     .samples =
+                         [] {
+                           return std::vector<OpSample>{
+                               {"inferred classes", {ix({2, 0, 1, 2}, {2, 2}), dim_t(-1)}},
+                               {"given classes", {ix({1, 0, 3}), dim_t(5)}}};
+                         },
+                     .dtypes = {kFloat64},
+                     .differentiable = false,
+                     .meta_skip = "num_classes=-1 reads the largest index on the host",
+                     .host_params = {1}});
 
 IGNIS_OP_INFO(OpInfo{
     .name = "nonzero",
@@ -673,7 +724,8 @@ IGNIS_OP_INFO(OpInfo{
               {"1-d", {from_values({0, 0, 7}, {3})}}};
         },
     .dtypes = kMove,
-    .differentiable = false});
+    .differentiable = false,
+    .meta_skip = "its output shape depends on the input values"});
 
 // ---- in place: self is a non-leaf copy of input 0 (so that autograd records the write), then
 // the method writes into it; the references are those of the out-of-place ops.
@@ -692,7 +744,8 @@ OpInfo inplace_entry(std::string name, std::function<void(Tensor&, const TL&)> f
                 .ref = std::move(ref),
                 .samples = std::move(samples),
                 .dtypes = std::move(dtypes),
-                .grad_inputs = std::move(grad_inputs)};
+                .grad_inputs = std::move(grad_inputs),
+                .host_params = {3}};
 }
 
 IGNIS_OP_INFO(inplace_entry(

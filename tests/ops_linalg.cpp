@@ -312,9 +312,9 @@ OpInfo bce_entry(const std::string& reduction, bool weighted) {
   OpInfo o = entry(
       "binary_cross_entropy_with_logits_" + reduction + (weighted ? "_weighted" : ""),
       [reduction](const Inputs& x) {
-        return x.size() > 2 ? binary_cross_entropy_with_logits(x[0], x[1], x[2], x[3], reduction)
-                            : binary_cross_entropy_with_logits(x[0], x[1], Tensor(), Tensor(),
-                                                               reduction);
+        return x.size() > 2
+                   ? binary_cross_entropy_with_logits(x[0], x[1], x[2], x[3], reduction)
+                   : binary_cross_entropy_with_logits(x[0], x[1], Tensor(), Tensor(), reduction);
       },
       [reduction](const Inputs& x) { return ref_bce(x, reduction); },
       [weighted] { return bce_samples(weighted); });

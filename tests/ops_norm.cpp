@@ -89,7 +89,7 @@ IGNIS_OP_INFO(OpInfo{
     .fn =
         [](const TL& x) {
           // Fresh running statistics each call: their update must not disturb the output.
-          const TensorOptions o = TensorOptions(x[0].dtype());
+          const TensorOptions o = TensorOptions(x[0].dtype()).device(x[0].device());
           Tensor rm = zeros({x[0].size(1)}, o), rv = ones({x[0].size(1)}, o);
           return batch_norm(x[0], rm, rv, x[1], x[2], true, 0.1, 1e-5);
         },
@@ -185,7 +185,8 @@ IGNIS_OP_INFO(OpInfo{
     .atol32 = 1e-4,
     .rtol32 = 1e-4,
     .atol_bf16 = 5e-2,
-    .rtol_bf16 = 5e-2});
+    .rtol_bf16 = 5e-2,
+    .host_params = {3}});
 
 // ---- local_response_norm
 
@@ -385,7 +386,8 @@ IGNIS_OP_INFO(OpInfo{
     .atol32 = 1e-4,
     .rtol32 = 1e-4,
     .atol_bf16 = 5e-2,
-    .rtol_bf16 = 5e-2});
+    .rtol_bf16 = 5e-2,
+    .host_params = {3}});
 
 // ---- interpolate
 
