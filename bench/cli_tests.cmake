@@ -47,3 +47,22 @@ foreach(f contiguous channels_last)
   set_tests_properties(cli_bench_train_step_${f} PROPERTIES PASS_REGULAR_EXPRESSION
                        "workload=train_step model=lenet batch=4 .*memory_format=${f} s_per_step=")
 endforeach()
+# `ignis ops`: the registry, one schema per op; a name shows its overloads; an unknown one is a
+# usage error.
+add_test(NAME cli_ops COMMAND ignis_cli ops)
+set_tests_properties(cli_ops PROPERTIES PASS_REGULAR_EXPRESSION
+                     "add\\.Tensor\\(Tensor self, Tensor other, \\*, Scalar alpha=1\\) -> Tensor\n    kind=kernel differentiable=yes devices=cpu,meta.*[0-9]+ ops")
+add_test(NAME cli_ops_name COMMAND ignis_cli ops max)
+set_tests_properties(cli_ops_name PROPERTIES PASS_REGULAR_EXPRESSION
+                     "max\\.dim\\(Tensor self, int dim, bool keepdim=False\\) -> \\(Tensor, Tensor\\)")
+add_test(NAME cli_ops_unknown
+         COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:ignis_cli> "-DARGS=ops;no_such_op"
+                 -P ${CMAKE_CURRENT_LIST_DIR}/expect_usage_error.cmake)
+set_tests_properties(cli_ops_unknown PROPERTIES PASS_REGULAR_EXPRESSION
+                     "exit status 2, .*no op named 'no_such_op' is registered")
+# --profile: the profiler's table and a trace file.
+add_test(NAME cli_bench_profile
+         COMMAND ignis_cli bench op_overhead --repeat 1 --threads 1
+                 --profile ${CMAKE_CURRENT_BINARY_DIR}/bench_profile.json)
+set_tests_properties(cli_bench_profile PROPERTIES PASS_REGULAR_EXPRESSION
+                     "Self CPU %.*add\\.Tensor.*wrote the trace to .*bench_profile.json")

@@ -675,8 +675,7 @@ IGNIS_OP_INFO(OpInfo{.name = "to.device",  // a copy to the same device (copy=tr
                      .fn = [](const TL& x) { return x[0].to(x[0].device(), true); },
                      .ref = [](const TL& x) { return x[0].detach().clone(); },
                      .samples = [] { return elementwise_samples(1); },
-                     .dtypes = kAllArith,
-                     .differentiable = false});  // no backward yet for device copies
+                     .dtypes = kAllArith});
 
 IGNIS_OP_INFO(OpInfo{
     .name = "to.dtype_layout",

@@ -1,6 +1,8 @@
 // The fit callbacks: EarlyStopping against scripted metric sequences (Keras / Lightning
 // patience semantics), and ProgressLogger's JSON-lines log (valid JSON for NaN and infinities;
 // a resumed fit appends, a fresh one truncates).
+#include <map>
+
 #include "io/json.h"
 #include "training_test_util.h"
 
@@ -180,4 +182,44 @@ TEST(ProgressLogger, AResumedFitAppendsAndAFreshFitTruncates) {
 TEST(ProgressLogger, UnwritablePathIsAnError) {
   EXPECT_THAT(error_of([] { train::ProgressLogger("/nonexistent/dir/m.jsonl"); }),
               HasSubstr("ProgressLogger: cannot write /nonexistent/dir/m.jsonl"));
+}
+
+// fit times every phase of a step (the lecture notes' per-iteration latency breakdown) and
+// marks each as a profiler range.
+namespace {
+struct BreakdownProbe : train::Callback {
+  std::vector<train::StepBreakdown> seen;
+  void on_epoch_end(train::FitState& s) override { seen.push_back(s.breakdown); }
+};
+}  // namespace
+
+TEST(Fit, StepBreakdownCoversEachPhaseAndShowsInAProfile) {
+  SmallRun r;
+  auto probe = std::make_shared<BreakdownProbe>();
+  profiler::Profile prof;
+  r.fit(0.1, {.epochs = 2}, {probe});
+  prof.stop();
+  ASSERT_EQ(probe->seen.size(), 2u);
+  for (const train::StepBreakdown& b : probe->seen) {
+    EXPECT_GT(b.forward, 0);
+    EXPECT_GT(b.backward, 0);
+    EXPECT_GT(b.optimizer, 0);
+    EXPECT_GE(b.data, 0);
+    EXPECT_GE(b.other, 0);
+    EXPECT_NEAR(b.total(), b.data + b.forward + b.backward + b.optimizer + b.other, 1e-12);
+  }
+  std::map<std::string, int64_t> calls;
+  for (const auto& s : prof.key_averages()) calls[s.name] = s.calls;
+  EXPECT_EQ(calls["forward"], 8);  // 2 epochs of 4 batches
+  EXPECT_EQ(calls["backward"], 8);
+  EXPECT_EQ(calls["optimizer"], 8);
+  EXPECT_EQ(calls["zero_grad"], 8);
+  EXPECT_EQ(calls["data"], 2 * (4 + 1));  // begin() and each advance, per epoch
+  const std::string line = probe->seen[0].str();
+  EXPECT_THAT(line, HasSubstr("data "));
+  EXPECT_THAT(line, HasSubstr("forward "));
+  EXPECT_THAT(line, HasSubstr("backward "));
+  EXPECT_THAT(line, HasSubstr("optimizer "));
+  EXPECT_THAT(line, HasSubstr("other "));
+  EXPECT_THAT(line, HasSubstr("%)"));
 }

@@ -18,6 +18,7 @@ struct TensorIter {
   std::array<Shape, kMaxOperands> strides;     // bytes, innermost first
   std::array<char*, kMaxOperands> data{};
   int64_t numel = 0;
+  Device device;  // where every operand lives (a kernel launches on it)
 
   /// Iterates out (already allocated with the broadcast shape) and inputs.
   static TensorIter build(const Tensor& out, std::initializer_list<const Tensor*> inputs);
@@ -27,6 +28,7 @@ struct TensorIter {
     it.ntensors = 3;
     it.ndim = 1;
     it.numel = out.numel();
+    it.device = out.device();
     it.shape.assign(size_t{1}, it.numel);
     it.strides[0].assign(size_t{1}, static_cast<int64_t>(element_size(out.dtype())));
     it.strides[1].assign(size_t{1}, static_cast<int64_t>(element_size(a.dtype())));

@@ -26,7 +26,7 @@ IGNIS_OP_METHOD(to_dtype,
                 "to.dtype(Tensor(a) self, ScalarType dtype, bool copy=False) -> Tensor(a)",
                 Tensor(DType, bool) const, to, {.differentiable = true, .stubs = {&copy_stub}});
 IGNIS_OP_METHOD(to_device, "to.device(Tensor(a) self, Device device, bool copy=False) -> Tensor(a)",
-                Tensor(Device, bool) const, to, {.stubs = {&copy_stub}});
+                Tensor(Device, bool) const, to, {.differentiable = true, .stubs = {&copy_stub}});
 IGNIS_OP_METHOD(to_dtype_layout,
                 "to.dtype_layout(Tensor(a) self, TensorOptions options, bool copy=False) -> "
                 "Tensor(a)",
@@ -53,6 +53,13 @@ Tensor Tensor::to(Device device, bool copy) const {
   if (device == this->device() && !copy) return *this;
   Tensor out = make_tensor_like(*this, sizes(), dtype(), device);  // throws if no backend
   copy_into(out, *this);
+  if (autograd::any_needs_grad({this})) {
+    // The gradient goes back to the input's device (a copy the other way).
+    autograd::record("to", {this}, {&out},
+                     [from = this->device()](autograd::BackwardCtx&, const TensorList& g) {
+                       return TensorList{g[0].to(from)};
+                     });
+  }
   return out;
 }
 

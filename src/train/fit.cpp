@@ -113,10 +113,9 @@ History fit(nn::Module& model, const LossFn& loss, optim::Optimizer& optimizer,
       return train_loader.begin();
     }();
     b.data += now_seconds() - begin_start;
+    // Fetching a batch (begin() and each ++it) is the data phase.
     for (;;) {
-      bool more = false;
-      timed(b.data, "data", [&] { more = it != train_loader.end(); });
-      if (!more) break;
+      if (!(it != train_loader.end())) break;
       const double step_start = now_seconds();
       auto& batch = *it;
       Tensor out, l;
