@@ -54,7 +54,7 @@ set_tests_properties(cli_ops PROPERTIES PASS_REGULAR_EXPRESSION
                      "add\\.Tensor\\(Tensor self, Tensor other, \\*, Scalar alpha=1\\) -> Tensor\n    kind=kernel differentiable=yes devices=cpu,meta.*[0-9]+ ops")
 add_test(NAME cli_ops_name COMMAND ignis_cli ops max)
 set_tests_properties(cli_ops_name PROPERTIES PASS_REGULAR_EXPRESSION
-                     "max\\.dim\\(Tensor self, int dim, bool keepdim=False\\) -> \\(Tensor, Tensor\\)")
+                     "max\\.dim\\(Tensor self, int dim, bool keepdim=False\\) -> \\(Tensor values, Tensor indices\\)")
 add_test(NAME cli_ops_unknown
          COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:ignis_cli> "-DARGS=ops;no_such_op"
                  -P ${CMAKE_CURRENT_LIST_DIR}/expect_usage_error.cmake)

@@ -476,7 +476,8 @@ IGNIS_OP_INFO(OpInfo{
           return ref_interp_nearest(x[0], {5, 7}, {{x[0].size(2), 5}, {x[0].size(3), 7}});
         },
     .samples = image_samples,
-    .dtypes = kMove});
+    .dtypes = kMove,
+    .ops = {"interpolate.size"}});
 
 IGNIS_OP_INFO(OpInfo{
     .name = "interpolate(nearest, scale 2 and 0.5)",
@@ -489,7 +490,8 @@ IGNIS_OP_INFO(OpInfo{
           return ref_interp_nearest(x[0], {x[0].size(2) * 2, x[0].size(3) / 2}, {{1, 2}, {2, 1}});
         },
     .samples = image_samples,
-    .dtypes = kMove});
+    .dtypes = kMove,
+    .ops = {"interpolate.scale_factor"}});
 
 IGNIS_OP_INFO(OpInfo{.name = "interpolate(nearest 1-d, scale 2.5)",
                      .fn = [](const TL& x) { return interpolate(x[0], {2.5}, "nearest"); },

@@ -7,7 +7,6 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -30,6 +29,7 @@ enum class ArgType : uint8_t {
   OptionalFloat,          // float?
   FloatList,              // float[]
   Bool,                   // bool
+  OptionalBool,           // bool?
   BoolList,               // bool[]
   Scalar,                 // Scalar
   OptionalScalar,         // Scalar?
@@ -72,6 +72,24 @@ class IValue {
   Storage v_;
 };
 
+/// A read-only view of boxed values (the part of std::span the registry needs; the public
+/// headers stay usable from C++17).
+class IValueView {
+ public:
+  IValueView() = default;
+  IValueView(const IValue* data, size_t size) : data_(data), size_(size) {}
+  IValueView(const std::vector<IValue>& v) : data_(v.data()), size_(v.size()) {}  // NOLINT
+  const IValue* begin() const { return data_; }
+  const IValue* end() const { return data_ + size_; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const IValue& operator[](size_t i) const { return data_[i]; }
+
+ private:
+  const IValue* data_ = nullptr;
+  size_t size_ = 0;
+};
+
 /// One argument of a schema: its name, type and default value as written ("1", "None", "[]").
 struct Argument {
   std::string name;
@@ -110,7 +128,7 @@ struct Record;
 /// once the op has run.
 struct Call {
   const Record& op;
-  std::span<const IValue> args;
+  IValueView args;
   std::vector<IValue> outputs;  // filled when the op returns
   /// The argument called `name` (an attribute or an input); throws if the schema has none.
   const IValue& arg(std::string_view name) const;
@@ -160,7 +178,7 @@ struct Record {
   /// run on whatever their parts run on.
   std::vector<std::string> devices;
   /// Unboxes `args` (complete, in schema order) and calls the op's front end.
-  std::vector<IValue> (*boxed)(std::span<const IValue> args, const Record& rec) = nullptr;
+  std::vector<IValue> (*boxed)(IValueView args, const Record& rec) = nullptr;
   /// Argument types of the C++ front end, to check the schema against (see validate_registry).
   std::vector<ArgType> cpp_types;
 };

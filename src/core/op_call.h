@@ -100,6 +100,7 @@ IGNIS_ARG_TYPE(double, Float);
 IGNIS_ARG_TYPE(std::optional<double>, OptionalFloat);
 IGNIS_ARG_TYPE(std::vector<double>, FloatList);
 IGNIS_ARG_TYPE(bool, Bool);
+IGNIS_ARG_TYPE(std::optional<bool>, OptionalBool);
 IGNIS_ARG_TYPE(std::vector<bool>, BoolList);
 IGNIS_ARG_TYPE(Scalar, Scalar);
 IGNIS_ARG_TYPE(std::optional<Scalar>, OptionalScalar);
@@ -248,7 +249,7 @@ void box_result(std::vector<IValue>& out, const std::tuple<T...>& t) {
 template <class Body, class... A>
 decltype(auto) interpose(const Record& rec, Body&& body, const A&... a) {
   std::array<IValue, sizeof...(A)> boxed{box(a)...};
-  Call call{rec, std::span<const IValue>(boxed.data(), boxed.size()), {}};
+  Call call{rec, IValueView(boxed.data(), boxed.size()), {}};
   using R = decltype(body());
   if constexpr (std::is_void_v<R>) {
     run_interposers(call, [&] {
@@ -296,7 +297,7 @@ template <class R, class... A>
 struct fn_traits<R (Tensor::*)(A...) const> : fn_traits<R (Tensor::*)(A...)> {};
 
 template <auto F>
-std::vector<IValue> boxed_call(std::span<const IValue> v, const Record& rec) {
+std::vector<IValue> boxed_call(IValueView v, const Record& rec) {
   using Tr = fn_traits<decltype(F)>;
   using Args = typename Tr::args;
   return [&]<size_t... I>(std::index_sequence<I...>) {
@@ -334,7 +335,7 @@ std::vector<ArgType> cpp_arg_types() {
 class Registrar {
  public:
   Registrar(const char* schema, RecordOptions opts,
-            std::vector<IValue> (*boxed)(std::span<const IValue>, const Record&),
+            std::vector<IValue> (*boxed)(IValueView, const Record&),
             std::vector<ArgType> cpp_types);
   const Record& record() const { return *record_; }
 

@@ -27,6 +27,7 @@ constexpr TypeName kTypeNames[] = {
     {ArgType::OptionalFloat, "float?"},
     {ArgType::FloatList, "float[]"},
     {ArgType::Bool, "bool"},
+    {ArgType::OptionalBool, "bool?"},
     {ArgType::BoolList, "bool[]"},
     {ArgType::Scalar, "Scalar"},
     {ArgType::OptionalScalar, "Scalar?"},
@@ -419,7 +420,7 @@ InterposerGuard::~InterposerGuard() {
 }
 
 Registrar::Registrar(const char* schema, RecordOptions opts,
-                     std::vector<IValue> (*boxed)(std::span<const IValue>, const Record&),
+                     std::vector<IValue> (*boxed)(IValueView, const Record&),
                      std::vector<ArgType> cpp_types) {
   auto rec = std::make_unique<Record>();
   Registry& reg = registry();
@@ -507,7 +508,7 @@ std::vector<IValue> call_boxed(std::string_view full_name, std::vector<IValue> a
                 schema_args[i].name, "' (", rec->schema.str(), ")");
     args.push_back(parse_default(schema_args[i]));
   }
-  return rec->boxed(std::span<const IValue>(args.data(), args.size()), *rec);
+  return rec->boxed(IValueView(args), *rec);
 }
 
 }  // namespace ignis::op

@@ -200,8 +200,7 @@ std::vector<Tensor> OpTrace::replay(const std::vector<Tensor>& in) const {
         args.push_back(c.args[i]);
       }
     }
-    std::vector<op::IValue> outs =
-        rec->boxed(std::span<const op::IValue>(args.data(), args.size()), *rec);
+    std::vector<op::IValue> outs = rec->boxed(op::IValueView(args), *rec);
     std::vector<Tensor> out_tensors;
     for (const op::IValue& v : outs) {
       if (v.is<Tensor>()) out_tensors.push_back(v.get<Tensor>());

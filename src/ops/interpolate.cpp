@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "autograd/node.h"
+#include "core/op_call.h"
 #include "ignis/norm.h"
 #include "ignis/ops.h"
 
@@ -151,10 +152,23 @@ Tensor resample(const Tensor& x, const std::vector<int64_t>& out, const std::vec
 
 }  // namespace
 
-// interpolate has no record yet: its align_corners is a `bool?`, which the registry's argument
-// types do not include (PyTorch's schemas: upsample_nearest2d.vec, upsample_bilinear2d.vec).
+// F.interpolate's two forms (PyTorch records them as upsample_*.vec; ignis keeps one op per
+// form, the mode an attribute).
+IGNIS_OP(interpolate_size,
+         "interpolate.size(Tensor input, int[] size, str mode='nearest', bool? align_corners=None) "
+         "-> Tensor",
+         Tensor(const Tensor&, IntArrayRef, const std::string&, std::optional<bool>), interpolate,
+         {.differentiable = true, .stubs = {&resample2d_stub, &resample2d_backward_stub}});
+IGNIS_OP(interpolate_scale,
+         "interpolate.scale_factor(Tensor input, float[] scale_factor, str mode='nearest', "
+         "bool? align_corners=None) -> Tensor",
+         Tensor(const Tensor&, std::vector<double>, const std::string&, std::optional<bool>),
+         interpolate,
+         {.differentiable = true, .stubs = {&resample2d_stub, &resample2d_backward_stub}});
+
 Tensor interpolate(const Tensor& x, IntArrayRef size, const std::string& mode,
                    std::optional<bool> align_corners) {
+  IGNIS_DISPATCH(interpolate_size, interpolate, x, size, mode, align_corners);
   const bool bilinear = check_mode(x, mode, align_corners);
   const auto spatial = static_cast<size_t>(x.dim() - 2);
   IGNIS_CHECK(!size.empty(), kOp, ": either size or scale_factor should be defined");
@@ -177,6 +191,7 @@ Tensor interpolate(const Tensor& x, IntArrayRef size, const std::string& mode,
 
 Tensor interpolate(const Tensor& x, std::vector<double> scale_factor, const std::string& mode,
                    std::optional<bool> align_corners) {
+  IGNIS_DISPATCH(interpolate_scale, interpolate, x, scale_factor, mode, align_corners);
   const bool bilinear = check_mode(x, mode, align_corners);
   const auto spatial = static_cast<size_t>(x.dim() - 2);
   IGNIS_CHECK(!scale_factor.empty(), kOp, ": either size or scale_factor should be defined");
