@@ -57,12 +57,15 @@ install: build
 clean:
 	rm -rf $(BUILD) build-asan
 
-# Fuzz the safetensors header parser with libFuzzer under ASan + UBSan (clang), for FUZZ_SECONDS.
+# Fuzz every parser (IDX plain and gzip, CIFAR-10, the safetensors header, whole safetensors
+# files with a save/load round trip, training checkpoints) with libFuzzer under ASan + UBSan
+# (clang), FUZZ_SECONDS each, from seeds and a dictionary: fuzz/run.sh, docs/reliability.md.
 FUZZ_SECONDS ?= 60
-fuzz:
-	mkdir -p $(BUILD)/fuzz/corpus
-	clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -Isrc \
-	  fuzz/safetensors_fuzzer.cpp src/io/safetensors_header.cpp src/io/json.cpp \
-	  -o $(BUILD)/fuzz/safetensors_fuzzer
-	$(BUILD)/fuzz/safetensors_fuzzer -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
-	  $(BUILD)/fuzz/corpus fuzz/seeds
+FUZZ_PACKAGES := clang libclang-rt-14-dev
+fuzz: build
+	@missing=""; for p in $(FUZZ_PACKAGES); do \
+	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; fi
+	BUILD=$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh
