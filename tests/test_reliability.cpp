@@ -7,6 +7,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <thread>
 
 #include "core/tensor_impl.h"
 #include "data/cifar_buffer.h"
@@ -373,6 +375,33 @@ TEST(Safetensors, BufferRoundTrip) {
   EXPECT_TRUE(f.at("e").sizes().equals({0, 3}));
   EXPECT_TRUE(equal(f.at("b"), in[2].second));
   EXPECT_EQ(f.metadata.at("k"), "v");
+}
+
+// ---- the caching allocator from several threads (run under ThreadSanitizer by make tsan)
+
+TEST(Allocator, ThreadsAllocateAndFreeEachOthersBlocks) {
+  const MemoryStats before = memory_stats();
+  constexpr int kThreads = 4;
+  std::mutex mu;
+  std::vector<Tensor> handoff(kThreads);  // a block allocated by one thread, freed by another
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 500; ++i) {
+        Tensor small = ones({(i % 7 + 1) * 100 + t});   // <= 4 KiB: the thread's cache
+        Tensor large = ones({(i % 5 + 1) * 4096 + t});  // the shared cache
+        Tensor sum = small.sum() + large.sum();
+        EXPECT_EQ(sum.item<float>(), static_cast<float>(small.numel() + large.numel()));
+        std::lock_guard<std::mutex> g(mu);
+        std::swap(handoff[static_cast<size_t>((t + i) % kThreads)], large);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  handoff.clear();
+  const MemoryStats after = memory_stats();
+  EXPECT_EQ(after.allocated, before.allocated);
+  EXPECT_GE(after.num_allocs, before.num_allocs + kThreads * 500 * 2);
 }
 
 }  // namespace
