@@ -241,6 +241,20 @@ TEST(CheckBeforeAllocate, SafetensorsClaimingGigabytesInATinyFile) {
   expect_same_stats(before);
 }
 
+TEST(CheckBeforeAllocate, SafetensorsWithABadBoolAfterALargeTensor) {
+  const std::string file =
+      safetensors_bytes(R"({"w":{"dtype":"F32","shape":[65536],"data_offsets":[0,262144]},)"
+                        R"("b":{"dtype":"BOOL","shape":[2],"data_offsets":[262144,262146]}})",
+                        std::string(262144, '\0') + "\1\2");
+  const MemoryStats before = memory_stats();
+  EXPECT_THAT(
+      error_of([&] {
+        safetensors::load_buffer(reinterpret_cast<const uint8_t*>(file.data()), file.size(), "m");
+      }),
+      HasSubstr("load_safetensors: m: tensor 'b' holds a bool byte that is neither 0 nor 1"));
+  expect_same_stats(before);
+}
+
 // ---- 3. gzip strictness
 
 TEST(Gzip, TrailingGarbageIsAnError) {

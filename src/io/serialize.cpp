@@ -73,20 +73,26 @@ namespace {
 // copies n bytes at offset `at` of the file.
 template <class ReadAt>
 SafetensorsFile read_tensors(const Header& h, const std::string& path, const ReadAt& read_at) {
+  auto read = [&](const Entry& e, void* dst) {
+    IGNIS_CHECK(read_at(h.data_start + e.begin, dst, e.end - e.begin), "load_safetensors: ", path,
+                ": read error in the data of '", json::printable(e.name), "'");
+  };
+  // Bool bytes are checked first, through a plain buffer, so that no tensor is allocated for a
+  // file that fails: memory is as it was after a failed load.
+  for (const auto& e : h.entries) {
+    if (e.dtype != kBool) continue;
+    std::vector<uint8_t> b(e.end - e.begin);
+    read(e, b.data());
+    for (uint8_t v : b) {
+      IGNIS_CHECK(v <= 1, "load_safetensors: ", path, ": tensor '", json::printable(e.name),
+                  "' holds a bool byte that is neither 0 nor 1");
+    }
+  }
   SafetensorsFile out;
   out.metadata = h.metadata;
   for (const auto& e : h.entries) {
     Tensor t = empty(e.shape, e.dtype);
-    IGNIS_CHECK(read_at(h.data_start + e.begin, t.data_ptr(), e.end - e.begin),
-                "load_safetensors: ", path, ": read error in the data of '",
-                json::printable(e.name), "'");
-    if (e.dtype == kBool) {
-      const uint8_t* b = static_cast<const uint8_t*>(t.data_ptr());
-      for (int64_t i = 0; i < t.numel(); ++i) {
-        IGNIS_CHECK(b[i] <= 1, "load_safetensors: ", path, ": tensor '", json::printable(e.name),
-                    "' holds a bool byte that is neither 0 nor 1");
-      }
-    }
+    read(e, t.data_ptr());
     out.tensors.emplace_back(e.name, std::move(t));
   }
   return out;
