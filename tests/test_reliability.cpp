@@ -126,6 +126,23 @@ TEST(ShapeOverflow, MakeTensorRefusesUnrepresentableStrides) {
   EXPECT_EQ(empty({0, 1 << 20, 1 << 20}).numel(), 0);  // large but representable: fine
 }
 
+TEST(ShapeOverflow, FromBlobRefusesOverflowingGeometry) {
+  float x = 0;
+  EXPECT_THAT(error_of([&] {
+                from_blob(&x, {4294967296, 2}, {int64_t{1} << 40, 1});
+              }),
+              HasSubstr("from_blob: sizes [4294967296, 2] with strides [1099511627776, 1] span "
+                        "more bytes than int64 holds"));
+  EXPECT_THAT(error_of([&] {
+                from_blob(&x, {4294967296, 4294967296}, {0, 0});
+              }),
+              HasSubstr("tensor: shape [4294967296, 4294967296] has too many elements"));
+  EXPECT_THAT(error_of([&] {
+                from_blob(&x, {0, int64_t{1} << 62, 4});
+              }),
+              HasSubstr("shape [0, 4611686018427387904, 4] is too large"));
+}
+
 TEST(ShapeOverflow, ViewAndExpandRefuseOverflowingShapes) {
   Tensor e = empty({0});
   EXPECT_THAT(error_of([&] {
