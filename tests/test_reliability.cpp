@@ -435,5 +435,36 @@ TEST(Allocator, ThreadsAllocateAndFreeEachOthersBlocks) {
   EXPECT_GE(after.num_allocs, before.num_allocs + kThreads * 500 * 2);
 }
 
+// ---- the OpenMP kernels (run under ThreadSanitizer by make tsan): each op, on tensors large
+// enough to be split over threads, gives the same result with 4 threads as with 1.
+
+TEST(Threads, ParallelKernelsMatchOneThread) {
+  const int saved = get_num_threads();
+  default_generator().manual_seed(1);
+  const Tensor a = randn({64, 3, 32, 32}), b = randn({64, 3, 32, 32});
+  const Tensor w = randn({8, 3, 3, 3}), m = randn({512, 384}), v = randn({384, 256});
+  const Tensor cl = a.contiguous(MemoryFormat::ChannelsLast);
+  auto run = [&](int threads) {
+    set_num_threads(threads);
+    std::vector<Tensor> r = {a + b * 2,
+                             (a * b).sum(),
+                             a.sum({0, 2, 3}),
+                             softmax(a.view({64, -1}), 1),
+                             cumsum(a.view({64, -1}), 1),
+                             matmul(m, v),
+                             conv2d(a, w),
+                             max_pool2d(cl, {2, 2}),
+                             relu(cl) + 1,
+                             batch_norm(a, {}, {}, {}, {}, true, 0.1, 1e-5),
+                             batch_norm(cl, {}, {}, {}, {}, true, 0.1, 1e-5)};
+    return r;
+  };
+  const std::vector<Tensor> one = run(1), four = run(4);
+  set_num_threads(saved);
+  for (size_t i = 0; i < one.size(); ++i) {
+    EXPECT_TRUE(allclose(one[i], four[i], 1e-4, 1e-4)) << "result " << i;
+  }
+}
+
 }  // namespace
 }  // namespace ignis
