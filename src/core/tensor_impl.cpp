@@ -23,6 +23,29 @@ StorageImpl::~StorageImpl() {
   }
 }
 
+namespace {
+// Row-major strides into `st`; false when they do not fit in int64. Empty dims count as 1, so
+// a shape such as [0, 2^32 - 1, 2^32 - 1] (no elements) still has unrepresentable strides.
+bool checked_contiguous_strides(IntArrayRef sizes, Shape& st) {
+  st.resize(sizes.size());
+  int64_t acc = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    st[i] = acc;
+    if (__builtin_mul_overflow(acc, std::max<int64_t>(sizes[i], 1), &acc)) return false;
+  }
+  return true;
+}
+
+// The product of max(size, 1) over the dims fits in int64: the same condition, without strides.
+bool strides_fit(IntArrayRef sizes) {
+  int64_t acc = 1;
+  for (int64_t s : sizes) {
+    if (__builtin_mul_overflow(acc, std::max<int64_t>(s, 1), &acc)) return false;
+  }
+  return true;
+}
+}  // namespace
+
 TensorImpl::TensorImpl(std::shared_ptr<StorageImpl> storage, Shape sizes, Shape strides,
                        int64_t offset, DType dtype)
     : storage_(std::move(storage)),
@@ -37,7 +60,7 @@ TensorImpl::TensorImpl(Contiguous, std::shared_ptr<StorageImpl> storage, IntArra
                        int64_t numel, DType dtype)
     : storage_(std::move(storage)), sizes_(sizes.begin(), sizes.end()), numel_(numel),
       dtype_(dtype) {
-  strides_ = contiguous_strides(sizes);
+  checked_contiguous_strides(sizes, strides_);  // make_tensor checked that they fit
 }
 
 void TensorImpl::set_geometry(Shape sizes, Shape strides, int64_t offset) {
@@ -68,19 +91,6 @@ void TensorImpl::refresh() {
   if (numel_ == 0) contiguous_ = true;
 }
 
-namespace {
-// Row-major strides into `st`; false when they do not fit in int64. Empty dims count as 1, so
-// a shape such as [0, 2^32 - 1, 2^32 - 1] (no elements) still has unrepresentable strides.
-bool checked_contiguous_strides(IntArrayRef sizes, Shape& st) {
-  st.resize(sizes.size());
-  int64_t acc = 1;
-  for (size_t i = sizes.size(); i-- > 0;) {
-    st[i] = acc;
-    if (__builtin_mul_overflow(acc, std::max<int64_t>(sizes[i], 1), &acc)) return false;
-  }
-  return true;
-}
-}  // namespace
 
 Shape contiguous_strides(IntArrayRef sizes) {
   Shape st;
@@ -111,9 +121,8 @@ Tensor make_tensor(IntArrayRef sizes, DType dtype, Device device) {
   // Checked before allocating: the byte size must fit in int64 (the allocator rounds it up)
   // and the strides must be representable, even for a shape with no elements.
   int64_t bytes;
-  Shape unused;
   IGNIS_CHECK(!__builtin_mul_overflow(n, static_cast<int64_t>(element_size(dtype)), &bytes) &&
-                  checked_contiguous_strides(sizes, unused),
+                  strides_fit(sizes),
               "empty: shape ", sizes, " of ", dtype, " is too large (", n,
               " elements; its byte size or strides overflow int64)");
   // Both objects, each with its shared_ptr control block, come from the thread's object pool.

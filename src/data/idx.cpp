@@ -260,10 +260,14 @@ struct Reader::State {
       IGNIS_CHECK(have == header.count, "read_idx: ", name, ": ", have - header.count,
                   " unexpected trailing bytes after the data");
     } else {
-      // Decompress once, keeping nothing, so that the claim is checked against what is there.
-      read_data(stream, header, [](const uint8_t*, size_t, uint64_t) {});
+      // Decompressed into a plain buffer that grows only as data arrives (bounded by the claim),
+      // so that the claim is checked against what is there before a tensor exists.
+      read_data(stream, header, [&](const uint8_t* b, size_t n, uint64_t) {
+        inflated.insert(inflated.end(), b, b + n);
+      });
     }
   }
+  std::vector<uint8_t> inflated;  // gzip: the data bytes
 };
 
 Reader::Reader(std::unique_ptr<State> s) : s_(std::move(s)) {}
@@ -283,6 +287,10 @@ const std::string& Reader::name() const { return s_->stream.name(); }
 
 void Reader::read(const std::function<void(const uint8_t*, size_t, uint64_t)>& sink) {
   Stream& s = s_->stream;
+  if (s.gzip()) {
+    if (!s_->inflated.empty()) sink(s_->inflated.data(), s_->inflated.size(), 0);
+    return;
+  }
   s.rewind();
   Header h = read_header(s);
   IGNIS_CHECK(h.dims == s_->header.dims, "read_idx: ", s.name(), ": changed while being read");

@@ -14,7 +14,9 @@ namespace ignis::data::idx {
 
 /// An IDX file, validated in full when opened -- magic, element type, dimensions, the exact data
 /// length, and for gzip the CRC/size trailer and the absence of trailing bytes -- before anyone
-/// allocates a tensor for it (a gzip file is decompressed twice: to check it, then to read it).
+/// allocates a tensor for it. A plain file is compared with its size, then streamed by read();
+/// a gzip file is decompressed when opened into a buffer that grows only as data arrives (never
+/// beyond the claimed size), which read() then hands out.
 class Reader {
  public:
   /// A file; gzip is recognised by its magic number, whatever the file's name.
