@@ -120,11 +120,8 @@ class Stream {
     if (!gzip_) return src_->read(dst, n);
     size_t got = 0;
     while (got < n && !ended_) {
-      if (!refill()) {
-        IGNIS_FAIL("read_idx: ", name_,
-                   ": truncated gzip stream (the compressed data or its "
-                   "8-byte CRC/size trailer is missing)");
-      }
+      // At the end of the input, inflate may still hold output; Z_BUF_ERROR says it holds none.
+      const bool have_input = refill();
       z_.next_out = static_cast<Bytef*>(dst) + got;
       z_.avail_out = static_cast<uInt>(std::min<size_t>(n - got, UINT_MAX));
       const uInt before = z_.avail_out;
@@ -132,7 +129,11 @@ class Stream {
       got += before - z_.avail_out;
       if (r == Z_STREAM_END) {
         next_member();
-      } else if (r != Z_OK && r != Z_BUF_ERROR) {
+      } else if (r == Z_BUF_ERROR && !have_input) {
+        IGNIS_FAIL("read_idx: ", name_,
+                   ": truncated gzip stream (the compressed data or its "
+                   "8-byte CRC/size trailer is missing)");
+      } else if (r != Z_OK) {
         IGNIS_FAIL("read_idx: ", name_, ": corrupted compressed data (",
                    z_.msg != nullptr ? z_.msg : zError(r), ")");
       }
