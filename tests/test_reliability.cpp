@@ -189,6 +189,13 @@ TEST(ShapeOverflow, SafetensorsEntryWithAnEmptyDimAndHugeOnes) {
               }),
               HasSubstr("safetensors: mem.safetensors: entry 'a' has shape [0, "
                         "4611686018427387904, 4] whose size overflows int64"));
+  TempDir dir;
+  const std::string p = dir.file("huge.safetensors");
+  write_file(p, file);
+  EXPECT_THAT(error_of([&] { load_safetensors(p); }),
+              HasSubstr("safetensors: " + p +
+                        ": entry 'a' has shape [0, 4611686018427387904, 4] "
+                        "whose size overflows int64"));
   expect_same_stats(before);
 }
 
