@@ -91,7 +91,6 @@ void TensorImpl::refresh() {
   if (numel_ == 0) contiguous_ = true;
 }
 
-
 Shape contiguous_strides(IntArrayRef sizes) {
   Shape st;
   IGNIS_CHECK(checked_contiguous_strides(sizes, st), "tensor: shape ", sizes,
