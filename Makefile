@@ -11,7 +11,7 @@ LAUNCHER := $(shell command -v ccache >/dev/null 2>&1 && echo -DCMAKE_CXX_COMPIL
 # ccache hits across clones in different directories.
 export CCACHE_BASEDIR := $(CURDIR)
 
-.PHONY: deps configure build mnist test demo bench asan install clean fuzz
+.PHONY: deps configure build mnist test demo bench asan install clean fuzz tsan
 MNIST_DIR ?= data/mnist
 
 deps:
@@ -51,18 +51,46 @@ bench: build
 asan:
 	$(MAKE) test BUILD=build-asan BUILD_TYPE=RelWithDebInfo CMAKE_FLAGS="-DIGNIS_SANITIZE=ON"
 
+# The threaded parts under ThreadSanitizer: the DataLoader with workers, the OpenMP kernels, the
+# caching allocator and object pool from several threads. clang, with LLVM's OpenMP runtime
+# (libomp) and its Archer tool, which tells TSan about OpenMP's barriers and locks; GCC's libgomp
+# is not TSan-instrumented, so every parallel region would report false races. oneDNN's calls
+# into libgomp's GOMP_* entry points resolve to libomp's compatible ones (libomp is linked
+# first), so one runtime, known to TSan, runs every parallel region. ignore_noninstrumented_modules
+# is what Archer asks for: the runtime's own (uninstrumented) bookkeeping is not checked, its
+# synchronisation reaches TSan through Archer. Suppressions, each with its reason: tests/tsan.supp.
+TSAN_PACKAGES := clang libclang-rt-14-dev libomp-14-dev
+TSAN_TESTS := test_reliability test_nn_data test_op_overhead test_checkpoint
+tsan:
+	@missing=""; for p in $(DEBIAN_PACKAGES) $(TSAN_PACKAGES); do \
+	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; fi
+	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_CXX_COMPILER=clang++ -DIGNIS_TSAN=ON -DIGNIS_BUILD_BENCH=OFF $(LAUNCHER)
+	cmake --build build-tsan -j $(JOBS) --target $(TSAN_TESTS)
+	@for t in $(TSAN_TESTS); do echo "== tsan: $$t"; \
+	  OMP_TOOL_LIBRARIES=$$(ls /usr/lib/llvm-*/lib/libarcher.so | tail -1) OMP_NUM_THREADS=4 \
+	  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ignore_noninstrumented_modules=1 \
+	  suppressions=$(CURDIR)/tests/tsan.supp" \
+	  ./build-tsan/tests/$$t --gtest_brief=1 || exit 1; done
+
 install: build
 	cmake --install $(BUILD) --prefix $(or $(PREFIX),/usr/local)
 
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan build-tsan
 
-# Fuzz the safetensors header parser with libFuzzer under ASan + UBSan (clang), for FUZZ_SECONDS.
+# Fuzz every parser (IDX plain and gzip, CIFAR-10, the safetensors header, whole safetensors
+# files with a save/load round trip, training checkpoints) with libFuzzer under ASan + UBSan
+# (clang), FUZZ_SECONDS each, from seeds and a dictionary: fuzz/run.sh, docs/reliability.md.
 FUZZ_SECONDS ?= 60
-fuzz:
-	mkdir -p $(BUILD)/fuzz/corpus
-	clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -Isrc \
-	  fuzz/safetensors_fuzzer.cpp src/io/safetensors_header.cpp src/io/json.cpp \
-	  -o $(BUILD)/fuzz/safetensors_fuzzer
-	$(BUILD)/fuzz/safetensors_fuzzer -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
-	  $(BUILD)/fuzz/corpus fuzz/seeds
+FUZZ_PACKAGES := clang libclang-rt-14-dev
+fuzz: build
+	@missing=""; for p in $(FUZZ_PACKAGES); do \
+	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; fi
+	BUILD=$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh

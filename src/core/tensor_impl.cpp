@@ -23,6 +23,29 @@ StorageImpl::~StorageImpl() {
   }
 }
 
+namespace {
+// Row-major strides into `st`; false when they do not fit in int64. Empty dims count as 1, so
+// a shape such as [0, 2^32 - 1, 2^32 - 1] (no elements) still has unrepresentable strides.
+bool checked_contiguous_strides(IntArrayRef sizes, Shape& st) {
+  st.resize(sizes.size());
+  int64_t acc = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    st[i] = acc;
+    if (__builtin_mul_overflow(acc, std::max<int64_t>(sizes[i], 1), &acc)) return false;
+  }
+  return true;
+}
+
+// The product of max(size, 1) over the dims fits in int64: the same condition, without strides.
+bool strides_fit(IntArrayRef sizes) {
+  int64_t acc = 1;
+  for (int64_t s : sizes) {
+    if (__builtin_mul_overflow(acc, std::max<int64_t>(s, 1), &acc)) return false;
+  }
+  return true;
+}
+}  // namespace
+
 TensorImpl::TensorImpl(std::shared_ptr<StorageImpl> storage, Shape sizes, Shape strides,
                        int64_t offset, DType dtype)
     : storage_(std::move(storage)),
@@ -37,13 +60,7 @@ TensorImpl::TensorImpl(Contiguous, std::shared_ptr<StorageImpl> storage, IntArra
                        int64_t numel, DType dtype)
     : storage_(std::move(storage)), sizes_(sizes.begin(), sizes.end()), numel_(numel),
       dtype_(dtype) {
-  const size_t nd = sizes.size();
-  strides_.resize(nd);
-  int64_t acc = 1;
-  for (size_t i = nd; i-- > 0;) {
-    strides_[i] = acc;
-    acc *= std::max<int64_t>(sizes[i], 1);
-  }
+  checked_contiguous_strides(sizes, strides_);  // make_tensor checked that they fit
 }
 
 void TensorImpl::set_geometry(Shape sizes, Shape strides, int64_t offset) {
@@ -55,7 +72,12 @@ void TensorImpl::set_geometry(Shape sizes, Shape strides, int64_t offset) {
 
 void TensorImpl::refresh() {
   numel_ = 1;
-  for (int64_t s : sizes_) numel_ *= s;
+  for (int64_t s : sizes_) {
+    // A view's sizes come from an op that checked them; an overflow here is still an error,
+    // never undefined behaviour.
+    IGNIS_CHECK(!__builtin_mul_overflow(numel_, s, &numel_), "tensor: shape ", sizes_,
+                " has too many elements (int64 overflow)");
+  }
   contiguous_ = true;
   int64_t expected = 1;
   for (size_t i = sizes_.size(); i-- > 0;) {
@@ -70,12 +92,9 @@ void TensorImpl::refresh() {
 }
 
 Shape contiguous_strides(IntArrayRef sizes) {
-  Shape st(sizes.size());
-  int64_t acc = 1;
-  for (size_t i = sizes.size(); i-- > 0;) {
-    st[i] = acc;
-    acc *= std::max<int64_t>(sizes[i], 1);
-  }
+  Shape st;
+  IGNIS_CHECK(checked_contiguous_strides(sizes, st), "tensor: shape ", sizes,
+              " is too large: its contiguous strides overflow int64");
   return st;
 }
 
@@ -98,12 +117,16 @@ int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
 
 Tensor make_tensor(IntArrayRef sizes, DType dtype, Device device) {
   int64_t n = shape_numel(sizes, "empty");
-  size_t bytes;
-  IGNIS_CHECK(!__builtin_mul_overflow(static_cast<size_t>(n), element_size(dtype), &bytes),
-              "empty: shape ", sizes, " of ", dtype, " is too large");
+  // Checked before allocating: the byte size must fit in int64 (the allocator rounds it up)
+  // and the strides must be representable, even for a shape with no elements.
+  int64_t bytes;
+  IGNIS_CHECK(!__builtin_mul_overflow(n, static_cast<int64_t>(element_size(dtype)), &bytes) &&
+                  strides_fit(sizes),
+              "empty: shape ", sizes, " of ", dtype, " is too large (", n,
+              " elements; its byte size or strides overflow int64)");
   // Both objects, each with its shared_ptr control block, come from the thread's object pool.
-  auto storage =
-      std::allocate_shared<StorageImpl>(pool::Allocator<StorageImpl>(), bytes, device);
+  auto storage = std::allocate_shared<StorageImpl>(pool::Allocator<StorageImpl>(),
+                                                   static_cast<size_t>(bytes), device);
   return Tensor(std::allocate_shared<TensorImpl>(pool::Allocator<TensorImpl>(),
                                                  TensorImpl::Contiguous{}, std::move(storage),
                                                  sizes, n, dtype));
@@ -113,8 +136,12 @@ Shape channels_last_strides(IntArrayRef sizes) {
   IGNIS_CHECK(sizes.size() == 4, "channels_last: expected a 4-d shape [N, C, H, W], but got ",
               sizes);
   const int64_t c = std::max<int64_t>(sizes[1], 1), w = std::max<int64_t>(sizes[3], 1);
-  const int64_t h = std::max<int64_t>(sizes[2], 1);
-  return Shape{h * w * c, 1, w * c, c};
+  const int64_t h = std::max<int64_t>(sizes[2], 1), n = std::max<int64_t>(sizes[0], 1);
+  int64_t wc, hwc, nhwc;
+  IGNIS_CHECK(!__builtin_mul_overflow(w, c, &wc) && !__builtin_mul_overflow(h, wc, &hwc) &&
+                  !__builtin_mul_overflow(n, hwc, &nhwc),
+              "channels_last: shape ", sizes, " is too large: its strides overflow int64");
+  return Shape{hwc, 1, wc, c};
 }
 
 Tensor make_tensor(IntArrayRef sizes, DType dtype, Device device, MemoryFormat format) {

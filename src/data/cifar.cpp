@@ -1,12 +1,15 @@
 // CIFAR-10 binary batches.
 #include "ignis/data/cifar.h"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <vector>
 
+#include "data/cifar_buffer.h"
 #include "ignis/ops.h"
 
 namespace ignis::data {
@@ -32,34 +35,65 @@ std::vector<uint8_t> read_file(const std::string& path) {
 }  // namespace
 
 namespace {
-// Checks the file at `path` and decodes its records into img (n * 3072 floats) and lab (n).
-void decode_batch(const std::string& path, int64_t expected_records, float* img, int64_t* lab) {
-  const std::vector<uint8_t> bytes = read_file(path);
-  const auto size = static_cast<int64_t>(bytes.size());
-  IGNIS_CHECK(size % kCifarRecordBytes == 0, "CIFAR10: ", path, ": size ", size,
+// The size check, on a file's or a buffer's size, before anything is read or allocated.
+void check_size(const std::string& name, int64_t size, int64_t expected_records) {
+  IGNIS_CHECK(size % kCifarRecordBytes == 0, "CIFAR10: ", name, ": size ", size,
               " bytes is not a multiple of the record size ", kCifarRecordBytes,
               " (1 label byte + 3072 pixel bytes): truncated or not a CIFAR-10 batch file");
   const int64_t n = size / kCifarRecordBytes;
-  IGNIS_CHECK(n == expected_records, "CIFAR10: ", path, ": ", n, " records, expected ",
+  IGNIS_CHECK(n == expected_records, "CIFAR10: ", name, ": ", n, " records, expected ",
               expected_records, n < expected_records ? " (truncated file?)" : "");
+}
+
+int64_t file_size(const std::string& path) {
+  struct stat st {};
+  IGNIS_CHECK(::stat(path.c_str(), &st) == 0, "CIFAR10: cannot open ", path, ": ",
+              std::strerror(errno));
+  return static_cast<int64_t>(st.st_size);
+}
+
+// Checks n records at `bytes`; with img and lab, decodes them into img (n * 3072 floats) and
+// lab (n). Called once without outputs, so that a bad label fails before any allocation.
+void decode(const uint8_t* bytes, int64_t n, const std::string& name, float* img, int64_t* lab) {
   for (int64_t r = 0; r < n; ++r) {
-    const uint8_t* rec = bytes.data() + r * kCifarRecordBytes;
-    IGNIS_CHECK(rec[0] <= 9, "CIFAR10: ", path, ": record ", r, " has label ", int(rec[0]),
+    const uint8_t* rec = bytes + r * kCifarRecordBytes;
+    IGNIS_CHECK(rec[0] <= 9, "CIFAR10: ", name, ": record ", r, " has label ", int(rec[0]),
                 " (expected 0 to 9)");
+    if (img == nullptr) continue;
     lab[r] = rec[0];
     float* out = img + r * kPixels;
     for (int64_t i = 0; i < kPixels; ++i) out[i] = static_cast<float>(rec[1 + i]) / 255.0f;
   }
 }
-}  // namespace
 
-Example read_cifar10_batch(const std::string& path, int64_t expected_records) {
-  IGNIS_CHECK(expected_records > 0, "read_cifar10_batch: expected_records must be positive, got ",
-              expected_records);
+void check_expected(int64_t expected_records) {
+  IGNIS_CHECK(expected_records > 0 && expected_records <= (int64_t{1} << 31) / kCifarRecordBytes,
+              "read_cifar10_batch: expected_records must be in [1, ",
+              (int64_t{1} << 31) / kCifarRecordBytes, "], got ", expected_records);
+}
+
+Example decode_buffer(const uint8_t* data, int64_t size, const std::string& name,
+                      int64_t expected_records) {
+  check_size(name, size, expected_records);
+  decode(data, expected_records, name, nullptr, nullptr);
   Tensor images = empty({expected_records, 3, 32, 32}, kFloat32);
   Tensor labels = empty({expected_records}, kInt64);
-  decode_batch(path, expected_records, images.data_ptr<float>(), labels.data_ptr<int64_t>());
+  decode(data, expected_records, name, images.data_ptr<float>(), labels.data_ptr<int64_t>());
   return {images, labels};
+}
+}  // namespace
+
+Example read_cifar10_buffer(const uint8_t* data, size_t size, const std::string& name,
+                            int64_t expected_records) {
+  check_expected(expected_records);
+  return decode_buffer(data, static_cast<int64_t>(size), name, expected_records);
+}
+
+Example read_cifar10_batch(const std::string& path, int64_t expected_records) {
+  check_expected(expected_records);
+  check_size(path, file_size(path), expected_records);
+  const std::vector<uint8_t> bytes = read_file(path);
+  return decode_buffer(bytes.data(), static_cast<int64_t>(bytes.size()), path, expected_records);
 }
 
 std::string CIFAR10::file_path(const std::string& root, const std::string& name) {
@@ -84,14 +118,24 @@ TensorDataset load_cifar10(const std::string& root, bool train) {
   // Resolve every path first, so that a missing file is reported before reading 150 MB.
   std::vector<std::string> paths;
   for (const auto& name : names) paths.push_back(CIFAR10::file_path(root, name));
-  // Decode straight into the final tensors: no per-file copies to concatenate.
+  // Every file's size and labels are checked before the tensors are allocated, so a bad file
+  // costs no memory; then each is decoded straight into them (no copies to concatenate).
+  for (const auto& path : paths) check_size(path, file_size(path), kCifarRecordsPerFile);
+  for (const auto& path : paths) {
+    const std::vector<uint8_t> bytes = read_file(path);
+    check_size(path, static_cast<int64_t>(bytes.size()), kCifarRecordsPerFile);
+    decode(bytes.data(), kCifarRecordsPerFile, path, nullptr, nullptr);
+  }
   const auto files = static_cast<int64_t>(paths.size());
   Tensor images = empty({files * kCifarRecordsPerFile, 3, 32, 32}, kFloat32);
   Tensor labels = empty({files * kCifarRecordsPerFile}, kInt64);
   for (int64_t f = 0; f < files; ++f) {
-    decode_batch(paths[static_cast<size_t>(f)], kCifarRecordsPerFile,
-                 images.data_ptr<float>() + f * kCifarRecordsPerFile * kPixels,
-                 labels.data_ptr<int64_t>() + f * kCifarRecordsPerFile);
+    const std::string& path = paths[static_cast<size_t>(f)];
+    const std::vector<uint8_t> bytes = read_file(path);
+    check_size(path, static_cast<int64_t>(bytes.size()), kCifarRecordsPerFile);
+    decode(bytes.data(), kCifarRecordsPerFile, path,
+           images.data_ptr<float>() + f * kCifarRecordsPerFile * kPixels,
+           labels.data_ptr<int64_t>() + f * kCifarRecordsPerFile);
   }
   return TensorDataset(images, labels);
 }

@@ -14,7 +14,7 @@ constexpr int kMaxDepth = 64;
 
 class Parser {
  public:
-  Parser(std::string_view t, const char* what) : t_(t), what_(what) {}
+  Parser(std::string_view t, const char* what, size_t base) : t_(t), what_(what), base_(base) {}
   Value run() {
     Value v = value(0);
     ws();
@@ -24,7 +24,7 @@ class Parser {
 
  private:
   [[noreturn]] void fail(const char* msg) const {
-    IGNIS_FAIL(what_, ": invalid JSON at byte ", p_, ": ", msg);
+    IGNIS_FAIL(what_, ": invalid JSON at byte ", base_ + p_, ": ", msg);
   }
   void ws() {
     while (p_ < t_.size() && (t_[p_] == ' ' || t_[p_] == '\n' || t_[p_] == '\r' || t_[p_] == '\t'))
@@ -212,6 +212,7 @@ class Parser {
   }
   std::string_view t_;
   const char* what_;
+  size_t base_;
   size_t p_ = 0;
 };
 }  // namespace
@@ -224,7 +225,58 @@ const Value* Value::find(std::string_view key) const {
   return nullptr;
 }
 
-Value parse(std::string_view text, const char* what) { return Parser(text, what).run(); }
+Value parse(std::string_view text, const char* what, size_t base) {
+  return Parser(text, what, base).run();
+}
+
+namespace {
+// The length of the valid UTF-8 sequence at s[i] (2 to 4), or 0.
+size_t utf8_length(std::string_view s, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  const unsigned char c = b(0);
+  const size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((b(k) & 0xC0) != 0x80) return 0;
+  }
+  if (n == 3 && ((c == 0xE0 && b(1) < 0xA0) || (c == 0xED && b(1) >= 0xA0))) return 0;
+  if (n == 4 && ((c == 0xF0 && b(1) < 0x90) || (c == 0xF4 && b(1) >= 0x90))) return 0;
+  return n;
+}
+}  // namespace
+
+std::string printable(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  char buf[8];
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == '\\') {
+      out += "\\\\";
+      ++i;
+    } else if (c >= 0x20 && c < 0x7f) {
+      out.push_back(static_cast<char>(c));
+      ++i;
+    } else if (c < 0x80) {
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+      ++i;
+    } else if (const size_t n = utf8_length(s, i);
+               n > 0 && !(c == 0xC2 && static_cast<unsigned char>(s[i + 1]) < 0xA0)) {
+      out.append(s.substr(i, n));  // valid UTF-8, not a C1 control (U+0080..U+009F)
+      i += n;
+    } else if (n == 2) {
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned char>(s[i + 1]));
+      out += buf;
+      i += 2;
+    } else {
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+      ++i;
+    }
+  }
+  return out;
+}
 
 std::string quote(std::string_view s) {
   std::string out = "\"";

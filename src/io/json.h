@@ -30,8 +30,15 @@ struct Value {
 };
 
 /// Parses exactly one JSON value (surrounded by optional whitespace). Throws ignis::Error
-/// "<what>: invalid JSON at byte N: ..." on any error.
-Value parse(std::string_view text, const char* what);
+/// "<what>: invalid JSON at byte N: ..." on any error, N counted from `base` (the offset of
+/// `text` in its file, so that N is a position in the file).
+Value parse(std::string_view text, const char* what, size_t base = 0);
+
+/// `s` made safe to print in an error message: control characters, DEL, C1 controls and
+/// invalid UTF-8 are escaped (\u001b, \x9b), as is a backslash; valid UTF-8 is kept. Strings
+/// from files (tensor names, metadata) go through it, so a file cannot write raw terminal
+/// escape sequences to the user's screen.
+std::string printable(std::string_view s);
 
 /// Escapes a string as a JSON string literal (with quotes).
 std::string quote(std::string_view s);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ignis/dtype.h"
+#include "ignis/serialize.h"
 
 namespace ignis::safetensors {
 
@@ -38,5 +39,13 @@ Header parse_header(const uint8_t* prefix, uint64_t prefix_size, uint64_t file_s
                     const std::string& path);
 
 const char* dtype_code(DType t);  // "F32", ...
+
+/// The bytes of a safetensors file holding `tensors` (what save_safetensors writes).
+std::string serialize(const NamedTensorList& tensors,
+                      const std::map<std::string, std::string>& metadata);
+
+/// Loads a safetensors file held in memory (`size` bytes at `data`), with the checks of
+/// load_safetensors; `name` is used in errors. The fuzzers' entry point.
+SafetensorsFile load_buffer(const uint8_t* data, size_t size, const std::string& name);
 
 }  // namespace ignis::safetensors

@@ -40,14 +40,16 @@ Header parse_header(const uint8_t* prefix, uint64_t prefix_size, uint64_t file_s
   h.data_start = 8 + n;
   const uint64_t data_size = file_size - h.data_start;
   std::string_view text(reinterpret_cast<const char*>(prefix + 8), n);
-  json::Value root = json::parse(text, where.c_str());
+  json::Value root = json::parse(text, where.c_str(), 8);
   IGNIS_CHECK(root.kind == json::Value::Kind::Object, where, ": header is not a JSON object");
-  for (const auto& [name, v] : *root.obj) {
-    if (name == "__metadata__") {
+  for (const auto& [raw_name, v] : *root.obj) {
+    // Names and strings come from the file: escaped before they reach an error message.
+    const std::string name = json::printable(raw_name);
+    if (raw_name == "__metadata__") {
       IGNIS_CHECK(v.kind == json::Value::Kind::Object, where, ": __metadata__ must be an object");
       for (const auto& [k, s] : *v.obj) {
-        IGNIS_CHECK(s.kind == json::Value::Kind::String, where, ": metadata value of '", k,
-                    "' is not a string");
+        IGNIS_CHECK(s.kind == json::Value::Kind::String, where, ": metadata value of '",
+                    json::printable(k), "' is not a string");
         h.metadata[k] = s.str;
       }
       continue;
@@ -55,10 +57,10 @@ Header parse_header(const uint8_t* prefix, uint64_t prefix_size, uint64_t file_s
     IGNIS_CHECK(v.kind == json::Value::Kind::Object, where, ": entry '", name,
                 "' is not an object");
     for (const auto& prev : h.entries) {
-      IGNIS_CHECK(prev.name != name, where, ": duplicate entry '", name, "'");
+      IGNIS_CHECK(prev.name != raw_name, where, ": duplicate entry '", name, "'");
     }
     Entry e;
-    e.name = name;
+    e.name = raw_name;
     const json::Value* dt = v.find("dtype");
     IGNIS_CHECK(dt && dt->kind == json::Value::Kind::String, where, ": entry '", name,
                 "' has no dtype string");
@@ -69,21 +71,28 @@ Header parse_header(const uint8_t* prefix, uint64_t prefix_size, uint64_t file_s
         known = true;
       }
     }
-    IGNIS_CHECK(known, where, ": entry '", name, "' has unsupported dtype '", dt->str, "'");
+    IGNIS_CHECK(known, where, ": entry '", name, "' has unsupported dtype '",
+                json::printable(dt->str), "'");
     const json::Value* shape = v.find("shape");
     IGNIS_CHECK(shape && shape->kind == json::Value::Kind::Array, where, ": entry '", name,
                 "' has no shape array");
-    uint64_t count = 1;
     for (const auto& d : *shape->arr) {
       IGNIS_CHECK(d.kind == json::Value::Kind::Number && d.is_integer && d.integer >= 0, where,
                   ": entry '", name, "' has an invalid dimension in its shape");
-      IGNIS_CHECK(!__builtin_mul_overflow(count, static_cast<uint64_t>(d.integer), &count), where,
-                  ": entry '", name, "' shape overflows");
       e.shape.push_back(d.integer);
     }
-    uint64_t bytes = 0;
-    IGNIS_CHECK(!__builtin_mul_overflow(count, element_size(e.dtype), &bytes), where,
-                ": entry '", name, "' byte size overflows");
+    // Every product the tensor will need fits in int64: the element count, the byte size and
+    // the strides (empty dims count as 1 there, so [0, 2^62, 4] is refused though it is empty).
+    int64_t count = 1, strides = 1, bytes = 0;
+    bool fits = true;
+    for (int64_t d : e.shape) {
+      fits = fits && !__builtin_mul_overflow(count, d, &count) &&
+             !__builtin_mul_overflow(strides, std::max<int64_t>(d, 1), &strides);
+    }
+    fits =
+        fits && !__builtin_mul_overflow(count, static_cast<int64_t>(element_size(e.dtype)), &bytes);
+    IGNIS_CHECK(fits, where, ": entry '", name, "' has shape ", IntArrayRef(e.shape),
+                " whose size overflows int64");
     const json::Value* off = v.find("data_offsets");
     IGNIS_CHECK(off && off->kind == json::Value::Kind::Array && off->arr->size() == 2, where,
                 ": entry '", name, "' needs data_offsets [begin, end]");
@@ -93,12 +102,13 @@ Header parse_header(const uint8_t* prefix, uint64_t prefix_size, uint64_t file_s
     }
     e.begin = static_cast<uint64_t>((*off->arr)[0].integer);
     e.end = static_cast<uint64_t>((*off->arr)[1].integer);
-    IGNIS_CHECK(e.begin <= e.end && e.end <= data_size, where, ": entry '", name,
-                "' data_offsets [", e.begin, ", ", e.end, "] are out of bounds of the ",
-                data_size, "-byte data section");
-    IGNIS_CHECK(e.end - e.begin == bytes, where, ": entry '", name, "' of dtype ", dt->str,
-                " and shape ", IntArrayRef(e.shape), " needs ", bytes, " bytes but its offsets span ",
-                e.end - e.begin);
+    IGNIS_CHECK(e.begin <= e.end, where, ": entry '", name, "' data_offsets [", e.begin, ", ",
+                e.end, "] are reversed (begin > end)");
+    IGNIS_CHECK(e.end <= data_size, where, ": entry '", name, "' data_offsets [", e.begin, ", ",
+                e.end, "] are out of bounds of the ", data_size, "-byte data section");
+    IGNIS_CHECK(e.end - e.begin == static_cast<uint64_t>(bytes), where, ": entry '", name,
+                "' of dtype ", dt->str, " and shape ", IntArrayRef(e.shape), " needs ", bytes,
+                " bytes but its offsets span ", e.end - e.begin);
     h.entries.push_back(std::move(e));
   }
   // The data section must be covered exactly: sorted by offset, no gaps, no overlaps.
@@ -109,8 +119,8 @@ Header parse_header(const uint8_t* prefix, uint64_t prefix_size, uint64_t file_s
   });
   uint64_t at = 0;
   for (const Entry* e : sorted) {
-    IGNIS_CHECK(e->begin == at, where, ": entry '", e->name, "' starts at byte ", e->begin,
-                " but the previous data ends at ", at, " (overlap or gap)");
+    IGNIS_CHECK(e->begin == at, where, ": entry '", json::printable(e->name), "' starts at byte ",
+                e->begin, " but the previous data ends at ", at, " (overlap or gap)");
     at = e->end;
   }
   IGNIS_CHECK(at == data_size, where, ": the tensors cover ", at, " bytes but the data section "

@@ -66,7 +66,40 @@ void atomic_write(const std::string& path, const std::string& bytes) {
   }
 }
 
-void save_safetensors(const std::string& path, const NamedTensorList& tensors,
+namespace safetensors {
+namespace {
+// The tensors of a parsed header: every size and offset was checked by parse_header against
+// the file's real size, so each allocation is backed by bytes that exist. read_at(at, dst, n)
+// copies n bytes at offset `at` of the file.
+template <class ReadAt>
+SafetensorsFile read_tensors(const Header& h, const std::string& path, const ReadAt& read_at) {
+  auto read = [&](const Entry& e, void* dst) {
+    IGNIS_CHECK(read_at(h.data_start + e.begin, dst, e.end - e.begin), "load_safetensors: ", path,
+                ": read error in the data of '", json::printable(e.name), "'");
+  };
+  // Bool bytes are checked first, through a plain buffer, so that no tensor is allocated for a
+  // file that fails: memory is as it was after a failed load.
+  for (const auto& e : h.entries) {
+    if (e.dtype != kBool) continue;
+    std::vector<uint8_t> b(e.end - e.begin);
+    read(e, b.data());
+    for (uint8_t v : b) {
+      IGNIS_CHECK(v <= 1, "load_safetensors: ", path, ": tensor '", json::printable(e.name),
+                  "' holds a bool byte that is neither 0 nor 1");
+    }
+  }
+  SafetensorsFile out;
+  out.metadata = h.metadata;
+  for (const auto& e : h.entries) {
+    Tensor t = empty(e.shape, e.dtype);
+    read(e, t.data_ptr());
+    out.tensors.emplace_back(e.name, std::move(t));
+  }
+  return out;
+}
+}  // namespace
+
+std::string serialize(const NamedTensorList& tensors,
                       const std::map<std::string, std::string>& metadata) {
   std::ostringstream header;
   header << "{";
@@ -113,7 +146,22 @@ void save_safetensors(const std::string& path, const NamedTensorList& tensors,
   for (const Tensor& c : data) {
     bytes.append(static_cast<const char*>(c.data_ptr()), c.nbytes());  // x86-64: little-endian
   }
-  atomic_write(path, bytes);
+  return bytes;
+}
+
+SafetensorsFile load_buffer(const uint8_t* data, size_t size, const std::string& name) {
+  const Header h = parse_header(data, size, size, name);
+  return read_tensors(h, name, [&](uint64_t at, void* dst, uint64_t n) {
+    if (n > 0) std::memcpy(dst, data + at, n);
+    return true;
+  });
+}
+
+}  // namespace safetensors
+
+void save_safetensors(const std::string& path, const NamedTensorList& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+  atomic_write(path, safetensors::serialize(tensors, metadata));
 }
 
 SafetensorsFile load_safetensors(const std::string& path) {
@@ -135,26 +183,13 @@ SafetensorsFile load_safetensors(const std::string& path) {
     f.read(prefix.data() + 8, static_cast<std::streamsize>(n));
     IGNIS_CHECK(f.good(), "load_safetensors: ", path, ": read error in the header");
   }
-  safetensors::Header h = safetensors::parse_header(
+  const safetensors::Header h = safetensors::parse_header(
       reinterpret_cast<const uint8_t*>(prefix.data()), prefix.size(), size, path);
-  SafetensorsFile out;
-  out.metadata = std::move(h.metadata);
-  for (const auto& e : h.entries) {
-    Tensor t = empty(e.shape, e.dtype);
-    f.seekg(static_cast<std::streamoff>(h.data_start + e.begin));
-    f.read(static_cast<char*>(t.data_ptr()), static_cast<std::streamsize>(e.end - e.begin));
-    IGNIS_CHECK(f.good(), "load_safetensors: ", path, ": read error in the data of '", e.name,
-                "'");
-    if (e.dtype == kBool) {
-      const uint8_t* b = static_cast<const uint8_t*>(t.data_ptr());
-      for (int64_t i = 0; i < t.numel(); ++i) {
-        IGNIS_CHECK(b[i] <= 1, "load_safetensors: ", path, ": tensor '", e.name,
-                    "' holds a bool byte that is neither 0 nor 1");
-      }
-    }
-    out.tensors.emplace_back(e.name, std::move(t));
-  }
-  return out;
+  return safetensors::read_tensors(h, path, [&](uint64_t at, void* dst, uint64_t n) {
+    f.seekg(static_cast<std::streamoff>(at));
+    f.read(static_cast<char*>(dst), static_cast<std::streamsize>(n));
+    return f.good();
+  });
 }
 
 const Tensor& SafetensorsFile::at(const std::string& name) const {
@@ -162,8 +197,9 @@ const Tensor& SafetensorsFile::at(const std::string& name) const {
     if (n == name) return t;
   }
   std::ostringstream names;
-  for (const auto& [n, t] : tensors) names << " " << n;
-  IGNIS_FAIL("safetensors: no tensor named '", name, "' (the file has:", names.str(), ")");
+  for (const auto& [n, t] : tensors) names << " " << json::printable(n);
+  IGNIS_FAIL("safetensors: no tensor named '", json::printable(name),
+             "' (the file has:", names.str(), ")");
 }
 
 }  // namespace ignis

@@ -167,11 +167,19 @@ Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, TensorOptio
     IGNIS_CHECK(sizes[i] >= 0 && strides[i] >= 0, "from_blob: negative size or stride");
     if (sizes[i] == 0) span = 0;
   }
-  if (span) {
-    for (size_t i = 0; i < sizes.size(); ++i) span += (sizes[i] - 1) * strides[i];
+  int64_t nbytes = 0;
+  bool fits = true;
+  for (size_t i = 0; span != 0 && i < sizes.size(); ++i) {
+    int64_t reach;
+    fits = fits && !__builtin_mul_overflow(sizes[i] - 1, strides[i], &reach) &&
+           !__builtin_add_overflow(span, reach, &span);
   }
-  const size_t nbytes = static_cast<size_t>(span) * element_size(opts.dtype());
-  auto storage = std::make_shared<StorageImpl>(data, nbytes, opts.device(), std::move(deleter));
+  fits = fits &&
+         !__builtin_mul_overflow(span, static_cast<int64_t>(element_size(opts.dtype())), &nbytes);
+  IGNIS_CHECK(fits, "from_blob: sizes ", sizes, " with strides ", strides,
+              " span more bytes than int64 holds");
+  auto storage = std::make_shared<StorageImpl>(data, static_cast<size_t>(nbytes), opts.device(),
+                                               std::move(deleter));
   Tensor t(std::make_shared<TensorImpl>(std::move(storage), sizes.shape(), strides.shape(), 0,
                                         opts.dtype()));
   return finish(t, opts);

@@ -67,7 +67,8 @@ Shape infer_shape(IntArrayRef shape, int64_t numel, const char* op, IntArrayRef 
       infer = static_cast<int64_t>(i);
     } else {
       IGNIS_CHECK(s[i] >= 0, op, ": invalid shape dimension ", s[i], " in ", shape);
-      prod *= s[i];
+      IGNIS_CHECK(!__builtin_mul_overflow(prod, s[i], &prod), op, ": shape ", shape,
+                  " has too many elements (int64 overflow)");
     }
   }
   if (infer >= 0) {

@@ -1,10 +1,13 @@
 // Training checkpoints in one safetensors file: model, optimizer and scheduler state as
 // prefixed tensors, counters and the RNG state as metadata.
+#include "train/checkpoint.h"
+
 #include <string>
 
 #include "ignis/generator.h"
 #include "ignis/serialize.h"
 #include "ignis/train.h"
+#include "io/json.h"
 
 namespace ignis::train {
 
@@ -15,14 +18,27 @@ uint64_t parse_u64(const std::map<std::string, std::string>& meta, const std::st
                    const std::string& path) {
   auto it = meta.find(key);
   IGNIS_CHECK(it != meta.end(), "load_checkpoint: ", path, " has no '", key, "' metadata");
+  IGNIS_CHECK(!it->second.empty() && it->second[0] >= '0' && it->second[0] <= '9',
+              "load_checkpoint: ", path, ": metadata '", key, "' = '", json::printable(it->second),
+              "' is not a number");
   try {
     size_t used = 0;
     unsigned long long v = std::stoull(it->second, &used);
     IGNIS_CHECK(used == it->second.size(), "bad number");
     return v;
   } catch (const std::exception&) {
-    IGNIS_FAIL("load_checkpoint: ", path, ": metadata '", key, "' = '", it->second,
+    IGNIS_FAIL("load_checkpoint: ", path, ": metadata '", key, "' = '", json::printable(it->second),
                "' is not a number");
+  }
+}
+
+// Module and optimizer keys are printable; a name from the file that is not (a terminal escape
+// sequence, say) is refused here, escaped, before the state-dict checks could print it raw.
+void check_names(const NamedTensorList& tensors, const char* op, const std::string& path) {
+  for (const auto& [n, t] : tensors) {
+    const std::string shown = json::printable(n);
+    IGNIS_CHECK(shown == n, op, ": ", path, ": tensor name '", shown,
+                "' has control characters or invalid UTF-8");
   }
 }
 
@@ -57,14 +73,21 @@ void save_checkpoint(const std::string& path, const nn::Module& model,
 
 TrainingState load_checkpoint(const std::string& path, nn::Module& model,
                               optim::Optimizer& optimizer, optim::LRScheduler* scheduler) {
-  SafetensorsFile f = load_safetensors(path);
+  return load_checkpoint_file(load_safetensors(path), path, model, optimizer, scheduler);
+}
+
+TrainingState load_checkpoint_file(const SafetensorsFile& f, const std::string& path,
+                                   nn::Module& model, optim::Optimizer& optimizer,
+                                   optim::LRScheduler* scheduler) {
+  check_names(f.tensors, "load_checkpoint", path);
   auto fmt = f.metadata.find("format");
   IGNIS_CHECK(fmt != f.metadata.end() && fmt->second == kFormat, "load_checkpoint: ", path,
               " is not an ignis training checkpoint (format metadata '",
-              fmt == f.metadata.end() ? std::string("<none>") : fmt->second, "')");
+              fmt == f.metadata.end() ? std::string("<none>") : json::printable(fmt->second), "')");
   auto opt = f.metadata.find("optimizer");
   IGNIS_CHECK(opt == f.metadata.end() || opt->second == optimizer.name(), "load_checkpoint: ", path,
-              " holds the state of a ", opt->second, " optimizer, not ", optimizer.name());
+              " holds the state of a ", json::printable(opt->second), " optimizer, not ",
+              optimizer.name());
   // All or nothing: check everything, then change model, optimizer, scheduler and generator.
   TrainingState s;
   s.epoch = static_cast<int64_t>(parse_u64(f.metadata, "epoch", path));
@@ -96,7 +119,9 @@ void save_module(const std::string& path, const nn::Module& model) {
 }
 
 void load_module(const std::string& path, nn::Module& model, bool strict) {
-  model.load_state_dict(load_safetensors(path).tensors, strict);
+  const SafetensorsFile f = load_safetensors(path);
+  check_names(f.tensors, "load_module", path);
+  model.load_state_dict(f.tensors, strict);
 }
 
 }  // namespace ignis::train

@@ -1,0 +1,84 @@
+// Writes the fuzzers' seed inputs into the directory given as argument: <dir>/<target>/...
+// Built and run by `make fuzz`, so the seeds follow the formats as the library writes them.
+#include <zlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "ignis/ignis.h"
+#include "io/safetensors.h"
+
+using namespace ignis;
+namespace fs = std::filesystem;
+
+namespace {
+std::string idx_bytes(const std::vector<uint32_t>& dims, const std::string& data) {
+  std::string s = {0, 0, 0x08, static_cast<char>(dims.size())};
+  for (uint32_t d : dims) {
+    for (int shift : {24, 16, 8, 0}) s.push_back(static_cast<char>((d >> shift) & 0xff));
+  }
+  return s + data;
+}
+
+std::string gzip(const std::string& in) {
+  z_stream z{};
+  deflateInit2(&z, 9, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
+  std::string out(deflateBound(&z, in.size()), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  z.avail_in = static_cast<uInt>(in.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+void put(const fs::path& dir, const std::string& name, const std::string& bytes) {
+  fs::create_directories(dir);
+  std::ofstream(dir / name, std::ios::binary)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) return 2;
+  const fs::path root = argv[1];
+  std::string pixels;
+  for (int i = 0; i < 2 * 4 * 4; ++i) pixels.push_back(static_cast<char>(i * 7));
+  const std::vector<std::string> idx = {idx_bytes({3}, "\1\2\3"), idx_bytes({2, 4, 4}, pixels),
+                                        idx_bytes({2, 2, 2, 2}, pixels.substr(0, 16)),
+                                        idx_bytes({0, 5}, "")};
+  for (size_t i = 0; i < idx.size(); ++i) {
+    put(root / "idx", "seed" + std::to_string(i), idx[i]);
+    put(root / "idx_gz", "seed" + std::to_string(i), gzip(idx[i]));
+  }
+  put(root / "idx_gz", "members", gzip(idx[1].substr(0, 9)) + gzip(idx[1].substr(9)));
+  std::string rec(3073, '\0');
+  for (size_t i = 0; i < rec.size(); ++i) rec[i] = static_cast<char>(i % 251);
+  rec[0] = 3;
+  put(root / "cifar", "one", std::string(1, '\0') + rec);
+  put(root / "cifar", "two", std::string(1, '\1') + rec + rec);
+  default_generator().manual_seed(0);
+  const NamedTensorList tensors = {{"w", randn({2, 3})},
+                                   {"h", ones({2}, kBFloat16)},
+                                   {"b", ones({3}, kBool)},
+                                   {"i", arange(4, kInt64)},
+                                   {"e", empty({0, 2}, kUInt8)}};
+  put(root / "safetensors", "mixed", safetensors::serialize(tensors, {{"format", "x"}}));
+  put(root / "safetensors", "empty", safetensors::serialize({}, {}));
+  // The checkpoint fuzzer's setup: Linear(3, 2), SGD with momentum, StepLR(2).
+  auto model = std::make_shared<nn::Sequential>(nn::Linear(3, 2));
+  optim::SGD opt(model->parameters(), optim::SGDOptions(0.1).momentum(0.9));
+  optim::StepLR sched(opt, 2);
+  const fs::path ck = root / "checkpoint";
+  fs::create_directories(ck);
+  train::save_checkpoint((ck / "fresh").string(), *model, opt, &sched, {});
+  model->forward(ones({4, 3})).sum().backward();
+  opt.step();
+  sched.step();
+  train::save_checkpoint((ck / "stepped").string(), *model, opt, &sched, {1, 1});
+  return 0;
+}
