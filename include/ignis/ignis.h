@@ -8,6 +8,7 @@
 #include "ignis/data/cifar.h"
 #include "ignis/data/mnist.h"
 #include "ignis/device.h"
+#include "ignis/distributed.h"
 #include "ignis/dtype.h"
 #include "ignis/error.h"
 #include "ignis/generator.h"

@@ -27,6 +27,8 @@ constexpr Workload kWorkloads[] = {
      &bench_mnist_lenet},
     {"train_step", "SGD steps of a zoo model on synthetic data (--model, --batch, ...)",
      &bench_train_step},
+    {"allreduce", "all-reduce of 4 KB..256 MB under mpirun: MPI's vs ignis's ring (algbw, busbw)",
+     &bench_allreduce},
 };
 
 std::string bench_usage() {
@@ -37,7 +39,8 @@ std::string bench_usage() {
     std::string name = w.name;
     s += "  " + name + std::string(name.size() < 14 ? 14 - name.size() : 1, ' ') + w.summary + "\n";
   }
-  s += "  all           every workload above but the training ones (mnist_*, train_step)\n\n"
+  s += "  all           every workload above but the training ones (mnist_*, train_step)\n"
+       "                and allreduce (run it under mpirun)\n\n"
        "options:\n"
        "  --threads T   intra-op threads (ignis::set_num_threads); default: the OpenMP default\n"
        "  --repeat R    timed batches per measurement, the median is reported (default 7)\n"
@@ -46,6 +49,7 @@ std::string bench_usage() {
        "  --batch B     train_step: the batch size (default 32)\n"
        "  --image-size S, --classes C   train_step: the input size and classes (default: the\n"
        "                model's natural ones, e.g. 224 and 1000 for resnet18; `ignis models`)\n"
+       "  --max-bytes B allreduce: the largest buffer (default 268435456)\n"
        "  --memory-format contiguous|channels_last   mnist_lenet, train_step: the layout of\n"
        "                the input batches (default channels_last: the convolutions then run\n"
        "                without layout reorders)\n";
@@ -86,7 +90,7 @@ int bench_main(const Args& args) {
         value = a.substr(eq + 1);
       } else if (key == "--threads" || key == "--repeat" || key == "--data" || key == "--model" ||
                  key == "--batch" || key == "--image-size" || key == "--classes" ||
-                 key == "--memory-format") {
+                 key == "--memory-format" || key == "--max-bytes") {
         if (i + 1 >= args.size()) throw UsageError(key + " expects a value", usage);
         value = args[++i];
       }
@@ -105,7 +109,7 @@ int bench_main(const Args& args) {
         opts.image_size = parse_int(key, value, 1, 4096, usage);
       } else if (key == "--classes") {
         opts.classes = parse_int(key, value, 1, 1 << 20, usage);
-      } else if (key == "--memory-format") {
+      } else if (key == "--memory-format" || key == "--max-bytes") {
         if (value == "channels_last") {
           opts.memory_format = MemoryFormat::ChannelsLast;
         } else if (value == "contiguous") {
@@ -129,7 +133,8 @@ int bench_main(const Args& args) {
   for (const Workload& w : kWorkloads) {
     // The training workloads take seconds to minutes and need data: run only when named.
     const std::string n = w.name;
-    const bool heavy = n == "mnist_mlp" || n == "mnist_lenet" || n == "train_step";
+    const bool heavy = n == "mnist_mlp" || n == "mnist_lenet" || n == "train_step" ||
+                       n == "allreduce";
     if (workload == w.name || (workload == "all" && !heavy)) selected.push_back(&w);
   }
   if (selected.empty()) throw UsageError("unknown workload '" + workload + "'", usage);
