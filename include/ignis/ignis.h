@@ -14,6 +14,7 @@
 #include "ignis/generator.h"
 #include "ignis/models.h"
 #include "ignis/nn.h"
+#include "ignis/nn/parallel.h"
 #include "ignis/norm.h"
 #include "ignis/ops.h"
 #include "ignis/optim.h"
