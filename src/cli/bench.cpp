@@ -29,6 +29,8 @@ constexpr Workload kWorkloads[] = {
      &bench_train_step},
     {"allreduce", "all-reduce of 4 KB..256 MB under mpirun: MPI's vs ignis's ring (algbw, busbw)",
      &bench_allreduce},
+    {"ddp_mnist_mlp", "one epoch of the demo MLP with DistributedDataParallel under mpirun -np N "
+     "(global batch 128): overlap on/off, bucket_cap_mb sweep", &bench_ddp_mnist_mlp},
 };
 
 std::string bench_usage() {
@@ -40,11 +42,13 @@ std::string bench_usage() {
     s += "  " + name + std::string(name.size() < 14 ? 14 - name.size() : 1, ' ') + w.summary + "\n";
   }
   s += "  all           every workload above but the training ones (mnist_*, train_step)\n"
-       "                and allreduce (run it under mpirun)\n\n"
+       "                and the distributed ones (allreduce, ddp_mnist_mlp: run them under\n"
+       "                mpirun -np N)\n\n"
        "options:\n"
        "  --threads T   intra-op threads (ignis::set_num_threads); default: the OpenMP default\n"
        "  --repeat R    timed batches per measurement, the median is reported (default 7)\n"
-       "  --data DIR    mnist_mlp, mnist_lenet: the MNIST IDX files (default data/mnist)\n"
+       "  --data DIR    mnist_mlp, mnist_lenet, ddp_mnist_mlp: the MNIST IDX files\n"
+       "                (default data/mnist)\n"
        "  --model NAME  train_step: the zoo model (default resnet18)\n"
        "  --batch B     train_step: the batch size (default 32)\n"
        "  --image-size S, --classes C   train_step: the input size and classes (default: the\n"
@@ -109,7 +113,9 @@ int bench_main(const Args& args) {
         opts.image_size = parse_int(key, value, 1, 4096, usage);
       } else if (key == "--classes") {
         opts.classes = parse_int(key, value, 1, 1 << 20, usage);
-      } else if (key == "--memory-format" || key == "--max-bytes") {
+      } else if (key == "--max-bytes") {
+        opts.max_bytes = parse_int(key, value, 4096, int64_t{1} << 31, usage);
+      } else if (key == "--memory-format") {
         if (value == "channels_last") {
           opts.memory_format = MemoryFormat::ChannelsLast;
         } else if (value == "contiguous") {
@@ -134,7 +140,7 @@ int bench_main(const Args& args) {
     // The training workloads take seconds to minutes and need data: run only when named.
     const std::string n = w.name;
     const bool heavy = n == "mnist_mlp" || n == "mnist_lenet" || n == "train_step" ||
-                       n == "allreduce";
+                       n == "allreduce" || n == "ddp_mnist_mlp";
     if (workload == w.name || (workload == "all" && !heavy)) selected.push_back(&w);
   }
   if (selected.empty()) throw UsageError("unknown workload '" + workload + "'", usage);

@@ -44,6 +44,7 @@ void bench_batch_norm(const BenchOptions& opts);
 void bench_mnist_lenet(const BenchOptions& opts);
 void bench_train_step(const BenchOptions& opts);
 void bench_allreduce(const BenchOptions& opts);
+void bench_ddp_mnist_mlp(const BenchOptions& opts);
 
 // ---- timing
 
