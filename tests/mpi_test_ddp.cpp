@@ -2,6 +2,10 @@
 // per rank equals one process at batch 64; no_sync accumulation; unused parameters; buffers;
 // the bucket layout.
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <sstream>
 
 #include "ignis/ignis.h"
 #include "mpi_main.h"
@@ -207,4 +211,51 @@ TEST(DistributedDataParallel, BuffersBroadcastFromRankZero) {
   EXPECT_TRUE(equal(bn->get("running_mean"), full({3}, rank() + 1.0)));
 }
 
-int main(int argc, char** argv) { return mpi_test_main(argc, argv); }
+TEST(DistributedDataParallel, TraceShowsBucketAllReducesPostedDuringBackward) {
+  // IGNIS_DDP_TRACE is set by main: each DDP writes its events when destroyed.
+  nn::DistributedDataParallelOptions opts;
+  opts.first_bucket_cap_mb = 0.00001;  // 3 buckets: the first two start during backward
+  opts.bucket_cap_mb = 0.004;
+  {
+    auto ddp = std::make_shared<nn::DistributedDataParallel>(make_mlp(7), opts);
+    for (int step = 0; step < 2; ++step) {
+      auto [x, y] = global_batch(step);
+      ddp->zero_grad();
+      nn::functional::cross_entropy(ddp->forward(shard(x, rank(), world())),
+                                    shard(y, rank(), world()))
+          .backward();
+    }
+  }
+  std::ifstream in(std::string(std::getenv("IGNIS_DDP_TRACE")) + ".rank" + std::to_string(rank()) +
+                   ".json");
+  ASSERT_TRUE(in.good());
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string json = text.str();
+  ASSERT_EQ(json.rfind("{\"traceEvents\": [", 0), 0u);
+  // The last iteration: its backward, its wait, and the all-reduces posted before the wait.
+  const std::regex event(
+      "\"name\": \"([^\"]+)\", \"pid\": [0-9]+, \"tid\": ([12]), \"ts\": ([0-9]+), \"dur\": "
+      "([0-9]+)");
+  double backward_start = 0, wait_start = 0;
+  std::vector<std::pair<double, double>> reduces;  // posted, completed
+  for (auto it = std::sregex_iterator(json.begin(), json.end(), event);
+       it != std::sregex_iterator(); ++it) {
+    const std::string name = (*it)[1];
+    const double ts = std::stod((*it)[3]), dur = std::stod((*it)[4]);
+    if (name == "backward") backward_start = ts;
+    if (name == "wait for all-reduces") wait_start = ts;
+    if (name.rfind("all_reduce", 0) == 0) reduces.emplace_back(ts, ts + dur);
+  }
+  ASSERT_GT(backward_start, 0);
+  int posted_during_backward = 0;
+  for (auto [posted, done] : reduces) {
+    if (posted >= backward_start && posted <= wait_start) ++posted_during_backward;
+  }
+  EXPECT_GE(posted_during_backward, 2) << json;
+}
+
+int main(int argc, char** argv) {
+  setenv("IGNIS_DDP_TRACE", "/tmp/ignis_mpi_test_ddp_trace", 1);
+  return mpi_test_main(argc, argv);
+}

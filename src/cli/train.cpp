@@ -308,7 +308,10 @@ int train_main(const Args& all_args) {
     std::cout << "test_loss=" << h.val.back().loss << " test_acc=" << h.val.back().accuracy
               << " samples=" << h.val.back().samples << "\n";
   }
-  if (ddp) distributed::destroy_process_group();
+  if (ddp) {
+    ddp_model.reset();  // (writes its IGNIS_DDP_TRACE file while the group is up)
+    distributed::destroy_process_group();
+  }
   return 0;
 }
 

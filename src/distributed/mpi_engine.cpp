@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "distributed/trace.h"
 #include "ignis/autograd.h"
 
 namespace ignis::distributed::mpi {
@@ -51,6 +52,7 @@ void Engine::start() {
 WorkPtr Engine::post(std::unique_ptr<Op> op) {
   WorkPtr w = op->work_;
   op->deadline_ = Clock::now() + op->timeout_;
+  if (trace::enabled()) op->posted_us_ = trace::now_us();
   {
     std::lock_guard<std::mutex> lock(mu_);
     IGNIS_CHECK(thread_.joinable() && !stop_, op->name_,
@@ -218,6 +220,10 @@ bool Engine::step() {
     try {
       if (op->progress()) {
         op->finish();
+        if (trace::enabled()) {
+          trace::record(std::string(op->name_) + " " + std::to_string(op->meta_.numel), 2,
+                        op->posted_us_, trace::now_us());
+        }
         op->work_->finish();
         progressed = true;
       }

@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "autograd/accumulate_grad.h"
+#include "distributed/trace.h"
 #include "ignis/autograd.h"
 #include "ignis/ops.h"
 #include "ops/copy.h"
@@ -173,7 +174,7 @@ class Reducer {
   void launch_ready() {
     while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].pending == 0) {
       Bucket& b = buckets_[next_bucket_++];
-      b.work = group_->all_reduce(b.flat, dist::ReduceOp::AVG);
+      if (group_->size() > 1) b.work = group_->all_reduce(b.flat, dist::ReduceOp::AVG);
     }
   }
 
@@ -217,6 +218,11 @@ class Reducer {
     }
     stats_.comm_wait = t1 - t0;
     stats_.backward = now_s() - t_prepared_;
+    if (dist::trace::enabled()) {
+      const double us = 1e6;
+      dist::trace::record("backward", 1, t_prepared_ * us, now_s() * us);
+      dist::trace::record("wait for all-reduces", 1, t0 * us, t1 * us);
+    }
     stats_.buckets = static_cast<int64_t>(buckets_.size());
     stats_.bytes = 0;
     for (const Bucket& b : buckets_) stats_.bytes += static_cast<int64_t>(b.flat.nbytes());
@@ -308,6 +314,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> module,
 
 DistributedDataParallel::~DistributedDataParallel() {
   if (reducer_) reducer_->remove_hooks();
+  if (dist::trace::enabled() && dist::is_initialized()) dist::trace::write(dist::get_rank());
 }
 
 Tensor DistributedDataParallel::forward(const Tensor& x) {
@@ -321,6 +328,7 @@ Tensor DistributedDataParallel::forward(const Tensor& x) {
   const double t0 = now_s();
   Tensor out = module_->forward(x);
   reducer_->stats_.forward = now_s() - t0;
+  if (dist::trace::enabled()) dist::trace::record("forward", 1, t0 * 1e6, now_s() * 1e6);
   prepare_for_backward({out});
   return out;
 }
