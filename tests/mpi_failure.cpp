@@ -1,7 +1,8 @@
 // Failure scenarios of ignis::distributed, run by ctest under mpirun -np 2 through
 // expect_failure.cmake (which wants a non-zero exit and checks the output):
 //   mpi_failure timeout   rank 0 all-reduces alone: its 1 s timeout turns the hang into an error
-//   mpi_failure kill      both ranks train (all-reduce gradients); rank 1 SIGKILLs itself at step
+//   mpi_failure kill      both ranks train an MLP with DistributedDataParallel; rank 1 SIGKILLs
+//   itself at step
 //                         20: rank 0 must exit non-zero with a clear message, not hang
 #include <csignal>
 #include <cstdio>
@@ -29,10 +30,19 @@ int main(int argc, char** argv) {
       }
       std::this_thread::sleep_for(std::chrono::seconds(5));
     } else if (mode == "kill") {
-      Tensor grad = ones({1 << 18});
+      // DDP training of a small MLP on random data; rank 1 dies at step 20.
+      manual_seed(0);
+      auto net =
+          std::make_shared<nn::Sequential>(nn::Linear(64, 256), nn::ReLU(), nn::Linear(256, 10));
+      auto model = std::make_shared<nn::DistributedDataParallel>(net);
+      optim::SGD opt(model->parameters(), optim::SGDOptions(0.01));
+      Tensor x = randn({32, 64});
+      Tensor y = randint(0, 10, {32});
       for (int step = 0; step < 1000000; ++step) {
         if (rank == 1 && step == 20) std::raise(SIGKILL);
-        dist::all_reduce(grad, dist::ReduceOp::AVG);
+        opt.zero_grad();
+        nn::functional::cross_entropy(model->forward(x), y).backward();
+        opt.step();
       }
     } else {
       std::fprintf(stderr, "usage: mpi_failure timeout|kill\n");
