@@ -40,8 +40,9 @@ class Reducer {
     dist::WorkPtr work;
   };
 
-  Reducer(NamedTensors params, const DistributedDataParallelOptions& o, dist::ProcessGroupPtr g)
-      : opts_(o), group_(std::move(g)) {
+  Reducer(NamedTensors params, const DistributedDataParallelOptions& o, dist::ProcessGroupPtr g,
+          bool owns_group)
+      : opts_(o), group_(std::move(g)), owns_group_(owns_group) {
     for (auto& [name, t] : params) params_.push_back({name, t});
     // Reverse registration order: roughly the order backward produces the gradients.
     std::vector<size_t> order;
@@ -55,6 +56,14 @@ class Reducer {
       handles_.push_back(params_[i].t.register_post_accumulate_grad_hook([weak, i](const Tensor&) {
         if (auto r = weak.lock()) r->mark_ready(i, /*in_backward=*/true);
       }));
+    }
+  }
+
+  ~Reducer() {
+    try {
+      wait_all();
+      if (owns_group_ && dist::is_initialized()) dist::destroy_process_group(group_);
+    } catch (...) {  // a failed collective was reported where it failed
     }
   }
 
@@ -272,6 +281,7 @@ class Reducer {
  private:
   DistributedDataParallelOptions opts_;
   dist::ProcessGroupPtr group_;
+  bool owns_group_ = false;
   std::vector<Param> params_;
   std::vector<Bucket> buckets_;
   std::vector<size_t> handles_;
@@ -308,7 +318,18 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> module,
   for (auto& [name, t] : module_->named_parameters()) {
     if (t.requires_grad()) trainable.emplace_back(name, t);
   }
-  reducer_ = std::make_shared<Reducer>(trainable, options_, options_.process_group);
+  // The gradient all-reduces go over a communicator of their own (not interleaved with the
+  // user's collectives) without the per-collective metadata check, which would double their
+  // rounds: the broadcasts above checked every parameter's shape and dtype across the ranks, and
+  // the buckets are built from them alike on every rank.
+  dist::ProcessGroupPtr comm = options_.process_group;
+  bool own = false;
+  if (comm == dist::default_group() && comm->size() > 1) {
+    comm = dist::new_group({});
+    comm->set_check_metadata(false);
+    own = true;
+  }
+  reducer_ = std::make_shared<Reducer>(trainable, options_, comm, own);
   reducer_->register_hooks(reducer_);
 }
 
