@@ -267,6 +267,7 @@ void Engine::loop() {
   // Short sleeps between polls must stay short (Linux adds 50 us of slack by default).
   prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
   int idle = 0;
+  Clock::time_point last_progress = Clock::now();
   for (;;) {
     std::deque<std::function<void()>> tasks;
     {
@@ -275,6 +276,10 @@ void Engine::loop() {
         cv_.wait(lock, [&] { return stop_ || !queue_.empty() || !tasks_.empty(); });
       }
       if (stop_ && queue_.empty() && tasks_.empty() && inflight_.empty()) break;
+      if (!queue_.empty()) {  // new work: poll eagerly again
+        idle = 0;
+        last_progress = Clock::now();
+      }
       while (!queue_.empty()) {
         inflight_.push_back(std::move(queue_.front()));
         queue_.pop_front();
@@ -285,12 +290,12 @@ void Engine::loop() {
     if (inflight_.empty()) continue;
     if (step()) {
       idle = 0;
-    } else if (++idle < 200) {
-      std::this_thread::yield();
-    } else {
-      // Nothing moved for a while: poll less often, leaving the cores to the computation --
-      // but often: MPI only progresses inside MPI calls (a large message moves in fragments).
-      std::this_thread::sleep_for(std::chrono::microseconds(idle < 2000 ? 2 : 20));
+      last_progress = Clock::now();
+    } else if (Clock::now() - last_progress > std::chrono::microseconds(50)) {
+      // Nothing moved for 50 us of polling: sleep 2, 4, ... up to 64 us between polls, so that
+      // a long transfer costs few system calls and leaves the cores to the computation (MPI
+      // only progresses inside MPI calls: never stop polling).
+      std::this_thread::sleep_for(std::chrono::microseconds(2 << std::min(idle++, 5)));
     }
   }
 }
