@@ -165,7 +165,7 @@ class Reducer {
       t_first_grad_ = now_s();
       autograd::queue_callback([this] { finalize(); });
     }
-    {
+    if (group_->size() > 1) {  // one rank: the gradients are the averages already
       NoGradGuard ng;
       Tensor s = slot(p);
       const Tensor& g = p.t.grad();
@@ -215,7 +215,7 @@ class Reducer {
     wait_all();
     const double t1 = now_s();
     NoGradGuard ng;
-    if (!opts_.gradient_as_bucket_view) {
+    if (!opts_.gradient_as_bucket_view && group_->size() > 1) {
       for (Param& p : params_) {
         Tensor s = slot(p);
         if (p.t.grad().defined()) {
