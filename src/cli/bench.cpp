@@ -54,6 +54,7 @@ std::string bench_usage() {
        "  --image-size S, --classes C   train_step: the input size and classes (default: the\n"
        "                model's natural ones, e.g. 224 and 1000 for resnet18; `ignis models`)\n"
        "  --max-bytes B allreduce: the largest buffer (default 268435456)\n"
+       "  --ranks N     ddp_mnist_mlp: run under `mpirun -np N` (launched by itself)\n"
        "  --memory-format contiguous|channels_last   mnist_lenet, train_step: the layout of\n"
        "                the input batches (default channels_last: the convolutions then run\n"
        "                without layout reorders)\n";
@@ -94,7 +95,7 @@ int bench_main(const Args& args) {
         value = a.substr(eq + 1);
       } else if (key == "--threads" || key == "--repeat" || key == "--data" || key == "--model" ||
                  key == "--batch" || key == "--image-size" || key == "--classes" ||
-                 key == "--memory-format" || key == "--max-bytes") {
+                 key == "--memory-format" || key == "--max-bytes" || key == "--ranks") {
         if (i + 1 >= args.size()) throw UsageError(key + " expects a value", usage);
         value = args[++i];
       }
@@ -113,6 +114,8 @@ int bench_main(const Args& args) {
         opts.image_size = parse_int(key, value, 1, 4096, usage);
       } else if (key == "--classes") {
         opts.classes = parse_int(key, value, 1, 1 << 20, usage);
+      } else if (key == "--ranks") {
+        opts.ranks = static_cast<int>(parse_int(key, value, 1, 1024, usage));
       } else if (key == "--max-bytes") {
         opts.max_bytes = parse_int(key, value, 4096, int64_t{1} << 31, usage);
       } else if (key == "--memory-format") {

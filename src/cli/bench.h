@@ -24,6 +24,7 @@ struct BenchOptions {
   // pooling and batch norm keep a channels-last input channels-last.
   MemoryFormat memory_format = MemoryFormat::ChannelsLast;
   int64_t max_bytes = 0;  // allreduce: the largest buffer (--max-bytes; default 256 MB)
+  int ranks = 0;          // ddp_mnist_mlp: launch itself under `mpirun -np ranks` (--ranks)
 };
 
 /// "contiguous" or "channels_last", as --memory-format spells it.

@@ -2,7 +2,11 @@
 // on MNIST with nn::DistributedDataParallel at global batch 128 (128 / N per rank, each rank on
 // its DistributedSampler shard), as bench_mnist_mlp times one process: with overlap on and off,
 // and for several bucket_cap_mb. Prints the slowest rank's seconds per epoch.
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "cli/bench.h"
 #include "ignis/autograd.h"
@@ -72,6 +76,21 @@ Run epoch(const std::shared_ptr<data::TensorDataset>& train_set, bool overlap, d
 
 void bench_ddp_mnist_mlp(const BenchOptions& opts) {
   namespace dist = ignis::distributed;
+  if (opts.ranks > 0 && std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr) {
+    // --ranks N outside mpirun: run this workload again under `mpirun -np N`.
+    char self[4096];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    IGNIS_CHECK(n > 0, "ddp_mnist_mlp: cannot find this program's path");
+    self[n] = '\0';
+    std::string cmd = "mpirun -np " + std::to_string(opts.ranks) + " --oversubscribe " +
+                      (geteuid() == 0 ? "--allow-run-as-root " : "") + "'" + self +
+                      "' bench ddp_mnist_mlp --threads " + std::to_string(get_num_threads()) +
+                      " --data '" + opts.data + "'";
+    std::fflush(stdout);
+    const int rc = std::system(cmd.c_str());
+    IGNIS_CHECK(rc == 0, "ddp_mnist_mlp: `", cmd, "` failed (status ", rc, ")");
+    return;
+  }
   const bool owner = !dist::is_initialized();
   if (owner) dist::init_process_group("mpi");
   auto train_set = mnist_train(opts.data);
