@@ -256,6 +256,6 @@ TEST(DistributedDataParallel, TraceShowsBucketAllReducesPostedDuringBackward) {
 }
 
 int main(int argc, char** argv) {
-  setenv("IGNIS_DDP_TRACE", "/tmp/ignis_mpi_test_ddp_trace", 1);
+  setenv("IGNIS_DDP_TRACE", "mpi_test_ddp_trace", 1);  // in the working directory
   return mpi_test_main(argc, argv);
 }
