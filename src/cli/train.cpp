@@ -167,8 +167,9 @@ class LatencyBreakdown : public train::Callback {
     if (n_ == 0 || distributed::get_rank() != 0) return;
     const double k = 1e3 / static_cast<double>(n_);
     std::printf(
-        "epoch %lld ddp per iteration: forward %.3f ms, backward %.3f ms (of which "
-        "communication not hidden %.3f ms), optimizer and data %.3f ms, total %.3f ms\n",
+        "epoch %lld ddp per iteration: forward %.3f ms, backward compute %.3f ms, "
+        "communication not hidden behind it %.3f ms, optimizer and data %.3f ms, total %.3f "
+        "ms\n",
         static_cast<long long>(s.epoch + 1), fwd_ * k, (bwd_ - comm_) * k, comm_ * k,
         (iter_ - fwd_ - bwd_) * k, iter_ * k);
     std::fflush(stdout);
