@@ -152,6 +152,12 @@ class Reducer {
     }
   }
 
+  // The next backward accumulates locally (an earlier prepared iteration is dropped).
+  void cancel() {
+    wait_all();
+    expect_ = false;
+  }
+
   void mark_ready(size_t i, bool in_backward) {
     if (!expect_) return;  // no_sync, eval, or a backward DDP's forward did not prepare
     Param& p = params_[i];
@@ -355,7 +361,12 @@ Tensor DistributedDataParallel::forward(const Tensor& x) {
 }
 
 void DistributedDataParallel::prepare_for_backward(const std::vector<Tensor>& outputs) {
-  if (is_training() && is_grad_enabled() && require_sync_) reducer_->prepare(outputs);
+  if (!is_training() || !is_grad_enabled()) return;  // no backward follows: nothing changes
+  if (require_sync_) {
+    reducer_->prepare(outputs);
+  } else {
+    reducer_->cancel();  // under no_sync the backward of this forward accumulates locally
+  }
 }
 
 std::vector<std::pair<std::vector<std::string>, int64_t>> DistributedDataParallel::bucket_layout()
