@@ -134,6 +134,24 @@ TEST(DistributedDataParallel, NoSyncOverFourMicroBatchesEqualsOneLargeBatch) {
   }
 }
 
+TEST(DistributedDataParallel, NoSyncForwardDropsAnUnfinishedSynchronisedIteration) {
+  auto local = make_mlp(7);
+  auto ddp = std::make_shared<nn::DistributedDataParallel>(make_mlp(7));
+  auto [x, y] = global_batch(0);
+  Tensor xs = shard(x, rank(), world()), ys = shard(y, rank(), world());
+  ddp->forward(xs);  // prepared for a synchronised backward that never comes
+  {
+    auto guard = ddp->no_sync();
+    nn::functional::cross_entropy(ddp->forward(xs), ys).backward();
+  }
+  // The gradients are this rank's own, not averages.
+  nn::functional::cross_entropy(local->forward(xs), ys).backward();
+  auto pl = local->parameters(), pd = ddp->module()->parameters();
+  for (size_t i = 0; i < pl.size(); ++i) {
+    EXPECT_LT((pl[i].grad() - pd[i].grad()).abs().max().item<double>(), 1e-6) << i;
+  }
+}
+
 namespace {
 // fc2 is registered but used only when `use_fc2`.
 struct PartlyUsed : nn::Module {
