@@ -5,7 +5,8 @@ BUILD ?= build
 BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
-DEBIAN_PACKAGES := g++ cmake ninja-build libdnnl-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
+DEBIAN_PACKAGES := g++ cmake ninja-build libdnnl-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev \
+  openmpi-bin libopenmpi-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 LAUNCHER := $(shell command -v ccache >/dev/null 2>&1 && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 # ccache hits across clones in different directories.

@@ -57,6 +57,11 @@ variable_list grad(const variable_list& outputs, const variable_list& inputs,
                    std::optional<bool> retain_graph = std::nullopt, bool create_graph = false,
                    bool allow_unused = false);
 
+/// Queues `fn` to run on this thread once the running backward has finished its graph (call it
+/// from a hook during backward), like PyTorch's Variable._execution_engine.queue_callback.
+/// Callbacks run in order and may queue more; none run if the backward throws.
+void queue_callback(std::function<void()> fn);
+
 /// Anomaly mode: backward checks every gradient it computes and throws, naming the forward op,
 /// when one holds NaN or Inf.
 bool is_anomaly_enabled();

@@ -154,6 +154,9 @@ class Tensor {
       return register_hook(GradHook(std::forward<F>(hook)));
     }
   }
+  /// Registers a hook called with this leaf after its gradient was accumulated into .grad()
+  /// (PyTorch's register_post_accumulate_grad_hook); returns a handle for remove_hook.
+  size_t register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const;
   void remove_hook(size_t handle) const;
   Tensor detach() const;
   Tensor& detach_();

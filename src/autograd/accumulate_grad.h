@@ -18,6 +18,8 @@ class AccumulateGrad final : public Node {
   Tensor leaf() const { return Tensor(leaf_.lock()); }
   /// Set by the engine for the duration of a backward with create_graph.
   static thread_local bool create_graph;
+  /// Run with the leaf once its gradient was accumulated (register_post_accumulate_grad_hook).
+  std::vector<std::pair<size_t, std::function<void(const Tensor&)>>> post_hooks;
 
  private:
   std::weak_ptr<TensorImpl> leaf_;

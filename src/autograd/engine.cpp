@@ -21,6 +21,9 @@ thread_local bool t_keep_graph = true;
 
 bool anomaly_enabled = false;
 
+/// The callbacks queued during the backward running on this thread (null outside backward).
+thread_local std::vector<std::function<void()>>* t_callbacks = nullptr;
+
 void run_hooks(const std::vector<Node::Hook>& hooks, uint32_t nr, Tensor& g) {
   for (const auto& h : hooks) {
     if (h.output_nr != nr || !g.defined()) continue;
@@ -161,14 +164,18 @@ void execute(const std::vector<Edge>& roots, const variable_list& root_grads, bo
   AutoGradMode mode(create_graph);
   bool prev_create = AccumulateGrad::create_graph;
   AccumulateGrad::create_graph = create_graph;
+  std::vector<std::function<void()>> callbacks;
   struct Restore {
     bool v, keep;
+    std::vector<std::function<void()>>* callbacks;
     ~Restore() {
       AccumulateGrad::create_graph = v;
       t_keep_graph = keep;
+      t_callbacks = callbacks;
     }
-  } restore{prev_create, t_keep_graph};
+  } restore{prev_create, t_keep_graph, t_callbacks};
   t_keep_graph = keep_graph;
+  t_callbacks = &callbacks;
   while (!ready.empty()) {
     Node* node = ready.top();
     ready.pop();
@@ -226,6 +233,11 @@ void execute(const std::vector<Edge>& roots, const variable_list& root_grads, bo
       }
     }
   }
+  // Callbacks queued by hooks (DDP's final wait), in order; they may queue more.
+  for (size_t i = 0; i < callbacks.size(); ++i) {
+    auto fn = std::move(callbacks[i]);
+    fn();
+  }
 }
 
 Tensor root_grad(const Tensor& out, const Tensor& given, size_t i) {
@@ -258,6 +270,12 @@ void prepare_roots(const variable_list& outputs, const variable_list& grads,
 }  // namespace
 
 bool backward_keeps_graph() { return t_keep_graph; }
+
+void queue_callback(std::function<void()> fn) {
+  IGNIS_CHECK(t_callbacks != nullptr, "queue_callback: no backward is running on this thread "
+              "(queue callbacks from a hook during backward)");
+  t_callbacks->push_back(std::move(fn));
+}
 
 bool is_anomaly_enabled() { return anomaly_enabled; }
 void set_anomaly_enabled(bool enabled) { anomaly_enabled = enabled; }
@@ -330,6 +348,7 @@ variable_list AccumulateGrad::apply(variable_list&& grads) {
     NoGradGuard ng;
     m.grad.add_(g);
   }
+  for (size_t i = 0; i < post_hooks.size(); ++i) post_hooks[i].second(leaf);
   return {};
 }
 

@@ -29,6 +29,12 @@ constexpr Workload kWorkloads[] = {
      &bench_mnist_lenet},
     {"train_step", "SGD steps of a zoo model on synthetic data (--model, --batch, ...)",
      &bench_train_step},
+    {"allreduce", "all-reduce of 4 KB..256 MB under mpirun: MPI's vs ignis's ring (algbw, busbw)",
+     &bench_allreduce},
+    {"ddp_mnist_mlp",
+     "one epoch of the demo MLP with DistributedDataParallel under mpirun -np N "
+     "(global batch 128): overlap on/off, bucket_cap_mb sweep",
+     &bench_ddp_mnist_mlp},
 };
 
 std::string bench_usage() {
@@ -39,15 +45,20 @@ std::string bench_usage() {
     std::string name = w.name;
     s += "  " + name + std::string(name.size() < 14 ? 14 - name.size() : 1, ' ') + w.summary + "\n";
   }
-  s += "  all           every workload above but the training ones (mnist_*, train_step)\n\n"
+  s += "  all           every workload above but the training ones (mnist_*, train_step)\n"
+       "                and the distributed ones (allreduce, ddp_mnist_mlp: run them under\n"
+       "                mpirun -np N)\n\n"
        "options:\n"
        "  --threads T   intra-op threads (ignis::set_num_threads); default: the OpenMP default\n"
        "  --repeat R    timed batches per measurement, the median is reported (default 7)\n"
-       "  --data DIR    mnist_mlp, mnist_lenet: the MNIST IDX files (default data/mnist)\n"
+       "  --data DIR    mnist_mlp, mnist_lenet, ddp_mnist_mlp: the MNIST IDX files\n"
+       "                (default data/mnist)\n"
        "  --model NAME  train_step: the zoo model (default resnet18)\n"
        "  --batch B     train_step: the batch size (default 32)\n"
        "  --image-size S, --classes C   train_step: the input size and classes (default: the\n"
        "                model's natural ones, e.g. 224 and 1000 for resnet18; `ignis models`)\n"
+       "  --max-bytes B allreduce: the largest buffer (default 268435456)\n"
+       "  --ranks N     ddp_mnist_mlp: run under `mpirun -np N` (launched by itself)\n"
        "  --memory-format contiguous|channels_last   mnist_lenet, train_step: the layout of\n"
        "                the input batches (default channels_last: the convolutions then run\n"
        "                without layout reorders)\n"
@@ -91,7 +102,8 @@ int bench_main(const Args& args) {
         value = a.substr(eq + 1);
       } else if (key == "--threads" || key == "--repeat" || key == "--data" || key == "--model" ||
                  key == "--batch" || key == "--image-size" || key == "--classes" ||
-                 key == "--memory-format" || key == "--profile") {
+                 key == "--memory-format" || key == "--profile" || key == "--max-bytes" ||
+                 key == "--ranks") {
         if (i + 1 >= args.size()) throw UsageError(key + " expects a value", usage);
         value = args[++i];
       }
@@ -113,6 +125,10 @@ int bench_main(const Args& args) {
       } else if (key == "--profile") {
         if (value.empty()) throw UsageError("--profile expects a file path", usage);
         profile_path = value;
+      } else if (key == "--ranks") {
+        opts.ranks = static_cast<int>(parse_int(key, value, 1, 1024, usage));
+      } else if (key == "--max-bytes") {
+        opts.max_bytes = parse_int(key, value, 4096, int64_t{1} << 31, usage);
       } else if (key == "--memory-format") {
         if (value == "channels_last") {
           opts.memory_format = MemoryFormat::ChannelsLast;
@@ -136,7 +152,8 @@ int bench_main(const Args& args) {
   for (const Workload& w : kWorkloads) {
     // The training workloads take seconds to minutes and need data: run only when named.
     const std::string n = w.name;
-    const bool heavy = n == "mnist_mlp" || n == "mnist_lenet" || n == "train_step";
+    const bool heavy = n == "mnist_mlp" || n == "mnist_lenet" || n == "train_step" ||
+                       n == "allreduce" || n == "ddp_mnist_mlp";
     if (workload == w.name || (workload == "all" && !heavy)) selected.push_back(&w);
   }
   if (selected.empty()) throw UsageError("unknown workload '" + workload + "'", usage);

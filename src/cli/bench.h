@@ -23,6 +23,8 @@ struct BenchOptions {
   // mnist_lenet, train_step: the layout of the input batches (--memory-format); convolutions,
   // pooling and batch norm keep a channels-last input channels-last.
   MemoryFormat memory_format = MemoryFormat::ChannelsLast;
+  int64_t max_bytes = 0;  // allreduce: the largest buffer (--max-bytes; default 256 MB)
+  int ranks = 0;          // ddp_mnist_mlp: launch itself under `mpirun -np ranks` (--ranks)
 };
 
 /// "contiguous" or "channels_last", as --memory-format spells it.
@@ -42,6 +44,8 @@ void bench_mnist_mlp(const BenchOptions& opts);
 void bench_batch_norm(const BenchOptions& opts);
 void bench_mnist_lenet(const BenchOptions& opts);
 void bench_train_step(const BenchOptions& opts);
+void bench_allreduce(const BenchOptions& opts);
+void bench_ddp_mnist_mlp(const BenchOptions& opts);
 
 // ---- timing
 

@@ -3,10 +3,13 @@
 
 #include <omp.h>
 
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <map>
 
+#include "ignis/data/distributed.h"
 #include "ignis/ignis.h"
 
 namespace ignis::cli {
@@ -19,13 +22,15 @@ const char* kTrainUsage =
     "                   [--batch-size B] [--optimizer sgd|adam] [--lr LR] [--momentum M]\n"
     "                   [--seed S] [--threads T] [--workers W] [--save PATH] [--resume PATH]\n"
     "                   [--log metrics.jsonl] [--memory-format channels_last|contiguous]\n"
-    "                   [--profile trace.json [--profile-steps N]]\n"
+    "                   [--profile trace.json [--profile-steps N]] [--ddp]\n"
     "(`ignis models` lists the models; --lr defaults to 0.05 for sgd and 0.001 for adam;\n"
     " --momentum, default 0.9, is for sgd only; cifar10 reads the binary batches,\n"
     " data_batch_1.bin ..., from --data, default data/cifar10, and trains with random crops\n"
     " and flips; --memory-format is the layout of the image batches, default channels_last;\n"
     " --profile records the first N training steps, default 10, prints the profiler's table\n"
-    " and writes a Chrome trace for Perfetto or chrome://tracing)\n";
+    " and writes a Chrome trace for Perfetto or chrome://tracing;\n"
+    " --ddp: data-parallel over the processes of `mpirun -np N ignis train --ddp ...`, each on\n"
+    " its 1/N of every epoch, --batch-size being the global batch; rank 0 prints and saves)\n";
 const char* kEvalUsage =
     "usage: ignis eval --model NAME --dataset mnist|fashion-mnist|cifar10 --load PATH\n"
     "                  [--data DIR] [--batch-size B] [--threads T]\n"
@@ -125,6 +130,63 @@ MemoryFormat memory_format(const Options& o, const char* usage) {
   throw UsageError("--memory-format expects channels_last or contiguous, got '" + v + "'", usage);
 }
 
+// DDP: the epoch's training metrics over every rank's shard (before the logger prints them).
+class GlobalMetrics : public train::Callback {
+ public:
+  void on_epoch_end(train::FitState& s) override {
+    Tensor m = tensor({s.train.loss * static_cast<double>(s.train.samples),
+                       s.train.accuracy * static_cast<double>(s.train.samples),
+                       static_cast<double>(s.train.samples)},
+                      kFloat64);
+    distributed::all_reduce(m);
+    const double n = m[2].item<double>();
+    s.train.samples = static_cast<int64_t>(n);
+    s.train.loss = n > 0 ? m[0].item<double>() / n : 0;
+    s.train.accuracy = n > 0 ? m[1].item<double>() / n : 0;
+  }
+};
+
+// DDP: the lecture notes' per-iteration latency breakdown, printed per epoch on rank 0.
+class LatencyBreakdown : public train::Callback {
+ public:
+  explicit LatencyBreakdown(const nn::DistributedDataParallel& ddp) : ddp_(ddp) {}
+  void on_epoch_begin(train::FitState&) override {
+    fwd_ = bwd_ = comm_ = iter_ = 0;
+    n_ = 0;
+    last_ = clock_s();
+  }
+  void on_batch_end(train::FitState&) override {
+    const double now = clock_s();
+    const nn::DDPIterationStats& st = ddp_.last_iteration_stats();
+    fwd_ += st.forward;
+    bwd_ += st.backward;
+    comm_ += st.comm_wait;
+    iter_ += now - last_;
+    last_ = now;
+    ++n_;
+  }
+  void on_epoch_end(train::FitState& s) override {
+    if (n_ == 0 || distributed::get_rank() != 0) return;
+    const double k = 1e3 / static_cast<double>(n_);
+    std::printf(
+        "epoch %lld ddp per iteration: forward %.3f ms, backward compute %.3f ms, "
+        "communication not hidden behind it %.3f ms, optimizer and data %.3f ms, total %.3f "
+        "ms\n",
+        static_cast<long long>(s.epoch + 1), fwd_ * k, (bwd_ - comm_) * k, comm_ * k,
+        (iter_ - fwd_ - bwd_) * k, iter_ * k);
+    std::fflush(stdout);
+  }
+
+ private:
+  static double clock_s() {
+    using namespace std::chrono;
+    return duration<double>(steady_clock::now().time_since_epoch()).count();
+  }
+  const nn::DistributedDataParallel& ddp_;
+  double fwd_ = 0, bwd_ = 0, comm_ = 0, iter_ = 0, last_ = 0;
+  int64_t n_ = 0;
+};
+
 void set_threads(const Options& o, const char* usage) {
   if (o.values.count("threads")) {
     set_num_threads(
@@ -161,7 +223,16 @@ class ProfileSteps final : public train::Callback {
   std::unique_ptr<profiler::Profile> prof_;
 };
 
-int train_main(const Args& args) {
+int train_main(const Args& all_args) {
+  Args args;
+  bool ddp = false;
+  for (const std::string& a : all_args) {
+    if (a == "--ddp") {
+      ddp = true;
+    } else {
+      args.push_back(a);
+    }
+  }
   Options o = parse(
       args,
       {"model", "dataset", "data", "epochs", "batch-size", "optimizer", "lr", "momentum", "seed",
@@ -191,9 +262,27 @@ int train_main(const Args& args) {
   const double lr =
       parse_double("--lr", o.get("lr", opt_name == "adam" ? "0.001" : "0.05"), kTrainUsage);
   const double momentum = parse_double("--momentum", o.get("momentum", "0.9"), kTrainUsage);
+  int rank = 0, world = 1;
+  if (ddp) {
+    distributed::init_process_group("mpi");
+    rank = distributed::get_rank();
+    world = distributed::get_world_size();
+    if (batch % world != 0) {
+      throw UsageError("--batch-size " + std::to_string(batch) + " is not divisible by the " +
+                           std::to_string(world) + " processes of --ddp",
+                       kTrainUsage);
+    }
+  }
+  const bool lead = rank == 0;  // prints, logs and saves
   manual_seed(static_cast<uint64_t>(seed));
   const std::string model_name = o.get("model", "mlp");
   auto model = create_model(model_name, dataset, kTrainUsage);
+  std::shared_ptr<nn::DistributedDataParallel> ddp_model;
+  if (ddp) {
+    nn::DistributedDataParallelOptions dopts;
+    dopts.print_buckets = true;
+    ddp_model = std::make_shared<nn::DistributedDataParallel>(model, dopts);
+  }
   std::unique_ptr<optim::Optimizer> opt;
   if (opt_name == "sgd") {
     opt =
@@ -206,40 +295,60 @@ int train_main(const Args& args) {
     train::TrainingState s = train::load_checkpoint(o.get("resume", ""), *model, *opt, nullptr);
     fo.start_epoch = s.epoch;
     fo.start_step = s.step;
-    std::cout << "resumed from " << o.get("resume", "") << " at epoch " << s.epoch << "\n";
+    if (lead)
+      std::cout << "resumed from " << o.get("resume", "") << " at epoch " << s.epoch << "\n";
   }
   // The hyperparameters in effect (a resumed run has its checkpoint's).
   const optim::OptimizerOptions& hp = opt->param_groups().front().options();
-  std::cout << "model=" << model_name << " dataset=" << dataset << " optimizer=" << opt_name
-            << " lr=" << hp.get_lr();
-  if (opt_name == "sgd") std::cout << " momentum=" << hp.get("momentum");
-  std::cout << " batch_size=" << batch << " epochs=" << epochs << " seed=" << seed << std::endl;
+  if (lead) {
+    std::cout << "model=" << model_name << " dataset=" << dataset << " optimizer=" << opt_name
+              << " lr=" << hp.get_lr();
+    if (opt_name == "sgd") std::cout << " momentum=" << hp.get("momentum");
+    std::cout << " batch_size=" << batch << " epochs=" << epochs << " seed=" << seed;
+    if (ddp) std::cout << " ddp_ranks=" << world << " batch_per_rank=" << batch / world;
+    std::cout << std::endl;
+  }
   auto train_set = load_dataset(dataset, dir, true, static_cast<uint64_t>(seed));
   auto test_set = load_dataset(dataset, dir, false);
-  data::DataLoader train_loader(train_set, {.batch_size = batch,
-                                            .shuffle = true,
-                                            .num_workers = static_cast<int>(workers),
-                                            .seed = static_cast<uint64_t>(seed)});
+  std::shared_ptr<data::Sampler> sampler;
+  if (ddp) {  // this rank's 1/world of each epoch, reshuffled per epoch from (seed, epoch)
+    sampler = std::make_shared<data::DistributedSampler>(train_set->size(), world, rank, true,
+                                                         static_cast<uint64_t>(seed));
+  }
+  data::DataLoader train_loader(train_set,
+                                {.batch_size = batch / world,
+                                 .shuffle = !ddp,
+                                 .num_workers = static_cast<int>(workers),
+                                 .seed = static_cast<uint64_t>(seed)},
+                                sampler);
   data::DataLoader test_loader(test_set, {.batch_size = 1000});
   // A resumed fit (start_epoch > 0) appends to the --log file instead of truncating it.
-  std::vector<std::shared_ptr<train::Callback>> cbs = {
-      std::make_shared<train::ProgressLogger>(o.get("log", ""))};
-  if (o.values.count("profile")) {
+  std::vector<std::shared_ptr<train::Callback>> cbs;
+  // DDP: the epoch's metrics are made global before the logger prints them; the latency
+  // breakdown prints after the logger's epoch line.
+  if (ddp) cbs.push_back(std::make_shared<GlobalMetrics>());
+  if (lead) cbs.push_back(std::make_shared<train::ProgressLogger>(o.get("log", "")));
+  if (ddp) cbs.push_back(std::make_shared<LatencyBreakdown>(*ddp_model));
+  if (o.values.count("profile") && lead) {
     cbs.push_back(std::make_shared<ProfileSteps>(o.get("profile", ""), profile_steps));
   }
   const std::string save = o.get("save", "");
-  if (!save.empty()) {
+  if (!save.empty() && lead) {
     cbs.push_back(std::make_shared<train::CheckpointCallback>([&](const train::FitState& s) {
       train::save_checkpoint(save, *model, *opt, nullptr, {s.epoch + 1, s.step});
     }));
   }
+  nn::Module& net = ddp ? static_cast<nn::Module&>(*ddp_model) : *model;
   const train::History h = train::fit(
-      *model,
-      [](const Tensor& out, const Tensor& t) { return nn::functional::cross_entropy(out, t); },
+      net, [](const Tensor& out, const Tensor& t) { return nn::functional::cross_entropy(out, t); },
       *opt, train_loader, &test_loader, fo, cbs);
-  if (!h.val.empty()) {  // the validation set is the test split: the model's final result
+  if (!h.val.empty() && lead) {  // the validation set is the test split: the final result
     std::cout << "test_loss=" << h.val.back().loss << " test_acc=" << h.val.back().accuracy
               << " samples=" << h.val.back().samples << "\n";
+  }
+  if (ddp) {
+    ddp_model.reset();  // (writes its IGNIS_DDP_TRACE file while the group is up)
+    distributed::destroy_process_group();
   }
   return 0;
 }

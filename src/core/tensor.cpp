@@ -2,6 +2,7 @@
 // (core/tensor_methods.cpp).
 #include <algorithm>
 
+#include "autograd/accumulate_grad.h"
 #include "autograd/node.h"
 #include "core/tensor_impl.h"
 #include "ignis/ops.h"
@@ -200,9 +201,22 @@ size_t Tensor::register_hook(GradHook hook) const {
   return h;
 }
 
+size_t Tensor::register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const {
+  IGNIS_CHECK(requires_grad() && is_leaf(), "register_post_accumulate_grad_hook: post accumulate "
+              "grad hooks can only be registered on leaf tensors that require grad");
+  autograd::Edge e = autograd::gradient_edge(*this);  // the leaf's AccumulateGrad, kept by it
+  size_t h = next_hook_handle();
+  static_cast<autograd::AccumulateGrad*>(e.fn.get())->post_hooks.emplace_back(h, std::move(hook));
+  return h;
+}
+
 void Tensor::remove_hook(size_t handle) const {
   AutogradMeta* m = autograd_meta();
   if (m == nullptr) return;
+  if (m->grad_accumulator) {
+    auto& post = static_cast<autograd::AccumulateGrad*>(m->grad_accumulator.get())->post_hooks;
+    std::erase_if(post, [&](const auto& p) { return p.first == handle; });
+  }
   auto& leaf = m->hooks;
   leaf.erase(
       std::remove_if(leaf.begin(), leaf.end(), [&](const auto& p) { return p.first == handle; }),

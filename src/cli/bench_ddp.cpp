@@ -1,0 +1,116 @@
+// `ignis bench ddp_mnist_mlp` (under mpirun -np N; N = 1 without it): one epoch of the demo MLP
+// on MNIST with nn::DistributedDataParallel at global batch 128 (128 / N per rank, each rank on
+// its DistributedSampler shard), as bench_mnist_mlp times one process: with overlap on and off,
+// and for several bucket_cap_mb. Prints the slowest rank's seconds per epoch.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "cli/bench.h"
+#include "ignis/autograd.h"
+#include "ignis/data.h"
+#include "ignis/data/distributed.h"
+#include "ignis/data/mnist.h"
+#include "ignis/distributed.h"
+#include "ignis/models.h"
+#include "ignis/nn.h"
+#include "ignis/nn/parallel.h"
+#include "ignis/ops.h"
+#include "ignis/optim.h"
+
+namespace ignis::cli {
+
+namespace {
+
+std::shared_ptr<data::TensorDataset> mnist_train(const std::string& root) {
+  data::MNIST raw(root, true);
+  NoGradGuard ng;
+  Tensor x = raw.data();
+  x.sub_(0.1307).div_(0.3081);
+  return std::make_shared<data::TensorDataset>(x, raw.targets());
+}
+
+struct Run {
+  double seconds;
+  double comm_wait;  // mean per iteration, rank 0
+  double loss;
+  int64_t buckets;
+};
+
+Run epoch(const std::shared_ptr<data::TensorDataset>& train_set, bool overlap, double cap_mb) {
+  namespace dist = ignis::distributed;
+  const int world = dist::get_world_size();
+  manual_seed(0);
+  nn::DistributedDataParallelOptions o;
+  o.overlap = overlap;
+  o.bucket_cap_mb = cap_mb;
+  o.first_bucket_cap_mb = std::min(1.0, cap_mb);
+  auto ddp = std::make_shared<nn::DistributedDataParallel>(models::mlp(), o);
+  optim::SGD sgd(ddp->parameters(), optim::SGDOptions(0.05).momentum(0.9));
+  auto sampler = std::make_shared<data::DistributedSampler>(train_set->size(), world,
+                                                            dist::get_rank(), true, 0);
+  data::DataLoader loader(train_set, {.batch_size = 128 / world}, sampler);
+  ddp->train();
+  dist::barrier();
+  const double t0 = now_s();
+  double comm = 0, last = 0;
+  int64_t n = 0;
+  for (auto& batch : loader) {
+    sgd.zero_grad();
+    Tensor loss = nn::functional::cross_entropy(ddp->forward(batch.data), batch.target);
+    loss.backward();
+    sgd.step();
+    comm += ddp->last_iteration_stats().comm_wait;
+    last = loss.item<double>();
+    ++n;
+  }
+  Tensor t = full({1}, now_s() - t0, kFloat64);
+  dist::all_reduce(t, dist::ReduceOp::MAX);
+  return {t.item<double>(), n ? comm / static_cast<double>(n) : 0, last,
+          ddp->last_iteration_stats().buckets};
+}
+
+}  // namespace
+
+void bench_ddp_mnist_mlp(const BenchOptions& opts) {
+  namespace dist = ignis::distributed;
+  if (opts.ranks > 0 && std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr) {
+    // --ranks N outside mpirun: run this workload again under `mpirun -np N`.
+    char self[4096];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    IGNIS_CHECK(n > 0, "ddp_mnist_mlp: cannot find this program's path");
+    self[n] = '\0';
+    std::string cmd = "mpirun -np " + std::to_string(opts.ranks) + " --oversubscribe " +
+                      (geteuid() == 0 ? "--allow-run-as-root " : "") + "'" + self +
+                      "' bench ddp_mnist_mlp --threads " + std::to_string(get_num_threads()) +
+                      " --data '" + opts.data + "'";
+    std::fflush(stdout);
+    const int rc = std::system(cmd.c_str());
+    IGNIS_CHECK(rc == 0, "ddp_mnist_mlp: `", cmd, "` failed (status ", rc, ")");
+    return;
+  }
+  const bool owner = !dist::is_initialized();
+  if (owner) dist::init_process_group("mpi");
+  auto train_set = mnist_train(opts.data);
+  struct Config {
+    bool overlap;
+    double cap;
+  };
+  const Config configs[] = {{true, 25}, {false, 25}, {true, 1}, {true, 0.25}, {true, 0.05}};
+  for (const Config& c : configs) {
+    const Run r = epoch(train_set, c.overlap, c.cap);
+    if (dist::get_rank() == 0) {
+      std::printf(
+          "workload=ddp_mnist_mlp ranks=%d threads=%d overlap=%d bucket_cap_mb=%g "
+          "buckets=%lld s_per_epoch=%.4f comm_wait_ms=%.3f last_loss=%.4f\n",
+          dist::get_world_size(), get_num_threads(), c.overlap ? 1 : 0, c.cap,
+          static_cast<long long>(r.buckets), r.seconds, r.comm_wait * 1e3, r.loss);
+      std::fflush(stdout);
+    }
+  }
+  if (owner) dist::destroy_process_group();
+}
+
+}  // namespace ignis::cli

@@ -1,0 +1,21 @@
+// The backends behind ignis::distributed's functional API (src/distributed/process_group.cpp).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ignis/distributed.h"
+
+namespace ignis::distributed::detail {
+
+/// Whether ignis was built with MPI (CMake found it).
+bool mpi_available();
+/// Starts MPI (once per process) and returns the world group.
+ProcessGroupPtr mpi_init_world(const ProcessGroupOptions& options);
+/// The group of `world_ranks` (sorted, distinct), made on every process of the world.
+ProcessGroupPtr mpi_new_group(const std::vector<int>& world_ranks,
+                              const ProcessGroupOptions& options);
+/// Frees one group's communicators (the world group: shuts MPI down).
+void mpi_destroy(const ProcessGroupPtr& group, bool is_world);
+
+}  // namespace ignis::distributed::detail
