@@ -301,9 +301,11 @@ std::vector<IValue> boxed_call(IValueView v, const Record& rec) {
   using Tr = fn_traits<decltype(F)>;
   using Args = typename Tr::args;
   return [&]<size_t... I>(std::index_sequence<I...>) {
+    // Outlives the call: an in-place method returns a reference to it.
+    Tensor self;
+    if constexpr (Tr::is_method) self = Unbox<Tensor>::get(v[0], rec, 0);
     auto invoke = [&]() -> decltype(auto) {
       if constexpr (Tr::is_method) {
-        Tensor self = Unbox<Tensor>::get(v[0], rec, 0);
         return (self.*F)(Unbox<std::tuple_element_t<I + 1, Args>>::get(v[I + 1], rec, I + 1)...);
       } else {
         return F(Unbox<std::tuple_element_t<I, Args>>::get(v[I], rec, I)...);
