@@ -137,3 +137,24 @@ TEST(CallBoxed, ErrorsNameTheOpAndTheArgument) {
               }),
               HasSubstr("mul.Tensor: argument 'other' expects Tensor but got int 2"));
 }
+
+TEST(Interposer, GuardsDestroyedOutOfOrderRemoveTheirOwn) {
+  Recorder a, b;
+  Tensor x = ones({2});
+  Tensor y = ones({2});
+  auto ga = std::make_unique<op::InterposerGuard>(&a);
+  auto gb = std::make_unique<op::InterposerGuard>(&b);
+  ga.reset();  // a leaves first; b stays installed
+  add(x, y);
+  EXPECT_TRUE(a.calls.empty());
+  EXPECT_EQ(b.calls.size(), 1u);
+  gb.reset();
+  add(x, y);
+  EXPECT_EQ(b.calls.size(), 1u);
+}
+
+TEST(Schema, AnEmptyDefaultIsAnError) {
+  EXPECT_THAT(error_of([] { op::parse_schema("f(Tensor self, int k=) -> Tensor"); }),
+              HasSubstr("op schema 'f(Tensor self, int k=) -> Tensor': argument 'int k' has an "
+                        "empty default"));
+}

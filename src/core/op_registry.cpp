@@ -110,6 +110,7 @@ void run_level(Call& call, const std::function<void()>& kernel, size_t level) {
 /// The value of a schema default ("1", "-1", "0.01", "None", "True", "[]", "[1, 2]", "'none'").
 IValue parse_default(const Argument& a) {
   std::string_view d = trim(*a.default_value);
+  IGNIS_CHECK(!d.empty(), "op schema: argument '", a.name, "' has an empty default");
   if (d == "None") return IValue();
   if (d == "True" || d == "False") return IValue(d == "True");
   if (d.size() >= 2 && (d.front() == '"' || d.front() == '\'')) {
@@ -347,6 +348,10 @@ Schema parse_schema(std::string_view text) {
     const size_t eq = part.find('=');
     if (eq != std::string_view::npos) {
       a.default_value = std::string(trim(part.substr(eq + 1)));
+      if (a.default_value->empty()) {
+        return fail("argument '" + std::string(trim(part.substr(0, eq))) +
+                    "' has an empty default");
+      }
       part = trim(part.substr(0, eq));
     }
     const size_t sp = part.rfind(' ');
@@ -414,8 +419,14 @@ InterposerGuard::InterposerGuard(Interposer* interposer) : interposer_(interpose
 }
 
 InterposerGuard::~InterposerGuard() {
-  // Guards nest (RAII), so this one's interposer is the top of the stack.
-  if (!tls_stack.empty() && tls_stack.back() == interposer_) tls_stack.pop_back();
+  // Guards nest (RAII), so this one's interposer is normally the top of the stack; a guard
+  // destroyed out of order still takes out its own interposer (the latest entry of it).
+  for (auto it = tls_stack.rbegin(); it != tls_stack.rend(); ++it) {
+    if (*it == interposer_) {
+      tls_stack.erase(std::next(it).base());
+      break;
+    }
+  }
   refresh_state();
 }
 
