@@ -188,13 +188,27 @@ std::vector<OpSample> predicate_pair_samples() {
   };
 }
 
+/// An op returning a host bool (as a 0-d tensor), checked on the pair samples; not
+/// differentiable, and not run on meta (it reads both tensors).
+OpInfo host_bool_entry(std::string name, std::function<Tensor(const Inputs&)> fn,
+                       std::function<Tensor(const Inputs&)> ref) {
+  OpInfo o;
+  o.name = std::move(name);
+  o.fn = std::move(fn);
+  o.ref = std::move(ref);
+  o.samples = predicate_pair_samples;
+  o.dtypes = kFloatDtypes;
+  o.differentiable = false;
+  o.twice_differentiable = false;
+  o.meta_skip = "returns a host bool: it reads both tensors";
+  return o;
+}
+
 /// allclose by its definition: |a - b| <= atol + rtol |b| elementwise (broadcast), infinities
 /// equal only to themselves, NaN equal only with equal_nan.
 OpInfo allclose_entry(std::string name, double rtol, double atol, bool equal_nan) {
-  OpInfo o;
-  o.name = std::move(name);
-  o.fn = [=](const Inputs& x) { return as_tensor(allclose(x[0], x[1], rtol, atol, equal_nan)); };
-  o.ref = [=](const Inputs& x) {
+  auto fn = [=](const Inputs& x) { return as_tensor(allclose(x[0], x[1], rtol, atol, equal_nan)); };
+  auto ref = [=](const Inputs& x) {
     const Tensor close = ref_elementwise(x, [=](const Values& v) {
       const double a = v[0], b = v[1];
       if (std::isnan(a) || std::isnan(b))
@@ -206,32 +220,20 @@ OpInfo allclose_entry(std::string name, double rtol, double atol, bool equal_nan
     for (double c : values(close)) all = all && c != 0;
     return ref_as_tensor(all);
   };
-  o.samples = predicate_pair_samples;
-  o.dtypes = kFloatDtypes;
-  o.differentiable = false;
-  o.twice_differentiable = false;
-  o.meta_skip = "returns a host bool: it reads both tensors";
-  return o;
+  return host_bool_entry(std::move(name), fn, ref);
 }
 
 /// equal: same shape and every element equal (no broadcasting; NaN is unequal to itself).
 OpInfo equal_entry() {
-  OpInfo o;
-  o.name = "equal";
-  o.fn = [](const Inputs& x) { return as_tensor(equal(x[0], x[1])); };
-  o.ref = [](const Inputs& x) {
+  auto fn = [](const Inputs& x) { return as_tensor(equal(x[0], x[1])); };
+  auto ref = [](const Inputs& x) {
     if (!x[0].sizes().equals(x[1].sizes())) return ref_as_tensor(false);
     const Values a = values(x[0]), b = values(x[1]);
     bool all = true;
     for (size_t i = 0; i < a.size(); ++i) all = all && a[i] == b[i];
     return ref_as_tensor(all);
   };
-  o.samples = predicate_pair_samples;
-  o.dtypes = kFloatDtypes;
-  o.differentiable = false;
-  o.twice_differentiable = false;
-  o.meta_skip = "returns a host bool: it reads both tensors";
-  return o;
+  return host_bool_entry("equal", fn, ref);
 }
 
 double sigmoid_ref(double x) { return 1 / (1 + std::exp(-x)); }

@@ -17,21 +17,6 @@ using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
 namespace {
-// A fresh directory under the system temp dir, removed at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("ignis-cifar-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string str(const std::string& name = "") const { return (path / name).string(); }
-};
 
 // The pixel byte i of record r of file `file` in the generated data, and its label.
 uint8_t pixel(int64_t file, int64_t r, int64_t i) {
@@ -62,9 +47,9 @@ float at4(const Tensor& t, int64_t n, int64_t c, int64_t y, int64_t x) {
 }  // namespace
 
 TEST(Cifar10, SmallBatchReadsBackExactly) {
-  TempDir dir;
-  write_batch(dir.str("b.bin"), 0, 3);
-  data::Example e = data::read_cifar10_batch(dir.str("b.bin"), 3);
+  TempDir dir("ignis-cifar");
+  write_batch(dir.file("b.bin"), 0, 3);
+  data::Example e = data::read_cifar10_batch(dir.file("b.bin"), 3);
   ASSERT_TRUE(e.data.sizes().equals({3, 3, 32, 32}));
   ASSERT_EQ(e.data.dtype(), kFloat32);
   ASSERT_EQ(e.target.dtype(), kInt64);
@@ -81,8 +66,8 @@ TEST(Cifar10, SmallBatchReadsBackExactly) {
 }
 
 TEST(Cifar10, TestSplitFromGeneratedFile) {
-  TempDir dir;
-  write_batch(dir.str("test_batch.bin"), 5, 10000);
+  TempDir dir("ignis-cifar");
+  write_batch(dir.file("test_batch.bin"), 5, 10000);
   data::CIFAR10 test(dir.str(), false);
   ASSERT_EQ(test.size(), 10000);
   ASSERT_TRUE(test.data().sizes().equals({10000, 3, 32, 32}));
@@ -97,34 +82,34 @@ TEST(Cifar10, TestSplitFromGeneratedFile) {
 }
 
 TEST(Cifar10, TarballSubdirectoryIsFound) {
-  TempDir dir;
+  TempDir dir("ignis-cifar");
   fs::create_directories(dir.path / "cifar-10-batches-bin");
-  write_batch(dir.str("cifar-10-batches-bin/test_batch.bin"), 2, 10000);
+  write_batch(dir.file("cifar-10-batches-bin/test_batch.bin"), 2, 10000);
   data::CIFAR10 test(dir.str(), false);
   EXPECT_EQ(test.targets()[3].item<int64_t>(), label(2, 3));
 }
 
 TEST(Cifar10, MissingFilesAreNamedWithAHint) {
-  TempDir dir;
+  TempDir dir("ignis-cifar");
   const std::string msg = error_of([&] { data::CIFAR10(dir.str(), false); });
   EXPECT_THAT(msg, HasSubstr("test_batch.bin not found"));
   EXPECT_THAT(msg, HasSubstr("cifar-10-binary.tar.gz"));
   // Train: the first missing batch is named, before any file is read.
-  write_batch(dir.str("data_batch_1.bin"), 0, 1);
-  write_batch(dir.str("data_batch_2.bin"), 1, 1);
+  write_batch(dir.file("data_batch_1.bin"), 0, 1);
+  write_batch(dir.file("data_batch_2.bin"), 1, 1);
   const std::string msg2 = error_of([&] { data::CIFAR10(dir.str(), true); });
   EXPECT_THAT(msg2, HasSubstr("data_batch_3.bin not found"));
 }
 
 TEST(Cifar10, CorruptedFilesAreRejected) {
-  TempDir dir;
+  TempDir dir("ignis-cifar");
   // Truncated: the last record is cut short.
-  const std::string trunc = dir.str("trunc.bin");
+  const std::string trunc = dir.file("trunc.bin");
   write_bytes(trunc, record_bytes(0, 0) + record_bytes(0, 1).substr(0, 1000));
   EXPECT_THAT(error_of([&] { data::read_cifar10_batch(trunc, 2); }),
               HasSubstr(trunc + ": size 4073 bytes is not a multiple of the record size 3073"));
   // Whole records, but not as many as a batch has.
-  const std::string few = dir.str("test_batch.bin");
+  const std::string few = dir.file("test_batch.bin");
   write_batch(few, 0, 2);
   EXPECT_THAT(error_of([&] { data::read_cifar10_batch(few, 3); }),
               HasSubstr(few + ": 2 records, expected 3 (truncated file?)"));
@@ -136,16 +121,16 @@ TEST(Cifar10, CorruptedFilesAreRejected) {
   // A label out of range.
   std::string bad = record_bytes(0, 0) + record_bytes(0, 1);
   bad[3073] = 10;
-  const std::string badp = dir.str("bad.bin");
+  const std::string badp = dir.file("bad.bin");
   write_bytes(badp, bad);
   EXPECT_THAT(error_of([&] { data::read_cifar10_batch(badp, 2); }),
               HasSubstr(badp + ": record 1 has label 10 (expected 0 to 9)"));
   // Empty file and a file that is not there.
-  write_bytes(dir.str("empty.bin"), "");
-  EXPECT_THAT(error_of([&] { data::read_cifar10_batch(dir.str("empty.bin"), 1); }),
+  write_bytes(dir.file("empty.bin"), "");
+  EXPECT_THAT(error_of([&] { data::read_cifar10_batch(dir.file("empty.bin"), 1); }),
               HasSubstr("0 records, expected 1"));
-  EXPECT_THAT(error_of([&] { data::read_cifar10_batch(dir.str("nope.bin")); }),
-              HasSubstr("cannot open " + dir.str("nope.bin")));
+  EXPECT_THAT(error_of([&] { data::read_cifar10_batch(dir.file("nope.bin")); }),
+              HasSubstr("cannot open " + dir.file("nope.bin")));
 }
 
 // ---- transforms

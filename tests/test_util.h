@@ -3,13 +3,36 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "ignis/ignis.h"
 
 namespace ignis {
+
+/// A fresh directory under the system temp dir ("<prefix>-<pid>-<n>"), removed with its files
+/// at the end of the scope.
+struct TempDir {
+  std::filesystem::path path;
+  explicit TempDir(const std::string& prefix = "ignis-test") {
+    static int counter = 0;
+    path = std::filesystem::temp_directory_path() /
+           (prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  /// The directory, and the path of `name` inside it.
+  std::string str() const { return path.string(); }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+};
 
 /// The message of the ignis::Error that f() throws; a test failure (and "") if it throws none.
 template <class F>

@@ -82,7 +82,7 @@ class Range {
 
  private:
   std::string name_;
-  int64_t start_ns_ = -1;  // -1: no profile was active at construction
+  bool recording_ = false;  // a profile was active at construction
 };
 
 /// True while a Profile is recording.

@@ -310,11 +310,11 @@ void Profile::export_chrome_trace(const std::string& path) const {
 Range::Range(std::string name) : name_(std::move(name)) {
   if (!detail::enabled()) return;
   begin();
-  start_ns_ = 0;
+  recording_ = true;
 }
 
 Range::~Range() {
-  if (start_ns_ < 0) return;
+  if (!recording_) return;
   end(std::move(name_), "range", "");
 }
 

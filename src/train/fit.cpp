@@ -1,6 +1,5 @@
 // fit / evaluate: the training loop of the lecture notes (zero_grad, forward, loss, backward,
 // step) with metrics and callbacks around it.
-#include <algorithm>
 #include <chrono>
 #include <iomanip>
 #include <sstream>
@@ -114,9 +113,7 @@ History fit(nn::Module& model, const LossFn& loss, optim::Optimizer& optimizer,
     }();
     b.data += now_seconds() - begin_start;
     // Fetching a batch (begin() and each ++it) is the data phase.
-    for (;;) {
-      if (!(it != train_loader.end())) break;
-      const double step_start = now_seconds();
+    while (it != train_loader.end()) {
       auto& batch = *it;
       Tensor out, l;
       timed(b.optimizer, "zero_grad", [&] { optimizer.zero_grad(); });
@@ -126,18 +123,18 @@ History fit(nn::Module& model, const LossFn& loss, optim::Optimizer& optimizer,
       });
       timed(b.backward, "backward", [&] { l.backward(); });
       timed(b.optimizer, "optimizer", [&] { optimizer.step(); });
+      const double rest_start = now_seconds();  // metrics and callbacks: "other"
       ++s.step;
       s.batch_size = batch.data.size(0);
       s.batch_loss = l.item<double>();
       add_batch(s.train, s.batch_loss, count_correct(out, batch.target), s.batch_size);
       for (auto& c : callbacks) c->on_batch_end(s);
       ++s.batch;
-      b.other += now_seconds() - step_start;
+      b.other += now_seconds() - rest_start;
       if (s.stop_training) break;
       timed(b.data, "data", [&] { ++it; });
     }
     s.epoch_seconds = now_seconds() - t0;
-    b.other = std::max(0.0, b.other - b.forward - b.backward - b.optimizer);
     history.train.push_back(s.train);
     if (val_loader != nullptr) {
       s.val = evaluate(model, loss, *val_loader, opts.memory_format);
