@@ -57,6 +57,9 @@ struct OpExemptionRegistrar {
 
 struct OpInfoRegistrar {
   explicit OpInfoRegistrar(OpInfo info) { op_table().push_back(std::move(info)); }
+  explicit OpInfoRegistrar(std::vector<OpInfo> infos) {
+    for (OpInfo& info : infos) op_table().push_back(std::move(info));
+  }
 };
 #define IGNIS_OP_INFO_CAT2(a, b) a##b
 #define IGNIS_OP_INFO_CAT(a, b) IGNIS_OP_INFO_CAT2(a, b)

@@ -154,6 +154,26 @@ OpInfo inplace_unary(std::string name, std::function<void(Tensor&)> f,
       std::move(r), lo, hi);
 }
 
+/// An op of ignis/float_unary_ops.def: entries for the function and for its in-place method.
+std::vector<OpInfo> float_unary(std::string name, Tensor (*f)(const Tensor&),
+                                Tensor& (Tensor::*inplace)(), std::function<double(double)> r,
+                                double lo = -2, double hi = 2) {
+  return {unary(name, f, r, lo, hi),
+          inplace_unary(name + "_", [inplace](Tensor& x) { (x.*inplace)(); }, r, lo, hi)};
+}
+
+/// erfinv's reference: erf inverted by bisection (independent of the kernel's approximation).
+double erfinv_ref(double y) {
+  if (y <= -1) return y == -1 ? -INFINITY : NAN;
+  if (y >= 1) return y == 1 ? INFINITY : NAN;
+  double lo = -6, hi = 6;
+  for (int i = 0; i < 200; ++i) {
+    const double mid = (lo + hi) / 2;
+    (std::erf(mid) < y ? lo : hi) = mid;
+  }
+  return (lo + hi) / 2;
+}
+
 /// A whole-tensor predicate (allclose, equal) as a 0-d bool tensor.
 Tensor as_tensor(bool b) { return tensor(std::vector<bool>{b}).reshape({}); }
 Tensor ref_as_tensor(bool b) { return from_values({b ? 1.0 : 0.0}, {}); }
@@ -257,22 +277,6 @@ IGNIS_OP_INFO(unary("neg_operator", [](const Tensor& x) { return -x; },
                     [](double x) { return -x; }));
 IGNIS_OP_INFO(unary("abs", [](const Tensor& x) { return abs(x); },
                     [](double x) { return std::fabs(x); }));
-IGNIS_OP_INFO(unary("exp", [](const Tensor& x) { return exp(x); },
-                    [](double x) { return std::exp(x); }));
-IGNIS_OP_INFO(unary("exp_wide", [](const Tensor& x) { return x.exp(); },
-                    [](double x) { return std::exp(x); }, -20, 20));
-IGNIS_OP_INFO(unary("log", [](const Tensor& x) { return log(x); },
-                    [](double x) { return std::log(x); }, 0.1, 3));
-IGNIS_OP_INFO(unary("log1p", [](const Tensor& x) { return log1p(x); },
-                    [](double x) { return std::log1p(x); }, -0.9, 3));
-IGNIS_OP_INFO(unary("sqrt", [](const Tensor& x) { return sqrt(x); },
-                    [](double x) { return std::sqrt(x); }, 0.1, 3));
-IGNIS_OP_INFO(unary("rsqrt", [](const Tensor& x) { return rsqrt(x); },
-                    [](double x) { return 1 / std::sqrt(x); }, 0.1, 3));
-IGNIS_OP_INFO(unary("sin", [](const Tensor& x) { return sin(x); },
-                    [](double x) { return std::sin(x); }, -4, 4));
-IGNIS_OP_INFO(unary("cos", [](const Tensor& x) { return cos(x); },
-                    [](double x) { return std::cos(x); }, -4, 4));
 IGNIS_OP_INFO(unary("sign", [](const Tensor& x) { return sign(x); },
                     [](double x) { return static_cast<double>((x > 0) - (x < 0)); }));
 IGNIS_OP_INFO(unary("floor", [](const Tensor& x) { return floor(x); },
@@ -281,6 +285,38 @@ IGNIS_OP_INFO(unary("ceil", [](const Tensor& x) { return ceil(x); },
                     [](double x) { return std::ceil(x); }, -3, 3));
 IGNIS_OP_INFO(unary("round", [](const Tensor& x) { return round(x); },
                     [](double x) { return std::nearbyint(x); }, -3, 3));
+
+// ---- the floating unary ops of ignis/float_unary_ops.def, each with its in-place form
+#define FLOAT_UNARY(name, ...) IGNIS_OP_INFO(float_unary(#name, name, &Tensor::name##_, __VA_ARGS__))
+FLOAT_UNARY(exp, [](double x) { return std::exp(x); });
+FLOAT_UNARY(exp2, [](double x) { return std::exp2(x); });
+FLOAT_UNARY(expm1, [](double x) { return std::expm1(x); });
+FLOAT_UNARY(log, [](double x) { return std::log(x); }, 0.1, 3);
+FLOAT_UNARY(log2, [](double x) { return std::log2(x); }, 0.1, 3);
+FLOAT_UNARY(log10, [](double x) { return std::log10(x); }, 0.1, 3);
+FLOAT_UNARY(log1p, [](double x) { return std::log1p(x); }, -0.9, 3);
+FLOAT_UNARY(sqrt, [](double x) { return std::sqrt(x); }, 0.1, 3);
+FLOAT_UNARY(rsqrt, [](double x) { return 1 / std::sqrt(x); }, 0.1, 3);
+FLOAT_UNARY(reciprocal, [](double x) { return 1 / x; }, 0.3, 2);
+FLOAT_UNARY(sin, [](double x) { return std::sin(x); }, -4, 4);
+FLOAT_UNARY(cos, [](double x) { return std::cos(x); }, -4, 4);
+FLOAT_UNARY(tan, [](double x) { return std::tan(x); }, -1.2, 1.2);
+FLOAT_UNARY(asin, [](double x) { return std::asin(x); }, -0.9, 0.9);
+FLOAT_UNARY(acos, [](double x) { return std::acos(x); }, -0.9, 0.9);
+FLOAT_UNARY(atan, [](double x) { return std::atan(x); }, -3, 3);
+FLOAT_UNARY(sinh, [](double x) { return std::sinh(x); });
+FLOAT_UNARY(cosh, [](double x) { return std::cosh(x); });
+FLOAT_UNARY(tanh, [](double x) { return std::tanh(x); }, -5, 5);
+FLOAT_UNARY(asinh, [](double x) { return std::asinh(x); }, -3, 3);
+FLOAT_UNARY(acosh, [](double x) { return std::acosh(x); }, 1.2, 3);
+FLOAT_UNARY(atanh, [](double x) { return std::atanh(x); }, -0.9, 0.9);
+FLOAT_UNARY(sigmoid, sigmoid_ref, -8, 8);
+FLOAT_UNARY(erf, [](double x) { return std::erf(x); }, -3, 3);
+FLOAT_UNARY(erfc, [](double x) { return std::erfc(x); }, -3, 3);
+FLOAT_UNARY(erfinv, erfinv_ref, -0.95, 0.95);
+#undef FLOAT_UNARY
+IGNIS_OP_INFO(unary("exp_wide", [](const Tensor& x) { return x.exp(); },
+                    [](double x) { return std::exp(x); }, -20, 20));
 
 // ---- pow (positive bases where the exponent is not an integer)
 IGNIS_OP_INFO(binary("pow", [](const Tensor& a, const Tensor& b) { return pow(a, b); },
@@ -319,10 +355,6 @@ IGNIS_OP_INFO(with_ties(binary("minimum",
 // ---- activations
 IGNIS_OP_INFO(unary("relu", [](const Tensor& x) { return relu(x); },
                     [](double x) { return x > 0 ? x : 0.0; }));
-IGNIS_OP_INFO(unary("tanh", [](const Tensor& x) { return tanh(x); },
-                    [](double x) { return std::tanh(x); }, -5, 5));
-IGNIS_OP_INFO(unary("sigmoid", [](const Tensor& x) { return sigmoid(x); },
-                    sigmoid_ref, -8, 8));
 IGNIS_OP_INFO(unary("leaky_relu", [](const Tensor& x) { return leaky_relu(x, 0.2); },
                     [](double x) { return x > 0 ? x : 0.2 * x; }));
 IGNIS_OP_INFO(unary("gelu", [](const Tensor& x) { return gelu(x); },
@@ -385,10 +417,6 @@ IGNIS_OP_INFO(unary("where_scalar_self", [](const Tensor& x) { return where(x > 
 // ---- in place (self a non-leaf copy of the input)
 IGNIS_OP_INFO(inplace_unary("neg_", [](Tensor& x) { x.neg_(); },
                             [](double x) { return -x; }));
-IGNIS_OP_INFO(inplace_unary("exp_", [](Tensor& x) { x.exp_(); },
-                            [](double x) { return std::exp(x); }));
-IGNIS_OP_INFO(inplace_unary("sqrt_", [](Tensor& x) { x.sqrt_(); },
-                            [](double x) { return std::sqrt(x); }, 0.1, 3));
 IGNIS_OP_INFO(inplace_unary("pow_", [](Tensor& x) { x.pow_(2.5); },
                             [](double x) { return std::pow(x, 2.5); }, 0.2, 2.5));
 IGNIS_OP_INFO(inplace_unary("clamp_", [](Tensor& x) { x.clamp_(-0.5, 0.8); },
@@ -397,10 +425,6 @@ IGNIS_OP_INFO(inplace_unary("clamp_ min only", [](Tensor& x) { x.clamp_(-0.3); }
                             [](double x) { return std::max(x, -0.3); }));
 IGNIS_OP_INFO(inplace_unary("relu_", [](Tensor& x) { x.relu_(); },
                             [](double x) { return x > 0 ? x : 0.0; }));
-IGNIS_OP_INFO(inplace_unary("sigmoid_", [](Tensor& x) { x.sigmoid_(); },
-                            sigmoid_ref, -8, 8));
-IGNIS_OP_INFO(inplace_unary("tanh_", [](Tensor& x) { x.tanh_(); },
-                            [](double x) { return std::tanh(x); }, -5, 5));
 
 // ---- whole-tensor predicates (a 0-d bool result)
 IGNIS_OP_INFO(allclose_entry("allclose", 1e-5, 1e-8, false));

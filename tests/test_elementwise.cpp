@@ -37,6 +37,30 @@ std::string error_of(F&& f) {
 
 // ---- dtype promotion
 
+// vmath's float sin/cos reduce accurately up to |x| = 1e5; larger arguments take std::sin/cos
+// (the functors' exact path) in contiguous rows of every size, strided rows and in place.
+TEST(ElementwiseMath, SinCosOfLargeFloatArgumentsAreExact) {
+  std::vector<float> v(600, 0.5f);
+  v[3] = 1e10f;
+  v[300] = -3e7f;
+  v[599] = 1e38f;
+  const Tensor x = tensor(v);
+  for (const bool strided : {false, true}) {
+    const Tensor in = strided ? stack({x, x}, 1).select(1, 0) : x;  // stride 2 when strided
+    ASSERT_EQ(in.is_contiguous(), !strided);
+    const Tensor s = sin(in), c = cos(in);
+    for (int i : {0, 3, 300, 599}) {
+      EXPECT_FLOAT_EQ(s[i].item<float>(), std::sin(v[i])) << i;
+      EXPECT_FLOAT_EQ(c[i].item<float>(), std::cos(v[i])) << i;
+    }
+  }
+  Tensor y = x.clone();
+  y.sin_();
+  EXPECT_FLOAT_EQ(y[3].item<float>(), std::sin(1e10f));
+  EXPECT_FLOAT_EQ(y[599].item<float>(), std::sin(1e38f));
+  EXPECT_FLOAT_EQ(y[1].item<float>(), std::sin(0.5f));
+}
+
 TEST(ElementwiseDtype, FloatingMathPromotesIntegersAndBool) {
   Tensor i = tensor({1, 4, 9});
   Tensor s = sqrt(i);

@@ -73,15 +73,10 @@ Tensor maximum(const Tensor& a, const Tensor& b);
 Tensor minimum(const Tensor& a, const Tensor& b);
 Tensor neg(const Tensor& x);
 Tensor abs(const Tensor& x);
-Tensor exp(const Tensor& x);
-Tensor log(const Tensor& x);
-Tensor log1p(const Tensor& x);
-Tensor sqrt(const Tensor& x);
-Tensor rsqrt(const Tensor& x);
-Tensor sin(const Tensor& x);
-Tensor cos(const Tensor& x);
-Tensor tanh(const Tensor& x);
-Tensor sigmoid(const Tensor& x);
+// exp, exp2, expm1, log, log2, log10, log1p, sqrt, rsqrt, reciprocal, trigonometric and
+// hyperbolic functions and their inverses, sigmoid, erf, erfc, erfinv: see the list.
+#define IGNIS_FLOAT_UNARY_OP(name, ...) Tensor name(const Tensor& x);
+#include "ignis/float_unary_ops.def"
 Tensor relu(const Tensor& x);
 Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
 /// approximate: "none" (erf form) or "tanh".

@@ -237,15 +237,6 @@ class Tensor {
   Tensor pow(Scalar e) const;
   Tensor neg() const;
   Tensor abs() const;
-  Tensor exp() const;
-  Tensor log() const;
-  Tensor log1p() const;
-  Tensor sqrt() const;
-  Tensor rsqrt() const;
-  Tensor sin() const;
-  Tensor cos() const;
-  Tensor tanh() const;
-  Tensor sigmoid() const;
   Tensor relu() const;
   Tensor sign() const;
   Tensor floor() const;
@@ -271,6 +262,11 @@ class Tensor {
   Tensor logical_and(const Tensor& o) const;
   Tensor logical_or(const Tensor& o) const;
   Tensor logical_not() const;
+  // The floating unary ops (exp, log, sin, tanh, sigmoid, erf, ...) and their in-place forms.
+#define IGNIS_FLOAT_UNARY_OP(name, ...) \
+  Tensor name() const;                  \
+  Tensor& name##_();
+#include "ignis/float_unary_ops.def"
 
   // ---- in place (each bumps the version counter)
   Tensor& add_(const Tensor& o, Scalar alpha = 1);
@@ -283,11 +279,7 @@ class Tensor {
   Tensor& div_(Scalar o);
   Tensor& pow_(Scalar e);
   Tensor& neg_();
-  Tensor& exp_();
-  Tensor& sqrt_();
   Tensor& relu_();
-  Tensor& sigmoid_();
-  Tensor& tanh_();
   Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
   Tensor& zero_();
   Tensor& fill_(Scalar v);

@@ -3,7 +3,9 @@
 // scalar-broadcast inner loops are written so that the compiler vectorises them.
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <concepts>
 #include <cstring>
 #include <tuple>
 #include <utility>
@@ -56,13 +58,47 @@ void for_each_row(const TensorIter& it, int64_t begin, int64_t end, const Row& r
   }
 }
 
+/// A unary functor with an exact path for rare inputs its fast body does not handle (vmath's
+/// float sin beyond |x| = 1e5): `f.needs_exact(x)` picks them, `f.exact(x)` computes them.
+template <class F, class T>
+concept has_exact_path = requires(const F& f, T x) {
+  { f.needs_exact(x) } -> std::convertible_to<bool>;
+  f.exact(x);
+};
+
 namespace detail {
+/// out[k] = f(in[k]) over a contiguous row of a functor with an exact path: blocks with no rare
+/// input run the vectorised body; a block with one runs element by element. The test comes
+/// before any write, so out may alias in (in-place ops).
+template <class Out, class In, class F>
+inline void exact_path_row(Out* o, const In* in, int64_t n, const F& f) {
+  using A = acc_t<In>;
+  constexpr int64_t kBlock = 256;
+  for (int64_t k0 = 0; k0 < n; k0 += kBlock) {
+    const int64_t k1 = std::min(n, k0 + kBlock);
+    bool rare = false;
+    for (int64_t k = k0; k < k1; ++k) rare |= f.needs_exact(static_cast<A>(in[k]));
+    if (!rare) {
+      for (int64_t k = k0; k < k1; ++k) o[k] = static_cast<Out>(f(static_cast<A>(in[k])));
+      continue;
+    }
+    for (int64_t k = k0; k < k1; ++k) {
+      const A x = static_cast<A>(in[k]);
+      o[k] = static_cast<Out>(f.needs_exact(x) ? f.exact(x) : f(x));
+    }
+  }
+}
+
 template <class Out, class... In, class F, size_t... I>
 inline void row_loop(char** ptrs, int64_t n, const int64_t* s, const F& f,
                      std::index_sequence<I...>) {
   using A = std::tuple<acc_t<In>...>;
   // Contiguous: the hot path, vectorised.
   if (((s[I + 1] == static_cast<int64_t>(sizeof(In))) && ...) && s[0] == sizeof(Out)) {
+    if constexpr (sizeof...(In) == 1 && (has_exact_path<F, acc_t<In>> && ...)) {
+      return exact_path_row(reinterpret_cast<Out*>(ptrs[0]),
+                            reinterpret_cast<const In*>(ptrs[1])..., n, f);
+    }
     Out* __restrict o = reinterpret_cast<Out*>(ptrs[0]);
     std::tuple<const In*...> in{reinterpret_cast<const In*>(ptrs[I + 1])...};
     for (int64_t k = 0; k < n; ++k) {
@@ -92,8 +128,14 @@ inline void row_loop(char** ptrs, int64_t n, const int64_t* s, const F& f,
     }
   }
   for (int64_t k = 0; k < n; ++k) {
-    Out r = static_cast<Out>(
-        f(static_cast<std::tuple_element_t<I, A>>(load<In>(ptrs[I + 1] + k * s[I + 1]))...));
+    Out r;
+    if constexpr (sizeof...(In) == 1 && (has_exact_path<F, acc_t<In>> && ...)) {
+      const auto x = static_cast<std::tuple_element_t<0, A>>(load<In...>(ptrs[1] + k * s[1]));
+      r = static_cast<Out>(f.needs_exact(x) ? f.exact(x) : f(x));
+    } else {
+      r = static_cast<Out>(
+          f(static_cast<std::tuple_element_t<I, A>>(load<In>(ptrs[I + 1] + k * s[I + 1]))...));
+    }
     std::memcpy(ptrs[0] + k * s[0], &r, sizeof(Out));
   }
 }

@@ -21,8 +21,6 @@ void binary_float_kernel(const TensorIter& it, DType dt, OpArgs args) {
 }  // namespace
 
 IGNIS_REGISTER_KERNEL(relu_stub, CPU, &unary_kernel<fn::Relu>);
-IGNIS_REGISTER_KERNEL(tanh_stub, CPU, &unary_float_kernel<fn::Tanh>);
-IGNIS_REGISTER_KERNEL(sigmoid_stub, CPU, &unary_float_kernel<fn::Sigmoid>);
 IGNIS_REGISTER_KERNEL(leaky_relu_stub, CPU, &unary_float_kernel<fn::LeakyRelu>);
 IGNIS_REGISTER_KERNEL(gelu_stub, CPU, &unary_float_kernel<fn::Gelu>);
 IGNIS_REGISTER_KERNEL(gelu_tanh_stub, CPU, &unary_float_kernel<fn::GeluTanh>);

@@ -57,13 +57,10 @@ void pow_scalar_kernel(const TensorIter& it, DType dt, OpArgs args) {
 IGNIS_REGISTER_KERNEL(neg_stub, CPU, &unary_kernel<fn::Neg>);
 IGNIS_REGISTER_KERNEL(abs_stub, CPU, &unary_kernel<fn::Abs>);
 IGNIS_REGISTER_KERNEL(sign_stub, CPU, &unary_kernel<fn::Sign>);
-IGNIS_REGISTER_KERNEL(exp_stub, CPU, &unary_float_kernel<fn::Exp>);
-IGNIS_REGISTER_KERNEL(log_stub, CPU, &unary_float_kernel<fn::Log>);
-IGNIS_REGISTER_KERNEL(log1p_stub, CPU, &unary_float_kernel<fn::Log1p>);
-IGNIS_REGISTER_KERNEL(sqrt_stub, CPU, &unary_float_kernel<fn::Sqrt>);
-IGNIS_REGISTER_KERNEL(rsqrt_stub, CPU, &unary_float_kernel<fn::Rsqrt>);
-IGNIS_REGISTER_KERNEL(sin_stub, CPU, &unary_float_kernel<fn::Sin>);
-IGNIS_REGISTER_KERNEL(cos_stub, CPU, &unary_float_kernel<fn::Cos>);
+// The floating unary ops of ignis/float_unary_ops.def, each over its functor.
+#define IGNIS_FLOAT_UNARY_OP(name, Functor, ...) \
+  IGNIS_REGISTER_KERNEL(name##_stub, CPU, &unary_float_kernel<fn::Functor>);
+#include "ignis/float_unary_ops.def"
 IGNIS_REGISTER_KERNEL(floor_stub, CPU, &unary_float_kernel<fn::Floor>);
 IGNIS_REGISTER_KERNEL(ceil_stub, CPU, &unary_float_kernel<fn::Ceil>);
 IGNIS_REGISTER_KERNEL(round_stub, CPU, &unary_float_kernel<fn::Round>);

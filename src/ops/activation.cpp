@@ -1,4 +1,5 @@
-// Activations: relu, tanh, sigmoid, leaky_relu, gelu, silu, softplus. Their backward is a fused
+// Activations: relu, leaky_relu, gelu, silu, softplus (tanh and sigmoid are in
+// ignis/float_unary_ops.def). Their backward is a fused
 // kernel (one pass over memory instead of a chain of ops), exposed as a differentiable op itself
 // (threshold_backward, tanh_backward, ...) whose own backward is written in ignis ops, so double
 // backward works.
@@ -11,8 +12,6 @@ using autograd::BackwardCtx;
 using autograd::SavedVariable;
 
 IGNIS_DEFINE_OP_STUB(relu);
-IGNIS_DEFINE_OP_STUB(tanh);
-IGNIS_DEFINE_OP_STUB(sigmoid);
 IGNIS_DEFINE_OP_STUB(leaky_relu);
 IGNIS_DEFINE_OP_STUB(gelu);
 constinit DispatchStub<ElementwiseFn> gelu_tanh_stub("gelu");
@@ -31,8 +30,6 @@ IGNIS_DEFINE_OP_STUB(softplus_backward);
   IGNIS_OP(name, #name "(Tensor self) -> Tensor", Tensor(const Tensor&), name, \
            {.differentiable = true, .stubs = {&stub}})
 ACTIVATION(relu, relu_stub);
-ACTIVATION(tanh, tanh_stub);
-ACTIVATION(sigmoid, sigmoid_stub);
 ACTIVATION(silu, silu_stub);
 #undef ACTIVATION
 IGNIS_OP(leaky_relu, "leaky_relu(Tensor self, float negative_slope=0.01) -> Tensor",
@@ -48,15 +45,9 @@ IGNIS_OP(softplus, "softplus(Tensor self, float beta=1, float threshold=20) -> T
   IGNIS_OP_METHOD(name, #name "(Tensor(a!) self) -> Tensor(a!)", Tensor&(), name, \
                   {.differentiable = true, .stubs = {&stub}})
 INPLACE_ACTIVATION(relu_, relu_stub);
-INPLACE_ACTIVATION(sigmoid_, sigmoid_stub);
-INPLACE_ACTIVATION(tanh_, tanh_stub);
 #undef INPLACE_ACTIVATION
 
 namespace {
-Tensor floating_unary(const DispatchStub<ElementwiseFn>& stub, const Tensor& x, OpArgs args = {}) {
-  const DType t = to_floating(x.dtype());
-  return unary_op(stub, x, t, t, args);
-}
 Tensor backward_kernel(const DispatchStub<ElementwiseFn>& stub, const Tensor& g, const Tensor& s,
                        OpArgs args = {}) {
   const DType t = to_floating(result_type(g, s));
@@ -79,30 +70,6 @@ Tensor relu(const Tensor& x) {
     autograd::record("relu", {&x}, {&out},
                      [so = save_output(out)](BackwardCtx& c, const TensorList& g) {
                        return TensorList{threshold_backward(g[0], c.unpack(so), 0)};
-                     });
-  }
-  return out;
-}
-
-Tensor tanh(const Tensor& x) {
-  IGNIS_DISPATCH(tanh, tanh, x);
-  Tensor out = floating_unary(tanh_stub, x);
-  if (autograd::any_needs_grad({&x})) {
-    autograd::record("tanh", {&x}, {&out},
-                     [so = save_output(out)](BackwardCtx& c, const TensorList& g) {
-                       return TensorList{tanh_backward(g[0], c.unpack(so))};
-                     });
-  }
-  return out;
-}
-
-Tensor sigmoid(const Tensor& x) {
-  IGNIS_DISPATCH(sigmoid, sigmoid, x);
-  Tensor out = floating_unary(sigmoid_stub, x);
-  if (autograd::any_needs_grad({&x})) {
-    autograd::record("sigmoid", {&x}, {&out},
-                     [so = save_output(out)](BackwardCtx& c, const TensorList& g) {
-                       return TensorList{sigmoid_backward(g[0], c.unpack(so))};
                      });
   }
   return out;
@@ -297,24 +264,12 @@ Tensor softplus_backward(const Tensor& g, const Tensor& x, double beta, double t
 // ---- methods and in-place forms
 
 Tensor Tensor::relu() const { return ignis::relu(*this); }
-Tensor Tensor::tanh() const { return ignis::tanh(*this); }
-Tensor Tensor::sigmoid() const { return ignis::sigmoid(*this); }
 
 Tensor& Tensor::relu_() {
   IGNIS_DISPATCH_METHOD(relu_, relu_);
   IGNIS_CHECK(dtype() != kBool, "relu_: not supported for bool tensors");
   return inplace_unary(*this, relu_stub, dtype(), {}, "relu_", false,
                        [](const Tensor& x) { return ignis::relu(x); });
-}
-Tensor& Tensor::sigmoid_() {
-  IGNIS_DISPATCH_METHOD(sigmoid_, sigmoid_);
-  return inplace_unary(*this, sigmoid_stub, to_floating(dtype()), {}, "sigmoid_", false,
-                       [](const Tensor& x) { return ignis::sigmoid(x); });
-}
-Tensor& Tensor::tanh_() {
-  IGNIS_DISPATCH_METHOD(tanh_, tanh_);
-  return inplace_unary(*this, tanh_stub, to_floating(dtype()), {}, "tanh_", false,
-                       [](const Tensor& x) { return ignis::tanh(x); });
 }
 
 }  // namespace ignis

@@ -185,6 +185,8 @@ struct Rsqrt {
   template <class T>
   IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const { return T(1) / std::sqrt(x); }
 };
+// vmath's float sin and cos reduce their argument accurately up to |x| = 1e5; beyond, the loops
+// call the functor's exact path (see cpu/loops.h: has_exact_path) for the few such elements.
 struct Sin {
   OpArgs p;
   template <class T>
@@ -192,6 +194,12 @@ struct Sin {
     if constexpr (std::is_same_v<T, float>) return vmath::sin(x);
     else return std::sin(x);
   }
+  template <class T>
+  IGNIS_HD IGNIS_FN_INLINE bool needs_exact(T x) const {
+    return std::is_same_v<T, float> && (x > T(1e5)) | (x < T(-1e5));
+  }
+  template <class T>
+  IGNIS_HD T exact(T x) const { return std::sin(x); }
 };
 struct Cos {
   OpArgs p;
@@ -199,6 +207,92 @@ struct Cos {
   IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const {
     if constexpr (std::is_same_v<T, float>) return vmath::cos(x);
     else return std::cos(x);
+  }
+  template <class T>
+  IGNIS_HD IGNIS_FN_INLINE bool needs_exact(T x) const {
+    return std::is_same_v<T, float> && (x > T(1e5)) | (x < T(-1e5));
+  }
+  template <class T>
+  IGNIS_HD T exact(T x) const { return std::cos(x); }
+};
+// Functors of one std:: function each (float and double overloads; CUDA has the same names).
+#define IGNIS_STD_UNARY_FUNCTOR(Name, f)                                 \
+  struct Name {                                                          \
+    OpArgs p;                                                            \
+    template <class T>                                                   \
+    IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const { return std::f(x); } \
+  };
+IGNIS_STD_UNARY_FUNCTOR(Exp2, exp2)
+IGNIS_STD_UNARY_FUNCTOR(Log2, log2)
+IGNIS_STD_UNARY_FUNCTOR(Log10, log10)
+IGNIS_STD_UNARY_FUNCTOR(Tan, tan)
+IGNIS_STD_UNARY_FUNCTOR(Asin, asin)
+IGNIS_STD_UNARY_FUNCTOR(Acos, acos)
+IGNIS_STD_UNARY_FUNCTOR(Atan, atan)
+IGNIS_STD_UNARY_FUNCTOR(Sinh, sinh)
+IGNIS_STD_UNARY_FUNCTOR(Cosh, cosh)
+IGNIS_STD_UNARY_FUNCTOR(Asinh, asinh)
+IGNIS_STD_UNARY_FUNCTOR(Acosh, acosh)
+IGNIS_STD_UNARY_FUNCTOR(Atanh, atanh)
+IGNIS_STD_UNARY_FUNCTOR(Erfc, erfc)
+#undef IGNIS_STD_UNARY_FUNCTOR
+struct Expm1 {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const {
+    if constexpr (std::is_same_v<T, float>) return vmath::expm1(x);
+    else return std::expm1(x);
+  }
+};
+struct Erf {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const { return detail::ferf(x); }
+};
+/// The inverse error function, computed in double for every dtype: Giles' rational
+/// approximation ("Approximating the erfinv function", GPU Computing Gems, 2011), then two
+/// Halley steps, on erf for |x| <= 0.5 and on erfc(y) = 1 - |x| above (1 - |x| is exact there,
+/// and erfc keeps its relative precision near |x| = 1). +-inf at +-1, NaN outside [-1, 1].
+struct Erfinv {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD T operator()(T xt) const {
+    const double x = static_cast<double>(xt);
+    const double a = x < 0 ? -x : x;
+    if (!(a <= 1)) return std::numeric_limits<T>::quiet_NaN();
+    if (a == 1) return static_cast<T>(x * std::numeric_limits<double>::infinity());
+    double w = -std::log((1 - a) * (1 + a)), r;
+    if (w < 5) {
+      w -= 2.5;
+      r = 2.81022636e-08;
+      r = 3.43273939e-07 + r * w;
+      r = -3.5233877e-06 + r * w;
+      r = -4.39150654e-06 + r * w;
+      r = 0.00021858087 + r * w;
+      r = -0.00125372503 + r * w;
+      r = -0.00417768164 + r * w;
+      r = 0.246640727 + r * w;
+      r = 1.50140941 + r * w;
+    } else {
+      w = std::sqrt(w) - 3;
+      r = -0.000200214257;
+      r = 0.000100950558 + r * w;
+      r = 0.00134934322 + r * w;
+      r = -0.00367342844 + r * w;
+      r = 0.00573950773 + r * w;
+      r = -0.0076224613 + r * w;
+      r = 0.00943887047 + r * w;
+      r = 1.00167406 + r * w;
+      r = 2.83297682 + r * w;
+    }
+    double y = r * a;
+    // Halley steps on f(y) = erf(y) - a: f' = 2/sqrt(pi) exp(-y^2), f''/f' = -2y.
+    for (int i = 0; i < 2; ++i) {
+      const double f = a <= 0.5 ? std::erf(y) - a : (1 - a) - std::erfc(y);
+      const double d = f / (1.1283791670955126 * std::exp(-y * y));
+      y -= d / (1 + y * d);
+    }
+    return static_cast<T>(std::copysign(y, x));
   }
 };
 struct Floor {

@@ -1,4 +1,5 @@
-// Unary math (neg, abs, sign, exp, log, sqrt, trig, rounding), pow, clamp, maximum and minimum.
+// Unary math (neg, abs, sign, rounding), pow, clamp, maximum and minimum. The floating unary ops
+// (exp, log, sqrt, trig, ...) are generated from ignis/float_unary_ops.def in ops/float_unary.cpp.
 // Each op: dtype rule, kernel call, and a backward written in ignis ops (so it can be
 // differentiated again). Floating math promotes integer and bool inputs to float32 like PyTorch.
 #include "ops/unary.h"
@@ -13,13 +14,6 @@ using autograd::SavedVariable;
 IGNIS_DEFINE_OP_STUB(neg);
 IGNIS_DEFINE_OP_STUB(abs);
 IGNIS_DEFINE_OP_STUB(sign);
-IGNIS_DEFINE_OP_STUB(exp);
-IGNIS_DEFINE_OP_STUB(log);
-IGNIS_DEFINE_OP_STUB(log1p);
-IGNIS_DEFINE_OP_STUB(sqrt);
-IGNIS_DEFINE_OP_STUB(rsqrt);
-IGNIS_DEFINE_OP_STUB(sin);
-IGNIS_DEFINE_OP_STUB(cos);
 IGNIS_DEFINE_OP_STUB(floor);
 IGNIS_DEFINE_OP_STUB(ceil);
 IGNIS_DEFINE_OP_STUB(round);
@@ -37,13 +31,6 @@ IGNIS_DEFINE_OP_STUB(minimum);
 UNARY_OP(neg, neg_stub);
 UNARY_OP(abs, abs_stub);
 UNARY_OP(sign, sign_stub);
-UNARY_OP(exp, exp_stub);
-UNARY_OP(log, log_stub);
-UNARY_OP(log1p, log1p_stub);
-UNARY_OP(sqrt, sqrt_stub);
-UNARY_OP(rsqrt, rsqrt_stub);
-UNARY_OP(sin, sin_stub);
-UNARY_OP(cos, cos_stub);
 UNARY_OP(floor, floor_stub);
 UNARY_OP(ceil, ceil_stub);
 UNARY_OP(round, round_stub);
@@ -69,8 +56,6 @@ IGNIS_OP_METHOD(pow_, "pow_(Tensor(a!) self, Scalar exponent) -> Tensor(a!)", Te
   IGNIS_OP_METHOD(name, #name "(Tensor(a!) self) -> Tensor(a!)", Tensor&(), name, \
                   {.differentiable = true, .stubs = {&stub}})
 INPLACE_UNARY_OP(neg_, neg_stub);
-INPLACE_UNARY_OP(exp_, exp_stub);
-INPLACE_UNARY_OP(sqrt_, sqrt_stub);
 #undef INPLACE_UNARY_OP
 IGNIS_OP_METHOD(clamp_, "clamp_(Tensor(a!) self, Scalar? min, Scalar? max=None) -> Tensor(a!)",
                 Tensor&(std::optional<Scalar>, std::optional<Scalar>), clamp_,
@@ -81,12 +66,6 @@ namespace {
 DType scalar_result_type(DType t, Scalar s) {
   const DType st = s.is_floating_point() ? default_dtype() : s.is_integral() ? kInt64 : kBool;
   return dtype_category(st) > dtype_category(t) ? promote_types(t, st) : t;
-}
-
-// The floating op `stub` on x (integers and bool promote to float32).
-Tensor floating_unary(const DispatchStub<ElementwiseFn>& stub, const Tensor& x) {
-  const DType t = to_floating(x.dtype());
-  return unary_op(stub, x, t, t);
 }
 
 // Rounding ops: identity (a copy) on integers, zero gradient on floats (like PyTorch).
@@ -134,91 +113,6 @@ Tensor sign(const Tensor& x) {
     autograd::record("sign", {&x}, {&out}, [](BackwardCtx&, const TensorList& g) {
       return TensorList{zeros_like(g[0])};
     });
-  }
-  return out;
-}
-
-Tensor exp(const Tensor& x) {
-  IGNIS_DISPATCH(exp, exp, x);
-  Tensor out = floating_unary(exp_stub, x);
-  if (autograd::any_needs_grad({&x})) {
-    autograd::record("exp", {&x}, {&out},
-                     [so = save_output(out)](BackwardCtx& c, const TensorList& g) {
-                       return TensorList{g[0] * c.unpack(so)};
-                     });
-  }
-  return out;
-}
-
-Tensor log(const Tensor& x) {
-  IGNIS_DISPATCH(log, log, x);
-  Tensor out = floating_unary(log_stub, x);
-  if (autograd::any_needs_grad({&x})) {
-    autograd::record("log", {&x}, {&out},
-                     [sx = SavedVariable(x, false)](BackwardCtx& c, const TensorList& g) {
-                       return TensorList{g[0] / c.unpack(sx)};
-                     });
-  }
-  return out;
-}
-
-Tensor log1p(const Tensor& x) {
-  IGNIS_DISPATCH(log1p, log1p, x);
-  Tensor out = floating_unary(log1p_stub, x);
-  if (autograd::any_needs_grad({&x})) {
-    autograd::record("log1p", {&x}, {&out},
-                     [sx = SavedVariable(x, false)](BackwardCtx& c, const TensorList& g) {
-                       return TensorList{g[0] / (c.unpack(sx) + 1)};
-                     });
-  }
-  return out;
-}
-
-Tensor sqrt(const Tensor& x) {
-  IGNIS_DISPATCH(sqrt, sqrt, x);
-  Tensor out = floating_unary(sqrt_stub, x);
-  if (autograd::any_needs_grad({&x})) {
-    autograd::record("sqrt", {&x}, {&out},
-                     [so = save_output(out)](BackwardCtx& c, const TensorList& g) {
-                       return TensorList{g[0] / (c.unpack(so) * 2)};
-                     });
-  }
-  return out;
-}
-
-Tensor rsqrt(const Tensor& x) {
-  IGNIS_DISPATCH(rsqrt, rsqrt, x);
-  Tensor out = floating_unary(rsqrt_stub, x);
-  if (autograd::any_needs_grad({&x})) {
-    // d/dx x^(-1/2) = -0.5 y^3
-    autograd::record("rsqrt", {&x}, {&out},
-                     [so = save_output(out)](BackwardCtx& c, const TensorList& g) {
-                       return TensorList{g[0] * pow(c.unpack(so), 3) * -0.5};
-                     });
-  }
-  return out;
-}
-
-Tensor sin(const Tensor& x) {
-  IGNIS_DISPATCH(sin, sin, x);
-  Tensor out = floating_unary(sin_stub, x);
-  if (autograd::any_needs_grad({&x})) {
-    autograd::record("sin", {&x}, {&out},
-                     [sx = SavedVariable(x, false)](BackwardCtx& c, const TensorList& g) {
-                       return TensorList{g[0] * cos(c.unpack(sx))};
-                     });
-  }
-  return out;
-}
-
-Tensor cos(const Tensor& x) {
-  IGNIS_DISPATCH(cos, cos, x);
-  Tensor out = floating_unary(cos_stub, x);
-  if (autograd::any_needs_grad({&x})) {
-    autograd::record("cos", {&x}, {&out},
-                     [sx = SavedVariable(x, false)](BackwardCtx& c, const TensorList& g) {
-                       return TensorList{g[0] * neg(sin(c.unpack(sx)))};
-                     });
   }
   return out;
 }
@@ -362,13 +256,6 @@ Tensor Tensor::pow(const Tensor& e) const { return ignis::pow(*this, e); }
 Tensor Tensor::pow(Scalar e) const { return ignis::pow(*this, e); }
 Tensor Tensor::neg() const { return ignis::neg(*this); }
 Tensor Tensor::abs() const { return ignis::abs(*this); }
-Tensor Tensor::exp() const { return ignis::exp(*this); }
-Tensor Tensor::log() const { return ignis::log(*this); }
-Tensor Tensor::log1p() const { return ignis::log1p(*this); }
-Tensor Tensor::sqrt() const { return ignis::sqrt(*this); }
-Tensor Tensor::rsqrt() const { return ignis::rsqrt(*this); }
-Tensor Tensor::sin() const { return ignis::sin(*this); }
-Tensor Tensor::cos() const { return ignis::cos(*this); }
 Tensor Tensor::sign() const { return ignis::sign(*this); }
 Tensor Tensor::floor() const { return ignis::floor(*this); }
 Tensor Tensor::ceil() const { return ignis::ceil(*this); }
@@ -397,16 +284,6 @@ Tensor& Tensor::neg_() {
               "if you are trying to invert a mask, use logical_not() or `!` instead");
   return inplace_unary(*this, neg_stub, dtype(), {}, "neg_", false,
                        [](const Tensor& x) { return ignis::neg(x); });
-}
-Tensor& Tensor::exp_() {
-  IGNIS_DISPATCH_METHOD(exp_, exp_);
-  return inplace_unary(*this, exp_stub, to_floating(dtype()), {}, "exp_", false,
-                       [](const Tensor& x) { return ignis::exp(x); });
-}
-Tensor& Tensor::sqrt_() {
-  IGNIS_DISPATCH_METHOD(sqrt_, sqrt_);
-  return inplace_unary(*this, sqrt_stub, to_floating(dtype()), {}, "sqrt_", false,
-                       [](const Tensor& x) { return ignis::sqrt(x); });
 }
 Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
   IGNIS_DISPATCH_METHOD(clamp_, clamp_, min, max);

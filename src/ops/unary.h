@@ -12,16 +12,12 @@
 namespace ignis {
 
 // ---- unary math (compute dtype: the input's, or to_floating of it)
+// The floating unary ops of ignis/float_unary_ops.def (front ends in ops/float_unary.cpp).
+#define IGNIS_FLOAT_UNARY_OP(name, ...) IGNIS_DECLARE_STUB(name##_stub, ElementwiseFn);
+#include "ignis/float_unary_ops.def"
 IGNIS_DECLARE_STUB(neg_stub, ElementwiseFn);
 IGNIS_DECLARE_STUB(abs_stub, ElementwiseFn);
 IGNIS_DECLARE_STUB(sign_stub, ElementwiseFn);
-IGNIS_DECLARE_STUB(exp_stub, ElementwiseFn);
-IGNIS_DECLARE_STUB(log_stub, ElementwiseFn);
-IGNIS_DECLARE_STUB(log1p_stub, ElementwiseFn);
-IGNIS_DECLARE_STUB(sqrt_stub, ElementwiseFn);
-IGNIS_DECLARE_STUB(rsqrt_stub, ElementwiseFn);
-IGNIS_DECLARE_STUB(sin_stub, ElementwiseFn);
-IGNIS_DECLARE_STUB(cos_stub, ElementwiseFn);
 IGNIS_DECLARE_STUB(floor_stub, ElementwiseFn);
 IGNIS_DECLARE_STUB(ceil_stub, ElementwiseFn);
 IGNIS_DECLARE_STUB(round_stub, ElementwiseFn);
@@ -38,8 +34,6 @@ IGNIS_DECLARE_STUB(minimum_stub, ElementwiseFn);
 
 // ---- activations and their fused backward kernels (g, saved) -> input grad
 IGNIS_DECLARE_STUB(relu_stub, ElementwiseFn);
-IGNIS_DECLARE_STUB(tanh_stub, ElementwiseFn);
-IGNIS_DECLARE_STUB(sigmoid_stub, ElementwiseFn);
 IGNIS_DECLARE_STUB(leaky_relu_stub, ElementwiseFn);  // args.a: slope
 IGNIS_DECLARE_STUB(gelu_stub, ElementwiseFn);
 IGNIS_DECLARE_STUB(gelu_tanh_stub, ElementwiseFn);
@@ -98,6 +92,13 @@ inline Tensor fused_relu_grad(const autograd::BackwardCtx& c, TensorList& g,
   g[0] = Tensor();
   c.release(out);
   return gy;
+}
+
+/// The floating op `stub` on x: integer and bool inputs promote to float32.
+inline Tensor floating_unary(const DispatchStub<ElementwiseFn>& stub, const Tensor& x,
+                             OpArgs args = {}) {
+  const DType t = to_floating(x.dtype());
+  return unary_op(stub, x, t, t, args);
 }
 
 /// An in-place unary op: the kernel writes into self when no autograd is involved; otherwise
