@@ -316,7 +316,7 @@ IGNIS_OP_INFO(OpInfo{.name = "to_float64",
                      .ops = {"to.dtype"}});
 
 IGNIS_OP_INFO(OpInfo{.name = "to_copy",
-                     .fn = [](const TL& x) { return x[0].to(x[0].dtype(), /*copy=*/true); },
+                     .fn = [](const TL& x) { return x[0].to(x[0].dtype(), /*non_blocking=*/false, /*copy=*/true); },
                      .ref = [](const TL& x) { return x[0].detach().clone(); },
                      .samples = [] { return elementwise_samples(1); },
                      .dtypes = kFloats});
@@ -672,7 +672,7 @@ IGNIS_OP_INFO(OpInfo{
 // ---- to(device), to(options), contiguous(memory_format), copy_ and fills
 
 IGNIS_OP_INFO(OpInfo{.name = "to.device",  // a copy to the same device (copy=true)
-                     .fn = [](const TL& x) { return x[0].to(x[0].device(), true); },
+                     .fn = [](const TL& x) { return x[0].to(x[0].device(), /*non_blocking=*/false, /*copy=*/true); },
                      .ref = [](const TL& x) { return x[0].detach().clone(); },
                      .samples = [] { return elementwise_samples(1); },
                      .dtypes = kAllArith});

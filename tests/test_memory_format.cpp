@@ -111,7 +111,7 @@ TEST(MemoryFormat, CopiesAndLikeFormsKeepChannelsLast) {
   EXPECT_TRUE(is_cl(d));
   EXPECT_EQ(strides(d), (S{60, 1, 15, 3}));
   EXPECT_EQ(vals(d), vals(x));
-  EXPECT_TRUE(is_cl(y.to(kCPU, true)));
+  EXPECT_TRUE(is_cl(y.to(kCPU, /*non_blocking=*/false, /*copy=*/true)));
   // The *_like forms too, with the values each promises.
   EXPECT_TRUE(is_cl(empty_like(y)));
   const Tensor z = zeros_like(y), o = ones_like(y, TensorOptions(kFloat64));

@@ -158,3 +158,37 @@ TEST(Schema, AnEmptyDefaultIsAnError) {
               HasSubstr("op schema 'f(Tensor self, int k=) -> Tensor': argument 'int k' has an "
                         "empty default"));
 }
+
+// to() takes LibTorch's positional arguments: (dtype | device[, dtype] | options | other,
+// non_blocking, copy), so ported code means the same; cross-device copies are registry calls.
+TEST(To, MatchesLibTorchSignaturesAndGoesThroughTheRegistry) {
+  Tensor x = ones({2, 3});
+  // The bool after a device is non_blocking: no copy to the same device.
+  EXPECT_EQ(x.to(kCPU, true).data_ptr(), x.data_ptr());
+  EXPECT_NE(x.to(kCPU, /*non_blocking=*/false, /*copy=*/true).data_ptr(), x.data_ptr());
+  EXPECT_EQ(x.to(kFloat32, true).data_ptr(), x.data_ptr());
+  EXPECT_NE(x.to(kFloat32, false, true).data_ptr(), x.data_ptr());
+  const Tensor m = x.to(kMeta, kFloat64);
+  EXPECT_EQ(m.device(), kMeta);
+  EXPECT_EQ(m.dtype(), kFloat64);
+  EXPECT_EQ(x.to(m).dtype(), kFloat64);  // to(other): other's dtype and device
+  EXPECT_EQ(x.to(m).device(), kMeta);
+  EXPECT_EQ(x.to(TensorOptions(kFloat64)).dtype(), kFloat64);
+
+  Recorder rec;
+  {
+    op::InterposerGuard guard(&rec);
+    (void)x.to(kMeta, true);
+  }
+  ASSERT_EQ(rec.calls.size(), 1u);
+  EXPECT_EQ(rec.calls[0],
+            "to.device(self=float32[2, 3], device=meta, dtype=float32, non_blocking=True, "
+            "copy=False) -> float32[2, 3]@meta");
+
+  // Differentiable across a dtype change: the gradient comes back in the input's dtype.
+  Tensor w = full({3}, 2.0).requires_grad_(true);
+  (w.to(kCPU, kFloat64, false, true) * 3).sum().backward();
+  ASSERT_TRUE(w.grad().defined());
+  EXPECT_EQ(w.grad().dtype(), kFloat32);
+  EXPECT_EQ(vals(w.grad()), (std::vector<double>{3, 3, 3}));
+}

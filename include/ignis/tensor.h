@@ -167,9 +167,20 @@ class Tensor {
   struct AutogradMeta* autograd_meta() const;
 
   // ---- conversion and copies
-  Tensor to(DType dtype, bool copy = false) const;
-  Tensor to(Device device, bool copy = false) const;
-  Tensor to(const TensorOptions& opts, bool copy = false) const;
+  // LibTorch's signatures: `non_blocking` before `copy`. A copy is made when the dtype or device
+  // changes, or when `copy` is true; otherwise the result is this tensor. Differentiable (the
+  // gradient goes back to this tensor's dtype and device). non_blocking: with the CPU and meta
+  // devices every copy has completed when to() returns.
+  Tensor to(DType dtype, bool non_blocking = false, bool copy = false) const;
+  Tensor to(Device device, DType dtype, bool non_blocking = false, bool copy = false) const;
+  Tensor to(Device device, bool non_blocking = false, bool copy = false) const {
+    return to(device, dtype(), non_blocking, copy);
+  }
+  Tensor to(const TensorOptions& opts, bool non_blocking = false, bool copy = false) const;
+  /// To `other`'s dtype and device.
+  Tensor to(const Tensor& other, bool non_blocking = false, bool copy = false) const {
+    return to(other.device(), other.dtype(), non_blocking, copy);
+  }
   Tensor cpu() const { return to(kCPU); }
   Tensor cuda() const { return to(Device(DeviceType::CUDA, 0)); }
   Tensor clone() const;

@@ -22,21 +22,29 @@ void copy_into(const Tensor& dst, const Tensor& src) {
   copy_stub[dst.device()](it, dst.dtype(), src.dtype());
 }
 
+// LibTorch's positional signatures: to(dtype, non_blocking, copy), to(device, dtype,
+// non_blocking, copy), to(options, non_blocking, copy). non_blocking is accepted for ported code;
+// with the CPU and meta devices every copy completes before to() returns.
 IGNIS_OP_METHOD(to_dtype,
-                "to.dtype(Tensor(a) self, ScalarType dtype, bool copy=False) -> Tensor(a)",
-                Tensor(DType, bool) const, to, {.differentiable = true, .stubs = {&copy_stub}});
-IGNIS_OP_METHOD(to_device, "to.device(Tensor(a) self, Device device, bool copy=False) -> Tensor(a)",
-                Tensor(Device, bool) const, to, {.differentiable = true, .stubs = {&copy_stub}});
+                "to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, "
+                "bool copy=False) -> Tensor(a)",
+                Tensor(DType, bool, bool) const, to,
+                {.differentiable = true, .stubs = {&copy_stub}});
+IGNIS_OP_METHOD(to_device,
+                "to.device(Tensor(a) self, Device device, ScalarType dtype, "
+                "bool non_blocking=False, bool copy=False) -> Tensor(a)",
+                Tensor(Device, DType, bool, bool) const, to,
+                {.differentiable = true, .stubs = {&copy_stub}});
 IGNIS_OP_METHOD(to_dtype_layout,
-                "to.dtype_layout(Tensor(a) self, TensorOptions options, bool copy=False) -> "
-                "Tensor(a)",
-                Tensor(const TensorOptions&, bool) const, to,
+                "to.dtype_layout(Tensor(a) self, TensorOptions options, bool non_blocking=False, "
+                "bool copy=False) -> Tensor(a)",
+                Tensor(const TensorOptions&, bool, bool) const, to,
                 {.differentiable = true, .kind = "composite"});
 
 // clone() and to() keep a channels-last layout (PyTorch's preserve_format); any other strided
 // input gives a contiguous result.
-Tensor Tensor::to(DType dtype, bool copy) const {
-  IGNIS_DISPATCH_METHOD(to_dtype, to, dtype, copy);
+Tensor Tensor::to(DType dtype, bool non_blocking, bool copy) const {
+  IGNIS_DISPATCH_METHOD(to_dtype, to, dtype, non_blocking, copy);
   if (dtype == this->dtype() && !copy) return *this;
   Tensor out = make_tensor_like(*this, sizes(), dtype, device());
   copy_into(out, *this);
@@ -48,10 +56,10 @@ Tensor Tensor::to(DType dtype, bool copy) const {
   return out;
 }
 
-Tensor Tensor::to(Device device, bool copy) const {
-  IGNIS_DISPATCH_METHOD(to_device, to, device, copy);
-  if (device == this->device() && !copy) return *this;
-  Tensor out = make_tensor_like(*this, sizes(), dtype(), device);  // throws if no backend
+Tensor Tensor::to(Device device, DType dtype, bool non_blocking, bool copy) const {
+  IGNIS_DISPATCH_METHOD(to_device, to, device, dtype, non_blocking, copy);
+  if (device == this->device()) return to(dtype, non_blocking, copy);
+  Tensor out = make_tensor_like(*this, sizes(), this->dtype(), device);  // throws if no backend
   copy_into(out, *this);
   if (autograd::any_needs_grad({this})) {
     // The gradient goes back to the input's device (a copy the other way).
@@ -60,13 +68,12 @@ Tensor Tensor::to(Device device, bool copy) const {
                        return TensorList{g[0].to(from)};
                      });
   }
-  return out;
+  return dtype == out.dtype() ? out : out.to(dtype, non_blocking);
 }
 
-Tensor Tensor::to(const TensorOptions& opts, bool copy) const {
-  IGNIS_DISPATCH_METHOD(to_dtype_layout, to, opts, copy);
-  Tensor t = opts.has_dtype() ? to(opts.dtype(), copy) : *this;
-  return t.to(opts.device(), copy && !opts.has_dtype());
+Tensor Tensor::to(const TensorOptions& opts, bool non_blocking, bool copy) const {
+  IGNIS_DISPATCH_METHOD(to_dtype_layout, to, opts, non_blocking, copy);
+  return to(opts.device(), opts.has_dtype() ? opts.dtype() : dtype(), non_blocking, copy);
 }
 
 namespace {
@@ -130,7 +137,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
   IGNIS_DISPATCH_METHOD(copy_, copy_, src);
   IGNIS_CHECK(defined() && src.defined(), "copy_: undefined tensor");
   if (autograd::any_needs_grad({this, &src})) {
-    Tensor r = src.expand(sizes()).to(dtype(), true);
+    Tensor r = src.expand(sizes()).to(dtype(), false, true);
     return inplace_from(*this, r, "copy_");
   }
   Shape s = broadcast_shapes(sizes(), src.sizes());

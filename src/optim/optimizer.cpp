@@ -362,7 +362,7 @@ void Optimizer::load_state_dict(const OptimizerStateDict& sd) {
         continue;
       }
       for (auto& [name, t] : st->tensors()) {
-        if (slot == name) *t = value.detach().to(p.options(), /*copy=*/true).contiguous();
+        if (slot == name) *t = value.detach().to(p.options(), /*non_blocking=*/false, /*copy=*/true).contiguous();
       }
     }
     state_[p.impl()] = std::move(st);
