@@ -74,6 +74,12 @@ struct OpInfoRegistrar {
 
 // ---- helpers for writing entries
 
+/// `o`, also covering the registry records `ops` (see OpInfo::ops).
+inline OpInfo covering(OpInfo o, std::vector<std::string> ops) {
+  o.ops = std::move(ops);
+  return o;
+}
+
 /// Deterministic float64 values uniform in [lo, hi) (seeded; independent of ignis's RNG).
 Tensor make_input(IntArrayRef shape, uint64_t seed, double lo = -2, double hi = 2);
 /// The same values laid out non-contiguously (a transposed or strided view of a larger buffer).

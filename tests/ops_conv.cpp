@@ -296,7 +296,7 @@ IGNIS_OP_INFO(entry(
     }));
 
 // params: [dh, dw, groups]
-IGNIS_OP_INFO(entry(
+IGNIS_OP_INFO(covering(entry(
     "conv2d_same",
     [](const Inputs& x) {
       const auto p = ints(x[3]);
@@ -311,7 +311,32 @@ IGNIS_OP_INFO(entry(
            {n({1, 2, 7, 6}, 7), n({2, 2, 2, 4}, 8), Tensor(), params({3, 1, 1})}},
           {"groups", {n({1, 4, 4, 4}, 9), n({4, 2, 2, 3}, 10), n({4}, 11), params({1, 2, 2})}},
       };
-    }));
+    }),
+    {"conv2d.padding"}));
+
+// conv1d with padding by name. params: [same (0: "valid", 1: "same"), dilation, groups]; odd
+// kernels, so that "same" pads d (k - 1) / 2 on both sides.
+IGNIS_OP_INFO(covering(
+    entry(
+        "conv1d_padding_by_name",
+        [](const Inputs& x) {
+          const auto p = ints(x[3]);
+          return conv1d(x[0], x[1], x[2], {1}, p[0] ? "same" : "valid", {p[1]}, p[2]);
+        },
+        [](const Inputs& x) {
+          const auto p = ints(x[3]);
+          const int64_t pad = p[0] ? p[1] * (x[1].size(2) - 1) / 2 : 0;
+          return ref_conv1d({x[0], x[1], x[2], params({1, pad, p[1], p[2]})});
+        },
+        [] {
+          return std::vector<OpSample>{
+              {"valid", {n({2, 2, 7}, 1), n({3, 2, 3}, 2), n({3}, 3), params({0, 1, 1})}},
+              {"same", {n({1, 2, 6}, 4), n({4, 2, 5}, 5), n({4}, 6), params({1, 1, 1})}},
+              {"same, dilation, groups",
+               {n({2, 4, 8}, 7), n({2, 2, 3}, 8), Tensor(), params({1, 2, 2})}},
+          };
+        }),
+    {"conv1d.padding"}));
 
 // params: [stride, padding, dilation, groups]
 IGNIS_OP_INFO(entry(

@@ -134,12 +134,6 @@ OpInfo where_entry() {
   return o;
 }
 
-/// `o`, also covering the registry records `ops` (see OpInfo::ops).
-OpInfo covering(OpInfo o, std::vector<std::string> ops) {
-  o.ops = std::move(ops);
-  return o;
-}
-
 /// An in-place unary op: self is a non-leaf copy of the input (so that autograd records the
 /// in-place write), the reference the out-of-place function.
 OpInfo inplace_unary(std::string name, std::function<void(Tensor&)> f,

@@ -398,6 +398,83 @@ IGNIS_OP_INFO(OpInfo{
     .dtypes = kMove,
     .grad_inputs = {0, 2}});
 
+// The registry ops under indexing, called with Tensor?[] (an undefined entry: the whole dim).
+IGNIS_OP_INFO(OpInfo{
+    .name = "index.Tensor",  // index(x, {None, i}) == x[:, i]
+    .fn = [](const TL& x) { return index(x[0], {Tensor(), x[1]}); },
+    .ref =
+        [](const TL& x) {
+          const Reader r(x[0]);
+          const auto i = ivalues(x[1]);
+          return ref_map({x[0].size(0), static_cast<int64_t>(i.size()), x[0].size(2)},
+                         [&](const Idx& o) { return r({o[0], wrap(i[o[1]], x[0].size(1)), o[2]}); });
+        },
+    .samples =
+        [] {
+          return std::vector<OpSample>{
+              {"middle dim, duplicates and negatives", {in({2, 4, 3}, 62), ix({3, -1, 3, 0})}},
+              {"noncontiguous", {make_noncontiguous({3, 4, 2}, 63), ix({1})}}};
+        },
+    .dtypes = kMove,
+    .grad_inputs = {0}});
+
+// x.index_put({i}, v, accumulate=true): duplicates add up; differentiable in x and v.
+IGNIS_OP_INFO(OpInfo{
+    .name = "index_put accumulate",
+    .fn = [](const TL& x) { return x[0].index_put({x[1]}, x[2], true); },
+    .ref =
+        [](const TL& x) {
+          std::vector<double> out = values(x[0]);
+          const auto i = ivalues(x[1]);
+          const int64_t row = x[0].numel() / x[0].size(0);
+          const Reader v(x[2].expand({static_cast<int64_t>(i.size()), row}));
+          for (size_t k = 0; k < i.size(); ++k) {
+            for (int64_t c = 0; c < row; ++c) {
+              out[static_cast<size_t>(wrap(i[k], x[0].size(0)) * row + c)] +=
+                  v({static_cast<int64_t>(k), c});
+            }
+          }
+          return from_values(out, x[0].sizes());
+        },
+    .samples =
+        [] {
+          return std::vector<OpSample>{
+              {"duplicates", {in({4, 3}, 64), ix({1, 3, 1, -1}), in({4, 3}, 65)}},
+              {"broadcast value", {in({3, 2}, 66), ix({0, 0}), in({2}, 67)}}};
+        },
+    .dtypes = kMove,
+    .grad_inputs = {0, 2},
+    .ops = {"index_put"}});
+
+// y.index_put_({None, i}, v) on a copy of x (no accumulate; distinct indices).
+IGNIS_OP_INFO(OpInfo{
+    .name = "index_put_",
+    .fn =
+        [](const TL& x) {
+          Tensor y = x[0] * 1;
+          y.index_put_({Tensor(), x[1]}, x[2], false);
+          return y;
+        },
+    .ref =
+        [](const TL& x) {
+          std::vector<double> out = values(x[0]);
+          const auto i = ivalues(x[1]);
+          const Reader v(x[2].expand({x[0].size(0), static_cast<int64_t>(i.size())}));
+          for (int64_t r = 0; r < x[0].size(0); ++r) {
+            for (size_t k = 0; k < i.size(); ++k) {
+              out[ravel({r, wrap(i[k], x[0].size(1))}, x[0].sizes())] =
+                  v({r, static_cast<int64_t>(k)});
+            }
+          }
+          return from_values(out, x[0].sizes());
+        },
+    .samples =
+        [] {
+          return std::vector<OpSample>{{"broadcast value", {in({3, 4}, 68), ix({2, -1}), in({2}, 69)}}};
+        },
+    .dtypes = kMove,
+    .grad_inputs = {0, 2}});
+
 // ---- joining
 
 Tensor ref_cat(const TL& parts, int64_t d) {

@@ -244,11 +244,6 @@ OpInfo reduction(std::string name, std::function<Tensor(const Tensor&)> f,
       [r, dims, keepdim](const Tensor& x) { return ref_reduce(x, dims, keepdim, r); },
       std::move(samples), std::move(dtypes));
 }
-/// `o`, also covering the registry records `ops` (see OpInfo::ops).
-OpInfo covering(OpInfo o, std::vector<std::string> ops) {
-  o.ops = std::move(ops);
-  return o;
-}
 OpInfo not_differentiable(OpInfo o) {
   o.differentiable = false;
   o.twice_differentiable = false;

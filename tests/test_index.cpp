@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "ignis/ignis.h"
+#include "ignis/op_registry.h"
 #include "test_util.h"
 
 namespace ignis {
@@ -574,6 +575,64 @@ TEST(OneHot, ValuesAndErrors) {
   EXPECT_THAT(error_of([] { one_hot(ints({})); }),
               HasSubstr("one_hot: cannot infer the number of classes from an empty tensor"));
   EXPECT_THAT(error_of([] { one_hot(tensor({1.0})); }), HasSubstr("int64 or int32"));
+}
+
+// The registry ops under indexing: index.Tensor, index_put_ and index_put take the advanced
+// part as Tensor?[] (PyTorch's schemas); x.index({...}) hands its advanced part to them.
+TEST(IndexRecords, TensorOptionalListForms) {
+  const Tensor x = seq({2, 3, 2});
+  const Tensor i = ints({2, 0, 2});
+  EXPECT_EQ(vals(index(x, {Tensor(), i})), vals(x.index({Slice(), i})));
+  EXPECT_EQ(index(x, {Tensor(), i}).sizes().vec(), (std::vector<int64_t>{2, 3, 2}));
+  // A bool mask covers as many dims as it has.
+  const Tensor m = tensor(std::vector<bool>{true, false, false, false, true, true}).reshape({2, 3});
+  EXPECT_EQ(vals(index(x, {m})), vals(x.index({m})));
+  // accumulate adds duplicates; without it the values are written.
+  Tensor y = zeros({3});
+  y.index_put_({ints({0, 2, 0})}, tensor({1.0, 2.0, 3.0}), true);
+  EXPECT_EQ(vals(y), (std::vector<double>{4, 0, 2}));
+  EXPECT_EQ(vals(zeros({3}).index_put({ints({1})}, tensor({5.0}))), (std::vector<double>{0, 5, 0}));
+  // Through the registry by name, as a replay or Python binding calls it.
+  const auto out = op::call_boxed("index.Tensor", {x, std::vector<Tensor>{Tensor(), i}});
+  EXPECT_EQ(vals(out[0].get<Tensor>()), vals(x.index({Slice(), i})));
+}
+
+TEST(IndexRecords, ErrorsNameTheIndexAndTheShapes) {
+  const Tensor x = seq({2, 3});
+  EXPECT_THAT(error_of([&] { index(x, {Tensor(), Tensor(), ints({0})}); }),
+              HasSubstr("index: too many indices for a tensor of dimension 2 (index 2 reaches "
+                        "dimension 2)"));
+  EXPECT_THAT(error_of([&] { index(x, {x}); }),
+              HasSubstr("index: tensors used as indices must be int64, int32, bool or uint8, but "
+                        "got float64"));
+  EXPECT_THAT(error_of([&] { index(x, {tensor(std::vector<bool>{true}).reshape({})}); }),
+              HasSubstr("index: a 0-d mask at index 0 adds a dimension; use Tensor::index"));
+  EXPECT_THAT(error_of([&] { index(x, {tensor(std::vector<bool>{true, false, true})}); }),
+              HasSubstr("index: the shape of the mask [3] at index 0 does not match the shape of "
+                        "the indexed tensor [2, 3] at dimension 0 (3 vs 2)"));
+  EXPECT_THAT(error_of([&] { index(x, {ints({0}).to(kMeta)}); }),
+              HasSubstr("index: index tensor on meta for a tensor on cpu"));
+  Tensor y = zeros({3});
+  EXPECT_THAT(error_of([&] { y.index_put_({ints({0})}, ones({1}).to(kMeta), false); }),
+              HasSubstr("index_put_: values on meta for a tensor on cpu"));
+  EXPECT_THAT(error_of([&] { y.index_put_({ints({0})}, Tensor(), false); }),
+              HasSubstr("index_put_: undefined tensor"));
+  Tensor w = zeros({3}).requires_grad_(true) * 1;
+  EXPECT_THAT(error_of([&] { w.index_put_({ints({0, 1})}, ones({3}), false); }),
+              HasSubstr("index_put_: shape mismatch: value tensor of shape [3] cannot be "
+                        "broadcast to indexing result of shape [2]"));
+}
+
+// Padding by name is a record too (conv2d.padding / conv1d.padding, str padding).
+TEST(IndexRecords, ConvPaddingByNameIsARecord) {
+  const Tensor x = ones({1, 1, 4, 4}), w = ones({1, 1, 3, 3});
+  const auto out = op::call_boxed("conv2d.padding",
+                                  {x, w, Tensor(), std::vector<int64_t>{1}, std::string("same")});
+  EXPECT_EQ(out[0].get<Tensor>().sizes().vec(), (std::vector<int64_t>{1, 1, 4, 4}));
+  EXPECT_EQ(vals(out[0].get<Tensor>()), vals(conv2d(x, w, {}, {1}, "same")));
+  const auto v = op::call_boxed("conv1d.padding", {ones({1, 1, 5}), ones({1, 1, 3}), Tensor(),
+                                                   std::vector<int64_t>{1}, std::string("valid")});
+  EXPECT_EQ(v[0].get<Tensor>().sizes().vec(), (std::vector<int64_t>{1, 1, 3}));
 }
 
 }  // namespace

@@ -40,6 +40,7 @@ enum class ArgType : uint8_t {
   MemoryFormat,           // MemoryFormat
   TensorOptions,          // TensorOptions  (dtype, device, requires_grad; LibTorch's options)
   OptionalTensorOptions,  // TensorOptions?
+  OptionalTensorList,     // Tensor?[]  (C++: std::vector<Tensor>, an undefined entry is None)
 };
 std::string_view arg_type_name(ArgType t);
 
@@ -98,7 +99,7 @@ struct Argument {
   bool keyword_only = false;  // after `*` in the schema
   bool is_tensor() const {
     return type == ArgType::Tensor || type == ArgType::OptionalTensor ||
-           type == ArgType::TensorList;
+           type == ArgType::TensorList || type == ArgType::OptionalTensorList;
   }
 };
 

@@ -178,6 +178,10 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 /// out = x; out.index_select(dim, index) += alpha * source (the GNN message-passing primitive).
+/// PyTorch's index.Tensor: advanced indexing with indices[d] indexing dim d (an undefined
+/// tensor leaves it whole; a bool mask covers as many dims as it has). x.index({...}) with
+/// TensorIndex is the general form.
+Tensor index(const Tensor& self, const std::vector<Tensor>& indices);
 Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source,
                  Scalar alpha = 1);
 Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value);

@@ -217,6 +217,12 @@ class Tensor {
   Tensor index(const std::vector<TensorIndex>& indices) const;
   Tensor& index_put_(const std::vector<TensorIndex>& indices, const Tensor& value);
   Tensor& index_put_(const std::vector<TensorIndex>& indices, Scalar value);
+  /// PyTorch's index_put_ / index_put (the registry ops under the two above): indices[d] indexes
+  /// dim d (an undefined tensor leaves it whole; a bool mask covers as many dims as it has);
+  /// `accumulate` adds the values, duplicates included, instead of writing them.
+  Tensor& index_put_(const std::vector<Tensor>& indices, const Tensor& values, bool accumulate);
+  Tensor index_put(const std::vector<Tensor>& indices, const Tensor& values,
+                   bool accumulate = false) const;
   Tensor index_select(int64_t dim, const Tensor& index) const;
   Tensor gather(int64_t dim, const Tensor& index) const;
   Tensor scatter(int64_t dim, const Tensor& index, const Tensor& src) const;

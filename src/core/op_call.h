@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "core/dispatch.h"
+#include "ignis/conv.h"
 #include "ignis/op_registry.h"
 
 namespace ignis::op {
@@ -71,6 +72,7 @@ inline IValue box(DType d) { return IValue(d); }
 inline IValue box(Device d) { return IValue(d); }
 inline IValue box(const std::string& s) { return IValue(s); }
 inline IValue box(const char* s) { return IValue(std::string(s)); }
+inline IValue box(const PaddingMode& p) { return IValue(p.value); }  // a str in the schema
 inline IValue box(MemoryFormat f) { return IValue(f); }
 inline IValue box(const TensorOptions& o) { return IValue(o); }
 template <class T>
@@ -108,6 +110,7 @@ IGNIS_ARG_TYPE(DType, ScalarType);
 IGNIS_ARG_TYPE(std::optional<DType>, OptionalScalarType);
 IGNIS_ARG_TYPE(Device, Device);
 IGNIS_ARG_TYPE(std::string, String);
+IGNIS_ARG_TYPE(PaddingMode, String);
 IGNIS_ARG_TYPE(MemoryFormat, MemoryFormat);
 IGNIS_ARG_TYPE(TensorOptions, TensorOptions);
 IGNIS_ARG_TYPE(std::optional<TensorOptions>, OptionalTensorOptions);
@@ -220,6 +223,12 @@ template <>
 struct Unbox<Device> : UnboxExact<Device> {};
 template <>
 struct Unbox<std::string> : UnboxExact<std::string> {};
+template <>
+struct Unbox<PaddingMode> {
+  static PaddingMode get(const IValue& v, const Record& r, size_t i) {
+    return PaddingMode(Unbox<std::string>::get(v, r, i));
+  }
+};
 template <>
 struct Unbox<MemoryFormat> : UnboxExact<MemoryFormat> {};
 template <>

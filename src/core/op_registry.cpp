@@ -38,6 +38,7 @@ constexpr TypeName kTypeNames[] = {
     {ArgType::MemoryFormat, "MemoryFormat"},
     {ArgType::TensorOptions, "TensorOptions"},
     {ArgType::OptionalTensorOptions, "TensorOptions?"},
+    {ArgType::OptionalTensorList, "Tensor?[]"},
 };
 
 std::string_view trim(std::string_view s) {
@@ -156,7 +157,8 @@ IValue parse_default(const Argument& a) {
 bool compatible(ArgType schema, ArgType cpp) {
   if (schema == cpp) return true;
   // An undefined Tensor stands for None, as in LibTorch's signatures.
-  return schema == ArgType::OptionalTensor && cpp == ArgType::Tensor;
+  return (schema == ArgType::OptionalTensor && cpp == ArgType::Tensor) ||
+         (schema == ArgType::OptionalTensorList && cpp == ArgType::TensorList);
 }
 
 }  // namespace

@@ -142,6 +142,8 @@ std::string OpTrace::str() const {
       if (named) os << rec->schema.arguments[i].name << "=";
       if (c.tensor_args[i] >= 0 || (rec && i < rec->schema.arguments.size() &&
                                     rec->schema.arguments[i].type != op::ArgType::TensorList &&
+                                    rec->schema.arguments[i].type !=
+                                        op::ArgType::OptionalTensorList &&
                                     rec->schema.arguments[i].is_tensor())) {
         os << name_of(c.tensor_args[i]);
       } else if (c.args[i].is<std::vector<Tensor>>()) {

@@ -325,11 +325,21 @@ IGNIS_OP(conv_transpose2d,
          Tensor(const Tensor&, const Tensor&, const Tensor&, IntArrayRef, IntArrayRef, IntArrayRef,
                 int64_t, IntArrayRef),
          conv_transpose2d, CONV_OPTS);
+#define CONV_STR_SIG                                                                          \
+  Tensor(const Tensor&, const Tensor&, const Tensor&, IntArrayRef, const PaddingMode&, IntArrayRef, \
+         int64_t)
+IGNIS_OP(conv2d_padding,
+         "conv2d.padding(Tensor input, Tensor weight, Tensor? bias, int[] stride, str padding, "
+         "int[] dilation=[1], int groups=1) -> Tensor",
+         CONV_STR_SIG, conv2d, CONV_OPTS);
+IGNIS_OP(conv1d_padding,
+         "conv1d.padding(Tensor input, Tensor weight, Tensor? bias, int[] stride, str padding, "
+         "int[] dilation=[1], int groups=1) -> Tensor",
+         CONV_STR_SIG, conv1d, CONV_OPTS);
+#undef CONV_STR_SIG
 #undef CONV_INT_SIG
 #undef CONV_SIG
 #undef CONV_OPTS
-// The overloads taking padding by name ("same", "valid") have no record: the registry cannot box
-// a PaddingMode (a str argument would need it).
 
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, IntArrayRef stride,
               IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
@@ -339,6 +349,7 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, IntArrayRef str
 
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, IntArrayRef stride,
               const PaddingMode& padding, IntArrayRef dilation, int64_t groups) {
+  IGNIS_DISPATCH(conv2d_padding, conv2d, x, w, b, stride, padding, dilation, groups);
   return conv_nd(str_args("conv2d", 2, stride, padding.value, dilation), x, w, b, groups, false);
 }
 
@@ -362,6 +373,7 @@ Tensor conv1d(const Tensor& x, const Tensor& w, const Tensor& b, IntArrayRef str
 
 Tensor conv1d(const Tensor& x, const Tensor& w, const Tensor& b, IntArrayRef stride,
               const PaddingMode& padding, IntArrayRef dilation, int64_t groups) {
+  IGNIS_DISPATCH(conv1d_padding, conv1d, x, w, b, stride, padding, dilation, groups);
   return conv_nd(str_args("conv1d", 1, stride, padding.value, dilation), x, w, b, groups, false);
 }
 

@@ -3,6 +3,7 @@
 // tensors then gather a copy (advanced indexing). Several index tensors broadcast together; their
 // result dims replace the indexed dims in place when those are adjacent, else they go first.
 #include "autograd/node.h"
+#include "core/op_call.h"
 #include "ops/elementwise.h"
 #include "ops/index.h"
 
@@ -315,10 +316,136 @@ Tensor advanced_put_zeros(IntArrayRef shape, const AdvancedIndex& adv, const Ten
   return out;
 }
 
-// Tensor::index and index_put_ have no registry record: their indices (integers, slices, None,
-// Ellipsis, tensors) have no schema type the boxing supports (PyTorch's index.Tensor takes
-// Tensor?[] after the basic indexing); the ops they run (select, slice, unsqueeze, nonzero,
-// masked_select, masked_fill_, copy_, index_add_, scatter) go through the registry.
+// ---- the registry ops under indexing: PyTorch's index.Tensor and index_put(_), which take the
+// advanced part as Tensor?[] (indices[d] indexes dim d; an undefined entry leaves it whole; a
+// bool or uint8 mask covers as many dims as it has). Tensor::index and Tensor::index_put_ apply
+// the basic part (select, slice, unsqueeze: registry ops too) and then call these.
+
+namespace {
+/// (dim, integer index tensor) pairs of a Tensor?[] list over `self`.
+std::vector<std::pair<int64_t, Tensor>> list_to_advanced(const Tensor& self,
+                                                         const std::vector<Tensor>& indices,
+                                                         const char* op) {
+  std::vector<std::pair<int64_t, Tensor>> adv;
+  int64_t dim = 0;
+  for (size_t pos = 0; pos < indices.size(); ++pos) {
+    const Tensor& t = indices[pos];
+    const int64_t span = !t.defined() ? 1
+                         : (t.dtype() == kBool || t.dtype() == kUInt8) ? t.dim()
+                                                                         : 1;
+    IGNIS_CHECK(dim + span <= self.dim(), op, ": too many indices for a tensor of dimension ",
+                self.dim(), " (index ", pos, " reaches dimension ", dim + span - 1, ")");
+    if (!t.defined()) {
+      ++dim;
+      continue;
+    }
+    const DType dt = t.dtype();
+    IGNIS_CHECK(dt == kInt64 || dt == kInt32 || dt == kBool || dt == kUInt8, op,
+                ": tensors used as indices must be int64, int32, bool or uint8, but got ", dt);
+    IGNIS_CHECK(t.device() == self.device(), op, ": index tensor on ", t.device().str(),
+                " for a tensor on ", self.device().str());
+    if (dt == kInt64 || dt == kInt32) {
+      adv.emplace_back(dim++, t);
+      continue;
+    }
+    IGNIS_CHECK(t.dim() > 0, op, ": a 0-d mask at index ", pos,
+                " adds a dimension; use Tensor::index (x[mask]) for it");
+    const Tensor m = dt == kBool ? t : t.to(kBool);
+    for (int64_t k = 0; k < m.dim(); ++k) {
+      IGNIS_CHECK(m.sizes()[k] == self.sizes()[dim + k], op, ": the shape of the mask ",
+                  m.sizes(), " at index ", pos, " does not match the shape of the indexed tensor ",
+                  self.sizes(), " at dimension ", dim + k, " (", m.sizes()[k], " vs ",
+                  self.sizes()[dim + k], ")");
+    }
+    const Tensor nz = nonzero(m);  // [n, m.dim()]: one index tensor per masked dim
+    for (int64_t k = 0; k < m.dim(); ++k) adv.emplace_back(dim + k, nz.select(1, k));
+    dim += m.dim();
+  }
+  return adv;
+}
+
+/// The Tensor?[] list of parsed advanced indices (an entry per dim up to the last indexed one).
+std::vector<Tensor> advanced_to_list(const std::vector<std::pair<int64_t, Tensor>>& adv) {
+  std::vector<Tensor> list(static_cast<size_t>(adv.back().first + 1));
+  for (const auto& [d, t] : adv) list[static_cast<size_t>(d)] = t;
+  return list;
+}
+}  // namespace
+
+IGNIS_OP(index_Tensor, "index.Tensor(Tensor self, Tensor?[] indices) -> Tensor",
+         Tensor(const Tensor&, const std::vector<Tensor>&), index,
+         {.differentiable = true, .stubs = {&index_gather_stub}});
+IGNIS_OP_METHOD(index_put_, "index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, "
+                "bool accumulate=False) -> Tensor(a!)",
+                Tensor&(const std::vector<Tensor>&, const Tensor&, bool), index_put_,
+                {.differentiable = true, .stubs = {&index_put_stub}});
+IGNIS_OP_METHOD(index_put, "index_put(Tensor self, Tensor?[] indices, Tensor values, "
+                "bool accumulate=False) -> Tensor",
+                Tensor(const std::vector<Tensor>&, const Tensor&, bool) const, index_put,
+                {.differentiable = true, .kind = "composite"});
+
+Tensor index(const Tensor& self, const std::vector<Tensor>& indices) {
+  IGNIS_DISPATCH(index_Tensor, index, self, indices);
+  IGNIS_CHECK(self.defined(), "index: called on an undefined tensor");
+  const auto adv = list_to_advanced(self, indices, "index");
+  if (adv.empty()) return self;
+  return advanced_gather(self, make_advanced(adv, "index"));
+}
+
+Tensor& Tensor::index_put_(const std::vector<Tensor>& indices, const Tensor& values,
+                           bool accumulate) {
+  IGNIS_DISPATCH_METHOD(index_put_, index_put_, indices, values, accumulate);
+  IGNIS_CHECK(defined() && values.defined(), "index_put_: undefined tensor");
+  IGNIS_CHECK(values.device() == device(), "index_put_: values on ", values.device().str(),
+              " for a tensor on ", device().str());
+  if (autograd::any_needs_grad({this, &values})) {
+    // Out of place over the flattened tensor: the positions index(indices) reads, then a
+    // scatter (or an index_add when accumulating) of the values there.
+    check_inplace(*this, "index_put_");
+    IGNIS_CHECK(is_floating_point(), "index_put_: autograd needs a floating point tensor, got ",
+                dtype());
+    Tensor pos = make_tensor(sizes(), kInt64, device());
+    iota_stub[device()](pos);
+    const Tensor at_full = ignis::index(pos, indices);
+    const Shape s = at_full.sizes().shape();
+    const Tensor at = at_full.reshape({-1});
+    const Tensor v = cast(values, dtype());
+    Shape b;
+    try {
+      b = broadcast_shapes(v.sizes(), s);
+    } catch (const Error&) {
+      b = Shape();
+    }
+    IGNIS_CHECK(IntArrayRef(b).equals(s), "index_put_: shape mismatch: value tensor of shape ",
+                values.sizes(), " cannot be broadcast to indexing result of shape ", s);
+    const Tensor vf = v.expand(s).reshape({-1});
+    const Tensor flat = reshape({-1});
+    Tensor out = accumulate ? ignis::index_add(flat, 0, at, vf) : ignis::scatter(flat, 0, at, vf);
+    return inplace_from(*this, out.view(sizes()), "index_put_");
+  }
+  const auto adv = list_to_advanced(*this, indices, "index_put_");
+  if (adv.empty()) {
+    if (accumulate) {
+      add_(values);
+    } else {
+      copy_(values);
+    }
+    return *this;
+  }
+  check_inplace(*this, "index_put_");
+  advanced_put_(*this, make_advanced(adv, "index_put_"), values, accumulate);
+  impl()->bump_version();
+  return *this;
+}
+
+Tensor Tensor::index_put(const std::vector<Tensor>& indices, const Tensor& values,
+                         bool accumulate) const {
+  IGNIS_DISPATCH_METHOD(index_put, index_put, indices, values, accumulate);
+  return clone().index_put_(indices, values, accumulate);
+}
+
+// ---- Tensor::index and Tensor::index_put_ with TensorIndex (LibTorch's C++ indexing)
+
 Tensor Tensor::index(const std::vector<TensorIndex>& indices) const {
   IGNIS_CHECK(defined(), "index: called on an undefined tensor");
   // x[mask] with a mask of x's full shape is masked_select (one compaction pass, no nonzero).
@@ -330,7 +457,7 @@ Tensor Tensor::index(const std::vector<TensorIndex>& indices) const {
   }
   Parsed p = apply_basic(*this, indices, "index");
   if (p.adv.empty()) return p.view;
-  return advanced_gather(p.view, make_advanced(p.adv, "index"));
+  return ignis::index(p.view, advanced_to_list(p.adv));
 }
 
 Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor& value) {
@@ -377,11 +504,10 @@ Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor
                 "of shape ", value.sizes(), " cannot be broadcast to indexing result of shape ",
                 p.view.sizes());
     p.view.copy_(value);
+    impl()->bump_version();
   } else {
-    check_inplace(*this, "index_put_");
-    advanced_put_(p.view, make_advanced(p.adv, "index_put_"), value, false);
+    p.view.index_put_(advanced_to_list(p.adv), value, false);
   }
-  impl()->bump_version();
   return *this;
 }
 
