@@ -294,15 +294,15 @@ IGNIS_OP_INFO(OpInfo{.name = "feature_dropout",
 
 // ---- embedding
 
-// Rows of the weight at the indices; rows at padding_idx (when >= 0) are zeros.
-Tensor ref_embedding(const TL& x, int64_t padding_idx) {
+// Rows of the weight at the indices (a padding row too: PyTorch returns the weight's row).
+Tensor ref_embedding(const TL& x) {
   const Tensor idx = x[0].to(kInt64).contiguous();
   const int64_t dim = x[1].size(1);
   const Values w = values(x[1]);
   Values out;
   for (int64_t i = 0; i < idx.numel(); ++i) {
     const int64_t r = idx.data_ptr<int64_t>()[i];
-    for (int64_t j = 0; j < dim; ++j) out.push_back(r == padding_idx ? 0.0 : w[r * dim + j]);
+    for (int64_t j = 0; j < dim; ++j) out.push_back(w[r * dim + j]);
   }
   Shape shape = idx.sizes().shape();
   shape.push_back(dim);
@@ -323,13 +323,24 @@ std::vector<OpSample> embedding_samples() {
 
 IGNIS_OP_INFO(OpInfo{.name = "embedding",
                      .fn = [](const TL& x) { return nn::functional::embedding(x[0], x[1]); },
-                     .ref = [](const TL& x) { return ref_embedding(x, -1); },
+                     .ref = [](const TL& x) { return ref_embedding(x); },
                      .samples = embedding_samples,
                      .dtypes = kFloats});
 
+// With padding_idx the padding row's gradient is zero by definition, not its derivative: the
+// entry masks that row of the weight to zero first, so that gradcheck compares zero with zero.
+Tensor zero_row_1(const Tensor& w) {
+  if (w.size(0) < 2) return w;
+  Tensor keep = ones({w.size(0), 1}, w.options());
+  keep.index_put_({1}, 0.0);
+  return w * keep;
+}
 IGNIS_OP_INFO(OpInfo{.name = "embedding(padding_idx=1)",
-                     .fn = [](const TL& x) { return nn::functional::embedding(x[0], x[1], 1); },
-                     .ref = [](const TL& x) { return ref_embedding(x, 1); },
+                     .fn =
+                         [](const TL& x) {
+                           return nn::functional::embedding(x[0], zero_row_1(x[1]), 1);
+                         },
+                     .ref = [](const TL& x) { return ref_embedding({x[0], zero_row_1(x[1])}); },
                      .samples = embedding_samples,
                      .dtypes = kFloats,
                      .ops = {"embedding"}});

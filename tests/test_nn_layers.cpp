@@ -240,7 +240,9 @@ TEST(Embedding, LooksUpRowsAndHonoursPaddingIdx) {
   Tensor idx = tensor({{4, 1}, {0, 4}});
   Tensor y = emb(idx);
   EXPECT_EQ(y.sizes().shape(), Shape({2, 2, 3}));
-  expect_values(y, {12, 13, 14, 0, 0, 0, 0, 1, 2, 12, 13, 14});
+  // The padding row's output is the weight's padding row (as in PyTorch: a pretrained padding
+  // vector is kept); it gets no gradient.
+  expect_values(y, {12, 13, 14, 3, 4, 5, 0, 1, 2, 12, 13, 14});
   y.sum().backward();
   // Row 4 was used twice, row 0 once, the padding row gets no gradient.
   expect_values(emb.weight.grad(), {1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2});
@@ -359,12 +361,15 @@ TEST(Layers, GradcheckLinearEmbeddingAndActivationsInFloat64) {
         return variable_list{nn::functional::linear(in[0], in[1], in[2])};
       },
       {x, w, b}));
-  // Embedding: gradient into the rows used (twice for a repeated index), none into padding.
+  // Embedding: gradient into the rows used (twice for a repeated index). The padding row's
+  // gradient is zero by definition (not its derivative): gradcheck sees it through a weight whose
+  // padding row is masked to zero, so that both are zero.
   Tensor table = randn({5, 3}, kFloat64).requires_grad_();
   const Tensor idx = tensor({{4, 1}, {4, 0}});
+  const Tensor keep = tensor({1.0, 0.0, 1.0, 1.0, 1.0}, kFloat64).unsqueeze(1);
   EXPECT_TRUE(autograd::gradcheck(
       [&](const variable_list& in) {
-        return variable_list{nn::functional::embedding(idx, in[0], /*padding_idx=*/1)};
+        return variable_list{nn::functional::embedding(idx, in[0] * keep, /*padding_idx=*/1)};
       },
       {table}));
   // Activations away from their kinks.

@@ -24,4 +24,5 @@
 #include "ignis/serialize.h"
 #include "ignis/tensor.h"
 #include "ignis/trace.h"
+#include "ignis/warning.h"
 #include "ignis/train.h"

@@ -5,6 +5,7 @@
 #include "autograd/accumulate_grad.h"
 #include "autograd/node.h"
 #include "core/tensor_impl.h"
+#include "core/warn_once.h"
 #include "ignis/ops.h"
 
 namespace ignis {
@@ -133,7 +134,13 @@ bool Tensor::is_leaf() const {
 
 const Tensor& Tensor::grad() const {
   AutogradMeta* m = autograd_meta();
-  return m ? m->grad : undefined_tensor();
+  if (m == nullptr) return undefined_tensor();
+  if (m->grad_fn && !m->retains_grad && !m->grad.defined()) {
+    IGNIS_WARN_ONCE("grad: reading .grad() of a tensor that is not a leaf (it has a grad_fn, ",
+                    m->grad_fn->name(), "); backward() does not fill it. Call retain_grad() on "
+                    "it before backward() to keep its gradient, or read a leaf's .grad().");
+  }
+  return m->grad;
 }
 
 Tensor& Tensor::mutable_grad() { return impl_->ensure_autograd().grad; }

@@ -57,8 +57,10 @@ void softmax_row(const T* __restrict x, T* __restrict y, int64_t n) {
     for (int j = 0; j < w; ++j) acc[j] += acc[j + w];
   }
   if constexpr (Log) {
-    const A lse = m + std::log(acc[0]);
-    for (int64_t k = 0; k < n; ++k) y[k] = static_cast<T>(static_cast<A>(x[k]) - lse);
+    // (x - max) - log(sum), not x - (max + log(sum)): with large logits max + log(sum) rounds
+    // to max's ulp and the result loses its low digits (PyTorch subtracts them separately too).
+    const A ls = std::log(acc[0]);
+    for (int64_t k = 0; k < n; ++k) y[k] = static_cast<T>((static_cast<A>(x[k]) - m) - ls);
   } else {
     const A inv = A(1) / acc[0];
     if constexpr (kStoreExp<T>) {
@@ -94,13 +96,13 @@ void softmax_tile(const T* __restrict x, T* __restrict y, int64_t n, int64_t inn
       s[i] += e;
     }
   }
-  for (int64_t i = 0; i < w; ++i) s[i] = Log ? m[i] + std::log(s[i]) : A(1) / s[i];
+  for (int64_t i = 0; i < w; ++i) s[i] = Log ? std::log(s[i]) : A(1) / s[i];  // see softmax_row
   for (int64_t r = 0; r < n; ++r) {
     const T* xr = x + r * inner;
     T* yr = y + r * inner;
     for (int64_t i = 0; i < w; ++i) {
       if constexpr (Log) {
-        yr[i] = static_cast<T>(static_cast<A>(xr[i]) - s[i]);
+        yr[i] = static_cast<T>((static_cast<A>(xr[i]) - m[i]) - s[i]);
       } else if constexpr (kStoreExp<T>) {
         yr[i] = yr[i] * s[i];
       } else {

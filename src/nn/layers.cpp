@@ -57,8 +57,9 @@ Tensor functional::embedding(const Tensor& indices, const Tensor& weight,
     IGNIS_FAIL("embedding: ", e.what(), " (num_embeddings = ", weight.size(0), ")");
   }
   if (padding_idx) {
-    // Rows of the padding index give zeros and send no gradient to the weight.
-    out = out * (indices != *padding_idx).unsqueeze(-1).to(weight.dtype());
+    // Rows of the padding index give the weight's padding row (as PyTorch: a pretrained padding
+    // vector is kept) and send it no gradient.
+    out = where((indices != *padding_idx).unsqueeze(-1), out, out.detach());
   }
   return out;
 }

@@ -1,10 +1,13 @@
-// Losses as compositions of differentiable ops (no loss needs its own backward).
+// Losses as compositions of differentiable ops; binary_cross_entropy has its own backward (the
+// composite's gradient is NaN where an input is exactly 0 or 1).
 #include "ignis/nn/loss.h"
 
 #include <cmath>
 #include <limits>
 
+#include "autograd/node.h"
 #include "core/op_call.h"
+#include "core/warn_once.h"
 #include "ignis/autograd.h"
 #include "ignis/ops.h"
 
@@ -25,6 +28,25 @@ Tensor reduce(const Tensor& l, const std::string& r) {
 void check_same_shape(const Tensor& input, const Tensor& target, const char* op) {
   IGNIS_CHECK(input.sizes().equals(target.sizes()), op, ": target of shape ", target.sizes(),
               " does not match input of shape ", input.sizes());
+}
+/// The pointwise regression losses broadcast a target of another shape, with a warning, as
+/// PyTorch does (a [N] target against an [N, 1] input makes an [N, N] loss: rarely meant).
+std::pair<Tensor, Tensor> broadcast_target(const Tensor& input, const Tensor& target,
+                                           const char* op) {
+  if (input.sizes().equals(target.sizes())) return {input, target};
+  Shape s;
+  try {
+    s = broadcast_shapes(input.sizes(), target.sizes());
+  } catch (const Error&) {
+    IGNIS_FAIL(op, ": target of shape ", target.sizes(), " does not broadcast with input of shape ",
+               input.sizes());
+  }
+  std::ostringstream msg;
+  msg << op << ": using a target of shape " << target.sizes() << " that differs from the input's "
+      << "shape " << input.sizes() << "; both broadcast to " << IntArrayRef(s)
+      << ", which is likely not what was meant. Give the target the input's shape.";
+  detail::warn_once_per_key(op, msg.str());  // once per loss, as PyTorch's per call site
+  return {input.expand(s), target.expand(s)};
 }
 }  // namespace
 
@@ -69,25 +91,25 @@ IGNIS_OP(kl_div,
 Tensor F::mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction) {
   IGNIS_DISPATCH(mse_loss, F::mse_loss, input, target, reduction);
   check_reduction(reduction, "mse_loss");
-  check_same_shape(input, target, "mse_loss");
-  Tensor d = input - target;
+  const auto [x, t] = broadcast_target(input, target, "mse_loss");
+  Tensor d = x - t;
   return reduce(d * d, reduction);
 }
 
 Tensor F::l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction) {
   IGNIS_DISPATCH(l1_loss, F::l1_loss, input, target, reduction);
   check_reduction(reduction, "l1_loss");
-  check_same_shape(input, target, "l1_loss");
-  return reduce(abs(input - target), reduction);
+  const auto [x, t] = broadcast_target(input, target, "l1_loss");
+  return reduce(abs(x - t), reduction);
 }
 
 Tensor F::smooth_l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction,
                          double beta) {
   IGNIS_DISPATCH(smooth_l1_loss, F::smooth_l1_loss, input, target, reduction, beta);
   check_reduction(reduction, "smooth_l1_loss");
-  check_same_shape(input, target, "smooth_l1_loss");
   IGNIS_CHECK(beta >= 0, "smooth_l1_loss: beta must be non-negative, got ", beta);
-  Tensor d = abs(input - target);
+  const auto [x, t] = broadcast_target(input, target, "smooth_l1_loss");
+  Tensor d = abs(x - t);
   if (beta == 0) return reduce(d, reduction);
   return reduce(where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta), reduction);
 }
@@ -96,9 +118,9 @@ Tensor F::huber_loss(const Tensor& input, const Tensor& target, const std::strin
                      double delta) {
   IGNIS_DISPATCH(huber_loss, F::huber_loss, input, target, reduction, delta);
   check_reduction(reduction, "huber_loss");
-  check_same_shape(input, target, "huber_loss");
   IGNIS_CHECK(delta > 0, "huber_loss: delta must be positive, got ", delta);
-  Tensor d = abs(input - target);
+  const auto [x, t] = broadcast_target(input, target, "huber_loss");
+  Tensor d = abs(x - t);
   return reduce(where(d <= delta, d * d * 0.5, (d - 0.5 * delta) * delta), reduction);
 }
 
@@ -161,6 +183,18 @@ std::pair<Tensor, Tensor> nll_terms(const Tensor& logp, const Tensor& target, co
   if (unbatched) return {(picked * w).squeeze(0), w.squeeze(0)};
   return {picked * w, w};
 }
+
+/// sum(l) / sum(w), the weighted mean of the per-element losses l (already multiplied by their
+/// weights w). When every target is ignored (sum(w) == 0) the value is NaN, as in PyTorch, and
+/// the gradients are zero rather than 0 * inf = NaN: one unlabelled batch must not poison the
+/// parameters.
+Tensor weighted_mean(const Tensor& l, const Tensor& w) {
+  const Tensor total = w.sum();
+  const Tensor safe = where(total == 0, 1.0, total);
+  const Tensor nan_if_empty =
+      where(total == 0, std::numeric_limits<double>::quiet_NaN(), zeros_like(total));
+  return l.sum() / safe + nan_if_empty;
+}
 }  // namespace
 
 Tensor F::nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
@@ -170,7 +204,7 @@ Tensor F::nll_loss(const Tensor& input, const Tensor& target, const Tensor& weig
   auto [l, w] = nll_terms(input, target, weight, ignore_index, "nll_loss");
   if (reduction == "none") return l;
   if (reduction == "sum") return l.sum();
-  return w.defined() ? l.sum() / w.sum() : l.mean();
+  return w.defined() ? weighted_mean(l, w) : l.mean();
 }
 
 Tensor F::cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
@@ -202,7 +236,7 @@ Tensor F::cross_entropy(const Tensor& input, const Tensor& target, const Tensor&
   auto [l, w] = nll_terms(logp, target, weight, ignore_index, "cross_entropy");
   Tensor nll = reduction == "none"  ? l
                : reduction == "sum" ? l.sum()
-               : w.defined()        ? l.sum() / w.sum()
+               : w.defined()        ? weighted_mean(l, w)
                                     : l.mean();
   if (label_smoothing == 0) return nll;
   Tensor lp = weight.defined() ? logp * weight.reshape(wshape) : logp;
@@ -238,9 +272,27 @@ Tensor F::binary_cross_entropy(const Tensor& input, const Tensor& target, const 
     IGNIS_CHECK(logical_and(input >= 0, input <= 1).all().item<bool>(),
                 "binary_cross_entropy: ", "all elements of input should be between 0 and 1");
   }
-  // log clamped at -100 like PyTorch, so that 0 * log(0) stays finite.
+  // log clamped at -100 like PyTorch, so that 0 * log(0) stays finite. Its own backward, as
+  // PyTorch's: d/dx = (x - t) / max(x (1 - x), 1e-12), finite where x is exactly 0 or 1 (the
+  // composite's would be 0 * inf there); d/dt = log(1 - x) - log(x), clamped the same way.
   auto log_clamped = [](const Tensor& x) { return clamp(log(x), -100.0); };
-  Tensor l = -(target * log_clamped(input) + (1 - target) * log_clamped(1 - input));
+  Tensor l;
+  {
+    NoGradGuard ng;
+    l = -(target * log_clamped(input) + (1 - target) * log_clamped(1 - input));
+  }
+  if (autograd::any_needs_grad({&input, &target})) {
+    autograd::record(
+        "binary_cross_entropy", {&input, &target}, {&l},
+        [sx = autograd::SavedVariable(input, false), st = autograd::SavedVariable(target, false),
+         log_clamped](autograd::BackwardCtx& c, const TensorList& g) {
+          const Tensor x = c.unpack(sx), t = c.unpack(st);
+          Tensor gx, gt;
+          if (c.needs_input_grad(0)) gx = g[0] * (x - t) / (x * (1 - x)).clamp_min(1e-12);
+          if (c.needs_input_grad(1)) gt = g[0] * (log_clamped(1 - x) - log_clamped(x));
+          return TensorList{gx, gt};
+        });
+  }
   if (weight.defined()) l = l * weight;
   return reduce(l, reduction);
 }

@@ -44,10 +44,12 @@ IGNIS_OP_METHOD(min, "min(Tensor self) -> Tensor", Tensor() const, min,
 
 namespace {
 
-/// The gradient of amax/amin/max()/min(): g split evenly among the elements equal to the result.
+/// The gradient of amax/amin/max()/min(): g split evenly among the elements equal to the result
+/// (a NaN result: among the NaN elements, which made it, as PyTorch's max() and min()).
 Tensor evenly_distribute(const Tensor& g, const Tensor& x, const Tensor& out, const Shape& keep,
                          const Shape& dims) {
-  const Tensor mask = eq(x, out.reshape(keep));
+  const Tensor o = out.reshape(keep);
+  const Tensor mask = logical_or(eq(x, o), logical_and(isnan(x), isnan(o)));
   const Tensor count = sum(mask, dims, true);
   return where(mask, g.reshape(keep) / count, 0);
 }
