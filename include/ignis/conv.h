@@ -48,8 +48,9 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& b = {},
                         IntArrayRef stride = {1}, IntArrayRef padding = {0},
                         IntArrayRef output_padding = {0}, int64_t groups = 1,
                         IntArrayRef dilation = {1});
-/// relu(conv2d(...)). Without autograd, float32 runs it as one oneDNN convolution with the bias and
-/// the relu fused in (a post-op); otherwise it is the composite.
+/// relu(conv2d(...)) as one op: one convolution with the bias and the relu fused in (a oneDNN
+/// post-op), and with autograd one node (Conv2dReluBackward0) that masks the incoming gradient
+/// with its saved output before the convolution's backward.
 Tensor conv2d_relu(const Tensor& x, const Tensor& w, const Tensor& b = {}, IntArrayRef stride = {1},
                    IntArrayRef padding = {0}, IntArrayRef dilation = {1}, int64_t groups = 1);
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <ostream>
 #include <type_traits>
 
 #include "ignis/dtype.h"
@@ -46,5 +47,12 @@ class Scalar {
   int64_t i_ = 0;
   double d_ = 0;
 };
+
+/// Prints the value (`std::cout << loss.item()`): an integer, a floating value, or true/false.
+inline std::ostream& operator<<(std::ostream& os, const Scalar& s) {
+  if (s.is_bool()) return os << (s.to<bool>() ? "true" : "false");
+  if (s.is_integral()) return os << s.to_int();
+  return os << s.to_double();
+}
 
 }  // namespace ignis

@@ -79,11 +79,9 @@ void check_anomaly(const Node& node, const variable_list& grads) {
     if (!g.defined() || !g.is_floating_point() || g.numel() == 0) continue;
     NoGradGuard ng;
     if (!isfinite(g).all().item<bool>()) {
-      std::string op = node.name();
-      if (op.size() > 8 && op.compare(op.size() - 8, 8, "Backward") == 0) op.resize(op.size() - 8);
       IGNIS_FAIL("anomaly detected: function '", node.name(), "' returned nan or inf values in ",
                  "its ", i, "th output (the gradient of a ", g.sizes(),
-                 " input of the forward op '", op, "')");
+                 " input of its forward op)");
     }
   }
 }

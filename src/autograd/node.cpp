@@ -57,6 +57,20 @@ SavedVariable::SavedVariable(const Tensor& t, bool is_output) {
   }
 }
 
+std::string backward_name(const char* op) {
+  std::string s;
+  bool up = true;
+  for (const char* p = op; *p != '\0'; ++p) {
+    if (*p == '_') {
+      up = true;
+      continue;
+    }
+    s += up && *p >= 'a' && *p <= 'z' ? static_cast<char>(*p - 'a' + 'A') : *p;
+    up = false;
+  }
+  return s + "Backward0";
+}
+
 Tensor SavedVariable::unpack(const Node* node) const {
   if (!data_.defined()) {
     if (!was_reset_) return Tensor();

@@ -37,7 +37,8 @@ class Node : public std::enable_shared_from_this<Node> {
   Node();
   virtual ~Node() = default;
   virtual variable_list apply(variable_list&& grad_outputs) = 0;
-  /// "MulBackward": the forward op's name + "Backward".
+  /// PyTorch's node names: "MulBackward0", "LogSoftmaxBackward0" (the forward op's name in
+  /// CamelCase + "Backward0"); a custom Function's is its class name + "Backward".
   virtual std::string name() const = 0;
   /// Frees saved tensors once backward ran without retain_graph.
   virtual void release_variables() {}
@@ -105,6 +106,9 @@ struct BackwardCtx {
   }
 };
 
+/// "log_softmax" -> "LogSoftmaxBackward0": PyTorch's name for the node of a forward op.
+std::string backward_name(const char* op);
+
 /// A node whose backward is a lambda written in ignis ops; the lambda's captures are the saved
 /// state. Released (and refusing a second backward) after backward without retain_graph.
 template <class F>
@@ -116,7 +120,7 @@ class LambdaNode final : public Node {
     BackwardCtx ctx{this};
     return (*f_)(ctx, grads);
   }
-  std::string name() const override { return std::string(op_) + "Backward"; }
+  std::string name() const override { return backward_name(op_); }
   void release_variables() override { f_.reset(); }
 
  private:

@@ -192,21 +192,6 @@ class Printer {
   std::optional<Formatter> fmt_;
 };
 
-// "mulBackward" -> "MulBackward", "log_softmaxBackward" -> "LogSoftmaxBackward".
-std::string node_name(const std::string& raw) {
-  std::string s;
-  bool up = true;
-  for (char ch : raw) {
-    if (ch == '_') {
-      up = true;
-      continue;
-    }
-    s += up && ch >= 'a' && ch <= 'z' ? static_cast<char>(ch - 'a' + 'A') : ch;
-    up = false;
-  }
-  return s;
-}
-
 std::string tuple_str(IntArrayRef s) {
   std::string r = "(";
   for (size_t k = 0; k < s.size(); ++k) r += (k ? ", " : "") + std::to_string(s[k]);
@@ -238,7 +223,7 @@ std::string Tensor::toString() const {
     body = Printer(v, sizes(), numel() > kThreshold).str(indent);
   }
   if (auto fn = grad_fn()) {
-    suffixes.push_back("grad_fn=<" + node_name(fn->name()) + ">");
+    suffixes.push_back("grad_fn=<" + fn->name() + ">");
   } else if (requires_grad()) {
     suffixes.push_back("requires_grad=True");
   }

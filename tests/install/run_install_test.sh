@@ -53,4 +53,21 @@ esac
 out=$("$exe") || { echo "$out"; fail "the consumer exited with an error"; }
 echo "$out"
 [ "$out" = "OK" ] || fail "the consumer did not print OK"
+
+# The installed program runs from its prefix alone (an RPATH relative to the binary).
+if [ -e "$build/ignis" ]; then
+  echo "== run the installed ignis"
+  [ -x "$prefix/bin/ignis" ] || fail "no bin/ignis under $prefix"
+  lib=$(env -u LD_LIBRARY_PATH ldd "$prefix/bin/ignis" | sed -n 's/.*libignis\.so[^ ]* => \([^ ]*\).*/\1/p')
+  case "$lib" in
+    "$prefix"/*) ;;
+    *) fail "the installed ignis loads libignis from '$lib', not from $prefix" ;;
+  esac
+  v=$(env -u LD_LIBRARY_PATH "$prefix/bin/ignis" version) || fail "the installed ignis version failed"
+  echo "$v" | head -n 1
+  case "$v" in
+    "ignis "*) ;;
+    *) fail "the installed ignis version printed '$v'" ;;
+  esac
+fi
 echo "install test: passed"

@@ -8,7 +8,7 @@ namespace ignis::optim {
 /// Options of Adagrad (PyTorch's defaults).
 class AdagradOptions : public OptimizerOptions {
  public:
-  explicit AdagradOptions(double lr = 1e-2) : lr_(lr) {}
+  AdagradOptions(double lr = 1e-2) : lr_(lr) {}
   IGNIS_OPTIM_ARG(double, lr);
   IGNIS_OPTIM_ARG(double, lr_decay) = 0;
   IGNIS_OPTIM_ARG(double, weight_decay) = 0;

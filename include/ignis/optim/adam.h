@@ -13,7 +13,7 @@ using Betas = std::tuple<double, double>;
 /// Options of Adam (PyTorch's defaults).
 class AdamOptions : public OptimizerOptions {
  public:
-  explicit AdamOptions(double lr = 1e-3) : lr_(lr) {}
+  AdamOptions(double lr = 1e-3) : lr_(lr) {}
   IGNIS_OPTIM_ARG(double, lr);
   IGNIS_OPTIM_ARG(Betas, betas) = {0.9, 0.999};
   IGNIS_OPTIM_ARG(double, eps) = 1e-8;
@@ -32,7 +32,7 @@ class AdamOptions : public OptimizerOptions {
 /// Options of AdamW: Adam's, with decoupled weight decay defaulting to 1e-2.
 class AdamWOptions : public OptimizerOptions {
  public:
-  explicit AdamWOptions(double lr = 1e-3) : lr_(lr) {}
+  AdamWOptions(double lr = 1e-3) : lr_(lr) {}
   IGNIS_OPTIM_ARG(double, lr);
   IGNIS_OPTIM_ARG(Betas, betas) = {0.9, 0.999};
   IGNIS_OPTIM_ARG(double, eps) = 1e-8;

@@ -8,7 +8,7 @@ namespace ignis::optim {
 /// Options of RMSprop (PyTorch's defaults).
 class RMSpropOptions : public OptimizerOptions {
  public:
-  explicit RMSpropOptions(double lr = 1e-2) : lr_(lr) {}
+  RMSpropOptions(double lr = 1e-2) : lr_(lr) {}
   IGNIS_OPTIM_ARG(double, lr);
   IGNIS_OPTIM_ARG(double, alpha) = 0.99;
   IGNIS_OPTIM_ARG(double, eps) = 1e-8;

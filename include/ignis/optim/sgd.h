@@ -8,7 +8,8 @@ namespace ignis::optim {
 /// Options of SGD (PyTorch's defaults).
 class SGDOptions : public OptimizerOptions {
  public:
-  explicit SGDOptions(double lr = 1e-3) : lr_(lr) {}
+  // Implicit, as LibTorch's: optim::SGD opt(params, 0.01) takes a plain learning rate.
+  SGDOptions(double lr = 1e-3) : lr_(lr) {}
   IGNIS_OPTIM_ARG(double, lr);
   IGNIS_OPTIM_ARG(double, momentum) = 0;
   IGNIS_OPTIM_ARG(double, dampening) = 0;
