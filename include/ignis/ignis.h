@@ -12,6 +12,7 @@
 #include "ignis/dtype.h"
 #include "ignis/error.h"
 #include "ignis/generator.h"
+#include "ignis/jit.h"
 #include "ignis/models.h"
 #include "ignis/nn.h"
 #include "ignis/nn/parallel.h"
