@@ -276,7 +276,7 @@ int fold_batch_norm(Graph& g) {
     const int p = prod[static_cast<size_t>(x)];
     if (p < 0 || uses[static_cast<size_t>(x)] != 1) continue;
     Node& conv = g.nodes[static_cast<size_t>(p)];
-    if (conv.name() != "conv2d") continue;
+    if (conv.name() != "conv2d" && conv.name() != "conv2d.int_padding") continue;
     const int w = arg(conv, "weight").value, b = arg(conv, "bias").value;
     const int rm = arg(bn, "running_mean").value, rv = arg(bn, "running_var").value;
     const int gamma = arg(bn, "weight").value, beta = arg(bn, "bias").value;
@@ -332,6 +332,13 @@ int fuse_ops(Graph& g) {
     if (relu && (pname == "conv2d" || pname == "linear")) {
       // Same schema: the fused record takes the producer's arguments as they are.
       prev.op = pname == "conv2d" ? conv_relu : linear_relu;
+    } else if (relu && pname == "conv2d.int_padding") {
+      // conv2d_relu spells the padding as a list.
+      const size_t pi = static_cast<size_t>(prev.op->schema.index_of("padding"));
+      const op::IValue& pad = prev.args[pi].attr;
+      if (!pad.is<int64_t>()) continue;
+      prev.args[pi] = Arg::attribute(std::vector<int64_t>{pad.get<int64_t>(), pad.get<int64_t>()});
+      prev.op = conv_relu;
     } else if (add && pname == "linear" && arg(prev, "bias").value < 0) {
       // linear(x, w) + b, b a constant vector of the output's width and dtype, alpha 1.
       const int b = n.args[1].value;
