@@ -3,6 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "ignis/ignis.h"
@@ -200,4 +204,68 @@ TEST(JitLoad, NotAGraphFileOrTruncated) {
   }
   EXPECT_THAT(error_of([&] { jit::load(dir.file("cut.ignis")); }), HasSubstr("cut.ignis"));
   EXPECT_THAT(error_of([&] { jit::load(dir.file("absent.ignis")); }), HasSubstr("absent.ignis"));
+}
+
+namespace {
+
+// The ignis program next to the tests' directory (build/ignis), or "" when not built.
+std::string ignis_program() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  auto p = exe.parent_path().parent_path() / "ignis";
+  return std::filesystem::exists(p) ? p.string() : "";
+}
+
+std::pair<int, std::string> shell(const std::string& cmd) {
+  std::string out;
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  if (p == nullptr) return {-1, "popen failed"};
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = ::pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+}  // namespace
+
+TEST(JitCli, IgnisRunEqualsTheModel) {
+  const std::string ignis = ignis_program();
+  if (ignis.empty()) GTEST_SKIP() << "the ignis program is not built";
+  TempDir dir("ignis-jit");
+  manual_seed(5);
+  auto m = models::lenet({1, 28, 10});
+  m->eval();
+  Tensor x = randn({3, 1, 28, 28});
+  jit::Graph g = jit::trace(m, {x});
+  jit::freeze(g);
+  g.save(dir.file("lenet.ignis"));
+  save_safetensors(dir.file("x.safetensors"), {{"x0", x}});
+  auto [rc, out] = shell(ignis + " run " + dir.file("lenet.ignis") + " --input " +
+                         dir.file("x.safetensors") + " --output " + dir.file("y.safetensors"));
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_THAT(out, HasSubstr("output0: float32 [3, 10]"));
+  SafetensorsFile y = load_safetensors(dir.file("y.safetensors"));
+  NoGradGuard ng;
+  EXPECT_TRUE(allclose(y.at("output0"), m->forward(x), 1e-4, 1e-5));
+  // A wrongly named input, a wrong shape, a missing option, a file that is not a graph.
+  save_safetensors(dir.file("bad.safetensors"), {{"a", x}, {"b", x}});
+  auto [rc2, out2] = shell(ignis + " run " + dir.file("lenet.ignis") + " --input " +
+                           dir.file("bad.safetensors") + " --output " + dir.file("z.safetensors"));
+  EXPECT_EQ(rc2, 1);
+  EXPECT_THAT(out2, HasSubstr("has no tensor 'x0' for the graph's input %x0 (it holds: a, b)"));
+  save_safetensors(dir.file("x5.safetensors"), {{"x0", randn({5, 1, 28, 28})}});
+  auto [rc3, out3] = shell(ignis + " run " + dir.file("lenet.ignis") + " --input " +
+                           dir.file("x5.safetensors") + " --output " + dir.file("z.safetensors"));
+  EXPECT_EQ(rc3, 1);
+  EXPECT_THAT(out3, HasSubstr("graph: input %x0 was traced as float32[3, 1, 28, 28] but got "
+                              "float32[5, 1, 28, 28]"));
+  auto [rc4, out4] = shell(ignis + " run " + dir.file("lenet.ignis") + " --input x");
+  EXPECT_EQ(rc4, 2);
+  EXPECT_THAT(out4, HasSubstr("--output is required"));
+  auto [rc5, out5] = shell(ignis + " run " + dir.file("x.safetensors") + " --input " +
+                           dir.file("x.safetensors") + " --output " + dir.file("z.safetensors"));
+  EXPECT_EQ(rc5, 1);
+  EXPECT_THAT(out5, HasSubstr("not an ignis graph file"));
 }
