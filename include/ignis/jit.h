@@ -144,6 +144,8 @@ class Executor {
  private:
   struct Step {
     const op::Record* op;
+    /// The op's front end called with the node's arguments unboxed (hot ops), else null.
+    Tensor (*direct)(const Node& n, const std::vector<Tensor>& env) = nullptr;
     std::vector<op::IValue> frame;  // the boxed arguments; tensor slots filled per run
     std::vector<int> frame_values;  // per argument: its value id (Tensor args), else -1
     std::vector<int> outputs;
@@ -235,10 +237,12 @@ class CompiledModule : public nn::Module {
 
  private:
   std::string signature(const std::vector<Tensor>& inputs) const;
+  bool matches_last(const std::vector<Tensor>& inputs) const;
   std::shared_ptr<nn::Module> module_;
   CompileOptions opts_;
   std::map<std::string, std::unique_ptr<Executor>> cache_;
   Executor* last_ = nullptr;
+  bool last_training_ = false;
   int traces_ = 0;
 };
 

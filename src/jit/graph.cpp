@@ -6,6 +6,7 @@
 #include "ignis/error.h"
 #include "ignis/jit.h"
 #include "core/tensor_impl.h"
+#include "jit/direct.h"
 #include "jit/host_read.h"
 
 namespace ignis::jit {
@@ -285,6 +286,7 @@ Executor::Executor(std::shared_ptr<const Graph> graph) : graph_(std::move(graph)
     const Node& n = g.nodes[i];
     Step s;
     s.op = n.op;
+    if (n.outputs.size() == 1) s.direct = detail::find_direct(*n.op);
     s.outputs = n.outputs;
     for (const Arg& a : n.args) {
       s.frame_values.push_back(a.kind == Arg::Kind::Tensor ? a.value : -1);
@@ -345,6 +347,11 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& in) {
   for (size_t i = 0; i < steps_.size(); ++i) {
     Step& s = steps_[i];
     const Node& n = g.nodes[i];
+    if (s.direct != nullptr) {
+      env_[static_cast<size_t>(s.outputs[0])] = s.direct(n, env_);
+      for (int v : s.release) env_[static_cast<size_t>(v)] = Tensor();
+      continue;
+    }
     for (size_t k = 0; k < s.frame.size(); ++k) {
       const Arg& a = n.args[k];
       if (a.kind == Arg::Kind::Tensor) {
