@@ -299,3 +299,37 @@ TEST(JitTrain, GraphGradientsEqualEagerWithBatchNormAndDropout) {
     expect_close(params[i].grad(), ge[i], 1e-5, 1e-6, "grad " + std::to_string(i));
   }
 }
+
+TEST(JitTrain, FitAcceptsACompiledModule) {
+  auto make = [] {
+    manual_seed(10);
+    return models::mlp({1, 6, 3}, {12});
+  };
+  manual_seed(11);
+  Tensor data = randn({64, 1, 6, 6});
+  Tensor targets = randint(0, 3, {64});
+  auto run = [&](nn::Module& model) {
+    data::DataLoader train(std::make_shared<data::TensorDataset>(data, targets),
+                           data::DataLoaderOptions{.batch_size = 16, .shuffle = true, .seed = 1});
+    data::DataLoader val(std::make_shared<data::TensorDataset>(data, targets),
+                         data::DataLoaderOptions{.batch_size = 32});
+    optim::SGD opt(model.parameters(), optim::SGDOptions(0.05).momentum(0.9));
+    auto loss = [](const Tensor& o, const Tensor& t) {
+      return nn::functional::cross_entropy(o, t);
+    };
+    return train::fit(model, loss, opt, train, &val, {.epochs = 3});
+  };
+  auto eager = make();
+  auto base = make();
+  auto compiled = jit::compile(base);
+  train::History he = run(*eager);
+  train::History hc = run(*compiled);
+  ASSERT_EQ(hc.train.size(), 3u);
+  for (size_t e = 0; e < 3; ++e) {
+    EXPECT_NEAR(hc.train[e].loss, he.train[e].loss, 1e-5) << e;
+    EXPECT_NEAR(hc.val[e].loss, he.val[e].loss, 1e-5) << e;
+    EXPECT_EQ(hc.val[e].accuracy, he.val[e].accuracy) << e;
+  }
+  // One graph for training batches of 16, one for evaluation batches of 32 (eval mode).
+  EXPECT_EQ(compiled->traces(), 2);
+}
