@@ -157,6 +157,10 @@ TEST(JitRun, LintNamesBrokenGraphs) {
   bad_ref.outputs[0] = 999;
   EXPECT_THAT(error_of([&] { bad_ref.lint(); }),
               HasSubstr("the graph's return refers to value 999"));
+  jit::Graph same_name = g;
+  same_name.values[1].name = "x0";
+  EXPECT_THAT(error_of([&] { same_name.lint(); }),
+              HasSubstr("graph: the name %x0 is used by two values"));
   jit::Graph no_tensor = g;
   no_tensor.tensors[2] = Tensor();
   EXPECT_THAT(error_of([&] { no_tensor.lint(); }), HasSubstr("has no tensor"));

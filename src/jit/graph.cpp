@@ -1,6 +1,7 @@
 // The graph IR: printing, invariants, editing helpers and the executor.
 #include <cstdio>
 #include <sstream>
+#include <unordered_set>
 
 #include "ignis/autograd.h"
 #include "ignis/error.h"
@@ -107,6 +108,13 @@ void Graph::lint() const {
   const size_t nv = values.size();
   IGNIS_CHECK(tensors.size() == nv, "graph: ", nv, " values but ", tensors.size(),
               " tensor slots");
+  {
+    std::unordered_set<std::string_view> names;
+    for (const Value& v : values) {
+      IGNIS_CHECK(names.insert(v.name).second, "graph: the name %", v.name,
+                  " is used by two values");
+    }
+  }
   std::vector<char> defined(nv, 0);
   auto check_ref = [&](int id, const std::string& where) {
     IGNIS_CHECK(id >= 0 && static_cast<size_t>(id) < nv, "graph: ", where, " refers to value ", id,

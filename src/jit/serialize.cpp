@@ -525,10 +525,7 @@ Graph graph_from_json(std::string_view text, const std::map<std::string, Tensor>
 void Graph::save(const std::string& path) const {
   lint();
   NamedTensorList held;
-  std::set<std::string> names;
   for (size_t id = 0; id < values.size(); ++id) {
-    IGNIS_CHECK(names.insert(values[id].name).second, "graph save: the name %", values[id].name,
-                " is used by two values");
     if (!values[id].held()) continue;
     IGNIS_CHECK(tensors[id].device().is_cpu(), "graph save: %", values[id].name, " is on ",
                 tensors[id].device().str(), "; graphs are saved from the cpu");
