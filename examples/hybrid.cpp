@@ -30,8 +30,7 @@ int main(int argc, char** argv) {
   }
   manual_seed(0);
   auto net = std::make_shared<nn::Sequential>(nn::Linear(512, 256), nn::ReLU(),
-                                              nn::Linear(256, 128), nn::ReLU(),
-                                              nn::Linear(128, 2));
+                                              nn::Linear(256, 128), nn::ReLU(), nn::Linear(128, 2));
   net->eval();
   Tensor x = randn({1, 512});
   NoGradGuard no_grad;

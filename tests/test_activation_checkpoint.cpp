@@ -113,29 +113,34 @@ TEST(ActivationCheckpoint, SequentialSegmentsEqualPlainAndKeepFewerActivations) 
 
 TEST(ActivationCheckpoint, ErrorsNameTheFault) {
   auto m = dropout_mlp(4, 1);
-  EXPECT_THAT(error_of([&] { autograd::checkpoint_sequential(m, 0, ones({1, 4})); }),
+  EXPECT_THAT(error_of([&] {
+                autograd::checkpoint_sequential(m, 0, ones({1, 4}));
+              }),
               HasSubstr("checkpoint_sequential: 0 segments for a Sequential of 4 modules"));
-  EXPECT_THAT(error_of([&] { autograd::checkpoint_sequential(m, 5, ones({1, 4})); }),
+  EXPECT_THAT(error_of([&] {
+                autograd::checkpoint_sequential(m, 5, ones({1, 4}));
+              }),
               HasSubstr("checkpoint_sequential: 5 segments for a Sequential of 4 modules"));
   EXPECT_THAT(error_of([&] { autograd::checkpoint(nullptr, {ones({1})}); }),
               HasSubstr("checkpoint: the function is empty"));
   // An input changed in place before backward.
   Tensor x = ones({2, 4}).requires_grad_(true);
   Tensor h = x * 1;
-  Tensor y = autograd::checkpoint([&](const TensorList& in) { return TensorList{m->forward(in[0])}; },
-                                  {h})[0];
+  Tensor y = autograd::checkpoint(
+      [&](const TensorList& in) { return TensorList{m->forward(in[0])}; }, {h})[0];
   h.add_(1);
-  EXPECT_THAT(error_of([&] { y.sum().backward(); }), HasSubstr("has been modified by an in-place operation"));
+  EXPECT_THAT(error_of([&] { y.sum().backward(); }),
+              HasSubstr("has been modified by an in-place operation"));
   // Double backward through a checkpoint.
   Tensor x2 = ones({2, 4}).requires_grad_(true);
-  Tensor y2 = autograd::checkpoint([](const TensorList& in) { return TensorList{in[0] * in[0]}; },
-                                   {x2})[0];
+  Tensor y2 =
+      autograd::checkpoint([](const TensorList& in) { return TensorList{in[0] * in[0]}; }, {x2})[0];
   EXPECT_THAT(error_of([&] { autograd::grad({y2.sum()}, {x2}, {}, std::nullopt, true); }),
               HasSubstr("checkpoint: double backward (create_graph) through a checkpoint is not "
                         "supported"));
   // Under no_grad the function just runs.
   NoGradGuard ng;
-  EXPECT_FALSE(autograd::checkpoint([](const TensorList& in) { return TensorList{in[0] * 2}; },
-                                    {x2})[0]
-                   .requires_grad());
+  EXPECT_FALSE(
+      autograd::checkpoint([](const TensorList& in) { return TensorList{in[0] * 2}; }, {x2})[0]
+          .requires_grad());
 }

@@ -89,9 +89,7 @@ TEST(JitTrace, HostReadsAreErrorsNamingTheOp) {
               HasSubstr("jit::trace: nonzero has an output shape that depends on tensor values"));
   EXPECT_THAT(error_of([&] {
                 jit::trace(
-                    [](const TensorList& in) {
-                      return TensorList{in[0].masked_select(in[0] > 0)};
-                    },
+                    [](const TensorList& in) { return TensorList{in[0].masked_select(in[0] > 0)}; },
                     {x});
               }),
               HasSubstr("jit::trace: masked_select has an output shape that depends on tensor "
@@ -121,8 +119,8 @@ TEST(JitTrace, HostReadsAreErrorsNamingTheOp) {
               }),
               HasSubstr("jit::trace: one_hot has an output shape that depends on tensor values"));
   // With its number of classes given, one_hot has a static shape and traces.
-  jit::Graph g = jit::trace(
-      [](const TensorList& in) { return TensorList{one_hot(in[0], 4)}; }, {ones({3}, kInt64)});
+  jit::Graph g = jit::trace([](const TensorList& in) { return TensorList{one_hot(in[0], 4)}; },
+                            {ones({3}, kInt64)});
   EXPECT_EQ(g.run({full({3}, 2, kInt64)})[0].sum().item<int64_t>(), 3);
   // After tracing, host reads are allowed again.
   EXPECT_EQ(x.sum().item<double>(), 4.0);
@@ -130,7 +128,9 @@ TEST(JitTrace, HostReadsAreErrorsNamingTheOp) {
 
 TEST(JitTrace, ModuleWithSeveralInputsNeedsAFunction) {
   auto m = models::mlp();
-  EXPECT_THAT(error_of([&] { jit::trace(m, {ones({1, 784}), ones({1, 784})}); }),
+  EXPECT_THAT(error_of([&] {
+                jit::trace(m, {ones({1, 784}), ones({1, 784})});
+              }),
               HasSubstr("jit::trace: Sequential::forward takes one tensor but 2 example inputs "
                         "were given"));
 }
@@ -139,10 +139,14 @@ TEST(JitRun, InputsMustMatchTheTrace) {
   auto m = models::mlp();
   m->eval();
   jit::Graph g = jit::trace(m, {randn({2, 784})});
-  EXPECT_THAT(error_of([&] { g.run({randn({3, 784})}); }),
+  EXPECT_THAT(error_of([&] {
+                g.run({randn({3, 784})});
+              }),
               HasSubstr("graph: input %x0 was traced as float32[2, 784] but got float32[3, 784]"));
   EXPECT_THAT(error_of([&] { g.run({}); }), HasSubstr("graph: takes 1 inputs but got 0"));
-  EXPECT_THAT(error_of([&] { g.run({randn({2, 784}, kFloat64)}); }),
+  EXPECT_THAT(error_of([&] {
+                g.run({randn({2, 784}, kFloat64)});
+              }),
               HasSubstr("but got float64[2, 784]"));
 }
 
@@ -226,7 +230,9 @@ TEST(JitCompile, FrozenNeedsEvalModeAndMatchesEager) {
   manual_seed(5);
   auto m = models::resnet18({3, 32, 10});
   auto c = jit::compile(m, {.freeze = true});
-  EXPECT_THAT(error_of([&] { c->forward(randn({1, 3, 32, 32})); }),
+  EXPECT_THAT(error_of([&] {
+                c->forward(randn({1, 3, 32, 32}));
+              }),
               HasSubstr("jit::compile: freeze needs ResNet in eval mode"));
   c->eval();
   Tensor x = randn({1, 3, 32, 32});
@@ -336,4 +342,22 @@ TEST(JitTrain, FitAcceptsACompiledModule) {
   }
   // One graph for training batches of 16, one for evaluation batches of 32 (eval mode).
   EXPECT_EQ(compiled->traces(), 2);
+}
+
+TEST(JitCompile, RetracesOnANewDevice) {
+  manual_seed(12);
+  auto m = models::mlp({1, 4, 3}, {6});
+  auto c = jit::compile(m);
+  NoGradGuard ng;
+  Tensor x = randn({2, 1, 4, 4});
+  Tensor y = c->forward(x);
+  EXPECT_EQ(c->traces(), 1);
+  // The same shapes on the meta device: a new graph, run through the ops' shape rules alone.
+  m->to(kMeta);
+  Tensor ym = c->forward(x.to(kMeta));
+  EXPECT_EQ(c->traces(), 2);
+  EXPECT_TRUE(ym.device().is_meta());
+  EXPECT_TRUE(ym.sizes().equals(y.sizes()));
+  EXPECT_TRUE(c->graph().values[static_cast<size_t>(c->graph().inputs[0])].device.is_meta());
+  EXPECT_THAT(c->graph().str(), HasSubstr("graph(%x0 : float32[2, 1, 4, 4] @meta)"));
 }

@@ -29,15 +29,16 @@ TEST(JitPasses, DeadCodeEliminationKeepsEffects) {
         Tensor a = in[0] * 2;
         Tensor dead = (in[0] + unused_const).exp();  // never used
         (void)dead;
-        Tensor d = nn::functional::dropout(in[0], 0.5, true);  // random: drawing numbers is an effect
+        Tensor d =
+            nn::functional::dropout(in[0], 0.5, true);  // random: drawing numbers is an effect
         (void)d;
         Tensor b = in[0].clone();
         b.add_(w);  // in place: kept even though b is not returned
         return TensorList{a};
       },
       {ones({4})});
-  EXPECT_EQ(op_names(g), (Names{"mul.Scalar", "add.Tensor", "exp", "dropout", "clone",
-                                "add_.Tensor"}));
+  EXPECT_EQ(op_names(g),
+            (Names{"mul.Scalar", "add.Tensor", "exp", "dropout", "clone", "add_.Tensor"}));
   Tensor before = g.run({full({4}, 2.0)})[0];
   EXPECT_EQ(jit::eliminate_dead_code(g), 2);
   // clone stays: add_ writes into its result.
@@ -53,10 +54,11 @@ TEST(JitPasses, DeadCodeEliminationKeepsEffects) {
 TEST(JitPasses, CommonSubexpressionElimination) {
   jit::Graph g = jit::trace(
       [](const TensorList& in) {
-        Tensor a = in[0].relu() + in[0].relu();                 // merged
-        Tensor s = in[0].sum({0}) + in[0].sum({1});             // different attributes: kept
-        Tensor m = in[0].mul(0.1) + in[0].mul(0.1000000001);    // floats compared bit for bit
-        Tensor r = nn::functional::dropout(in[0], 0.5, true) + nn::functional::dropout(in[0], 0.5, true);  // random: kept
+        Tensor a = in[0].relu() + in[0].relu();               // merged
+        Tensor s = in[0].sum({0}) + in[0].sum({1});           // different attributes: kept
+        Tensor m = in[0].mul(0.1) + in[0].mul(0.1000000001);  // floats compared bit for bit
+        Tensor r = nn::functional::dropout(in[0], 0.5, true) +
+                   nn::functional::dropout(in[0], 0.5, true);  // random: kept
         return TensorList{a, s, m, r};
       },
       {randn({3, 3})});
@@ -99,8 +101,7 @@ TEST(JitPasses, ConstantFolding) {
         return TensorList{in[0].matmul(k) + z.sum()};
       },
       {ones({4, 3})});
-  EXPECT_EQ(op_names(g),
-            (Names{"t", "mul.Scalar", "exp", "zeros", "sum", "matmul", "add.Tensor"}));
+  EXPECT_EQ(op_names(g), (Names{"t", "mul.Scalar", "exp", "zeros", "sum", "matmul", "add.Tensor"}));
   Tensor x = randn({4, 3});
   Tensor before = g.run({x})[0];
   EXPECT_EQ(jit::fold_constants(g), 5);
@@ -108,9 +109,9 @@ TEST(JitPasses, ConstantFolding) {
   EXPECT_TRUE(equal(g.run({x})[0], before));
   // Parameters are not constants until frozen.
   auto lin = std::make_shared<nn::Linear>(3, 2);
-  jit::Graph p = jit::trace(
-      [&](const TensorList& in) { return TensorList{in[0].matmul(lin->weight.t())}; },
-      {ones({4, 3})}, lin->named_parameters());
+  jit::Graph p =
+      jit::trace([&](const TensorList& in) { return TensorList{in[0].matmul(lin->weight.t())}; },
+                 {ones({4, 3})}, lin->named_parameters());
   EXPECT_EQ(jit::fold_constants(p), 0);
   EXPECT_EQ(jit::freeze_parameters(p), 1);  // the bias is not used
   EXPECT_EQ(jit::fold_constants(p), 1);
@@ -122,8 +123,8 @@ TEST(JitPasses, ConstantFolding) {
 TEST(JitPasses, BatchNormFoldsIntoTheConvolution) {
   manual_seed(2);
   auto m = std::make_shared<nn::Sequential>(nn::Conv2d(3, 6, 3, 1, 1, 1, 1, /*bias=*/false),
-                                            nn::BatchNorm2d(6), nn::ReLU(),
-                                            nn::Conv2d(6, 4, 3), nn::BatchNorm2d(4));
+                                            nn::BatchNorm2d(6), nn::ReLU(), nn::Conv2d(6, 4, 3),
+                                            nn::BatchNorm2d(4));
   {
     NoGradGuard ng;  // statistics and affine parameters that are not the identity
     for (const char* bn : {"1", "4"}) {
@@ -175,8 +176,8 @@ TEST(JitPasses, FuseConvLinearBiasRelu) {
   TensorList before = g.run(in);
   EXPECT_EQ(jit::fuse_ops(g), 4);
   // conv2d.int_padding (padding=1) becomes conv2d_relu with padding=[1, 1].
-  EXPECT_EQ(op_names(g), (Names{"linear_relu", "linear_relu", "conv2d.int_padding",
-                                "conv2d_relu", "add.Tensor", "relu", "add.Tensor"}));
+  EXPECT_EQ(op_names(g), (Names{"linear_relu", "linear_relu", "conv2d.int_padding", "conv2d_relu",
+                                "add.Tensor", "relu", "add.Tensor"}));
   EXPECT_THAT(g.str(), HasSubstr("conv2d_relu(%x1, %c2, %c3, stride=[1], padding=[1, 1],"));
   TensorList after = g.run(in);
   for (size_t i = 0; i < before.size(); ++i)

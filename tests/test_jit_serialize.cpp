@@ -2,7 +2,6 @@
 // file as untrusted and names what is wrong in corrupted and hostile files.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -42,9 +41,8 @@ struct Edited {
   }
   std::string load_error(const std::string& new_json,
                          std::map<std::string, std::string> extra = {}) {
-    std::map<std::string, std::string> meta = {{"format", "ignis.graph"},
-                                               {"ignis.graph.version", "1"},
-                                               {"ignis.graph", new_json}};
+    std::map<std::string, std::string> meta = {
+        {"format", "ignis.graph"}, {"ignis.graph.version", "1"}, {"ignis.graph", new_json}};
     for (auto& [k, v] : extra) meta[k] = v;
     save_safetensors(path, tensors, meta);
     return error_of([&] { jit::load(path); });
@@ -85,9 +83,9 @@ TEST(JitSave, EveryAttributeTypeRoundTrips) {
       [](const TensorList& in) {
         Tensor a = in[0].mul(0.1).add(3).clamp(-0.5, std::numeric_limits<double>::infinity());
         Tensor b = cat({a, in[0]}, 0).sum({0, 1}, true, kFloat64);  // Tensor[], int[], bool, dtype
-        Tensor c = full({2}, 1.0 / 3.0, TensorOptions(kFloat64));     // TensorOptions
-        Tensor d = nn::functional::cross_entropy(in[0], zeros({2}, kInt64), Tensor(), -100,
-                                                 "sum", 0.1);       // str, float
+        Tensor c = full({2}, 1.0 / 3.0, TensorOptions(kFloat64));   // TensorOptions
+        Tensor d = nn::functional::cross_entropy(in[0], zeros({2}, kInt64), Tensor(), -100, "sum",
+                                                 0.1);  // str, float
         return TensorList{b + c, d, in[0].contiguous(MemoryFormat::Contiguous)};
       },
       {randn({2, 3})});
@@ -131,30 +129,32 @@ TEST(JitLoad, CorruptedAndHostileFilesNameTheFault) {
                                         "\"args\":[\"x0\",1000000000000000000,-1]")),
               HasSubstr("argument 'start_dim': 1000000000000000000 is out of range"));
   // A recorded shape the op does not give.
-  EXPECT_THAT(e.load_error(replace_once(j, "\"name\":\"1\",\"kind\":\"result\",\"dtype\":"
-                                           "\"float32\",\"device\":\"cpu\",\"shape\":[2,5]",
+  EXPECT_THAT(e.load_error(replace_once(j,
+                                        "\"name\":\"1\",\"kind\":\"result\",\"dtype\":"
+                                        "\"float32\",\"device\":\"cpu\",\"shape\":[2,5]",
                                         "\"name\":\"1\",\"kind\":\"result\",\"dtype\":"
                                         "\"float32\",\"device\":\"cpu\",\"shape\":[2,7]")),
               HasSubstr("node 1 (linear_relu) gives float32[2, 5] but the file records %1 as "
                         "float32[2, 7]"));
   // An input whose shape does not fit the weights: the op's own check, on the meta device.
-  EXPECT_THAT(e.load_error(replace_once(replace_once(j, "\"shape\":[2,1,4,4]",
-                                                     "\"shape\":[2,1,4,5]"),
-                                        "\"shape\":[2,16]", "\"shape\":[2,20]")),
-              HasSubstr("node 1 (linear_relu): linear"));
-  EXPECT_THAT(e.load_error(replace_once(j, "\"args\":[\"0\",\"1.weight\"",
-                                        "\"args\":[\"0\",\"nope\"")),
-              HasSubstr("node 1 (linear_relu) argument 'weight' refers to an unknown value 'nope'"));
-  EXPECT_THAT(e.load_error(replace_once(j, "\"args\":[\"0\",\"1.weight\"",
-                                        "\"args\":[\"2\",\"1.weight\"")),
-              HasSubstr("graph: node 1 (linear_relu) uses %2 before it is defined"));
+  EXPECT_THAT(
+      e.load_error(replace_once(replace_once(j, "\"shape\":[2,1,4,4]", "\"shape\":[2,1,4,5]"),
+                                "\"shape\":[2,16]", "\"shape\":[2,20]")),
+      HasSubstr("node 1 (linear_relu): linear"));
+  EXPECT_THAT(
+      e.load_error(replace_once(j, "\"args\":[\"0\",\"1.weight\"", "\"args\":[\"0\",\"nope\"")),
+      HasSubstr("node 1 (linear_relu) argument 'weight' refers to an unknown value 'nope'"));
+  EXPECT_THAT(
+      e.load_error(replace_once(j, "\"args\":[\"0\",\"1.weight\"", "\"args\":[\"2\",\"1.weight\"")),
+      HasSubstr("graph: node 1 (linear_relu) uses %2 before it is defined"));
   EXPECT_THAT(e.load_error(replace_once(j, "\"name\":\"1.bias\"", "\"name\":\"1.weight\"")),
               HasSubstr("(%1.weight): the name is used twice"));
   EXPECT_THAT(e.load_error(replace_once(j, "\"name\":\"1.bias\"", "\"name\":\"1.b\"")),
               HasSubstr("(%1.b): the file holds no tensor of that name"));
-  EXPECT_THAT(e.load_error(replace_once(j, "\"name\":\"1.bias\",\"kind\":\"parameter\","
-                                           "\"dtype\":\"float32\",\"device\":\"cpu\","
-                                           "\"shape\":[5]",
+  EXPECT_THAT(e.load_error(replace_once(j,
+                                        "\"name\":\"1.bias\",\"kind\":\"parameter\","
+                                        "\"dtype\":\"float32\",\"device\":\"cpu\","
+                                        "\"shape\":[5]",
                                         "\"name\":\"1.bias\",\"kind\":\"parameter\","
                                         "\"dtype\":\"float32\",\"device\":\"cpu\","
                                         "\"shape\":[6]")),
@@ -179,7 +179,8 @@ TEST(JitLoad, CorruptedAndHostileFilesNameTheFault) {
               HasSubstr("graph format version 2 is not supported (this build reads version 1)"));
   EXPECT_THAT(e.load_error(j, {{"ignis.graph.version", "9"}}),
               HasSubstr("graph format version '9' is not supported"));
-  EXPECT_THAT(e.load_error(j, {{"format", "pt"}}), HasSubstr("not an ignis graph file (format 'pt')"));
+  EXPECT_THAT(e.load_error(j, {{"format", "pt"}}),
+              HasSubstr("not an ignis graph file (format 'pt')"));
   EXPECT_THAT(e.load_error(replace_once(j, "\"outputs\":[\"2\"]", "\"outputs\":[\"x9\"]")),
               HasSubstr("outputs refers to an unknown value 'x9'"));
   EXPECT_THAT(e.load_error(replace_once(j, "\"nodes\":[", "\"nodes\":{\"a\":1},\"x\":[")),

@@ -51,8 +51,7 @@ struct Value {
   Device device = kCPU;
   /// Is it one of the tensors the graph holds (parameter, buffer, constant)?
   bool held() const {
-    return kind == ValueKind::Parameter || kind == ValueKind::Buffer ||
-           kind == ValueKind::Constant;
+    return kind == ValueKind::Parameter || kind == ValueKind::Buffer || kind == ValueKind::Constant;
   }
 };
 

@@ -47,8 +47,9 @@ std::vector<Tensor> checkpoint(const CheckpointFn& fn, const std::vector<Tensor>
       [fn, seed, offset, preserve_rng_state, input_requires_grad, n_in](
           AutogradContext* c, variable_list grads) -> variable_list {
         // The engine runs nodes with grad mode on only for create_graph.
-        IGNIS_CHECK(!is_grad_enabled(), "checkpoint: double backward (create_graph) through a "
-                                        "checkpoint is not supported");
+        IGNIS_CHECK(!is_grad_enabled(),
+                    "checkpoint: double backward (create_graph) through a "
+                    "checkpoint is not supported");
         variable_list saved = c->get_saved_variables();
         std::vector<Tensor> x;
         x.reserve(n_in);
@@ -64,9 +65,8 @@ std::vector<Tensor> checkpoint(const CheckpointFn& fn, const std::vector<Tensor>
           AutoGradMode grad_on(true);
           outs = fn(x);
         }
-        IGNIS_CHECK(outs.size() == grads.size(), "checkpoint: the function returned ",
-                    outs.size(), " tensors when run again in backward but ", grads.size(),
-                    " in the forward");
+        IGNIS_CHECK(outs.size() == grads.size(), "checkpoint: the function returned ", outs.size(),
+                    " tensors when run again in backward but ", grads.size(), " in the forward");
         variable_list roots, root_grads;
         for (size_t i = 0; i < outs.size(); ++i) {
           if (outs[i].defined() && outs[i].requires_grad() && grads[i].defined()) {
@@ -87,8 +87,9 @@ Tensor checkpoint_sequential(const std::shared_ptr<nn::Sequential>& model, int64
                              const Tensor& x) {
   IGNIS_CHECK(model != nullptr, "checkpoint_sequential: the model is null");
   const int64_t n = static_cast<int64_t>(model->size());
-  IGNIS_CHECK(segments >= 1 && segments <= std::max<int64_t>(n, 1), "checkpoint_sequential: ",
-              segments, " segments for a Sequential of ", n, " modules (1 to ", n, " allowed)");
+  IGNIS_CHECK(segments >= 1 && segments <= std::max<int64_t>(n, 1),
+              "checkpoint_sequential: ", segments, " segments for a Sequential of ", n,
+              " modules (1 to ", n, " allowed)");
   // Segment k holds modules [k * n / segments, (k + 1) * n / segments).
   Tensor h = x;
   for (int64_t k = 0; k < segments; ++k) {
@@ -98,9 +99,9 @@ Tensor checkpoint_sequential(const std::shared_ptr<nn::Sequential>& model, int64
     if (k + 1 == segments) {
       h = seg->forward(h);
     } else {
-      h = checkpoint([seg](const std::vector<Tensor>& in) {
-            return std::vector<Tensor>{seg->forward(in[0])};
-          }, {h})[0];
+      h = checkpoint(
+          [seg](const std::vector<Tensor>& in) { return std::vector<Tensor>{seg->forward(in[0])}; },
+          {h})[0];
     }
   }
   return h;

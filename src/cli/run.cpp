@@ -61,8 +61,8 @@ int run_main(const Args& args) {
       std::string have;
       for (const auto& [n, t] : in.tensors) have += (have.empty() ? "" : ", ") + n;
       IGNIS_CHECK(false, "ignis run: ", input, " has no tensor '", name,
-                  "' for the graph's input %", name, " (it holds: ",
-                  have.empty() ? "nothing" : have, ")");
+                  "' for the graph's input %", name,
+                  " (it holds: ", have.empty() ? "nothing" : have, ")");
     }
     inputs.push_back(*found);
   }

@@ -3,10 +3,10 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "core/tensor_impl.h"
 #include "ignis/autograd.h"
 #include "ignis/error.h"
 #include "ignis/jit.h"
-#include "core/tensor_impl.h"
 #include "jit/host_read.h"
 
 namespace ignis::jit {
@@ -110,8 +110,8 @@ class GraphTracer final : public op::Interposer, public detail::HostReadHook {
               (p != producer_.end() ? " (the output of " + p->second + ")"
                                     : " (" + std::string(value_kind_name(v.kind)) + ")");
     } else if (auto nit = named_.find(t.impl()); nit != named_.end()) {
-      which = "%" + nit->second.first + " (" + std::string(value_kind_name(nit->second.second)) +
-              ")";
+      which =
+          "%" + nit->second.first + " (" + std::string(value_kind_name(nit->second.second)) + ")";
     } else {
       return;  // a tensor the trace has not seen: host data being written into a new constant
     }
@@ -194,9 +194,8 @@ Graph trace_impl(const std::function<std::vector<Tensor>(const std::vector<Tenso
 std::function<std::vector<Tensor>(const std::vector<Tensor>&)> module_fn(
     const std::shared_ptr<nn::Module>& m) {
   return [m](const std::vector<Tensor>& in) {
-    IGNIS_CHECK(in.size() == 1, "jit::trace: ", m->type_name(),
-                "::forward takes one tensor but ", in.size(),
-                " example inputs were given (trace a function for other signatures)");
+    IGNIS_CHECK(in.size() == 1, "jit::trace: ", m->type_name(), "::forward takes one tensor but ",
+                in.size(), " example inputs were given (trace a function for other signatures)");
     return std::vector<Tensor>{m->forward(in[0])};
   };
 }
@@ -263,9 +262,8 @@ std::vector<Tensor> CompiledModule::forward(const std::vector<Tensor>& inputs) {
   // The traced call is the call: its outputs are returned, so that random ops and batch-norm
   // statistics advance once, as in eager.
   std::vector<Tensor> outs;
-  auto g = std::make_shared<Graph>(trace_impl(module_fn(module_), inputs,
-                                              module_->named_parameters(),
-                                              module_->named_buffers(), &outs));
+  auto g = std::make_shared<Graph>(trace_impl(
+      module_fn(module_), inputs, module_->named_parameters(), module_->named_buffers(), &outs));
   if (opts_.freeze) {
     freeze(*g);
   } else {

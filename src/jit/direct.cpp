@@ -2,13 +2,14 @@
 // C++ front end with its arguments unboxed once per call from the node (no boxed argument frame,
 // no vector of boxed results). The front end's dispatcher entry still runs, so interposers
 // (profiler, tracer) see these calls as they see eager ones. Every other op is called boxed.
+#include "jit/direct.h"
+
 #include <string>
 #include <unordered_map>
 
 #include "ignis/conv.h"
 #include "ignis/norm.h"
 #include "ignis/ops.h"
-#include "jit/direct.h"
 
 namespace ignis::jit::detail {
 

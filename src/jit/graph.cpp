@@ -3,10 +3,10 @@
 #include <sstream>
 #include <unordered_set>
 
+#include "core/tensor_impl.h"
 #include "ignis/autograd.h"
 #include "ignis/error.h"
 #include "ignis/jit.h"
-#include "core/tensor_impl.h"
 #include "jit/direct.h"
 #include "jit/host_read.h"
 
@@ -81,8 +81,7 @@ std::string Graph::str() const {
         for (size_t k = 0; k < a.values.size(); ++k) os << (k ? ", " : "") << name_of(a.values[k]);
         os << "]";
       } else {
-        if (n.op && i < n.op->schema.arguments.size())
-          os << n.op->schema.arguments[i].name << "=";
+        if (n.op && i < n.op->schema.arguments.size()) os << n.op->schema.arguments[i].name << "=";
         os << a.attr.str();
       }
     }
@@ -106,8 +105,7 @@ std::string Graph::str() const {
 
 void Graph::lint() const {
   const size_t nv = values.size();
-  IGNIS_CHECK(tensors.size() == nv, "graph: ", nv, " values but ", tensors.size(),
-              " tensor slots");
+  IGNIS_CHECK(tensors.size() == nv, "graph: ", nv, " values but ", tensors.size(), " tensor slots");
   {
     std::unordered_set<std::string_view> names;
     for (const Value& v : values) {
@@ -148,8 +146,7 @@ void Graph::lint() const {
     const std::string where = "node " + std::to_string(i) + " (" + n.name() + ")";
     IGNIS_CHECK(n.op != nullptr, "graph: ", where, " has no op");
     IGNIS_CHECK(n.args.size() == n.op->schema.arguments.size(), "graph: ", where, " has ",
-                n.args.size(), " arguments but its schema takes ",
-                n.op->schema.arguments.size());
+                n.args.size(), " arguments but its schema takes ", n.op->schema.arguments.size());
     for (size_t k = 0; k < n.args.size(); ++k) {
       const op::Argument& sa = n.op->schema.arguments[k];
       const Arg& a = n.args[k];
@@ -170,8 +167,8 @@ void Graph::lint() const {
         for (int v : a.values) check_ref(v, where);
     }
     for (int o : n.outputs) {
-      IGNIS_CHECK(o >= 0 && static_cast<size_t>(o) < nv, "graph: ", where,
-                  " defines value ", o, " but the graph has ", nv, " values");
+      IGNIS_CHECK(o >= 0 && static_cast<size_t>(o) < nv, "graph: ", where, " defines value ", o,
+                  " but the graph has ", nv, " values");
       IGNIS_CHECK(values[static_cast<size_t>(o)].kind == ValueKind::Result, "graph: ", where,
                   " defines %", values[static_cast<size_t>(o)].name, ", which is a ",
                   value_kind_name(values[static_cast<size_t>(o)].kind));
@@ -330,12 +327,11 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& in) {
   for (size_t i = 0; i < in.size(); ++i) {
     const Value& v = g.values[static_cast<size_t>(g.inputs[i])];
     IGNIS_CHECK(in[i].defined(), "graph: input %", v.name, " is undefined");
-    IGNIS_CHECK(in[i].sizes().equals(v.sizes) && in[i].dtype() == v.dtype &&
-                    in[i].device() == v.device,
-                "graph: input %", v.name, " was traced as ", type_str(v), " but got ",
-                in[i].dtype(), shape_str(in[i].sizes()),
-                in[i].device().is_cpu() ? "" : " @" + in[i].device().str(),
-                " (trace again for new shapes: jit::compile does)");
+    IGNIS_CHECK(
+        in[i].sizes().equals(v.sizes) && in[i].dtype() == v.dtype && in[i].device() == v.device,
+        "graph: input %", v.name, " was traced as ", type_str(v), " but got ", in[i].dtype(),
+        shape_str(in[i].sizes()), in[i].device().is_cpu() ? "" : " @" + in[i].device().str(),
+        " (trace again for new shapes: jit::compile does)");
     env_[static_cast<size_t>(g.inputs[i])] = in[i];
   }
   struct Clear {  // on an error, no tensor of this run stays referenced
@@ -363,8 +359,8 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& in) {
     for (size_t k = 0; k < s.frame.size(); ++k) {
       const Arg& a = n.args[k];
       if (a.kind == Arg::Kind::Tensor) {
-        s.frame[k] = a.value >= 0 ? op::IValue(env_[static_cast<size_t>(a.value)])
-                                  : op::IValue(Tensor());
+        s.frame[k] =
+            a.value >= 0 ? op::IValue(env_[static_cast<size_t>(a.value)]) : op::IValue(Tensor());
       } else if (a.kind == Arg::Kind::TensorList) {
         std::vector<Tensor> list;
         list.reserve(a.values.size());

@@ -1,5 +1,7 @@
 // Graph passes: dead code, common subexpressions, constant folding, batch-norm folding and the
 // fusion of conv/linear with their bias and relu into the fused registry ops.
+#include "jit/passes.h"
+
 #include <cinttypes>
 #include <cstdio>
 #include <unordered_map>
@@ -8,7 +10,6 @@
 #include "ignis/error.h"
 #include "ignis/jit.h"
 #include "ignis/ops.h"
-#include "jit/passes.h"
 
 namespace ignis::jit {
 
@@ -244,8 +245,7 @@ int fold_constants(Graph& g) {
     Node& n = g.nodes[i];
     if (!is_pure(n) || n.op->kind == "random") continue;
     bool all_const = true;
-    for (int v : n.inputs())
-      all_const &= is_constant(g, v) && !written[static_cast<size_t>(v)];
+    for (int v : n.inputs()) all_const &= is_constant(g, v) && !written[static_cast<size_t>(v)];
     if (!all_const) continue;
     if (n.inputs().empty() && n.op->kind != "factory") continue;
     std::vector<Tensor> outs = detail::run_node(n, g);

@@ -2,6 +2,8 @@
 // whose metadata holds the graph as JSON (docs/graph-mode.md, "The file format"). The loader
 // treats the file as untrusted input: every name, op, argument, dtype and shape is checked, and
 // the graph is run once on the meta device to check every node's recorded output.
+#include "ignis/serialize.h"
+
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -14,7 +16,6 @@
 #include "ignis/error.h"
 #include "ignis/jit.h"
 #include "ignis/ops.h"
-#include "ignis/serialize.h"
 #include "io/json.h"
 #include "jit/serialize.h"
 
@@ -144,7 +145,8 @@ struct Reader {
     }
     for (char c : s) {
       if (c <= ' ' || c > '~' || c == '%' || c == '"' || c == '\\') {
-        fail(ctx, " '", json::printable(s), "' may hold only printable ASCII without spaces, "
+        fail(ctx, " '", json::printable(s),
+             "' may hold only printable ASCII without spaces, "
              "'%', quotes or backslashes");
       }
     }
@@ -196,8 +198,7 @@ struct Reader {
       case AT::OptionalTensorOptions:
         if (null) return op::IValue();
         break;
-      default:
-        break;
+      default: break;
     }
     switch (t) {
       case AT::Int:
@@ -328,8 +329,8 @@ void check_on_meta(const Graph& g, const Reader& r) {
     for (size_t k = 0; k < outs.size(); ++k) {
       const Value& v = g.values[static_cast<size_t>(n.outputs[k])];
       if (!outs[k].sizes().equals(v.sizes) || outs[k].dtype() != v.dtype) {
-        r.fail(ctx, " gives ", outs[k].dtype(), shape_str(outs[k].sizes()), " but the file records %",
-               v.name, " as ", v.dtype, shape_str(v.sizes));
+        r.fail(ctx, " gives ", outs[k].dtype(), shape_str(outs[k].sizes()),
+               " but the file records %", v.name, " as ", v.dtype, shape_str(v.sizes));
       }
       env[static_cast<size_t>(n.outputs[k])] = outs[k];
     }
@@ -399,7 +400,8 @@ Graph parse(std::string_view text, const std::map<std::string, Tensor>& tensors,
   }
   for (const auto& [name, t] : tensors) {
     if (!used_tensors.count(name)) {
-      r.fail("the file holds a tensor '", json::printable(name), "' that no value of the graph "
+      r.fail("the file holds a tensor '", json::printable(name),
+             "' that no value of the graph "
              "uses");
     }
   }
@@ -425,7 +427,8 @@ Graph parse(std::string_view text, const std::map<std::string, Tensor>& tensors,
     }
     ctx += " (" + op_name + ")";
     for (const std::string& ret : n.op->schema.returns) {
-      if (ret.rfind("Tensor", 0) != 0) r.fail(ctx, ": returns a host value, not allowed in a graph");
+      if (ret.rfind("Tensor", 0) != 0)
+        r.fail(ctx, ": returns a host value, not allowed in a graph");
     }
     bool has_meta = n.op->kind != "kernel";
     for (const std::string& d : n.op->devices) has_meta |= d == "meta";
@@ -447,8 +450,8 @@ Graph parse(std::string_view text, const std::map<std::string, Tensor>& tensors,
         for (const json::Value& e : r.list(args[k], actx)) a.values.push_back(ref(e, actx));
         n.args.push_back(std::move(a));
       } else if (sa.is_tensor()) {
-        n.args.push_back(Arg::tensor(args[k].kind == json::Value::Kind::Null ? -1
-                                                                              : ref(args[k], actx)));
+        n.args.push_back(
+            Arg::tensor(args[k].kind == json::Value::Kind::Null ? -1 : ref(args[k], actx)));
       } else {
         n.args.push_back(Arg::attribute(r.attribute(args[k], sa.type, actx)));
       }
