@@ -46,7 +46,9 @@ class GraphTracer final : public op::Interposer, public detail::HostReadHook {
 
   void add_input(const Tensor& x) {
     IGNIS_CHECK(x.defined(), "jit::trace: example input ", g_.inputs.size(), " is undefined");
-    const int id = new_value(ValueKind::Input, "x" + std::to_string(g_.inputs.size()), x, false);
+    std::string name = "x";
+    name += std::to_string(g_.inputs.size());
+    const int id = new_value(ValueKind::Input, std::move(name), x, false);
     g_.inputs.push_back(id);
   }
 
@@ -126,7 +128,9 @@ class GraphTracer final : public op::Interposer, public detail::HostReadHook {
     if (it != ids_.end()) return it->second;
     auto nit = named_.find(t.impl());
     if (nit != named_.end()) return new_value(nit->second.second, nit->second.first, t, true);
-    return new_value(ValueKind::Constant, "c" + std::to_string(constants_++), t, true);
+    std::string name = "c";
+    name += std::to_string(constants_++);
+    return new_value(ValueKind::Constant, std::move(name), t, true);
   }
 
  private:

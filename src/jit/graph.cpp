@@ -244,7 +244,7 @@ void Graph::compact() {
   for (Value& v : values) {
     if (v.kind == ValueKind::Constant && !v.name.empty() && v.name[0] == 'c' &&
         v.name.find('.') == std::string::npos) {
-      v.name = "c" + std::to_string(c++);
+      v.name = std::string("c") + std::to_string(c++);
     }
   }
 }

@@ -55,7 +55,7 @@ std::string attr_key(const op::IValue& v) {
         } else if constexpr (std::is_same_v<T, Tensor> || std::is_same_v<T, std::vector<Tensor>>) {
           s += "T";  // tensor slots are keyed by value id, not here
         } else if constexpr (std::is_same_v<T, int64_t>) {
-          s += "i" + std::to_string(x);
+          s += std::string("i") + std::to_string(x);
         } else if constexpr (std::is_same_v<T, double>) {
           s += "f";
           num(x);
@@ -82,15 +82,16 @@ std::string attr_key(const op::IValue& v) {
             s += std::to_string(x.template to<int64_t>());
           }
         } else if constexpr (std::is_same_v<T, DType>) {
-          s += "d" + std::to_string(static_cast<int>(x));
+          s += std::string("d") + std::to_string(static_cast<int>(x));
         } else if constexpr (std::is_same_v<T, Device>) {
-          s += "D" + x.str();
+          s += std::string("D") + x.str();
         } else if constexpr (std::is_same_v<T, std::string>) {
-          s += "s" + std::to_string(x.size()) + ":" + x;
+          s += std::string("s") + std::to_string(x.size()) + ":" + x;
         } else if constexpr (std::is_same_v<T, MemoryFormat>) {
-          s += "m" + std::to_string(static_cast<int>(x));
+          s += std::string("m") + std::to_string(static_cast<int>(x));
         } else if constexpr (std::is_same_v<T, TensorOptions>) {
-          s += "o" + (x.has_dtype() ? std::to_string(static_cast<int>(x.dtype())) : "-") + "," +
+          s += std::string("o") +
+               (x.has_dtype() ? std::to_string(static_cast<int>(x.dtype())) : "-") + "," +
                x.device().str() + (x.requires_grad() ? ",g" : "");
         }
       },
@@ -200,7 +201,7 @@ int eliminate_common_subexpressions(Graph& g) {
     for (const Arg& a : n.args) {
       key += '|';
       if (a.kind == Arg::Kind::Tensor) {
-        key += "v" + std::to_string(a.value);
+        key += std::string("v") + std::to_string(a.value);
       } else if (a.kind == Arg::Kind::TensorList) {
         key += "L";
         for (int v : a.values) key += std::to_string(v) + ",";

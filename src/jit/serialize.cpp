@@ -494,8 +494,10 @@ std::string graph_to_json(const Graph& g) {
   }
   auto names = [&](const std::vector<int>& ids) {
     std::string s = "[";
-    for (size_t i = 0; i < ids.size(); ++i)
-      s += (i ? "," : "") + json::quote(g.values[static_cast<size_t>(ids[i])].name);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (i) s += ",";
+      s += json::quote(g.values[static_cast<size_t>(ids[i])].name);
+    }
     return s + "]";
   };
   os << "],\n\"inputs\":" << names(g.inputs) << ",\n\"outputs\":" << names(g.outputs)
