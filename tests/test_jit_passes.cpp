@@ -197,7 +197,65 @@ TEST(JitPasses, FreezeResNetFoldsEveryBatchNormAndFusesRelus) {
   Tensor before = g.run({x})[0];
   jit::freeze(g);
   EXPECT_EQ(g.count("batch_norm"), 0);
-  EXPECT_EQ(g.count("conv2d_relu"), 9) << g.str();  // stem + first conv of each of 8 blocks
+  EXPECT_EQ(g.count("conv2d_relu"), 9) << g.str();      // stem + first conv of each of 8 blocks
+  EXPECT_EQ(g.count("conv2d_add_relu"), 8) << g.str();  // the end of each block
+  EXPECT_EQ(g.count("add.Tensor"), 0);
   EXPECT_TRUE(allclose(g.run({x})[0], before, 1e-4, 1e-4));
   EXPECT_TRUE(g.named_parameters().empty());
+}
+
+namespace {
+
+// Records the name of every op call, nested ones included.
+struct CallLog final : op::Interposer {
+  std::vector<std::string> names;
+  void around(op::Call& call, const std::function<void()>& next) override {
+    names.push_back(call.op.schema.full_name());
+    next();
+  }
+};
+
+}  // namespace
+
+TEST(JitPasses, FuseResidualAddIntoTheConvolution) {
+  manual_seed(5);
+  Tensor w1 = randn({4, 4, 3, 3}) * 0.2, w2 = randn({4, 4, 3, 3}) * 0.2, b2 = randn({4});
+  Tensor wd = randn({4, 4, 1, 1});
+  jit::Graph g = jit::trace(
+      [&](const TensorList& in) {
+        Tensor h = conv2d(in[0], w1, Tensor(), {1}, {1, 1}).relu();
+        Tensor out = conv2d(h, w2, b2, {1}, {1, 1});
+        // The residual computed after the convolution (as a downsample branch is).
+        Tensor down = conv2d(in[0], wd);
+        return TensorList{relu(out + down)};
+      },
+      {randn({2, 4, 6, 6})});
+  EXPECT_EQ(op_names(g), (Names{"conv2d", "relu", "conv2d", "conv2d", "add.Tensor", "relu"}));
+  Tensor x = randn({2, 4, 6, 6});
+  NoGradGuard ng;
+  Tensor before = g.run({x})[0];
+  EXPECT_EQ(jit::fuse_ops(g), 2);
+  EXPECT_EQ(op_names(g), (Names{"conv2d_relu", "conv2d", "conv2d_add_relu"}));
+  EXPECT_THAT(g.str(),
+              HasSubstr("%2 : float32[2, 4, 6, 6] = conv2d_add_relu(%0, %c1, %c2, %1, stride=[1], "
+                        "padding=[1, 1]"));
+  EXPECT_TRUE(allclose(g.run({x})[0], before, 1e-5, 1e-5));
+  // Float32 inference runs one oneDNN convolution (sum and relu post-ops): no nested ops.
+  CallLog log;
+  {
+    op::InterposerGuard guard(&log);
+    g.run({x});
+  }
+  EXPECT_EQ(log.names, (Names{"conv2d_relu", "conv2d", "conv2d_add_relu"}));
+  // Channels-last runs fused too, and agrees with the composite in float64.
+  Tensor xcl = x.contiguous(MemoryFormat::ChannelsLast);
+  Tensor h = conv2d(xcl, w1, Tensor(), {1}, {1, 1}).relu();
+  Tensor other = randn({2, 4, 6, 6}).contiguous(MemoryFormat::ChannelsLast);
+  Tensor fused = conv2d_add_relu(h, w2, b2, other, {1}, {1, 1});
+  EXPECT_EQ(fused.suggest_memory_format(), MemoryFormat::ChannelsLast);
+  Tensor ref = relu(conv2d(h.to(kFloat64), w2.to(kFloat64), b2.to(kFloat64), {1}, {1, 1}) +
+                    other.to(kFloat64));
+  EXPECT_TRUE(allclose(fused.to(kFloat64), ref, 1e-5, 1e-5));
+  EXPECT_THAT(error_of([&] { conv2d_add_relu(h, w2, b2, Tensor()); }),
+              HasSubstr("conv2d_add_relu: other is undefined"));
 }

@@ -40,6 +40,10 @@ Tensor d_conv2d_relu(const Node& n, const std::vector<Tensor>& e) {
   return conv2d_relu(in(n, e, 0), in(n, e, 1), in(n, e, 2), ints(n, 3), ints(n, 4), ints(n, 5),
                      integer(n, 6));
 }
+Tensor d_conv2d_add_relu(const Node& n, const std::vector<Tensor>& e) {
+  return conv2d_add_relu(in(n, e, 0), in(n, e, 1), in(n, e, 2), in(n, e, 3), ints(n, 4), ints(n, 5),
+                         ints(n, 6), integer(n, 7));
+}
 Tensor d_add(const Node& n, const std::vector<Tensor>& e) {
   return add(in(n, e, 0), in(n, e, 1), n.args[2].attr.get<Scalar>());
 }
@@ -68,6 +72,7 @@ DirectFn find_direct(const op::Record& rec) {
       {"relu", &d_relu},
       {"conv2d", &d_conv2d},
       {"conv2d_relu", &d_conv2d_relu},
+      {"conv2d_add_relu", &d_conv2d_add_relu},
       {"add.Tensor", &d_add},
       {"flatten.using_ints", &d_flatten},
       {"batch_norm", &d_batch_norm},

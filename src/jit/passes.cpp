@@ -311,10 +311,60 @@ int fold_batch_norm(Graph& g) {
   return folded;
 }
 
+namespace {
+
+// The convolution's arguments with conv2d's list padding (conv2d.int_padding spells it as an int).
+bool list_padding_args(const Node& conv, std::vector<Arg>& args) {
+  args = conv.args;
+  if (conv.name() == "conv2d") return true;
+  const size_t pi = static_cast<size_t>(conv.op->schema.index_of("padding"));
+  const op::IValue& pad = args[pi].attr;
+  if (!pad.is<int64_t>()) return false;
+  args[pi] = Arg::attribute(std::vector<int64_t>{pad.get<int64_t>(), pad.get<int64_t>()});
+  return true;
+}
+
+bool fuse_residual(Graph& g, size_t relu_i, size_t add_i, const std::vector<int>& uses,
+                   const std::vector<int>& prod, std::vector<char>& dead,
+                   const op::Record* fused_op) {
+  const Node& add = g.nodes[add_i];
+  const op::IValue& alpha = arg(add, "alpha").attr;
+  if (!alpha.is<Scalar>() || alpha.get<Scalar>().to<double>() != 1.0) return false;
+  for (int side = 0; side < 2; ++side) {
+    const int c = add.args[static_cast<size_t>(side)].value;
+    const int other = add.args[static_cast<size_t>(1 - side)].value;
+    const int cp = c >= 0 ? prod[static_cast<size_t>(c)] : -1;
+    if (cp < 0 || dead[static_cast<size_t>(cp)] || uses[static_cast<size_t>(c)] != 1 || other < 0)
+      continue;
+    const Node& conv = g.nodes[static_cast<size_t>(cp)];
+    if (conv.name() != "conv2d" && conv.name() != "conv2d.int_padding") continue;
+    // The sum post-op needs `other` of the convolution's output shape (no broadcasting).
+    const Value& ov = g.values[static_cast<size_t>(other)];
+    const Value& cv = g.values[static_cast<size_t>(c)];
+    if (!IntArrayRef(ov.sizes).equals(cv.sizes) || ov.dtype != cv.dtype) continue;
+    std::vector<Arg> cargs;
+    if (!list_padding_args(conv, cargs)) continue;
+    Node fused;
+    fused.op = fused_op;
+    fused.args = {cargs[0], cargs[1], cargs[2], Arg::tensor(other),
+                  cargs[3], cargs[4], cargs[5], cargs[6]};
+    fused.outputs = g.nodes[relu_i].outputs;
+    g.nodes[relu_i] = std::move(fused);
+    dead[add_i] = 1;
+    dead[static_cast<size_t>(cp)] = 1;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 int fuse_ops(Graph& g) {
   const op::Record* conv_relu = op::find("conv2d_relu");
   const op::Record* linear_relu = op::find("linear_relu");
-  IGNIS_CHECK(conv_relu && linear_relu, "jit::fuse_ops: the fused ops are not registered");
+  const op::Record* conv_add_relu = op::find("conv2d_add_relu");
+  IGNIS_CHECK(conv_relu && linear_relu && conv_add_relu,
+              "jit::fuse_ops: the fused ops are not registered");
   std::vector<int> uses = g.use_counts();
   std::vector<int> prod = producers(g);
   std::vector<char> dead(g.nodes.size(), 0);
@@ -330,15 +380,20 @@ int fuse_ops(Graph& g) {
     if (p < 0 || dead[static_cast<size_t>(p)] || uses[static_cast<size_t>(x)] != 1) continue;
     Node& prev = g.nodes[static_cast<size_t>(p)];
     const std::string pname = prev.name();
+    if (relu && pname == "add.Tensor") {
+      // relu(conv2d(...) + other) -> conv2d_add_relu, at the relu's place (other may be
+      // computed after the convolution, as a ResNet block's downsample branch is).
+      if (fuse_residual(g, i, static_cast<size_t>(p), uses, prod, dead, conv_add_relu)) ++fused;
+      continue;
+    }
     if (relu && (pname == "conv2d" || pname == "linear")) {
       // Same schema: the fused record takes the producer's arguments as they are.
       prev.op = pname == "conv2d" ? conv_relu : linear_relu;
     } else if (relu && pname == "conv2d.int_padding") {
       // conv2d_relu spells the padding as a list.
-      const size_t pi = static_cast<size_t>(prev.op->schema.index_of("padding"));
-      const op::IValue& pad = prev.args[pi].attr;
-      if (!pad.is<int64_t>()) continue;
-      prev.args[pi] = Arg::attribute(std::vector<int64_t>{pad.get<int64_t>(), pad.get<int64_t>()});
+      std::vector<Arg> args;
+      if (!list_padding_args(prev, args)) continue;
+      prev.args = std::move(args);
       prev.op = conv_relu;
     } else if (add && pname == "linear" && arg(prev, "bias").value < 0) {
       // linear(x, w) + b, b a constant vector of the output's width and dtype, alpha 1.
