@@ -259,3 +259,53 @@ TEST(JitPasses, FuseResidualAddIntoTheConvolution) {
   EXPECT_THAT(error_of([&] { conv2d_add_relu(h, w2, b2, Tensor()); }),
               HasSubstr("conv2d_add_relu: other is undefined"));
 }
+
+TEST(JitRun, FrozenConvolutionsKeepTheirPackedWeightUntilItChanges) {
+  manual_seed(6);
+  Tensor w = randn({8, 4, 3, 3}), b = randn({8}), other = randn({2, 8, 6, 6});
+  jit::Graph g = jit::trace(
+      [&](const TensorList& in) {
+        Tensor y = conv2d(in[0], w, b, {1}, {1, 1});
+        return TensorList{conv2d_relu(in[0], w, b, {1}, {1, 1}) + y,
+                          conv2d_add_relu(in[0], w, Tensor(), other, {1}, {1, 1})};
+      },
+      {randn({2, 4, 6, 6})});
+  ASSERT_EQ(g.count("conv2d"), 1);
+  auto shared = std::make_shared<jit::Graph>(g);
+  jit::Executor ex(shared);
+  NoGradGuard ng;
+  auto eager = [&](const Tensor& x) {
+    return TensorList{relu(conv2d(x, w, b, {1}, {1, 1})) + conv2d(x, w, b, {1}, {1, 1}),
+                      relu(conv2d(x, w, Tensor(), {1}, {1, 1}) + other)};
+  };
+  for (MemoryFormat fmt : {MemoryFormat::Contiguous, MemoryFormat::ChannelsLast}) {
+    Tensor x = randn({2, 4, 6, 6}).contiguous(fmt);
+    jit::Executor run(std::make_shared<jit::Graph>(jit::trace(
+        [&](const TensorList& in) {
+          return TensorList{
+              conv2d_relu(in[0], w, b, {1}, {1, 1}) + conv2d(in[0], w, b, {1}, {1, 1}),
+              conv2d_add_relu(in[0], w, Tensor(), other, {1}, {1, 1})};
+        },
+        {x})));
+    for (int rep = 0; rep < 2; ++rep) {  // the second run uses the packed weights
+      TensorList r = run.run({x}), e = eager(x);
+      for (size_t k = 0; k < r.size(); ++k) EXPECT_TRUE(allclose(r[k], e[k], 1e-5, 1e-5)) << k;
+    }
+  }
+  Tensor x = randn({2, 4, 6, 6});
+  TensorList first = ex.run({x});
+  // A write into the weight (its version changes): the next run packs it again.
+  w.mul_(2);
+  TensorList again = ex.run({x}), e = eager(x);
+  for (size_t k = 0; k < again.size(); ++k) {
+    EXPECT_TRUE(allclose(again[k], e[k], 1e-5, 1e-5)) << k;
+    EXPECT_FALSE(allclose(again[k], first[k], 1e-5, 1e-5)) << k;
+  }
+  // With an interposer installed the ops' front ends run, so the profiler and tracers see them.
+  CallLog log;
+  {
+    op::InterposerGuard guard(&log);
+    ex.run({x});
+  }
+  EXPECT_EQ(log.names[0], "conv2d");
+}

@@ -144,7 +144,9 @@ class Executor {
   struct Step {
     const op::Record* op;
     /// The op's front end called with the node's arguments unboxed (hot ops), else null.
-    Tensor (*direct)(const Node& n, const std::vector<Tensor>& env) = nullptr;
+    Tensor (*direct)(const Node& n, const std::vector<Tensor>& env, void* state) = nullptr;
+    /// What the direct call keeps between runs (a convolution's pre-packed weight), or null.
+    std::shared_ptr<void> state;
     std::vector<op::IValue> frame;  // the boxed arguments; tensor slots filled per run
     std::vector<int> frame_values;  // per argument: its value id (Tensor args), else -1
     std::vector<int> outputs;

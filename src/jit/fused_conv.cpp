@@ -5,6 +5,8 @@
 // result written in the convolution's own pass. Otherwise (other dtypes, autograd, the meta
 // device, broadcasting, groups) it is the composite relu(conv2d(...) + other), whose ops carry
 // the checks and the backward.
+#include "jit/fused_conv.h"
+
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "autograd/node.h"
@@ -39,20 +41,25 @@ bool is_cl(const Tensor& t) { return t.suggest_memory_format() == MemoryFormat::
 
 memory::dims dims4(const Tensor& t) { return {t.size(0), t.size(1), t.size(2), t.size(3)}; }
 
-std::shared_ptr<const FusedPrim> get_prim(const Tensor& x, const Tensor& w, bool bias,
-                                          const Tensor& y, const ConvParams& p) {
-  const std::string key = onednn::make_key(
-      {x.size(0),  x.size(1),     x.size(2),     x.size(3),   w.size(0),  w.size(2),  w.size(3),
-       y.size(2),  y.size(3),     p.stride[0],   p.stride[1], p.pad_l[0], p.pad_l[1], p.pad_r[0],
-       p.pad_r[1], p.dilation[0], p.dilation[1], bias,        is_cl(x),   is_cl(y)});
+std::string prim_key(const Tensor& x, IntArrayRef w, bool bias, const Tensor& y,
+                     const ConvParams& p, bool relu, bool sum) {
+  return onednn::make_key({x.size(0), x.size(1), x.size(2), x.size(3), w[0], w[2], w[3],
+                           y.size(2), y.size(3), p.stride[0], p.stride[1], p.pad_l[0], p.pad_l[1],
+                           p.pad_r[0], p.pad_r[1], p.dilation[0], p.dilation[1], bias, is_cl(x),
+                           is_cl(y), relu, sum});
+}
+
+std::shared_ptr<const FusedPrim> get_prim(const std::string& key, const Tensor& x, IntArrayRef ws,
+                                          bool bias, const Tensor& y, const ConvParams& p,
+                                          bool relu, bool sum) {
   return cache().get(key, [&] {
     FusedPrim r;
     try {
       auto& eng = onednn::engine();
       r.xu = memory::desc(dims4(x), memory::data_type::f32, is_cl(x) ? Tag::nhwc : Tag::nchw);
       r.yu = memory::desc(dims4(y), memory::data_type::f32, is_cl(y) ? Tag::nhwc : Tag::nchw);
-      r.wu = memory::desc(dims4(w), memory::data_type::f32, Tag::oihw);
-      r.bu = memory::desc({w.size(0)}, memory::data_type::f32, Tag::x);
+      r.wu = memory::desc({ws[0], ws[1], ws[2], ws[3]}, memory::data_type::f32, Tag::oihw);
+      r.bu = memory::desc({ws[0]}, memory::data_type::f32, Tag::x);
       // Channels-last activations stay NHWC; NCHW ones let the primitive pick its layout.
       const bool cl = is_cl(x) && is_cl(y);
       auto any = [](const memory::desc& d) {
@@ -69,8 +76,8 @@ std::shared_ptr<const FusedPrim> get_prim(const Tensor& x, const Tensor& w, bool
                     : dnnl::convolution_forward::desc(prop, alg, xa, any(r.wu), ya, strides, dil,
                                                       pl, pr);
       dnnl::post_ops ops;
-      ops.append_sum(1.f);
-      ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+      if (sum) ops.append_sum(1.f);
+      if (relu) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
       dnnl::primitive_attr attr;
       attr.set_post_ops(ops);
       dnnl::convolution_forward::primitive_desc pd(d, attr, eng);
@@ -116,15 +123,24 @@ bool params_of(IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, Co
   return true;
 }
 
-// The fused kernel, or an undefined tensor when the case is not one it handles.
-Tensor fused_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& other,
-                     IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
-                     int64_t groups) {
+}  // namespace
+
+namespace jit::detail {
+
+// The convolution (+ bias) (+ other, accumulated by a sum post-op) (then relu) as one oneDNN
+// primitive, or an undefined tensor when the case is not one it handles (autograd, dtypes other
+// than float32, groups, broadcasting, ...). With `packed`, the weight is reordered into the
+// primitive's layout once and reused while the weight's data and version stay the same.
+Tensor conv_forward_onednn(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& other,
+                           IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
+                           int64_t groups, bool relu, PackedConvWeight* packed) {
+  const bool sum = other.defined();
   if (autograd::any_needs_grad({&x, &w, &b, &other}) || groups != 1) return Tensor();
   for (const Tensor* t : {&x, &w, &b, &other}) {
     if (t->defined() && (t->dtype() != kFloat32 || !t->device().is_cpu())) return Tensor();
   }
-  if (x.dim() != 4 || w.dim() != 4 || other.dim() != 4 || w.size(1) != x.size(1)) return Tensor();
+  if (x.dim() != 4 || w.dim() != 4 || w.size(1) != x.size(1)) return Tensor();
+  if (sum && other.dim() != 4) return Tensor();
   if (b.defined() && (b.dim() != 1 || b.size(0) != w.size(0) || !b.is_contiguous()))
     return Tensor();
   if (!(x.is_contiguous() || is_cl(x)) || !w.is_contiguous()) return Tensor();
@@ -132,21 +148,37 @@ Tensor fused_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Te
   if (!params_of(stride, padding, dilation, p)) return Tensor();
   const Shape out_size{x.size(0), w.size(0), conv_out_size(x.size(2), w.size(2), p, 0),
                        conv_out_size(x.size(3), w.size(3), p, 1)};
-  if (out_size[2] <= 0 || out_size[3] <= 0 || x.numel() == 0 || !other.sizes().equals(out_size))
-    return Tensor();
-  // The layout of relu(conv2d(x) + other): channels-last when either operand is.
+  if (out_size[2] <= 0 || out_size[3] <= 0 || x.numel() == 0) return Tensor();
+  if (sum && !other.sizes().equals(out_size)) return Tensor();
+  // The layout of the unfused ops' result: channels-last when an operand is.
   const MemoryFormat fmt =
-      is_cl(x) || is_cl(other) ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
+      is_cl(x) || (sum && is_cl(other)) ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
   Tensor out = make_tensor(out_size, kFloat32, kCPU, fmt);
-  auto prim = get_prim(x, w, b.defined(), out, p);
+  const std::string key = prim_key(x, w.sizes(), b.defined(), out, p, relu, sum);
+  auto prim = get_prim(key, x, w.sizes(), b.defined(), out, p, relu, sum);
   if (!prim->ok) return Tensor();
-  copy_into(out, other);  // the sum post-op accumulates the convolution into it
+  if (sum) copy_into(out, other);  // the sum post-op accumulates the convolution into it
   std::vector<Tensor> temps;
   std::unordered_map<int, memory> args;
   args.emplace(DNNL_ARG_SRC, in_layout(prim->xu, prim->xi, x.data_ptr(), true, temps));
-  args.emplace(DNNL_ARG_WEIGHTS, in_layout(prim->wu, prim->wi, w.data_ptr(), true, temps));
+  if (packed != nullptr && prim->wu != prim->wi) {
+    const void* data = w.data_ptr();
+    if (packed->key != key || packed->data != data || packed->version != w._version() ||
+        !packed->weight.defined()) {
+      std::vector<Tensor> fresh;
+      in_layout(prim->wu, prim->wi, w.data_ptr(), true, fresh);
+      packed->weight = fresh.back();
+      packed->key = key;
+      packed->data = data;
+      packed->version = w._version();
+      ++packed->packs;
+    }
+    args.emplace(DNNL_ARG_WEIGHTS, memory(prim->wi, onednn::engine(), packed->weight.data_ptr()));
+  } else {
+    args.emplace(DNNL_ARG_WEIGHTS, in_layout(prim->wu, prim->wi, w.data_ptr(), true, temps));
+  }
   if (b.defined()) args.emplace(DNNL_ARG_BIAS, memory(prim->bu, onednn::engine(), b.data_ptr()));
-  memory dst = in_layout(prim->yu, prim->yi, out.data_ptr(), true, temps);
+  memory dst = in_layout(prim->yu, prim->yi, out.data_ptr(), sum, temps);
   args.emplace(DNNL_ARG_DST, dst);
   auto& s = onednn::stream();
   prim->prim.execute(s, args);
@@ -158,7 +190,7 @@ Tensor fused_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Te
   return out;
 }
 
-}  // namespace
+}  // namespace jit::detail
 
 IGNIS_OP(conv2d_add_relu,
          "conv2d_add_relu(Tensor input, Tensor weight, Tensor? bias, Tensor other, "
@@ -173,7 +205,8 @@ Tensor conv2d_add_relu(const Tensor& x, const Tensor& w, const Tensor& b, const 
   IGNIS_DISPATCH(conv2d_add_relu, conv2d_add_relu, x, w, b, other, stride, padding, dilation,
                  groups);
   IGNIS_CHECK(other.defined(), "conv2d_add_relu: other is undefined");
-  Tensor fused = fused_forward(x, w, b, other, stride, padding, dilation, groups);
+  Tensor fused = jit::detail::conv_forward_onednn(x, w, b, other, stride, padding, dilation, groups,
+                                                  /*relu=*/true, nullptr);
   if (fused.defined()) return fused;
   return relu(add(conv2d(x, w, b, stride, padding, dilation, groups), other));
 }

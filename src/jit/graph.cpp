@@ -292,6 +292,7 @@ Executor::Executor(std::shared_ptr<const Graph> graph) : graph_(std::move(graph)
     Step s;
     s.op = n.op;
     if (n.outputs.size() == 1) s.direct = detail::find_direct(*n.op);
+    if (s.direct != nullptr) s.state = detail::make_direct_state(g, n);
     s.outputs = n.outputs;
     for (const Arg& a : n.args) {
       s.frame_values.push_back(a.kind == Arg::Kind::Tensor ? a.value : -1);
@@ -352,7 +353,7 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& in) {
     Step& s = steps_[i];
     const Node& n = g.nodes[i];
     if (s.direct != nullptr) {
-      env_[static_cast<size_t>(s.outputs[0])] = s.direct(n, env_);
+      env_[static_cast<size_t>(s.outputs[0])] = s.direct(n, env_, s.state.get());
       for (int v : s.release) env_[static_cast<size_t>(v)] = Tensor();
       continue;
     }
