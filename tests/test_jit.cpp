@@ -242,6 +242,10 @@ TEST(JitCompile, FrozenNeedsEvalModeAndMatchesEager) {
   expect_close(c->forward(x), y, 1e-4, 1e-4, "frozen resnet18");
   EXPECT_EQ(c->graph().count("batch_norm"), 0);
   EXPECT_GT(c->graph().count("conv2d_relu"), 0);
+  // The same with independent branches run concurrently (a ResNet's downsample branches).
+  auto cp = jit::compile(m, {.freeze = true, .parallel_branches = true});
+  cp->forward(x);
+  expect_close(cp->forward(x), y, 1e-4, 1e-4, "frozen resnet18, parallel branches");
 }
 
 // Training through a graph: the executor calls the ops' front ends, so autograd records as in
@@ -360,4 +364,63 @@ TEST(JitCompile, RetracesOnANewDevice) {
   EXPECT_TRUE(ym.sizes().equals(y.sizes()));
   EXPECT_TRUE(c->graph().values[static_cast<size_t>(c->graph().inputs[0])].device.is_meta());
   EXPECT_THAT(c->graph().str(), HasSubstr("graph(%x0 : float32[2, 1, 4, 4] @meta)"));
+}
+
+TEST(JitParallel, LevelsAndBarriers) {
+  Tensor a = randn({8, 8}), b = randn({8, 8});
+  jit::Graph g = jit::trace(
+      [&](const TensorList& in) {
+        Tensor l = in[0].matmul(a).relu();
+        Tensor r = in[0].matmul(b).relu();
+        Tensor s = l + r;
+        s.mul_(2);  // writes: a barrier
+        return TensorList{s.exp(), l.sigmoid()};
+      },
+      {randn({4, 8})});
+  EXPECT_EQ(op_names(g), (std::vector<std::string>{"matmul", "relu", "matmul", "relu", "add.Tensor",
+                                                   "mul_.Scalar", "exp", "sigmoid"}));
+  jit::Executor ex(std::make_shared<jit::Graph>(g), {.parallel_branches = true});
+  EXPECT_EQ(ex.levels(), (std::vector<std::vector<int>>{{0, 2}, {1, 3}, {4}, {5}, {6, 7}}));
+}
+
+TEST(JitParallel, BranchesRunConcurrentlyWithTheResultsAndGradientsOfSequential) {
+  manual_seed(13);
+  // Eight independent branches of small ops, as the lecture's independent computations.
+  std::vector<Tensor> ws;
+  for (int k = 0; k < 8; ++k) ws.push_back((randn({32, 32}) * 0.2).requires_grad_(true));
+  auto fn = [&](const TensorList& in) {
+    Tensor sum;
+    for (const Tensor& w : ws) {
+      Tensor h = in[0].matmul(w).tanh().matmul(w).sigmoid();
+      sum = sum.defined() ? sum + h : h;
+    }
+    return TensorList{sum};
+  };
+  std::vector<std::pair<std::string, Tensor>> named;
+  for (size_t k = 0; k < ws.size(); ++k) named.emplace_back("w" + std::to_string(k), ws[k]);
+  Tensor x = randn({16, 32});
+  auto g = std::make_shared<jit::Graph>(jit::trace(fn, {x}, named));
+  jit::Executor seq(g), par(g, {.parallel_branches = true});
+  EXPECT_EQ(par.levels()[0].size(), 8u);
+  for (Tensor& w : ws) w.set_grad(Tensor());
+  Tensor ys = seq.run({x})[0];
+  ys.sum().backward();
+  std::vector<Tensor> gs;
+  for (const Tensor& w : ws) gs.push_back(w.grad().clone());
+  for (Tensor& w : ws) w.set_grad(Tensor());
+  Tensor yp = par.run({x})[0];
+  EXPECT_TRUE(yp.requires_grad()) << "grad mode reaches the pool's threads";
+  EXPECT_TRUE(allclose(yp, ys, 1e-5, 1e-6));
+  yp.sum().backward();
+  for (size_t k = 0; k < ws.size(); ++k) EXPECT_TRUE(allclose(ws[k].grad(), gs[k], 1e-5, 1e-6));
+  {
+    NoGradGuard ng;  // and so does no-grad mode
+    EXPECT_FALSE(par.run({x})[0].requires_grad());
+  }
+  // An error inside a concurrent level reaches the caller.
+  auto broken = std::make_shared<jit::Graph>(*g);
+  for (size_t id = 0; id < broken->values.size(); ++id)
+    if (broken->values[id].name == "w3") broken->tensors[id] = randn({5, 5});
+  jit::Executor bad(broken, {.parallel_branches = true});
+  EXPECT_THAT(error_of([&] { bad.run({x}); }), HasSubstr("matmul"));
 }

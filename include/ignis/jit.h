@@ -134,13 +134,28 @@ class Graph {
 
 /// Runs a graph many times: prepares each node's boxed arguments once and frees each
 /// intermediate value after its last use. Not thread-safe: one Executor per thread.
+struct ExecutorOptions {
+  /// Runs independent nodes concurrently: the nodes of one level of the graph's dependency DAG
+  /// (none reads another's output) run on the OpenMP pool, one thread per node, each op then
+  /// single-threaded inside (ignis's loops and oneDNN do not open nested parallel regions), so
+  /// the cores are never oversubscribed. It pays for branches of small ops, which cannot use the
+  /// cores by themselves; a large op loses its own parallelism while it shares a level. Nodes
+  /// that write into a tensor or draw random numbers run alone, in order (barriers). Off by
+  /// default; with an interposer installed (profiler, tracer) nodes run in order.
+  bool parallel_branches = false;
+};
+
 class Executor {
  public:
-  explicit Executor(std::shared_ptr<const Graph> graph);
+  explicit Executor(std::shared_ptr<const Graph> graph, ExecutorOptions opts = {});
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
   const Graph& graph() const { return *graph_; }
+  /// The levels of the dependency DAG, in execution order: each the node indices that may run
+  /// together.
+  const std::vector<std::vector<int>>& levels() const { return levels_; }
 
  private:
+  void run_step(size_t i);
   struct Step {
     const op::Record* op;
     /// The op's front end called with the node's arguments unboxed (hot ops), else null.
@@ -153,7 +168,10 @@ class Executor {
     std::vector<int> release;  // values whose last use is this node
   };
   std::shared_ptr<const Graph> graph_;
+  ExecutorOptions opts_;
   std::vector<Step> steps_;
+  std::vector<std::vector<int>> levels_;
+  std::vector<std::vector<int>> level_release_;  // values freed after each level
   std::vector<Tensor> env_;
 };
 
@@ -217,6 +235,8 @@ Graph graph_from_json(std::string_view json, const std::map<std::string, Tensor>
 struct CompileOptions {
   /// Also run freeze() on each traced graph: only for eval-mode inference with fixed weights.
   bool freeze = false;
+  /// Run independent branches concurrently (ExecutorOptions::parallel_branches).
+  bool parallel_branches = false;
 };
 
 /// A module run through graphs: forward traces the wrapped module on the first call and on

@@ -274,7 +274,8 @@ std::vector<Tensor> CompiledModule::forward(const std::vector<Tensor>& inputs) {
     optimize(*g);
   }
   ++traces_;
-  auto ex = std::make_unique<Executor>(std::move(g));
+  auto ex = std::make_unique<Executor>(
+      std::move(g), ExecutorOptions{.parallel_branches = opts_.parallel_branches});
   last_ = ex.get();
   last_training_ = module_->is_training();
   cache_[key] = std::move(ex);

@@ -1,14 +1,20 @@
 // The graph IR: printing, invariants, editing helpers and the executor.
+#include <omp.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <exception>
 #include <sstream>
 #include <unordered_set>
 
+#include "core/op_call.h"
 #include "core/tensor_impl.h"
 #include "ignis/autograd.h"
 #include "ignis/error.h"
 #include "ignis/jit.h"
 #include "jit/direct.h"
 #include "jit/host_read.h"
+#include "jit/passes.h"
 
 namespace ignis::jit {
 
@@ -277,7 +283,8 @@ std::vector<Tensor> Graph::run(const std::vector<Tensor>& in) const {
 
 // ---- executor
 
-Executor::Executor(std::shared_ptr<const Graph> graph) : graph_(std::move(graph)) {
+Executor::Executor(std::shared_ptr<const Graph> graph, ExecutorOptions opts)
+    : graph_(std::move(graph)), opts_(opts) {
   const Graph& g = *graph_;
   g.lint();
   std::vector<int> last(g.values.size(), -1);
@@ -319,6 +326,85 @@ Executor::Executor(std::shared_ptr<const Graph> graph) : graph_(std::move(graph)
   env_.resize(g.values.size());
   for (size_t id = 0; id < g.values.size(); ++id)
     if (g.values[id].held()) env_[id] = g.tensors[id];
+  // Levels: a node runs one level after the latest of its inputs' producers; a node that
+  // writes into a tensor or draws random numbers is a barrier (alone in its level, after every
+  // earlier node and before every later one).
+  std::vector<int> level_of_value(g.values.size(), -1);
+  std::vector<int> level(g.nodes.size(), 0);
+  int floor = 0, top = -1;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    int l = floor;
+    for (int v : n.inputs()) l = std::max(l, level_of_value[static_cast<size_t>(v)] + 1);
+    if (!detail::is_pure(n)) {
+      l = top + 1;
+      floor = l + 1;
+    }
+    level[i] = l;
+    top = std::max(top, l);
+    for (int o : n.outputs) level_of_value[static_cast<size_t>(o)] = l;
+  }
+  levels_.assign(static_cast<size_t>(top + 1), {});
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    levels_[static_cast<size_t>(level[i])].push_back(static_cast<int>(i));
+  // Run by levels, a value is freed after the last level that reads it (a result nothing reads,
+  // after its own level).
+  std::vector<int> last_level(g.values.size(), -1);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    for (int v : g.nodes[i].inputs())
+      last_level[static_cast<size_t>(v)] = std::max(last_level[static_cast<size_t>(v)], level[i]);
+    for (int v : g.nodes[i].outputs)
+      last_level[static_cast<size_t>(v)] = std::max(last_level[static_cast<size_t>(v)], level[i]);
+  }
+  level_release_.assign(levels_.size(), {});
+  for (size_t id = 0; id < g.values.size(); ++id) {
+    if (keep[id] || last_level[id] < 0 || g.values[id].kind == ValueKind::Input) continue;
+    level_release_[static_cast<size_t>(last_level[id])].push_back(static_cast<int>(id));
+  }
+}
+
+void Executor::run_step(size_t i) {
+  const Graph& g = *graph_;
+  Step& s = steps_[i];
+  const Node& n = g.nodes[i];
+  if (s.direct != nullptr) {
+    env_[static_cast<size_t>(s.outputs[0])] = s.direct(n, env_, s.state.get());
+    return;
+  }
+  for (size_t k = 0; k < s.frame.size(); ++k) {
+    const Arg& a = n.args[k];
+    if (a.kind == Arg::Kind::Tensor) {
+      s.frame[k] =
+          a.value >= 0 ? op::IValue(env_[static_cast<size_t>(a.value)]) : op::IValue(Tensor());
+    } else if (a.kind == Arg::Kind::TensorList) {
+      std::vector<Tensor> list;
+      list.reserve(a.values.size());
+      for (int v : a.values) list.push_back(env_[static_cast<size_t>(v)]);
+      s.frame[k] = op::IValue(std::move(list));
+    }
+  }
+  std::vector<op::IValue> outs = s.op->boxed(op::IValueView(s.frame), *s.op);
+  size_t k = 0;
+  for (op::IValue& o : outs) {
+    if (o.is<Tensor>()) {
+      IGNIS_CHECK(k < s.outputs.size(), "graph: node ", i, " (", n.name(),
+                  ") returned more tensors than the graph records (", s.outputs.size(), ")");
+      env_[static_cast<size_t>(s.outputs[k++])] = o.get<Tensor>();
+    } else if (o.is<std::vector<Tensor>>()) {
+      for (const Tensor& t : o.get<std::vector<Tensor>>()) {
+        IGNIS_CHECK(k < s.outputs.size(), "graph: node ", i, " (", n.name(),
+                    ") returned more tensors than the graph records (", s.outputs.size(), ")");
+        env_[static_cast<size_t>(s.outputs[k++])] = t;
+      }
+    }
+  }
+  IGNIS_CHECK(k == s.outputs.size(), "graph: node ", i, " (", n.name(), ") returned ", k,
+              " tensors but the graph records ", s.outputs.size());
+  for (size_t a = 0; a < s.frame.size(); ++a) {
+    if (s.frame_values[a] >= 0 || n.args[a].kind == Arg::Kind::TensorList)
+      s.frame[a] = n.args[a].kind == Arg::Kind::TensorList ? op::IValue(std::vector<Tensor>())
+                                                           : op::IValue(Tensor());
+  }
 }
 
 std::vector<Tensor> Executor::run(const std::vector<Tensor>& in) {
@@ -349,49 +435,37 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& in) {
         }
     }
   } clear{this};
-  for (size_t i = 0; i < steps_.size(); ++i) {
-    Step& s = steps_[i];
-    const Node& n = g.nodes[i];
-    if (s.direct != nullptr) {
-      env_[static_cast<size_t>(s.outputs[0])] = s.direct(n, env_, s.state.get());
-      for (int v : s.release) env_[static_cast<size_t>(v)] = Tensor();
-      continue;
+  const bool parallel = opts_.parallel_branches && !op::detail::tls_state.interposing &&
+                        omp_get_max_threads() > 1 && !omp_in_parallel();
+  if (!parallel) {
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      run_step(i);
+      for (int v : steps_[i].release) env_[static_cast<size_t>(v)] = Tensor();
     }
-    for (size_t k = 0; k < s.frame.size(); ++k) {
-      const Arg& a = n.args[k];
-      if (a.kind == Arg::Kind::Tensor) {
-        s.frame[k] =
-            a.value >= 0 ? op::IValue(env_[static_cast<size_t>(a.value)]) : op::IValue(Tensor());
-      } else if (a.kind == Arg::Kind::TensorList) {
-        std::vector<Tensor> list;
-        list.reserve(a.values.size());
-        for (int v : a.values) list.push_back(env_[static_cast<size_t>(v)]);
-        s.frame[k] = op::IValue(std::move(list));
-      }
-    }
-    std::vector<op::IValue> outs = s.op->boxed(op::IValueView(s.frame), *s.op);
-    size_t k = 0;
-    for (op::IValue& o : outs) {
-      if (o.is<Tensor>()) {
-        IGNIS_CHECK(k < s.outputs.size(), "graph: node ", i, " (", n.name(),
-                    ") returned more tensors than the graph records (", s.outputs.size(), ")");
-        env_[static_cast<size_t>(s.outputs[k++])] = o.get<Tensor>();
-      } else if (o.is<std::vector<Tensor>>()) {
-        for (const Tensor& t : o.get<std::vector<Tensor>>()) {
-          IGNIS_CHECK(k < s.outputs.size(), "graph: node ", i, " (", n.name(),
-                      ") returned more tensors than the graph records (", s.outputs.size(), ")");
-          env_[static_cast<size_t>(s.outputs[k++])] = t;
+  } else {
+    const bool grad = is_grad_enabled();
+    for (size_t li = 0; li < levels_.size(); ++li) {
+      const std::vector<int>& level = levels_[li];
+      if (level.size() == 1) {
+        run_step(static_cast<size_t>(level[0]));
+      } else {
+        std::exception_ptr error;
+        const int nodes = static_cast<int>(level.size());
+#pragma omp parallel for schedule(dynamic, 1) num_threads(std::min(nodes, omp_get_max_threads()))
+        for (int k = 0; k < nodes; ++k) {
+          try {
+            AutoGradMode mode(grad);  // grad mode is per thread
+            run_step(static_cast<size_t>(level[static_cast<size_t>(k)]));
+          } catch (...) {
+#pragma omp critical(ignis_jit_executor_error)
+            if (!error) error = std::current_exception();
+          }
         }
+        if (error) std::rethrow_exception(error);
       }
+      // Freed once the whole level is done: a value may be read by several of its nodes.
+      for (int v : level_release_[li]) env_[static_cast<size_t>(v)] = Tensor();
     }
-    IGNIS_CHECK(k == s.outputs.size(), "graph: node ", i, " (", n.name(), ") returned ", k,
-                " tensors but the graph records ", s.outputs.size());
-    for (size_t a = 0; a < s.frame.size(); ++a) {
-      if (s.frame_values[a] >= 0 || n.args[a].kind == Arg::Kind::TensorList)
-        s.frame[a] = n.args[a].kind == Arg::Kind::TensorList ? op::IValue(std::vector<Tensor>())
-                                                             : op::IValue(Tensor());
-    }
-    for (int v : s.release) env_[static_cast<size_t>(v)] = Tensor();
   }
   std::vector<Tensor> result;
   result.reserve(g.outputs.size());
