@@ -186,6 +186,15 @@ TEST(JitZoo, EveryModelCompiledEqualsEager) {
     }
     jit::Graph g = jit::trace(m, {x});
     for (const jit::Node& n : g.nodes) EXPECT_NE(n.op, nullptr);
+    // The printed graph names every parameter and buffer the forward reads.
+    const std::string printed = g.str();
+    EXPECT_THAT(printed, HasSubstr("graph(%x0 : float32[2, 3, 32, 32]):"));
+    for (const auto& [name, t] : m->named_parameters())
+      EXPECT_THAT(printed, HasSubstr("%" + name + " : ")) << info.name;
+    for (const auto& [name, t] : m->named_buffers()) {
+      if (name.find("num_batches_tracked") == std::string::npos)
+        EXPECT_THAT(printed, HasSubstr("%" + name + " : ")) << info.name;
+    }
     NoGradGuard ng;
     EXPECT_TRUE(equal(g.run({x})[0], y)) << info.name << ": graph differs from eager";
     jit::freeze(g);
