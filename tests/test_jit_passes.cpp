@@ -309,3 +309,62 @@ TEST(JitRun, FrozenConvolutionsKeepTheirPackedWeightUntilItChanges) {
   }
   EXPECT_EQ(log.names[0], "conv2d");
 }
+
+TEST(JitMemoryPlan, BuffersByLivenessViewsShareTheirInputs) {
+  jit::Graph g = jit::trace(
+      [](const TensorList& in) {
+        Tensor a = in[0].exp();       // 0: buffer, read by 1 and (through b) by 2
+        Tensor b = a.view({16, 16});  // 1: a view of a
+        Tensor c = b * 2;             // 2: buffer
+        Tensor d = c.sigmoid();       // 3: buffer (a is dead by now)
+        return TensorList{d + 1};     // 4: buffer, the output
+      },
+      {ones({256})});
+  EXPECT_EQ(op_names(g), (Names{"exp", "view", "mul.Scalar", "sigmoid", "add.Scalar"}));
+  jit::MemoryPlan p = jit::plan_memory(g);
+  auto id = [&](const std::string& name) {
+    for (size_t v = 0; v < g.values.size(); ++v)
+      if (g.values[v].name == name) return static_cast<size_t>(v);
+    ADD_FAILURE() << name;
+    return size_t{0};
+  };
+  EXPECT_EQ(p.buffer_of[id("1")], static_cast<int>(id("0")));  // the view uses exp's buffer
+  EXPECT_EQ(p.offsets[id("1")], -1);
+  EXPECT_EQ(p.buffer_of[id("x0")], -1);
+  EXPECT_EQ(p.lifetime[id("0")], (std::pair<int, int>{0, 2}));  // read through the view by mul
+  EXPECT_EQ(p.lifetime[id("4")], (std::pair<int, int>{4, 5}));  // an output lives to the end
+  EXPECT_EQ(p.unplanned_bytes, 4 * 1024);                       // four 1 KiB buffers
+  EXPECT_EQ(p.peak_live_bytes, 2 * 1024);                       // never more than two at once
+  EXPECT_EQ(p.arena_bytes, 2 * 1024);
+}
+
+TEST(JitMemoryPlan, ResNetArenaHasNoOverlapAndReportsThePeaks) {
+  manual_seed(7);
+  auto m = models::resnet18({3, 32, 10});
+  m->eval();
+  jit::Graph g = jit::trace(m, {randn({2, 3, 32, 32})});
+  jit::freeze(g);
+  jit::MemoryPlan p = jit::plan_memory(g);
+  std::vector<size_t> buffers;
+  for (size_t v = 0; v < g.values.size(); ++v)
+    if (p.buffer_of[v] == static_cast<int>(v)) buffers.push_back(v);
+  auto bytes = [&](size_t v) {
+    int64_t n = 1;
+    for (int64_t d : g.values[v].sizes) n *= d;
+    return n * static_cast<int64_t>(element_size(g.values[v].dtype));
+  };
+  for (size_t a : buffers) {
+    EXPECT_GE(p.offsets[a], 0);
+    EXPECT_LE(p.offsets[a] + bytes(a), p.arena_bytes);
+    for (size_t b : buffers) {
+      if (a >= b) continue;
+      const auto &la = p.lifetime[a], &lb = p.lifetime[b];
+      if (la.second < lb.first || lb.second < la.first) continue;  // never alive together
+      const bool apart =
+          p.offsets[a] + bytes(a) <= p.offsets[b] || p.offsets[b] + bytes(b) <= p.offsets[a];
+      EXPECT_TRUE(apart) << g.values[a].name << " and " << g.values[b].name << " overlap";
+    }
+  }
+  EXPECT_LE(p.peak_live_bytes, p.arena_bytes);
+  EXPECT_LT(p.arena_bytes * 3, p.unplanned_bytes);
+}

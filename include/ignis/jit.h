@@ -217,6 +217,30 @@ void freeze(Graph& g);
 /// The safe passes for a graph that is still trained: CSE, DCE.
 void optimize(Graph& g);
 
+// ---- memory
+
+/// The memory of a graph's intermediate values (node results that own a buffer: a view or an
+/// in-place op's result shares its input's), by liveness: a buffer lives from the node that
+/// makes it to the last node that reads it or a view of it (graph outputs to the end).
+struct MemoryPlan {
+  /// Every intermediate buffer held until the end of the run (nothing freed).
+  int64_t unplanned_bytes = 0;
+  /// The most bytes alive at once when each buffer is freed after its last use (what the
+  /// executor does, through the caching allocator).
+  int64_t peak_live_bytes = 0;
+  /// The size of one arena holding every buffer at a fixed offset, buffers whose lifetimes do
+  /// not overlap sharing bytes (greedy placement, largest first).
+  int64_t arena_bytes = 0;
+  /// Per value id: its buffer's offset in the arena; -1 for values without a buffer of their own
+  /// (inputs, held values, views and in-place results).
+  std::vector<int64_t> offsets;
+  /// Per value id: the value whose buffer it uses (itself for a buffer; -1 when none).
+  std::vector<int> buffer_of;
+  /// Per value id: [first, last] node indices of its buffer's lifetime (-1 when none).
+  std::vector<std::pair<int, int>> lifetime;
+};
+MemoryPlan plan_memory(const Graph& g);
+
 // ---- save and load
 
 /// The graph format version this build writes and reads.
