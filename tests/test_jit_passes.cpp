@@ -368,3 +368,27 @@ TEST(JitMemoryPlan, ResNetArenaHasNoOverlapAndReportsThePeaks) {
   EXPECT_LE(p.peak_live_bytes, p.arena_bytes);
   EXPECT_LT(p.arena_bytes * 3, p.unplanned_bytes);
 }
+
+TEST(JitPasses, ResultsWrittenLaterAreNeitherMergedNorFolded) {
+  Tensor c = full({4}, 2.0);
+  jit::Graph g = jit::trace(
+      [&](const TensorList& in) {
+        Tensor a = in[0].exp();
+        Tensor b = in[0].exp();  // equal to a, but a is written below
+        a.view({2, 2}).add_(1);  // through a view
+        Tensor k = c.mul(3);     // constants only, but written below
+        k.add_(in[0]);
+        return TensorList{a, b, k};
+      },
+      {ones({4})});
+  Tensor x = full({4}, 0.5);
+  TensorList before = g.run({x});
+  EXPECT_EQ(jit::eliminate_common_subexpressions(g), 0);
+  EXPECT_EQ(jit::fold_constants(g), 0);
+  EXPECT_EQ(g.count("exp"), 2);
+  EXPECT_EQ(g.count("mul.Scalar"), 1);
+  for (int run = 0; run < 2; ++run) {  // each run computes k afresh
+    TensorList after = g.run({x});
+    for (size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(equal(after[i], before[i])) << i;
+  }
+}

@@ -150,6 +150,38 @@ std::vector<int> producers(const Graph& g) {
   return p;
 }
 
+// Values whose memory some node writes into: the inputs of writing nodes, and, back through
+// views and in-place results (schema returns "Tensor(a)", "Tensor(a!)"), the values they alias.
+std::vector<char> written_values(const Graph& g) {
+  std::vector<char> w(g.values.size(), 0);
+  for (const Node& n : g.nodes)
+    if (writes_inputs(n))
+      for (int v : n.inputs()) w[static_cast<size_t>(v)] = 1;
+  for (size_t i = g.nodes.size(); i-- > 0;) {
+    const Node& n = g.nodes[i];
+    bool alias_written = false;
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      const auto& rets = n.op->schema.returns;
+      const std::string& r = k < rets.size() ? rets[k] : rets.back();
+      alias_written |= r.find("(a") != std::string::npos && w[static_cast<size_t>(n.outputs[k])];
+    }
+    if (!alias_written) continue;
+    for (const Arg& a : n.args) {
+      if (a.kind == Arg::Kind::Tensor && a.value >= 0) {
+        w[static_cast<size_t>(a.value)] = 1;
+        break;
+      }
+    }
+  }
+  return w;
+}
+
+bool any_output_written(const Node& n, const std::vector<char>& written) {
+  for (int o : n.outputs)
+    if (written[static_cast<size_t>(o)]) return true;
+  return false;
+}
+
 void erase_nodes(Graph& g, const std::vector<char>& dead) {
   std::vector<Node> kept;
   kept.reserve(g.nodes.size());
@@ -188,6 +220,7 @@ int eliminate_dead_code(Graph& g) {
 int eliminate_common_subexpressions(Graph& g) {
   std::unordered_map<std::string, size_t> seen;
   std::vector<char> dead(g.nodes.size(), 0);
+  const std::vector<char> written = written_values(g);
   int merged = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     Node& n = g.nodes[i];
@@ -196,7 +229,8 @@ int eliminate_common_subexpressions(Graph& g) {
       if (writes_inputs(n)) seen.clear();
       continue;
     }
-    if (n.op->kind == "factory") continue;  // fresh tensors (a caller may write into them)
+    if (n.op->kind == "factory") continue;         // fresh tensors (a caller may write into them)
+    if (any_output_written(n, written)) continue;  // two results, one of them written later
     std::string key = n.name();
     for (const Arg& a : n.args) {
       key += '|';
@@ -234,17 +268,15 @@ int freeze_parameters(Graph& g) {
 }
 
 int fold_constants(Graph& g) {
-  // A constant that some node writes into is not a constant of the run.
-  std::vector<char> written(g.values.size(), 0);
-  for (const Node& n : g.nodes)
-    if (writes_inputs(n))
-      for (int v : n.inputs()) written[static_cast<size_t>(v)] = 1;
+  // A constant that some node writes into is not a constant of the run; nor is a result that is
+  // written later (each run must compute it afresh).
+  std::vector<char> written = written_values(g);
   NoGradGuard no_grad;
   std::vector<char> dead(g.nodes.size(), 0);
   int folded = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     Node& n = g.nodes[i];
-    if (!is_pure(n) || n.op->kind == "random") continue;
+    if (!is_pure(n) || n.op->kind == "random" || any_output_written(n, written)) continue;
     bool all_const = true;
     for (int v : n.inputs()) all_const &= is_constant(g, v) && !written[static_cast<size_t>(v)];
     if (!all_const) continue;
