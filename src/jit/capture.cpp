@@ -161,10 +161,10 @@ class GraphTracer final : public op::Interposer, public detail::HostReadHook {
 // Installs the tracer's host-read hook for a scope.
 class HostReadGuard {
  public:
-  explicit HostReadGuard(detail::HostReadHook* h) : prev_(detail::host_read_hook()) {
-    detail::host_read_hook() = h;
+  explicit HostReadGuard(detail::HostReadHook* h) : prev_(detail::tls_host_read_hook) {
+    detail::tls_host_read_hook = h;
   }
-  ~HostReadGuard() { detail::host_read_hook() = prev_; }
+  ~HostReadGuard() { detail::tls_host_read_hook = prev_; }
   HostReadGuard(const HostReadGuard&) = delete;
   HostReadGuard& operator=(const HostReadGuard&) = delete;
 

@@ -19,10 +19,8 @@
 namespace ignis::jit {
 
 namespace detail {
-HostReadHook*& host_read_hook() {
-  static thread_local HostReadHook* hook = nullptr;
-  return hook;
-}
+thread_local constinit HostReadHook* tls_host_read_hook __attribute__((tls_model("initial-exec"))) =
+    nullptr;
 }  // namespace detail
 
 std::string_view value_kind_name(ValueKind k) {
