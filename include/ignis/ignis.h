@@ -3,6 +3,7 @@
 
 #include "ignis/allocator.h"
 #include "ignis/autograd.h"
+#include "ignis/checkpoint.h"
 #include "ignis/conv.h"
 #include "ignis/data.h"
 #include "ignis/data/cifar.h"
