@@ -270,3 +270,22 @@ TEST(JitCli, IgnisRunEqualsTheModel) {
   EXPECT_EQ(rc5, 1);
   EXPECT_THAT(out5, HasSubstr("not an ignis graph file"));
 }
+
+TEST(JitSave, AFailedSaveLeavesThePreviousFile) {
+  TempDir dir("ignis-jit");
+  auto m = models::mlp({1, 4, 3}, {5});
+  m->eval();
+  Tensor x = randn({2, 16});
+  jit::Graph g = jit::trace(m, {x});
+  g.save(dir.file("m.ignis"));
+  jit::Graph broken = g;
+  broken.outputs[0] = 12345;
+  EXPECT_THAT(error_of([&] { broken.save(dir.file("m.ignis")); }),
+              HasSubstr("the graph's return refers to value 12345"));
+  NoGradGuard ng;
+  EXPECT_TRUE(equal(jit::load(dir.file("m.ignis")).run({x})[0], m->forward(x)));
+  // Nothing else was left in the directory (no temporary file).
+  int files = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path)) ++files;
+  EXPECT_EQ(files, 1);
+}
