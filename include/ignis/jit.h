@@ -132,8 +132,6 @@ class Graph {
   void compact();
 };
 
-/// Runs a graph many times: prepares each node's boxed arguments once and frees each
-/// intermediate value after its last use. Not thread-safe: one Executor per thread.
 struct ExecutorOptions {
   /// Runs independent nodes concurrently: the nodes of one level of the graph's dependency DAG
   /// (none reads another's output) run on the OpenMP pool, one thread per node, each op then
@@ -145,6 +143,9 @@ struct ExecutorOptions {
   bool parallel_branches = false;
 };
 
+/// Runs a graph many times: prepares each node's arguments once (hot ops are called unboxed,
+/// frozen convolutions keep their weights pre-packed), frees each intermediate value after its
+/// last use. Not thread-safe: one Executor per thread.
 class Executor {
  public:
   explicit Executor(std::shared_ptr<const Graph> graph, ExecutorOptions opts = {});
@@ -176,16 +177,16 @@ class Executor {
 };
 
 /// Traces fn(example_inputs): records the registry ops it calls (at the top level; an op's inner
-/// calls belong to it) as a graph. `named` names held tensors (parameters, buffers); other
-/// tensors it reads become constants. Throws, naming the op, when the function reads tensor
+/// calls belong to it) as a graph. `parameters` and `buffers` name the held tensors they list;
+/// other tensors it reads become constants. Throws, naming the op, when the function reads tensor
 /// data on the host (item(), data_ptr() of a traced value, an op returning a host value such as
 /// equal, an op whose output shape depends on values such as nonzero).
 Graph trace(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn,
             const std::vector<Tensor>& example_inputs,
             const std::vector<std::pair<std::string, Tensor>>& parameters = {},
             const std::vector<std::pair<std::string, Tensor>>& buffers = {});
-/// Traces module->forward on one input (or more, through `fn`), naming its parameters and
-/// buffers by their dotted names (named_parameters(), named_buffers()). The graph shares the
+/// Traces module->forward on its one input, naming the module's parameters and buffers by their
+/// dotted names (named_parameters(), named_buffers()). The graph shares the
 /// module's tensors: an optimizer step on the module is seen by the graph.
 Graph trace(const std::shared_ptr<nn::Module>& module, const std::vector<Tensor>& example_inputs);
 
@@ -207,14 +208,16 @@ int fold_constants(Graph& g);
 /// convolution's output feeds only the batch norm and both read constants.
 int fold_batch_norm(Graph& g);
 /// conv2d -> relu and linear -> relu (the relu the only use) become conv2d_relu / linear_relu
-/// (oneDNN's post-op for the convolution; the relu in place on the product for linear); a
-/// linear without bias followed by the add of a constant vector takes it as its bias.
+/// (oneDNN's post-op for the convolution; the relu in place on the product for linear);
+/// conv2d -> add -> relu (a residual block's end) becomes conv2d_add_relu (oneDNN's sum and
+/// relu post-ops); a linear without bias followed by the add of a constant vector takes it as
+/// its bias.
 int fuse_ops(Graph& g);
 
 /// Inference freeze (torch.jit.freeze): freeze_parameters, fold_batch_norm, fold_constants,
 /// fuse_ops, CSE and DCE. The graph's results are those of the module in eval mode.
 void freeze(Graph& g);
-/// The safe passes for a graph that is still trained: CSE, DCE.
+/// The passes that keep a graph trainable: CSE, fuse_ops, DCE.
 void optimize(Graph& g);
 
 // ---- memory
