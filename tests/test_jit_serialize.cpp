@@ -271,6 +271,31 @@ TEST(JitCli, IgnisRunEqualsTheModel) {
   EXPECT_THAT(out5, HasSubstr("not an ignis graph file"));
 }
 
+TEST(JitCli, IgnisRunTakesInputsByNameAndWritesEveryOutput) {
+  const std::string ignis = ignis_program();
+  if (ignis.empty()) GTEST_SKIP() << "the ignis program is not built";
+  TempDir dir("ignis-jit");
+  Tensor w = randn({3, 4});
+  jit::Graph g = jit::trace(
+      [&](const TensorList& in) {
+        return TensorList{linear(in[0], w) + in[1], in[1].sum({0})};
+      },
+      {randn({2, 4}), randn({2, 3})});
+  g.save(dir.file("two.ignis"));
+  Tensor a = randn({2, 4}), b = randn({2, 3});
+  save_safetensors(dir.file("in.safetensors"), {{"x1", b}, {"x0", a}});  // any order
+  auto [rc, out] =
+      shell(ignis + " run " + dir.file("two.ignis") + " --input " + dir.file("in.safetensors") +
+            " --output " + dir.file("out.safetensors") + " --print-graph");
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_THAT(out, HasSubstr("graph(%x0 : float32[2, 4], %x1 : float32[2, 3]):"));
+  EXPECT_THAT(out, HasSubstr("output1: float32 [3]"));
+  SafetensorsFile r = load_safetensors(dir.file("out.safetensors"));
+  TensorList expected = g.run({a, b});
+  EXPECT_TRUE(equal(r.at("output0"), expected[0]));
+  EXPECT_TRUE(equal(r.at("output1"), expected[1]));
+}
+
 TEST(JitSave, AFailedSaveLeavesThePreviousFile) {
   TempDir dir("ignis-jit");
   auto m = models::mlp({1, 4, 3}, {5});
