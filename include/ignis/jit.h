@@ -270,7 +270,8 @@ struct CompileOptions {
 /// every call whose inputs differ in shape, dtype or device from every graph it holds (or when
 /// train()/eval() changed), like torch.compile(dynamic=False); otherwise it runs the graph it
 /// traced for that signature. Parameters are the wrapped module's, so optimizers and fit see
-/// them, and the graph's ops record autograd as eager ones do.
+/// them, and the graph's ops record autograd as eager ones do. Not thread-safe: one thread
+/// calls forward at a time (its executors own their runs' value tables).
 class CompiledModule : public nn::Module {
  public:
   CompiledModule(std::shared_ptr<nn::Module> module, CompileOptions opts);
