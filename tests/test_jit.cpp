@@ -433,3 +433,27 @@ TEST(JitParallel, BranchesRunConcurrentlyWithTheResultsAndGradientsOfSequential)
   jit::Executor bad(broken, {.parallel_branches = true});
   EXPECT_THAT(error_of([&] { bad.run({x}); }), HasSubstr("matmul"));
 }
+
+TEST(JitTrace, HostReadsOfConstantsAreAllowedUnseenWritesAreNot) {
+  // A value computed from constants alone is the same at every run: reading it is fine.
+  Tensor c = full({3}, 2.0);
+  jit::Graph g = jit::trace(
+      [&](const TensorList& in) {
+        const double scale = c.sum().item<double>();  // 6, baked into the graph
+        return TensorList{in[0] * scale};
+      },
+      {ones({2})});
+  EXPECT_THAT(g.str(), HasSubstr("mul.Scalar(%x0, other=6"));
+  EXPECT_EQ(vals(g.run({full({2}, 0.5)})[0]), (std::vector<double>{3, 3}));
+  // A write through code outside the registry would be missing from the graph: refused.
+  EXPECT_THAT(error_of([&] {
+                jit::trace(
+                    [](const TensorList& in) {
+                      Tensor y = in[0].clone();
+                      y.index_put_({Slice(), tensor(std::vector<int64_t>{0})}, 5.0);
+                      return TensorList{y + 1};
+                    },
+                    {ones({2, 2})});
+              }),
+              HasSubstr("jit::trace: %0 was written in place by code the tracer does not see"));
+}

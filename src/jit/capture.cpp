@@ -2,6 +2,7 @@
 // reads) and jit::compile's guarded cache of traced graphs.
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/tensor_impl.h"
 #include "ignis/autograd.h"
@@ -64,10 +65,20 @@ class GraphTracer final : public op::Interposer, public detail::HostReadHook {
       return;
     }
     const std::string name = call.op.schema.full_name();
-    IGNIS_CHECK(!returns_host_value(call.op), "jit::trace: ", name, " returns a host value (",
-                call.op.schema.returns.empty() ? "" : call.op.schema.returns[0],
-                "): the traced function reads tensor data on the host, and a graph cannot depend "
-                "on tensor values");
+    // Writes the tracer has not seen (code outside the registry) would be missing in the graph.
+    const std::vector<Tensor> args = call.input_tensors();
+    for (const Tensor& t : args) check_unseen_write(t);
+    bool dynamic = call.op.kind == "random";  // a fresh draw on every run
+    for (const Tensor& t : args) dynamic = dynamic || is_dynamic(t);
+    if (returns_host_value(call.op)) {
+      // A host value computed from constants alone is a constant: the call is not recorded.
+      IGNIS_CHECK(!dynamic, "jit::trace: ", name, " returns a host value (",
+                  call.op.schema.returns.empty() ? "" : call.op.schema.returns[0],
+                  "): the traced function reads tensor data on the host, and a graph cannot "
+                  "depend on tensor values");
+      next();
+      return;
+    }
     Node n;
     n.op = &call.op;
     for (size_t i = 0; i < call.args.size(); ++i) {
@@ -97,12 +108,43 @@ class GraphTracer final : public op::Interposer, public detail::HostReadHook {
       // A new SSA value even for an in-place op's result (self after the write).
       n.outputs.push_back(new_value(ValueKind::Result, std::to_string(results_++), out, false));
       producer_[n.outputs.back()] = name;
+      if (dynamic) dynamic_.insert(n.outputs.back());
     }
+    for (const Tensor& t : args) note_version(t);  // the op may have written its inputs
     g_.nodes.push_back(std::move(n));
   }
 
+  /// Throws when `t`'s storage was written since the tracer last saw it, by code outside the
+  /// registry (a graph would not repeat the write).
+  void check_unseen_write(const Tensor& t) {
+    if (!t.defined()) return;
+    auto it = versions_.find(t.impl()->storage().get());
+    if (it == versions_.end() || it->second == t.impl()->version()) return;
+    auto id = ids_.find(t.impl());
+    IGNIS_CHECK(false, "jit::trace: ",
+                id != ids_.end() ? "%" + g_.values[static_cast<size_t>(id->second)].name
+                                 : std::string("a tensor"),
+                " was written in place by code the tracer does not see (not a registry op, such "
+                "as Tensor::index_put_ with a TensorIndex list); the graph would miss the write "
+                "(use index_put / scatter ops)");
+  }
+
+  void note_version(const Tensor& t) {
+    if (t.defined()) versions_[t.impl()->storage().get()] = t.impl()->version();
+  }
+
+  /// Whether `t` depends on the graph's inputs, parameters, buffers or random draws (a value
+  /// that can change between runs); constants and results computed from them alone do not.
+  bool is_dynamic(const Tensor& t) const {
+    if (!t.defined()) return false;
+    auto it = ids_.find(t.impl());
+    if (it != ids_.end()) return dynamic_.count(it->second) > 0;
+    return named_.count(t.impl()) > 0;
+  }
+
   void on_host_read(const Tensor& t, const char* what) override {
-    if (depth_ > 0) return;  // an op reading its own operands (a documented sync point)
+    if (depth_ > 0) return;      // an op reading its own operands (a documented sync point)
+    if (!is_dynamic(t)) return;  // a constant, or computed from constants: fixed at every run
     auto it = ids_.find(t.impl());
     std::string which;
     if (it != ids_.end()) {
@@ -143,6 +185,9 @@ class GraphTracer final : public op::Interposer, public detail::HostReadHook {
     v.device = t.device();
     const int id = g_.add_value(std::move(v), held ? t : Tensor());
     ids_[t.impl()] = id;
+    if (kind == ValueKind::Input || kind == ValueKind::Parameter || kind == ValueKind::Buffer)
+      dynamic_.insert(id);
+    note_version(t);
     alive_.push_back(t);  // so that no later tensor reuses this one's address while tracing
     return id;
   }
@@ -155,6 +200,8 @@ class GraphTracer final : public op::Interposer, public detail::HostReadHook {
   std::unordered_map<const TensorImpl*, int> ids_;
   std::unordered_map<const TensorImpl*, std::pair<std::string, ValueKind>> named_;
   std::unordered_map<int, std::string> producer_;
+  std::unordered_set<int> dynamic_;
+  std::unordered_map<const StorageImpl*, uint32_t> versions_;  // as last seen by the tracer
   std::vector<Tensor> alive_;
 };
 
@@ -188,6 +235,7 @@ Graph trace_impl(const std::function<std::vector<Tensor>(const std::vector<Tenso
   }
   for (const Tensor& o : outs) {
     IGNIS_CHECK(o.defined(), "jit::trace: the traced function returned an undefined tensor");
+    tracer.check_unseen_write(o);
     g.outputs.push_back(tracer.value_of(o));
   }
   g.lint();
