@@ -445,6 +445,19 @@ TEST(JitTrace, HostReadsOfConstantsAreAllowedUnseenWritesAreNot) {
       {ones({2})});
   EXPECT_THAT(g.str(), HasSubstr("mul.Scalar(%x0, other=6"));
   EXPECT_EQ(vals(g.run({full({2}, 0.5)})[0]), (std::vector<double>{3, 3}));
+  // Host data written into a fresh tensor: the graph holds that tensor as a constant.
+  jit::Graph filled = jit::trace(
+      [](const TensorList& in) {
+        Tensor t = empty({2});
+        float* p = t.data_ptr<float>();
+        p[0] = 1;
+        p[1] = 2;
+        return TensorList{in[0] + t};
+      },
+      {ones({2})});
+  jit::eliminate_dead_code(filled);
+  EXPECT_EQ(filled.count("empty"), 0) << filled.str();
+  EXPECT_EQ(vals(filled.run({full({2}, 10.0)})[0]), (std::vector<double>{11, 12}));
   // A write through code outside the registry would be missing from the graph: refused.
   EXPECT_THAT(error_of([&] {
                 jit::trace(

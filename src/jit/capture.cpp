@@ -143,8 +143,20 @@ class GraphTracer final : public op::Interposer, public detail::HostReadHook {
   }
 
   void on_host_read(const Tensor& t, const char* what) override {
-    if (depth_ > 0) return;      // an op reading its own operands (a documented sync point)
-    if (!is_dynamic(t)) return;  // a constant, or computed from constants: fixed at every run
+    if (depth_ > 0) return;  // an op reading its own operands (a documented sync point)
+    if (!is_dynamic(t)) {
+      // Computed from constants: the same at every run, so reading it is fine. data_ptr() may
+      // also write (host data into a fresh `empty` tensor): from here on the graph uses the
+      // tensor itself, as a constant, rather than recomputing it.
+      auto it = ids_.find(t.impl());
+      if (std::string_view(what) == "data_ptr" && it != ids_.end() &&
+          g_.values[static_cast<size_t>(it->second)].kind == ValueKind::Result) {
+        std::string name = "c";
+        name += std::to_string(constants_++);
+        new_value(ValueKind::Constant, std::move(name), t, true);
+      }
+      return;
+    }
     auto it = ids_.find(t.impl());
     std::string which;
     if (it != ids_.end()) {
