@@ -6,7 +6,7 @@ endif()
 add_test(NAME cli_help COMMAND ignis_cli --help)
 set_tests_properties(cli_help PROPERTIES PASS_REGULAR_EXPRESSION "usage: ignis COMMAND")
 # `ignis COMMAND --help` prints that command's usage on stdout and exits with 0.
-foreach(cmd bench train eval fetch)
+foreach(cmd bench train eval fetch run)
   add_test(NAME cli_help_${cmd} COMMAND ignis_cli ${cmd} --help)
   set_tests_properties(cli_help_${cmd} PROPERTIES PASS_REGULAR_EXPRESSION "usage: ignis ${cmd}")
 endforeach()
@@ -17,7 +17,7 @@ set_tests_properties(cli_models PROPERTIES PASS_REGULAR_EXPRESSION
 add_test(NAME cli_version COMMAND ignis_cli version)
 set_tests_properties(cli_version PROPERTIES PASS_REGULAR_EXPRESSION "ignis [0-9]+\\.[0-9]+")
 foreach(bad "frobnicate" "bench;no_such_workload" "bench;op_overhead;--bogus"
-            "bench;op_overhead;--threads;x" "bench")
+            "bench;op_overhead;--threads;x" "bench" "run" "run;m.ignis;--input;x.safetensors")
   string(REPLACE ";" "_" name "cli_usage_error_${bad}")
   # The program's exit status must be exactly 2 (usage error) and the usage printed.
   add_test(NAME ${name}

@@ -53,6 +53,12 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& b = {},
 /// with its saved output before the convolution's backward.
 Tensor conv2d_relu(const Tensor& x, const Tensor& w, const Tensor& b = {}, IntArrayRef stride = {1},
                    IntArrayRef padding = {0}, IntArrayRef dilation = {1}, int64_t groups = 1);
+/// relu(conv2d(x, w, b, ...) + other), the end of a residual block (what graph mode's fuse_ops
+/// makes of conv2d -> add -> relu). Without autograd, float32 with `other` of the output's shape
+/// runs as one oneDNN convolution with a sum and a relu post-op; otherwise it is the composite.
+Tensor conv2d_add_relu(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& other,
+                       IntArrayRef stride = {1}, IntArrayRef padding = {0},
+                       IntArrayRef dilation = {1}, int64_t groups = 1);
 
 // ---- pooling (x [N, C, H, W] or [C, H, W]; an empty stride means stride =
 // kernel)

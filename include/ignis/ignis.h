@@ -3,6 +3,7 @@
 
 #include "ignis/allocator.h"
 #include "ignis/autograd.h"
+#include "ignis/checkpoint.h"
 #include "ignis/conv.h"
 #include "ignis/data.h"
 #include "ignis/data/cifar.h"
@@ -12,6 +13,7 @@
 #include "ignis/dtype.h"
 #include "ignis/error.h"
 #include "ignis/generator.h"
+#include "ignis/jit.h"
 #include "ignis/models.h"
 #include "ignis/nn.h"
 #include "ignis/nn/parallel.h"

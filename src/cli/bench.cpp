@@ -29,6 +29,8 @@ constexpr Workload kWorkloads[] = {
      &bench_mnist_lenet},
     {"train_step", "SGD steps of a zoo model on synthetic data (--model, --batch, ...)",
      &bench_train_step},
+    {"jit_inference", "a zoo model's inference eager and as a frozen graph (--model, --batch)",
+     &bench_jit_inference},
     {"allreduce", "all-reduce of 4 KB..256 MB under mpirun: MPI's vs ignis's ring (algbw, busbw)",
      &bench_allreduce},
     {"ddp_mnist_mlp",
@@ -45,16 +47,16 @@ std::string bench_usage() {
     std::string name = w.name;
     s += "  " + name + std::string(name.size() < 14 ? 14 - name.size() : 1, ' ') + w.summary + "\n";
   }
-  s += "  all           every workload above but the training ones (mnist_*, train_step)\n"
-       "                and the distributed ones (allreduce, ddp_mnist_mlp: run them under\n"
-       "                mpirun -np N)\n\n"
+  s += "  all           every workload above but the training ones (mnist_*, train_step),\n"
+       "                jit_inference and the distributed ones (allreduce, ddp_mnist_mlp:\n"
+       "                run them under mpirun -np N)\n\n"
        "options:\n"
        "  --threads T   intra-op threads (ignis::set_num_threads); default: the OpenMP default\n"
        "  --repeat R    timed batches per measurement, the median is reported (default 7)\n"
        "  --data DIR    mnist_mlp, mnist_lenet, ddp_mnist_mlp: the MNIST IDX files\n"
        "                (default data/mnist)\n"
-       "  --model NAME  train_step: the zoo model (default resnet18)\n"
-       "  --batch B     train_step: the batch size (default 32)\n"
+       "  --model NAME  train_step: the zoo model (default resnet18); jit_inference: (resnet50)\n"
+       "  --batch B     train_step: the batch size (default 32); jit_inference: (1)\n"
        "  --image-size S, --classes C   train_step: the input size and classes (default: the\n"
        "                model's natural ones, e.g. 224 and 1000 for resnet18; `ignis models`)\n"
        "  --max-bytes B allreduce: the largest buffer (default 268435456)\n"
@@ -153,7 +155,7 @@ int bench_main(const Args& args) {
     // The training workloads take seconds to minutes and need data: run only when named.
     const std::string n = w.name;
     const bool heavy = n == "mnist_mlp" || n == "mnist_lenet" || n == "train_step" ||
-                       n == "allreduce" || n == "ddp_mnist_mlp";
+                       n == "allreduce" || n == "ddp_mnist_mlp" || n == "jit_inference";
     if (workload == w.name || (workload == "all" && !heavy)) selected.push_back(&w);
   }
   if (selected.empty()) throw UsageError("unknown workload '" + workload + "'", usage);

@@ -46,6 +46,7 @@ void bench_mnist_lenet(const BenchOptions& opts);
 void bench_train_step(const BenchOptions& opts);
 void bench_allreduce(const BenchOptions& opts);
 void bench_ddp_mnist_mlp(const BenchOptions& opts);
+void bench_jit_inference(const BenchOptions& opts);  // bench_jit.cpp
 
 // ---- timing
 

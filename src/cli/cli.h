@@ -42,5 +42,6 @@ int64_t parse_int(const std::string& option, const std::string& value, int64_t l
 
 // ---- subcommands
 int bench_main(const Args& args);
+int run_main(const Args& args);  // cli/run.cpp
 
 }  // namespace ignis::cli

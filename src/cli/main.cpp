@@ -28,6 +28,8 @@ constexpr Command kCommands[] = {
     {"train", "--model NAME --dataset NAME [OPTIONS]", "train a model from the zoo", &train_main},
     {"eval", "--model NAME --dataset NAME --load PATH", "evaluate saved weights", &eval_main},
     {"fetch", "mnist [--dir DIR]", "download a data set (checks sha256)", &fetch_main},
+    {"run", "MODEL.ignis --input X.safetensors --output Y.safetensors",
+     "run a saved graph (jit::Graph::save) with no model source", &run_main},
     {"models", "", "list the model zoo with parameter counts", &models_main},
     {"ops", "[NAME]", "list the registered ops with their schemas", &ops_main},
     {"version", "", "print the versions of ignis and its libraries", &version_main},

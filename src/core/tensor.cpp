@@ -7,6 +7,7 @@
 #include "core/tensor_impl.h"
 #include "core/warn_once.h"
 #include "ignis/ops.h"
+#include "jit/host_read.h"
 
 namespace ignis {
 
@@ -78,6 +79,7 @@ void* Tensor::data_ptr() const {
   check_defined(*this, "data_ptr");
   IGNIS_CHECK(!device().is_meta(), "data_ptr: a meta tensor (shape ", sizes(), ", ", dtype(),
               ") has no data to read or write");
+  jit::detail::notify_host_read(*this, "data_ptr");
   return impl_->data();
 }
 uint32_t Tensor::_version() const { return impl_->version(); }
@@ -90,6 +92,7 @@ Scalar Tensor::item() const {
   IGNIS_CHECK(!device().is_meta(), "item: a meta tensor has no value to read (shape ", sizes(),
               ", ", dtype(), ")");
   IGNIS_CHECK(device().is_cpu(), "item: tensor on ", device().str(), "; copy it to the CPU first");
+  jit::detail::notify_host_read(*this, "item");
   const char* p = impl_->data();
   switch (dtype()) {
     case DType::Bool: return Scalar(*reinterpret_cast<const bool*>(p));

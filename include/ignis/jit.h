@@ -1,0 +1,301 @@
+// Graph mode: trace a module or function into a graph of registry ops, optimise it with passes,
+// run it, save it to one file and load it back without the model's source.
+//
+//   auto model = models::mlp();
+//   model->eval();
+//   jit::Graph g = jit::trace(model, {x});      // SSA values, nodes = registry ops
+//   std::cout << g.str();                       // one line per node, like torch.fx
+//   jit::freeze(g);                             // fold batch norm, fuse conv/linear + relu, DCE
+//   TensorList y = g.run({x});
+//   g.save("mlp.ignis");                        // graph + weights, one safetensors file
+//   jit::Graph again = jit::load("mlp.ignis");  // validated as untrusted input
+//
+//   auto fast = jit::compile(model);            // an nn::Module: traces on the first call,
+//   Tensor out = fast->forward(x);              // re-traces when a shape/dtype/device changes
+//
+// The graph holds the traced function's ops only: Python-like control flow on tensor values
+// is frozen at trace time, and reading a tensor on the host while tracing (item(), an op whose
+// output shape depends on values) is refused. docs/graph-mode.md describes the IR, the passes
+// and the file format.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ignis/nn/module.h"
+#include "ignis/op_registry.h"
+#include "ignis/tensor.h"
+
+namespace ignis::jit {
+
+/// What a value of the graph is.
+enum class ValueKind {
+  Input,      // a graph input, "%x0"
+  Parameter,  // a module parameter, by its dotted name: "%fc1.weight"
+  Buffer,     // a module buffer: "%bn1.running_mean"
+  Constant,   // any other tensor the code did not compute with an op: "%c0"
+  Result,     // the output of a node: "%3"
+};
+std::string_view value_kind_name(ValueKind k);
+
+/// An SSA value: defined once (as an input, a held tensor, or by one node), with its traced
+/// shape, dtype and device.
+struct Value {
+  ValueKind kind = ValueKind::Result;
+  std::string name;  // printed with a leading '%'
+  Shape sizes;
+  DType dtype = DType::Float32;
+  Device device = kCPU;
+  /// Is it one of the tensors the graph holds (parameter, buffer, constant)?
+  bool held() const {
+    return kind == ValueKind::Parameter || kind == ValueKind::Buffer || kind == ValueKind::Constant;
+  }
+};
+
+/// One argument of a node, in schema order: a tensor value (-1 for None), a list of tensor
+/// values, or an attribute kept as the boxed value the op was called with.
+struct Arg {
+  enum class Kind { Attribute, Tensor, TensorList };
+  Kind kind = Kind::Attribute;
+  int value = -1;
+  std::vector<int> values;
+  op::IValue attr;
+  static Arg tensor(int v) {
+    Arg a;
+    a.kind = Kind::Tensor;
+    a.value = v;
+    return a;
+  }
+  static Arg attribute(op::IValue v) {
+    Arg a;
+    a.attr = std::move(v);
+    return a;
+  }
+};
+
+/// A call of a registry op: its record, its arguments and the values it defines.
+struct Node {
+  const op::Record* op = nullptr;
+  std::vector<Arg> args;
+  std::vector<int> outputs;
+  /// The record's full name, "add.Tensor".
+  std::string name() const;
+  /// The value ids it reads, in argument order (None skipped).
+  std::vector<int> inputs() const;
+};
+
+/// A traced computation: values (by id), nodes in execution order, the graph's inputs and
+/// outputs, and the tensors it holds (parameters, buffers, constants; by value id).
+class Graph {
+ public:
+  std::vector<Value> values;
+  std::vector<Node> nodes;
+  std::vector<int> inputs;
+  std::vector<int> outputs;
+  /// tensors[id] is the tensor of a held value (undefined for inputs and results).
+  std::vector<Tensor> tensors;
+
+  /// Readable form, one line per node (like torch.fx's graph print):
+  ///   graph(%x0 : float32[1, 512]):
+  ///     %0 : float32[1, 256] = linear_relu(%x0, %0.weight, %0.bias)
+  ///     return (%2)
+  ///   parameters: %0.weight : float32[256, 512]; ...
+  std::string str() const;
+  /// Checks the invariants (each value defined once, before its uses; held values have their
+  /// tensor; argument kinds match the schemas); throws naming the fault.
+  void lint() const;
+  /// Runs the graph on `inputs` (same shapes, dtypes and devices as traced), calling each op
+  /// through its front end (so autograd records as in eager). Builds an Executor per call:
+  /// hold an Executor to run a graph many times.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
+  /// The held values of kind Parameter / Buffer, by name (sharing the module's tensors for a
+  /// traced graph).
+  std::vector<std::pair<std::string, Tensor>> named_parameters() const;
+  std::vector<std::pair<std::string, Tensor>> named_buffers() const;
+  /// Number of nodes calling the op `full_name`.
+  int count(std::string_view full_name) const;
+
+  /// Writes the graph and its tensors to one file (see docs/graph-mode.md), atomically.
+  void save(const std::string& path) const;
+
+  // ---- building and editing (used by the tracer, the loader and the passes)
+  int add_value(Value v, Tensor held = Tensor());
+  /// Points every use of value `from` (node arguments, graph outputs) at `to`.
+  void replace_uses(int from, int to);
+  /// Number of uses of each value (node arguments plus graph outputs).
+  std::vector<int> use_counts() const;
+  /// Drops values that nothing defines or uses (inputs stay) and renumbers the results
+  /// (%0, %1, ...) and constants (%c0, ...) in order.
+  void compact();
+};
+
+struct ExecutorOptions {
+  /// Runs independent nodes concurrently: the nodes of one level of the graph's dependency DAG
+  /// (none reads another's output) run on the OpenMP pool, one thread per node, each op then
+  /// single-threaded inside (ignis's loops and oneDNN do not open nested parallel regions), so
+  /// the cores are never oversubscribed. It pays for branches of small ops, which cannot use the
+  /// cores by themselves; a large op loses its own parallelism while it shares a level. Nodes
+  /// that write into a tensor or draw random numbers run alone, in order (barriers). Off by
+  /// default; with an interposer installed (profiler, tracer) nodes run in order.
+  bool parallel_branches = false;
+};
+
+/// Runs a graph many times: prepares each node's arguments once (hot ops are called unboxed,
+/// frozen convolutions keep their weights pre-packed), frees each intermediate value after its
+/// last use. Not thread-safe: one Executor per thread.
+class Executor {
+ public:
+  explicit Executor(std::shared_ptr<const Graph> graph, ExecutorOptions opts = {});
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs);
+  const Graph& graph() const { return *graph_; }
+  /// The levels of the dependency DAG, in execution order: each the node indices that may run
+  /// together.
+  const std::vector<std::vector<int>>& levels() const { return levels_; }
+
+ private:
+  void run_step(size_t i);
+  struct Step {
+    const op::Record* op;
+    /// The op's front end called with the node's arguments unboxed (hot ops), else null.
+    Tensor (*direct)(const Node& n, const std::vector<Tensor>& env, void* state) = nullptr;
+    /// What the direct call keeps between runs (a convolution's pre-packed weight), or null.
+    std::shared_ptr<void> state;
+    std::vector<op::IValue> frame;  // the boxed arguments; tensor slots filled per run
+    std::vector<int> frame_values;  // per argument: its value id (Tensor args), else -1
+    std::vector<int> outputs;
+    std::vector<int> release;  // values whose last use is this node
+  };
+  std::shared_ptr<const Graph> graph_;
+  ExecutorOptions opts_;
+  std::vector<Step> steps_;
+  std::vector<std::vector<int>> levels_;
+  std::vector<std::vector<int>> level_release_;  // values freed after each level
+  std::vector<Tensor> env_;
+};
+
+/// Traces fn(example_inputs): records the registry ops it calls (at the top level; an op's inner
+/// calls belong to it) as a graph. `parameters` and `buffers` name the held tensors they list;
+/// other tensors it reads become constants. Throws, naming the op, when the function reads tensor
+/// data on the host (item(), data_ptr() of a traced value, an op returning a host value such as
+/// equal, an op whose output shape depends on values such as nonzero).
+Graph trace(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn,
+            const std::vector<Tensor>& example_inputs,
+            const std::vector<std::pair<std::string, Tensor>>& parameters = {},
+            const std::vector<std::pair<std::string, Tensor>>& buffers = {});
+/// Traces module->forward on its one input, naming the module's parameters and buffers by their
+/// dotted names (named_parameters(), named_buffers()). The graph shares the
+/// module's tensors: an optimizer step on the module is seen by the graph.
+Graph trace(const std::shared_ptr<nn::Module>& module, const std::vector<Tensor>& example_inputs);
+
+// ---- passes: each rewrites the graph in place and returns the number of rewrites.
+
+/// Dead-code elimination: removes nodes none of whose outputs are used (ops that write into
+/// their inputs, random ops and training-mode batch norm are kept), then unused held values.
+int eliminate_dead_code(Graph& g);
+/// Common-subexpression elimination: a pure node with the same op, attributes and inputs as an
+/// earlier one is replaced by it.
+int eliminate_common_subexpressions(Graph& g);
+/// Turns parameters and buffers into constants (detached; the graph keeps their names):
+/// what the folding passes may fold. The graph no longer follows the module's training.
+int freeze_parameters(Graph& g);
+/// Constant folding: a pure, deterministic node whose tensor inputs are all constants is run
+/// once and replaced by its result.
+int fold_constants(Graph& g);
+/// Folds eval-mode batch_norm into the preceding conv2d (new constant weight and bias), when the
+/// convolution's output feeds only the batch norm and both read constants.
+int fold_batch_norm(Graph& g);
+/// conv2d -> relu and linear -> relu (the relu the only use) become conv2d_relu / linear_relu
+/// (oneDNN's post-op for the convolution; the relu in place on the product for linear);
+/// conv2d -> add -> relu (a residual block's end) becomes conv2d_add_relu (oneDNN's sum and
+/// relu post-ops); a linear without bias followed by the add of a constant vector takes it as
+/// its bias.
+int fuse_ops(Graph& g);
+
+/// Inference freeze (torch.jit.freeze): freeze_parameters, fold_batch_norm, fold_constants,
+/// fuse_ops, CSE and DCE. The graph's results are those of the module in eval mode.
+void freeze(Graph& g);
+/// The passes that keep a graph trainable: CSE, fuse_ops, DCE.
+void optimize(Graph& g);
+
+// ---- memory
+
+/// The memory of a graph's intermediate values (node results that own a buffer: a view or an
+/// in-place op's result shares its input's), by liveness: a buffer lives from the node that
+/// makes it to the last node that reads it or a view of it (graph outputs to the end).
+struct MemoryPlan {
+  /// Every intermediate buffer held until the end of the run (nothing freed).
+  int64_t unplanned_bytes = 0;
+  /// The most bytes alive at once when each buffer is freed after its last use (what the
+  /// executor does, through the caching allocator).
+  int64_t peak_live_bytes = 0;
+  /// The size of one arena holding every buffer at a fixed offset, buffers whose lifetimes do
+  /// not overlap sharing bytes (greedy placement, largest first).
+  int64_t arena_bytes = 0;
+  /// Per value id: its buffer's offset in the arena; -1 for values without a buffer of their own
+  /// (inputs, held values, views and in-place results).
+  std::vector<int64_t> offsets;
+  /// Per value id: the value whose buffer it uses (itself for a buffer; -1 when none).
+  std::vector<int> buffer_of;
+  /// Per value id: [first, last] node indices of its buffer's lifetime (-1 when none).
+  std::vector<std::pair<int, int>> lifetime;
+};
+MemoryPlan plan_memory(const Graph& g);
+
+// ---- save and load
+
+/// The graph format version this build writes and reads.
+constexpr int kGraphFormatVersion = 1;
+/// Reads a file written by Graph::save. The file is untrusted: every op name, attribute, value
+/// reference, dtype and shape is validated (the graph is run on the meta device and every
+/// node's output must match its recorded shape), and an error names what is wrong.
+Graph load(const std::string& path);
+/// The graph part of the format (the JSON stored in the file), for tools and the fuzzer:
+/// `tensors` supplies the held values by name.
+std::string graph_to_json(const Graph& g);
+Graph graph_from_json(std::string_view json, const std::map<std::string, Tensor>& tensors);
+
+// ---- compile
+
+struct CompileOptions {
+  /// Also run freeze() on each traced graph: only for eval-mode inference with fixed weights.
+  bool freeze = false;
+  /// Run independent branches concurrently (ExecutorOptions::parallel_branches).
+  bool parallel_branches = false;
+};
+
+/// A module run through graphs: forward traces the wrapped module on the first call and on
+/// every call whose inputs differ in shape, dtype or device from every graph it holds (or when
+/// train()/eval() changed), like torch.compile(dynamic=False); otherwise it runs the graph it
+/// traced for that signature. Parameters are the wrapped module's, so optimizers and fit see
+/// them, and the graph's ops record autograd as eager ones do. Not thread-safe: one thread
+/// calls forward at a time (its executors own their runs' value tables).
+class CompiledModule : public nn::Module {
+ public:
+  CompiledModule(std::shared_ptr<nn::Module> module, CompileOptions opts);
+  std::string type_name() const override { return "CompiledModule"; }
+  Tensor forward(const Tensor& x) override;
+  std::vector<Tensor> forward(const std::vector<Tensor>& inputs);
+  /// How many times it has traced.
+  int traces() const { return traces_; }
+  /// The graph used for the most recent call (throws before the first).
+  const Graph& graph() const;
+  std::shared_ptr<nn::Module> module() const { return module_; }
+
+ private:
+  std::string signature(const std::vector<Tensor>& inputs) const;
+  bool matches_last(const std::vector<Tensor>& inputs) const;
+  std::shared_ptr<nn::Module> module_;
+  CompileOptions opts_;
+  std::map<std::string, std::unique_ptr<Executor>> cache_;
+  Executor* last_ = nullptr;
+  bool last_training_ = false;
+  int traces_ = 0;
+};
+
+std::shared_ptr<CompiledModule> compile(std::shared_ptr<nn::Module> module,
+                                        CompileOptions opts = {});
+
+}  // namespace ignis::jit

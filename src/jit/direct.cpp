@@ -1,0 +1,111 @@
+// The executor's direct calls: for the ops that dominate inference graphs, a node calls the op's
+// C++ front end with its arguments unboxed once per call from the node (no boxed argument frame,
+// no vector of boxed results). The front end's dispatcher entry still runs, so interposers
+// (profiler, tracer) see these calls as they see eager ones. Every other op is called boxed.
+#include "jit/direct.h"
+
+#include <string>
+#include <unordered_map>
+
+#include "core/op_call.h"
+#include "ignis/conv.h"
+#include "ignis/norm.h"
+#include "ignis/ops.h"
+#include "jit/fused_conv.h"
+
+namespace ignis::jit::detail {
+
+namespace {
+
+const Tensor& in(const Node& n, const std::vector<Tensor>& env, size_t k) {
+  static const Tensor none;
+  const int v = n.args[k].value;
+  return v < 0 ? none : env[static_cast<size_t>(v)];
+}
+IntArrayRef ints(const Node& n, size_t k) {
+  return IntArrayRef(n.args[k].attr.get<std::vector<int64_t>>());
+}
+int64_t integer(const Node& n, size_t k) { return n.args[k].attr.get<int64_t>(); }
+
+Tensor d_linear(const Node& n, const std::vector<Tensor>& e, void*) {
+  return linear(in(n, e, 0), in(n, e, 1), in(n, e, 2));
+}
+Tensor d_linear_relu(const Node& n, const std::vector<Tensor>& e, void*) {
+  return linear_relu(in(n, e, 0), in(n, e, 1), in(n, e, 2));
+}
+Tensor d_relu(const Node& n, const std::vector<Tensor>& e, void*) { return relu(in(n, e, 0)); }
+// A frozen convolution keeps its weight in oneDNN's layout between runs (the state), unless an
+// interposer is installed: then the op's front end runs, so that profilers and tracers see it.
+Tensor packed_conv(const Node& n, const std::vector<Tensor>& e, void* state, bool relu,
+                   bool residual) {
+  if (state == nullptr || op::detail::tls_state.interposing) return Tensor();
+  const size_t a = residual ? 4 : 3;
+  return conv_forward_onednn(in(n, e, 0), in(n, e, 1), in(n, e, 2),
+                             residual ? in(n, e, 3) : Tensor(), ints(n, a), ints(n, a + 1),
+                             ints(n, a + 2), integer(n, a + 3), relu,
+                             static_cast<PackedConvWeight*>(state));
+}
+
+Tensor d_conv2d(const Node& n, const std::vector<Tensor>& e, void* state) {
+  if (Tensor r = packed_conv(n, e, state, false, false); r.defined()) return r;
+  return conv2d(in(n, e, 0), in(n, e, 1), in(n, e, 2), ints(n, 3), ints(n, 4), ints(n, 5),
+                integer(n, 6));
+}
+Tensor d_conv2d_relu(const Node& n, const std::vector<Tensor>& e, void* state) {
+  if (Tensor r = packed_conv(n, e, state, true, false); r.defined()) return r;
+  return conv2d_relu(in(n, e, 0), in(n, e, 1), in(n, e, 2), ints(n, 3), ints(n, 4), ints(n, 5),
+                     integer(n, 6));
+}
+Tensor d_conv2d_add_relu(const Node& n, const std::vector<Tensor>& e, void* state) {
+  if (Tensor r = packed_conv(n, e, state, true, true); r.defined()) return r;
+  return conv2d_add_relu(in(n, e, 0), in(n, e, 1), in(n, e, 2), in(n, e, 3), ints(n, 4), ints(n, 5),
+                         ints(n, 6), integer(n, 7));
+}
+Tensor d_add(const Node& n, const std::vector<Tensor>& e, void*) {
+  return add(in(n, e, 0), in(n, e, 1), n.args[2].attr.get<Scalar>());
+}
+Tensor d_flatten(const Node& n, const std::vector<Tensor>& e, void*) {
+  return flatten(in(n, e, 0), integer(n, 1), integer(n, 2));
+}
+Tensor d_batch_norm(const Node& n, const std::vector<Tensor>& e, void*) {
+  return batch_norm(in(n, e, 0), in(n, e, 1), in(n, e, 2), in(n, e, 3), in(n, e, 4),
+                    n.args[5].attr.get<bool>(), n.args[6].attr.get<double>(),
+                    n.args[7].attr.get<double>());
+}
+Tensor d_max_pool2d(const Node& n, const std::vector<Tensor>& e, void*) {
+  return max_pool2d(in(n, e, 0), ints(n, 1), ints(n, 2), ints(n, 3), ints(n, 4),
+                    n.args[5].attr.get<bool>());
+}
+Tensor d_adaptive_avg_pool2d(const Node& n, const std::vector<Tensor>& e, void*) {
+  return adaptive_avg_pool2d(in(n, e, 0), ints(n, 1));
+}
+
+}  // namespace
+
+DirectFn find_direct(const op::Record& rec) {
+  static const std::unordered_map<std::string, DirectFn> table = {
+      {"linear", &d_linear},
+      {"linear_relu", &d_linear_relu},
+      {"relu", &d_relu},
+      {"conv2d", &d_conv2d},
+      {"conv2d_relu", &d_conv2d_relu},
+      {"conv2d_add_relu", &d_conv2d_add_relu},
+      {"add.Tensor", &d_add},
+      {"flatten.using_ints", &d_flatten},
+      {"batch_norm", &d_batch_norm},
+      {"max_pool2d", &d_max_pool2d},
+      {"adaptive_avg_pool2d", &d_adaptive_avg_pool2d},
+  };
+  auto it = table.find(rec.schema.full_name());
+  return it == table.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<void> make_direct_state(const Graph& g, const Node& n) {
+  const std::string name = n.name();
+  if (name != "conv2d" && name != "conv2d_relu" && name != "conv2d_add_relu") return nullptr;
+  const int w = n.args[1].value;
+  if (w < 0 || g.values[static_cast<size_t>(w)].kind != ValueKind::Constant) return nullptr;
+  return std::make_shared<PackedConvWeight>();
+}
+
+}  // namespace ignis::jit::detail

@@ -1,0 +1,30 @@
+// The oneDNN convolution behind conv2d_add_relu and the graph executor's pre-packed
+// convolutions (src/jit/fused_conv.cpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "ignis/tensor.h"
+
+namespace ignis::jit::detail {
+
+/// A convolution weight reordered into the layout oneDNN's primitive wants, kept by the graph
+/// executor per node: valid while the primitive (its key), the weight's data and its version
+/// are those it was made for.
+struct PackedConvWeight {
+  std::string key;
+  const void* data = nullptr;
+  uint32_t version = 0;
+  Tensor weight;
+  int64_t packs = 0;  // how many times the weight was reordered
+};
+
+/// relu?(conv2d(x, w, b, ...) + other?) as one oneDNN primitive (sum and relu post-ops), float32
+/// on the CPU without autograd; an undefined tensor when the case is not one it handles (the
+/// caller then runs the ops). `packed` (may be null) keeps the reordered weight between calls.
+Tensor conv_forward_onednn(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& other,
+                           IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
+                           int64_t groups, bool relu, PackedConvWeight* packed);
+
+}  // namespace ignis::jit::detail

@@ -1,0 +1,469 @@
+// Graph passes: dead code, common subexpressions, constant folding, batch-norm folding and the
+// fusion of conv/linear with their bias and relu into the fused registry ops.
+#include "jit/passes.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <unordered_map>
+
+#include "ignis/autograd.h"
+#include "ignis/error.h"
+#include "ignis/jit.h"
+#include "ignis/ops.h"
+
+namespace ignis::jit {
+
+namespace detail {
+
+bool writes_inputs(const Node& n) {
+  for (const std::string& r : n.op->schema.returns)
+    if (r.find('!') != std::string::npos) return true;
+  // batch_norm in training mode updates its running statistics in place.
+  if (n.op->schema.name == "batch_norm") {
+    const int t = n.op->schema.index_of("training");
+    return t >= 0 && n.args[static_cast<size_t>(t)].attr.is<bool>() &&
+           n.args[static_cast<size_t>(t)].attr.get<bool>();
+  }
+  return false;
+}
+
+bool is_random(const Node& n) {
+  if (n.op->kind != "random") return false;
+  // dropout(train=False) is the identity: deterministic.
+  const int t = n.op->schema.index_of("train");
+  if (t >= 0) {
+    const op::IValue& v = n.args[static_cast<size_t>(t)].attr;
+    if (v.is<bool>() && !v.get<bool>()) return false;
+  }
+  return true;
+}
+
+bool is_pure(const Node& n) { return !writes_inputs(n) && !is_random(n); }
+
+std::string attr_key(const op::IValue& v) {
+  char buf[64];
+  std::string s;
+  auto num = [&](double d) {
+    std::snprintf(buf, sizeof(buf), "%a", d);
+    s += buf;
+  };
+  std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, std::monostate>) {
+          s += "N";
+        } else if constexpr (std::is_same_v<T, Tensor> || std::is_same_v<T, std::vector<Tensor>>) {
+          s += "T";  // tensor slots are keyed by value id, not here
+        } else if constexpr (std::is_same_v<T, int64_t>) {
+          s += std::string("i") + std::to_string(x);
+        } else if constexpr (std::is_same_v<T, double>) {
+          s += "f";
+          num(x);
+        } else if constexpr (std::is_same_v<T, bool>) {
+          s += x ? "b1" : "b0";
+        } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+          s += "I";
+          for (int64_t e : x) s += std::to_string(e) + ",";
+        } else if constexpr (std::is_same_v<T, std::vector<bool>>) {
+          s += "B";
+          for (bool e : x) s += e ? '1' : '0';
+        } else if constexpr (std::is_same_v<T, std::vector<double>>) {
+          s += "F";
+          for (double e : x) {
+            num(e);
+            s += ",";
+          }
+        } else if constexpr (std::is_same_v<T, Scalar>) {
+          if (x.is_floating_point()) {
+            s += "sf";
+            num(x.template to<double>());
+          } else {
+            s += x.is_integral() ? "si" : "sb";
+            s += std::to_string(x.template to<int64_t>());
+          }
+        } else if constexpr (std::is_same_v<T, DType>) {
+          s += std::string("d") + std::to_string(static_cast<int>(x));
+        } else if constexpr (std::is_same_v<T, Device>) {
+          s += std::string("D") + x.str();
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          s += std::string("s") + std::to_string(x.size()) + ":" + x;
+        } else if constexpr (std::is_same_v<T, MemoryFormat>) {
+          s += std::string("m") + std::to_string(static_cast<int>(x));
+        } else if constexpr (std::is_same_v<T, TensorOptions>) {
+          s += std::string("o") +
+               (x.has_dtype() ? std::to_string(static_cast<int>(x.dtype())) : "-") + "," +
+               x.device().str() + (x.requires_grad() ? ",g" : "");
+        }
+      },
+      v.storage());
+  return s;
+}
+
+std::vector<Tensor> run_node(const Node& n, const Graph& g) {
+  std::vector<op::IValue> args;
+  for (const Arg& a : n.args) {
+    if (a.kind == Arg::Kind::Tensor) {
+      args.emplace_back(a.value >= 0 ? g.tensors[static_cast<size_t>(a.value)] : Tensor());
+    } else if (a.kind == Arg::Kind::TensorList) {
+      std::vector<Tensor> l;
+      for (int v : a.values) l.push_back(g.tensors[static_cast<size_t>(v)]);
+      args.emplace_back(std::move(l));
+    } else {
+      args.push_back(a.attr);
+    }
+  }
+  std::vector<Tensor> outs;
+  for (op::IValue& o : n.op->boxed(op::IValueView(args), *n.op)) {
+    if (o.is<Tensor>()) outs.push_back(o.get<Tensor>());
+    if (o.is<std::vector<Tensor>>())
+      for (const Tensor& t : o.get<std::vector<Tensor>>()) outs.push_back(t);
+  }
+  return outs;
+}
+
+int new_constant(Graph& g, const Tensor& t) {
+  Value v;
+  v.kind = ValueKind::Constant;
+  v.name = "c";  // renumbered by compact()
+  v.sizes = Shape(t.sizes().begin(), t.sizes().end());
+  v.dtype = t.dtype();
+  v.device = t.device();
+  return g.add_value(std::move(v), t);
+}
+
+}  // namespace detail
+
+using detail::is_pure;
+using detail::writes_inputs;
+
+namespace {
+
+bool is_constant(const Graph& g, int id) {
+  return id >= 0 && g.values[static_cast<size_t>(id)].kind == ValueKind::Constant;
+}
+
+// The node defining each result value (-1 for other values).
+std::vector<int> producers(const Graph& g) {
+  std::vector<int> p(g.values.size(), -1);
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (int o : g.nodes[i].outputs) p[static_cast<size_t>(o)] = static_cast<int>(i);
+  return p;
+}
+
+// Values whose memory some node writes into: the inputs of writing nodes, and, back through
+// views and in-place results (schema returns "Tensor(a)", "Tensor(a!)"), the values they alias.
+std::vector<char> written_values(const Graph& g) {
+  std::vector<char> w(g.values.size(), 0);
+  for (const Node& n : g.nodes)
+    if (writes_inputs(n))
+      for (int v : n.inputs()) w[static_cast<size_t>(v)] = 1;
+  for (size_t i = g.nodes.size(); i-- > 0;) {
+    const Node& n = g.nodes[i];
+    bool alias_written = false;
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      const auto& rets = n.op->schema.returns;
+      const std::string& r = k < rets.size() ? rets[k] : rets.back();
+      alias_written |= r.find("(a") != std::string::npos && w[static_cast<size_t>(n.outputs[k])];
+    }
+    if (!alias_written) continue;
+    for (const Arg& a : n.args) {
+      if (a.kind == Arg::Kind::Tensor && a.value >= 0) {
+        w[static_cast<size_t>(a.value)] = 1;
+        break;
+      }
+    }
+  }
+  return w;
+}
+
+bool any_output_written(const Node& n, const std::vector<char>& written) {
+  for (int o : n.outputs)
+    if (written[static_cast<size_t>(o)]) return true;
+  return false;
+}
+
+void erase_nodes(Graph& g, const std::vector<char>& dead) {
+  std::vector<Node> kept;
+  kept.reserve(g.nodes.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (!dead[i]) kept.push_back(std::move(g.nodes[i]));
+  g.nodes = std::move(kept);
+}
+
+const Arg& arg(const Node& n, std::string_view name) {
+  const int i = n.op->schema.index_of(name);
+  IGNIS_CHECK(i >= 0, "jit: ", n.name(), " has no argument '", name, "'");
+  return n.args[static_cast<size_t>(i)];
+}
+
+}  // namespace
+
+int eliminate_dead_code(Graph& g) {
+  std::vector<int> uses = g.use_counts();
+  std::vector<char> dead(g.nodes.size(), 0);
+  int removed = 0;
+  for (size_t i = g.nodes.size(); i-- > 0;) {
+    const Node& n = g.nodes[i];
+    if (!is_pure(n)) continue;
+    bool used = false;
+    for (int o : n.outputs) used |= uses[static_cast<size_t>(o)] > 0;
+    if (used) continue;
+    dead[i] = 1;
+    ++removed;
+    for (int v : n.inputs()) --uses[static_cast<size_t>(v)];
+  }
+  erase_nodes(g, dead);
+  g.compact();
+  return removed;
+}
+
+int eliminate_common_subexpressions(Graph& g) {
+  std::unordered_map<std::string, size_t> seen;
+  std::vector<char> dead(g.nodes.size(), 0);
+  const std::vector<char> written = written_values(g);
+  int merged = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    Node& n = g.nodes[i];
+    if (!is_pure(n)) {
+      // A write into a tensor may change what an earlier, equal-looking node read.
+      if (writes_inputs(n)) seen.clear();
+      continue;
+    }
+    if (n.op->kind == "factory") continue;         // fresh tensors (a caller may write into them)
+    if (any_output_written(n, written)) continue;  // two results, one of them written later
+    std::string key = n.name();
+    for (const Arg& a : n.args) {
+      key += '|';
+      if (a.kind == Arg::Kind::Tensor) {
+        key += std::string("v") + std::to_string(a.value);
+      } else if (a.kind == Arg::Kind::TensorList) {
+        key += "L";
+        for (int v : a.values) key += std::to_string(v) + ",";
+      } else {
+        key += detail::attr_key(a.attr);
+      }
+    }
+    auto [it, fresh] = seen.emplace(std::move(key), i);
+    if (fresh) continue;
+    const Node& first = g.nodes[it->second];
+    for (size_t k = 0; k < n.outputs.size(); ++k) g.replace_uses(n.outputs[k], first.outputs[k]);
+    dead[i] = 1;
+    ++merged;
+  }
+  erase_nodes(g, dead);
+  g.compact();
+  return merged;
+}
+
+int freeze_parameters(Graph& g) {
+  int n = 0;
+  for (size_t id = 0; id < g.values.size(); ++id) {
+    Value& v = g.values[id];
+    if (v.kind != ValueKind::Parameter && v.kind != ValueKind::Buffer) continue;
+    v.kind = ValueKind::Constant;
+    g.tensors[id] = g.tensors[id].detach();
+    ++n;
+  }
+  return n;
+}
+
+int fold_constants(Graph& g) {
+  // A constant that some node writes into is not a constant of the run; nor is a result that is
+  // written later (each run must compute it afresh).
+  std::vector<char> written = written_values(g);
+  NoGradGuard no_grad;
+  std::vector<char> dead(g.nodes.size(), 0);
+  int folded = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    Node& n = g.nodes[i];
+    if (!is_pure(n) || n.op->kind == "random" || any_output_written(n, written)) continue;
+    bool all_const = true;
+    for (int v : n.inputs()) all_const &= is_constant(g, v) && !written[static_cast<size_t>(v)];
+    if (!all_const) continue;
+    if (n.inputs().empty() && n.op->kind != "factory") continue;
+    std::vector<Tensor> outs = detail::run_node(n, g);
+    if (outs.size() != n.outputs.size()) continue;
+    for (size_t k = 0; k < outs.size(); ++k) {
+      const int c = detail::new_constant(g, outs[k]);
+      written.push_back(0);
+      g.replace_uses(n.outputs[k], c);
+    }
+    dead[i] = 1;
+    ++folded;
+  }
+  erase_nodes(g, dead);
+  g.compact();
+  return folded;
+}
+
+int fold_batch_norm(Graph& g) {
+  std::vector<int> uses = g.use_counts();
+  std::vector<int> prod = producers(g);
+  std::vector<char> dead(g.nodes.size(), 0);
+  NoGradGuard no_grad;
+  int folded = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& bn = g.nodes[i];
+    if (bn.name() != "batch_norm" || writes_inputs(bn)) continue;
+    const int x = arg(bn, "input").value;
+    const int p = prod[static_cast<size_t>(x)];
+    if (p < 0 || uses[static_cast<size_t>(x)] != 1) continue;
+    Node& conv = g.nodes[static_cast<size_t>(p)];
+    if (conv.name() != "conv2d" && conv.name() != "conv2d.int_padding") continue;
+    const int w = arg(conv, "weight").value, b = arg(conv, "bias").value;
+    const int rm = arg(bn, "running_mean").value, rv = arg(bn, "running_var").value;
+    const int gamma = arg(bn, "weight").value, beta = arg(bn, "bias").value;
+    if (!is_constant(g, w) || !is_constant(g, rm) || !is_constant(g, rv)) continue;
+    if ((b >= 0 && !is_constant(g, b)) || (gamma >= 0 && !is_constant(g, gamma)) ||
+        (beta >= 0 && !is_constant(g, beta)))
+      continue;
+    const double eps = arg(bn, "eps").attr.get<double>();
+    auto t = [&](int id) { return g.tensors[static_cast<size_t>(id)]; };
+    const Tensor W = t(w);
+    // In float64, then back to the weight's dtype.
+    Tensor scale = (t(rv).to(kFloat64) + eps).rsqrt();
+    if (gamma >= 0) scale = scale * t(gamma).to(kFloat64);
+    Tensor nb = (b >= 0 ? t(b).to(kFloat64) : zeros_like(scale)) - t(rm).to(kFloat64);
+    nb = nb * scale;
+    if (beta >= 0) nb = nb + t(beta).to(kFloat64);
+    Tensor nw = (W.to(kFloat64) * scale.view({-1, 1, 1, 1})).to(W.dtype());
+    if (W.suggest_memory_format() == MemoryFormat::ChannelsLast)
+      nw = nw.contiguous(MemoryFormat::ChannelsLast);
+    nb = nb.to(W.dtype());
+    conv.args[static_cast<size_t>(conv.op->schema.index_of("weight"))] =
+        Arg::tensor(detail::new_constant(g, nw));
+    conv.args[static_cast<size_t>(conv.op->schema.index_of("bias"))] =
+        Arg::tensor(detail::new_constant(g, nb));
+    g.replace_uses(bn.outputs[0], x);
+    dead[i] = 1;
+    ++folded;
+  }
+  erase_nodes(g, dead);
+  g.compact();
+  return folded;
+}
+
+namespace {
+
+// The convolution's arguments with conv2d's list padding (conv2d.int_padding spells it as an int).
+bool list_padding_args(const Node& conv, std::vector<Arg>& args) {
+  args = conv.args;
+  if (conv.name() == "conv2d") return true;
+  const size_t pi = static_cast<size_t>(conv.op->schema.index_of("padding"));
+  const op::IValue& pad = args[pi].attr;
+  if (!pad.is<int64_t>()) return false;
+  args[pi] = Arg::attribute(std::vector<int64_t>{pad.get<int64_t>(), pad.get<int64_t>()});
+  return true;
+}
+
+bool fuse_residual(Graph& g, size_t relu_i, size_t add_i, const std::vector<int>& uses,
+                   const std::vector<int>& prod, std::vector<char>& dead,
+                   const op::Record* fused_op) {
+  const Node& add = g.nodes[add_i];
+  const op::IValue& alpha = arg(add, "alpha").attr;
+  if (!alpha.is<Scalar>() || alpha.get<Scalar>().to<double>() != 1.0) return false;
+  for (int side = 0; side < 2; ++side) {
+    const int c = add.args[static_cast<size_t>(side)].value;
+    const int other = add.args[static_cast<size_t>(1 - side)].value;
+    const int cp = c >= 0 ? prod[static_cast<size_t>(c)] : -1;
+    if (cp < 0 || dead[static_cast<size_t>(cp)] || uses[static_cast<size_t>(c)] != 1 || other < 0)
+      continue;
+    const Node& conv = g.nodes[static_cast<size_t>(cp)];
+    if (conv.name() != "conv2d" && conv.name() != "conv2d.int_padding") continue;
+    // The sum post-op needs `other` of the convolution's output shape (no broadcasting).
+    const Value& ov = g.values[static_cast<size_t>(other)];
+    const Value& cv = g.values[static_cast<size_t>(c)];
+    if (!IntArrayRef(ov.sizes).equals(cv.sizes) || ov.dtype != cv.dtype) continue;
+    std::vector<Arg> cargs;
+    if (!list_padding_args(conv, cargs)) continue;
+    Node fused;
+    fused.op = fused_op;
+    fused.args = {cargs[0], cargs[1], cargs[2], Arg::tensor(other),
+                  cargs[3], cargs[4], cargs[5], cargs[6]};
+    fused.outputs = g.nodes[relu_i].outputs;
+    g.nodes[relu_i] = std::move(fused);
+    dead[add_i] = 1;
+    dead[static_cast<size_t>(cp)] = 1;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+int fuse_ops(Graph& g) {
+  const op::Record* conv_relu = op::find("conv2d_relu");
+  const op::Record* linear_relu = op::find("linear_relu");
+  const op::Record* conv_add_relu = op::find("conv2d_add_relu");
+  IGNIS_CHECK(conv_relu && linear_relu && conv_add_relu,
+              "jit::fuse_ops: the fused ops are not registered");
+  std::vector<int> uses = g.use_counts();
+  std::vector<int> prod = producers(g);
+  std::vector<char> dead(g.nodes.size(), 0);
+  int fused = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    const std::string name = n.name();
+    const bool relu = name == "relu" || name == "relu_";
+    const bool add = name == "add.Tensor";
+    if (!relu && !add) continue;
+    const int x = n.args[0].value;
+    const int p = x >= 0 ? prod[static_cast<size_t>(x)] : -1;
+    if (p < 0 || dead[static_cast<size_t>(p)] || uses[static_cast<size_t>(x)] != 1) continue;
+    Node& prev = g.nodes[static_cast<size_t>(p)];
+    const std::string pname = prev.name();
+    if (relu && pname == "add.Tensor") {
+      // relu(conv2d(...) + other) -> conv2d_add_relu, at the relu's place (other may be
+      // computed after the convolution, as a ResNet block's downsample branch is).
+      if (fuse_residual(g, i, static_cast<size_t>(p), uses, prod, dead, conv_add_relu)) ++fused;
+      continue;
+    }
+    if (relu && (pname == "conv2d" || pname == "linear")) {
+      // Same schema: the fused record takes the producer's arguments as they are.
+      prev.op = pname == "conv2d" ? conv_relu : linear_relu;
+    } else if (relu && pname == "conv2d.int_padding") {
+      // conv2d_relu spells the padding as a list.
+      std::vector<Arg> args;
+      if (!list_padding_args(prev, args)) continue;
+      prev.args = std::move(args);
+      prev.op = conv_relu;
+    } else if (add && pname == "linear" && arg(prev, "bias").value < 0) {
+      // linear(x, w) + b, b a constant vector of the output's width and dtype, alpha 1.
+      const int b = n.args[1].value;
+      const Value& out = g.values[static_cast<size_t>(x)];
+      if (!is_constant(g, b)) continue;
+      const Value& bv = g.values[static_cast<size_t>(b)];
+      const op::IValue& alpha = arg(n, "alpha").attr;
+      const bool alpha_one = alpha.is<Scalar>() && alpha.get<Scalar>().to<double>() == 1.0;
+      if (!alpha_one || bv.sizes.size() != 1 || out.sizes.empty() ||
+          bv.sizes[0] != out.sizes[out.sizes.size() - 1] || bv.dtype != out.dtype)
+        continue;
+      prev.args[static_cast<size_t>(prev.op->schema.index_of("bias"))] = Arg::tensor(b);
+    } else {
+      continue;
+    }
+    g.replace_uses(n.outputs[0], x);
+    dead[i] = 1;
+    ++fused;
+  }
+  erase_nodes(g, dead);
+  g.compact();
+  return fused;
+}
+
+void optimize(Graph& g) {
+  eliminate_common_subexpressions(g);
+  fuse_ops(g);
+  eliminate_dead_code(g);
+}
+
+void freeze(Graph& g) {
+  freeze_parameters(g);
+  fold_batch_norm(g);
+  fold_constants(g);
+  fuse_ops(g);
+  eliminate_common_subexpressions(g);
+  eliminate_dead_code(g);
+}
+
+}  // namespace ignis::jit
