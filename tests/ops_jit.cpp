@@ -107,15 +107,9 @@ IGNIS_OP_INFO(conv_add_relu_entry());
 // same seed.
 TEST(JitOpTable, EveryEntryTracedAndRunAsAGraphEqualsEager) {
   // Entries whose C++ entry points work outside the registry: tracing must refuse them (an
-  // ignis::Error), never record a graph that silently differs.
-  const std::map<std::string, std::string> untraceable = {
-      {"conv2d_same",
-       "conv2d with a string padding is no registry record: its kernel runs "
-       "outside any op"},
-      {"index_two_tensors", "Tensor::index with several index tensors reads them on the host"},
-      {"index_nonadjacent", "Tensor::index with several index tensors reads them on the host"},
-      {"index_put", "Tensor::index_put_ with a TensorIndex list writes outside any registry op"},
-  };
+  // ignis::Error), never record a graph that silently differs. None today: indexing with
+  // TensorIndex lists and conv2d's padding by name became records.
+  const std::map<std::string, std::string> untraceable = {};
   NoGradGuard no_grad;
   std::vector<std::string> failures;
   int checked = 0, refused = 0;
@@ -184,7 +178,7 @@ TEST(JitOpTable, EveryEntryTracedAndRunAsAGraphEqualsEager) {
   EXPECT_TRUE(failures.empty()) << failures.size() << " of " << checked + failures.size()
                                 << " samples:" << list;
   EXPECT_GT(checked, 1500);
-  EXPECT_EQ(refused, 8);
+  EXPECT_EQ(refused, 0);
 }
 
 }  // namespace ignis::testing

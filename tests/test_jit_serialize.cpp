@@ -86,7 +86,8 @@ TEST(JitSave, EveryAttributeTypeRoundTrips) {
         Tensor c = full({2}, 1.0 / 3.0, TensorOptions(kFloat64));   // TensorOptions
         Tensor d = nn::functional::cross_entropy(in[0], zeros({2}, kInt64), Tensor(), -100, "sum",
                                                  0.1);  // str, float
-        return TensorList{b + c, d, in[0].contiguous(MemoryFormat::Contiguous)};
+        Tensor e = in[0].index({Slice(), tensor(std::vector<int64_t>{2, 0})});  // Tensor?[]
+        return TensorList{b + c, d, in[0].contiguous(MemoryFormat::Contiguous), e};
       },
       {randn({2, 3})});
   TempDir dir("ignis-jit");
@@ -94,6 +95,7 @@ TEST(JitSave, EveryAttributeTypeRoundTrips) {
   jit::Graph back = jit::load(dir.file("g.ignis"));
   EXPECT_EQ(back.str(), g.str());
   EXPECT_THAT(back.str(), HasSubstr("clamp(%1, min=-0.5, max=inf)"));
+  EXPECT_THAT(back.str(), ::testing::ContainsRegex("index\\.Tensor\\(%[0-9]+, \\[None, %[0-9]+\\]\\)"));
   Tensor x = randn({2, 3});
   TensorList r1 = g.run({x}), r2 = back.run({x});
   for (size_t i = 0; i < r1.size(); ++i) EXPECT_TRUE(equal(r1[i], r2[i])) << i;

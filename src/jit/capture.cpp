@@ -84,8 +84,8 @@ class GraphTracer final : public op::Interposer, public detail::HostReadHook {
     for (size_t i = 0; i < call.args.size(); ++i) {
       const op::IValue& v = call.args[i];
       const op::Argument& sa = call.op.schema.arguments[i];
-      if (sa.type == op::ArgType::TensorList) {
-        Arg a;
+      if (sa.type == op::ArgType::TensorList || sa.type == op::ArgType::OptionalTensorList) {
+        Arg a;  // a None entry of a Tensor?[] is -1
         a.kind = Arg::Kind::TensorList;
         for (const Tensor& t : v.get<std::vector<Tensor>>()) a.values.push_back(value_of(t));
         n.args.push_back(std::move(a));
@@ -124,9 +124,9 @@ class GraphTracer final : public op::Interposer, public detail::HostReadHook {
     IGNIS_CHECK(false, "jit::trace: ",
                 id != ids_.end() ? "%" + g_.values[static_cast<size_t>(id->second)].name
                                  : std::string("a tensor"),
-                " was written in place by code the tracer does not see (not a registry op, such "
-                "as Tensor::index_put_ with a TensorIndex list); the graph would miss the write "
-                "(use index_put / scatter ops)");
+                " was written in place by code the tracer does not see (not a registry op: a "
+                "kernel called directly, or a write through data_ptr()); the graph would miss the "
+                "write (write through registry ops: copy_, index_put_, scatter)");
   }
 
   void note_version(const Tensor& t) {

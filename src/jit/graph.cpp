@@ -41,7 +41,8 @@ std::vector<int> Node::inputs() const {
   for (const Arg& a : args) {
     if (a.kind == Arg::Kind::Tensor && a.value >= 0) r.push_back(a.value);
     if (a.kind == Arg::Kind::TensorList)
-      for (int v : a.values) r.push_back(v);
+      for (int v : a.values)
+        if (v >= 0) r.push_back(v);
   }
   return r;
 }
@@ -154,9 +155,11 @@ void Graph::lint() const {
     for (size_t k = 0; k < n.args.size(); ++k) {
       const op::Argument& sa = n.op->schema.arguments[k];
       const Arg& a = n.args[k];
-      const Arg::Kind want = sa.type == op::ArgType::TensorList ? Arg::Kind::TensorList
-                             : sa.is_tensor()                   ? Arg::Kind::Tensor
-                                                                : Arg::Kind::Attribute;
+      const bool list = sa.type == op::ArgType::TensorList ||
+                        sa.type == op::ArgType::OptionalTensorList;
+      const Arg::Kind want = list             ? Arg::Kind::TensorList
+                             : sa.is_tensor() ? Arg::Kind::Tensor
+                                              : Arg::Kind::Attribute;
       IGNIS_CHECK(a.kind == want, "graph: ", where, " argument '", sa.name,
                   "' is of the wrong kind for its schema type ", op::arg_type_name(sa.type));
       if (a.kind == Arg::Kind::Tensor) {
@@ -167,8 +170,17 @@ void Graph::lint() const {
                       sa.name, "' is None but its type is ", op::arg_type_name(sa.type));
         }
       }
-      if (a.kind == Arg::Kind::TensorList)
-        for (int v : a.values) check_ref(v, where);
+      if (a.kind == Arg::Kind::TensorList) {
+        for (int v : a.values) {
+          if (v >= 0) {
+            check_ref(v, where);
+          } else {
+            IGNIS_CHECK(sa.type == op::ArgType::OptionalTensorList, "graph: ", where,
+                        " argument '", sa.name, "' has a None entry but its type is ",
+                        op::arg_type_name(sa.type));
+          }
+        }
+      }
     }
     for (int o : n.outputs) {
       IGNIS_CHECK(o >= 0 && static_cast<size_t>(o) < nv, "graph: ", where, " defines value ", o,
@@ -377,7 +389,7 @@ void Executor::run_step(size_t i) {
     } else if (a.kind == Arg::Kind::TensorList) {
       std::vector<Tensor> list;
       list.reserve(a.values.size());
-      for (int v : a.values) list.push_back(env_[static_cast<size_t>(v)]);
+      for (int v : a.values) list.push_back(v >= 0 ? env_[static_cast<size_t>(v)] : Tensor());
       s.frame[k] = op::IValue(std::move(list));
     }
   }

@@ -106,7 +106,7 @@ std::vector<Tensor> run_node(const Node& n, const Graph& g) {
       args.emplace_back(a.value >= 0 ? g.tensors[static_cast<size_t>(a.value)] : Tensor());
     } else if (a.kind == Arg::Kind::TensorList) {
       std::vector<Tensor> l;
-      for (int v : a.values) l.push_back(g.tensors[static_cast<size_t>(v)]);
+      for (int v : a.values) l.push_back(v >= 0 ? g.tensors[static_cast<size_t>(v)] : Tensor());
       args.emplace_back(std::move(l));
     } else {
       args.push_back(a.attr);

@@ -269,7 +269,8 @@ struct Reader {
       }
       case AT::Tensor:
       case AT::OptionalTensor:
-      case AT::TensorList: break;
+      case AT::TensorList:
+      case AT::OptionalTensorList: break;
     }
     fail(ctx, ": not an attribute type");
   }
@@ -301,7 +302,7 @@ void check_on_meta(const Graph& g, const Reader& r) {
         args.emplace_back(a.value >= 0 ? env[static_cast<size_t>(a.value)] : Tensor());
       } else if (a.kind == Arg::Kind::TensorList) {
         std::vector<Tensor> l;
-        for (int v : a.values) l.push_back(env[static_cast<size_t>(v)]);
+        for (int v : a.values) l.push_back(v >= 0 ? env[static_cast<size_t>(v)] : Tensor());
         args.emplace_back(std::move(l));
       } else if (a.attr.is<Device>()) {
         args.emplace_back(kMeta);  // factories and copies create meta tensors here
@@ -444,10 +445,13 @@ Graph parse(std::string_view text, const std::map<std::string, Tensor>& tensors,
     for (size_t k = 0; k < args.size(); ++k) {
       const op::Argument& sa = schema_args[k];
       const std::string actx = ctx + " argument '" + sa.name + "'";
-      if (sa.type == op::ArgType::TensorList) {
+      if (sa.type == op::ArgType::TensorList || sa.type == op::ArgType::OptionalTensorList) {
         Arg a;
         a.kind = Arg::Kind::TensorList;
-        for (const json::Value& e : r.list(args[k], actx)) a.values.push_back(ref(e, actx));
+        const bool nones = sa.type == op::ArgType::OptionalTensorList;  // null entries allowed
+        for (const json::Value& e : r.list(args[k], actx)) {
+          a.values.push_back(nones && e.kind == json::Value::Kind::Null ? -1 : ref(e, actx));
+        }
         n.args.push_back(std::move(a));
       } else if (sa.is_tensor()) {
         n.args.push_back(
@@ -496,7 +500,7 @@ std::string graph_to_json(const Graph& g) {
     std::string s = "[";
     for (size_t i = 0; i < ids.size(); ++i) {
       if (i) s += ",";
-      s += json::quote(g.values[static_cast<size_t>(ids[i])].name);
+      s += ids[i] < 0 ? std::string("null") : json::quote(g.values[static_cast<size_t>(ids[i])].name);
     }
     return s + "]";
   };

@@ -503,8 +503,7 @@ Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor
     IGNIS_CHECK(IntArrayRef(s).equals(p.view.sizes()), "index_put_: shape mismatch: value tensor "
                 "of shape ", value.sizes(), " cannot be broadcast to indexing result of shape ",
                 p.view.sizes());
-    p.view.copy_(value);
-    impl()->bump_version();
+    p.view.copy_(value);  // a registry op (it bumps the shared version counter)
   } else {
     p.view.index_put_(advanced_to_list(p.adv), value, false);
   }
