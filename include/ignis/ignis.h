@@ -21,6 +21,7 @@
 #include "ignis/optim.h"
 #include "ignis/profiler.h"
 #include "ignis/scalar.h"
+#include "ignis/scatter.h"
 #include "ignis/serialize.h"
 #include "ignis/tensor.h"
 #include "ignis/trace.h"
