@@ -586,21 +586,19 @@ std::tuple<Tensor, Tensor> gcn_norm(const Tensor& edge_index, const Tensor& edge
   Tensor ei = edge_index;
   if (self_loops) std::tie(ei, w) = add_self_loops(ei, w, 1.0, n);
   const Tensor row = ei.select(0, 0), col = ei.select(0, 1);
-  Tensor deg;
   try {
-    deg = zeros({n}, w.options()).index_add(0, col, w);
+    const Tensor deg = zeros({n}, w.options()).index_add(0, col, w);
+    // deg^-1/2, with 0 for isolated nodes (the mask keeps the gradient finite there).
+    Tensor pos;
+    {
+      NoGradGuard ng;
+      pos = deg.gt(0);
+    }
+    const Tensor dis = where(pos, where(pos, deg, 1.0).pow(-0.5), 0.0);
+    return {ei, dis.index_select(0, row) * w * dis.index_select(0, col)};
   } catch (const Error& e) {
     IGNIS_FAIL(op, ": edge_index does not fit num_nodes = ", n, ": ", e.what());
   }
-  // deg^-1/2, with 0 for isolated nodes (the mask keeps the gradient finite there).
-  Tensor pos;
-  {
-    NoGradGuard ng;
-    pos = deg.gt(0);
-  }
-  const Tensor dis = where(pos, where(pos, deg, 1.0).pow(-0.5), 0.0);
-  const Tensor nw = dis.index_select(0, row) * w * dis.index_select(0, col);
-  return {ei, nw};
 }
 
 }  // namespace ignis
