@@ -6,6 +6,7 @@
 #include "ignis/conv.h"
 #include "ignis/data.h"
 #include "ignis/data/cifar.h"
+#include "ignis/data/graph.h"
 #include "ignis/data/mnist.h"
 #include "ignis/device.h"
 #include "ignis/distributed.h"
