@@ -146,3 +146,41 @@ Tensor global_mean_pool(const Tensor& x, const Tensor& batch = Tensor(), int64_t
 Tensor global_max_pool(const Tensor& x, const Tensor& batch = Tensor(), int64_t size = -1);
 
 }  // namespace ignis::nn
+
+namespace ignis::nn {
+
+/// A stack of graph convolutions, PyTorch Geometric's basic GNN models: `kind` "gcn", "sage",
+/// "gin" or "gat"; `layers` convolutions (ReLU and dropout between them). Node level (pool
+/// empty): the last convolution outputs the classes. Graph level (pool "add", "mean" or "max"):
+/// every convolution outputs `hidden` features, then global pooling over the batch vector and an
+/// MLP head (Linear, ReLU, dropout, Linear). GIN layers use a 2-layer MLP (Linear, BatchNorm1d,
+/// ReLU, Linear) with trained eps; GAT layers `heads` attention heads, concatenated (the last
+/// node-level layer averages them).
+struct GNNOptions {
+  std::string kind = "gcn";
+  int64_t in_channels = 0, hidden = 16, out_channels = 0;
+  int64_t layers = 2;
+  double dropout = 0.5;
+  int64_t heads = 8;
+  std::string pool;  // "" node level; "add", "mean", "max": graph level
+};
+
+class GNN : public Module {
+ public:
+  explicit GNN(GNNOptions options);
+  std::string type_name() const override { return "GNN"; }
+  std::string extra_repr() const override;
+  /// Node level: logits [N, out]. Graph level: logits [num_graphs, out] (batch: the graph of
+  /// each node; undefined for one graph; num_graphs = -1: max(batch) + 1).
+  Tensor forward(const Tensor& x, const Tensor& edge_index, const Tensor& batch = Tensor(),
+                 int64_t num_graphs = -1);
+  using Module::forward;
+  const GNNOptions& options() const { return opts_; }
+
+ private:
+  GNNOptions opts_;
+  std::vector<std::shared_ptr<Module>> convs_;
+  std::shared_ptr<Module> head_;
+};
+
+}  // namespace ignis::nn
