@@ -295,7 +295,9 @@ BadIndex spmm_impl(const Tensor& out, const Tensor& rowptr_t, const Tensor& col_
   const T* vals = values.defined() ? static_cast<const T*>(values.data_ptr()) : nullptr;
   const T* x = static_cast<const T*>(dense.data_ptr());
   T* y = static_cast<T*>(out.data_ptr());
+  constexpr int64_t kAhead = 4;
   balanced_rows(rp, R, F, F, [&](int64_t b, int64_t e) {
+    const int64_t e_end = rp[e];
     std::vector<A> buf;
     if constexpr (!std::is_same_v<A, T>) buf.resize(static_cast<size_t>(F));
     for (int64_t r = b; r < e; ++r) {
@@ -307,6 +309,12 @@ BadIndex spmm_impl(const Tensor& out, const Tensor& rowptr_t, const Tensor& col_
         const int64_t p = pm ? pm[k] : k;
         const A w = vals ? static_cast<A>(vals[p]) : A(1);
         const T* xr = x + int64_t(col[p]) * F;
+        // The rows are gathered at random: fetch the one a few entries ahead.
+        if (k + kAhead < e_end) {
+          const int64_t q = pm ? pm[k + kAhead] : k + kAhead;
+          const char* next = reinterpret_cast<const char*>(x + int64_t(col[q]) * F);
+          for (int64_t b = 0; b < F * int64_t(sizeof(T)); b += 64) __builtin_prefetch(next + b);
+        }
         if constexpr (std::is_same_v<A, T>) {
           axpy(acc, xr, w, F);
         } else {

@@ -156,7 +156,7 @@ void GCNConv::reset_parameters() {
     init::xavier_uniform_(weight);
     if (bias.defined()) init::zeros_(bias);
   }
-  cache_index_ = cache_weight_ = Tensor();
+  cache_index_ = cache_weight_ = cache_target_major_ = Tensor();
 }
 
 std::string GCNConv::extra_repr() const {
@@ -201,6 +201,10 @@ Tensor GCNConv::message_and_aggregate(const Tensor& edge_index, const Tensor& x,
                                       const Tensor& edge_weight, int64_t num_nodes) {
   Tensor w = edge_weight;
   if (w.defined() && w.dtype() != x.dtype()) w = w.to(x.dtype());
+  if (cached_ && edge_index.is_same(cache_index_)) {
+    if (!cache_target_major_.defined()) cache_target_major_ = target_major(edge_index);
+    return sparse_mm(cache_target_major_, w, x, num_nodes);
+  }
   return sparse_mm(target_major(edge_index), w, x, num_nodes);
 }
 

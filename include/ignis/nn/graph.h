@@ -70,7 +70,7 @@ class GCNConv : public MessagePassing {
  private:
   int64_t in_, out_;
   bool self_loops_, normalize_, cached_;
-  Tensor cache_index_, cache_weight_;
+  Tensor cache_index_, cache_weight_, cache_target_major_;
 };
 
 /// GraphSAGE (Hamilton et al.): x'_i = W_l aggr_{j -> i} x_j + b + W_r x_i, aggr "mean", "max"
