@@ -317,5 +317,29 @@ TEST(GraphLayers, Gradcheck) {
   EXPECT_TRUE(gat->weight.grad().defined());
 }
 
+// The graph ops are records: a traced GAT forward (segment_softmax, scatter_reduce, ...) and a
+// GCN forward (gcn_norm, sparse_mm) replay through the registry bit for bit.
+TEST(GraphLayers, TraceAndReplay) {
+  manual_seed(3);
+  nn::GCNConv gcn(3, 4);
+  nn::GATConv gat(3, 2, 2);
+  const Tensor ei = small_graph();
+  const Tensor x = randn({kN, 3});
+  NoGradGuard ng;
+  jit::OpTrace t = jit::trace_ops(
+      [&](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{gcn.forward(in[0], ei), gat.forward(in[0], ei)};
+      },
+      {x});
+  const std::string text = t.str();
+  EXPECT_THAT(text, HasSubstr("gcn_norm"));
+  EXPECT_THAT(text, HasSubstr("sparse_mm"));
+  EXPECT_THAT(text, HasSubstr("segment_softmax"));
+  const Tensor x2 = randn({kN, 3});
+  const auto replayed = t.replay({x2});
+  EXPECT_TRUE(equal(replayed[0], gcn.forward(x2, ei)));
+  EXPECT_TRUE(equal(replayed[1], gat.forward(x2, ei)));
+}
+
 }  // namespace
 }  // namespace ignis
