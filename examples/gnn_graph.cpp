@@ -6,11 +6,11 @@
 //                 MNIST digits as graphs (pixels above 0.5 as nodes with intensity and
 //                 position, edges from their 8 nearest neighbours); default 10000 and 3
 //   ./gnn_graph   (no directory) a synthetic task: is the graph a cycle or a path?
+#include <ignis/ignis.h>
+
 #include <filesystem>
 #include <iostream>
 #include <string>
-
-#include <ignis/ignis.h>
 
 using namespace ignis;
 
@@ -73,8 +73,13 @@ int main(int argc, char** argv) {
     std::cout << "synthetic: cycles vs paths, " << train->size() << " train, " << test->size()
               << " test\n";
   }
-  nn::GNN model({.kind = "gin", .in_channels = train->num_features(), .hidden = 32,
-                 .out_channels = classes, .layers = 3, .dropout = 0.0, .pool = "add"});
+  nn::GNN model({.kind = "gin",
+                 .in_channels = train->num_features(),
+                 .hidden = 32,
+                 .out_channels = classes,
+                 .layers = 3,
+                 .dropout = 0.0,
+                 .pool = "add"});
   std::cout << model << "\n";
   optim::Adam opt(model.parameters(), optim::AdamOptions(0.005));
   data::GraphDataLoader loader(train, {.batch_size = 64, .shuffle = true, .seed = 0});

@@ -5,34 +5,42 @@
 //   ./gnn_node PLANETOID_DIR [cora|citeseer|pubmed]
 //                                   a Planetoid citation graph from its standard files
 //                                   (ind.cora.x, ...): the paper's split and hyperparameters
+#include <ignis/ignis.h>
+
 #include <iostream>
 #include <string>
-
-#include <ignis/ignis.h>
 
 using namespace ignis;
 
 double accuracy(const Tensor& logits, const Tensor& y, const Tensor& mask) {
   const Tensor idx = nonzero(mask).reshape({-1});
-  return logits.index_select(0, idx).argmax(1).eq(y.index_select(0, idx)).to(kFloat64).mean().item<double>();
+  return logits.index_select(0, idx)
+      .argmax(1)
+      .eq(y.index_select(0, idx))
+      .to(kFloat64)
+      .mean()
+      .item<double>();
 }
 
 int main(int argc, char** argv) {
   manual_seed(0);
   const bool planetoid = argc > 1;
-  data::Graph g = planetoid ? data::load_planetoid(argv[1], argc > 2 ? argv[2] : "cora")
-                            : data::karate_club();
+  data::Graph g =
+      planetoid ? data::load_planetoid(argv[1], argc > 2 ? argv[2] : "cora") : data::karate_club();
   const int64_t classes = g.y.max().item<int64_t>() + 1;
-  std::cout << (planetoid ? (argc > 2 ? argv[2] : "cora") : "karate club") << ": "
-            << g.num_nodes() << " nodes, " << g.num_edges() << " edges, " << g.num_features()
-            << " features, " << classes << " classes, "
-            << g.train_mask.sum().item<int64_t>() << " labelled\n";
+  std::cout << (planetoid ? (argc > 2 ? argv[2] : "cora") : "karate club") << ": " << g.num_nodes()
+            << " nodes, " << g.num_edges() << " edges, " << g.num_features() << " features, "
+            << classes << " classes, " << g.train_mask.sum().item<int64_t>() << " labelled\n";
   if (planetoid) {  // row-normalised bag-of-words features, as in the paper
     g.x = g.x / g.x.sum({1}, true).clamp(1, std::nullopt);
   }
   // Two GCN layers, 16 hidden units, dropout 0.5 (Kipf & Welling's setting).
-  nn::GNN model({.kind = "gcn", .in_channels = g.num_features(), .hidden = 16,
-                 .out_channels = classes, .layers = 2, .dropout = planetoid ? 0.5 : 0.0});
+  nn::GNN model({.kind = "gcn",
+                 .in_channels = g.num_features(),
+                 .hidden = 16,
+                 .out_channels = classes,
+                 .layers = 2,
+                 .dropout = planetoid ? 0.5 : 0.0});
   std::cout << model << "\n";
   optim::Adam opt(model.parameters(), optim::AdamOptions(0.01).weight_decay(5e-4));
   const Tensor train_idx = nonzero(g.train_mask).reshape({-1});

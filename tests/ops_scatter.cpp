@@ -78,53 +78,51 @@ Tensor ref_scatter_reduce(const TL& x, const std::string& reduce, bool include_s
 }
 
 std::vector<OpSample> scatter_reduce_samples() {
-  return {
-      // The message-passing idiom: one destination per row of src, broadcast over features.
-      {"expanded row index (segment path)",
-       {in({4, 3}, 1), ix({2, 0, 2, 2, 1, 0}).unsqueeze(1).expand({6, 3}), in({6, 3}, 2),
-        int_t(0)}},
-      {"expanded index, a node with no edge",
-       {in({5, 2}, 3), ix({4, 0, 4, 1}).unsqueeze(1).expand({4, 2}), in({4, 2}, 4), int_t(0)}},
-      {"general index along dim 1",
-       {in({3, 4}, 5), ix({3, 0, 3, 1, 1, 1, 2, 0, 2}, {3, 3}), in({3, 3}, 6), int_t(1)}},
-      {"dim 0, index smaller than src",
-       {in({3, 2}, 7), ix({2, 0, 2, 2}, {2, 2}), in({3, 3}, 8), int_t(0)}},
-      {"noncontiguous self and src, negative dim",
-       {make_noncontiguous({2, 3}, 9), ix({2, 2, 0, 1, 1, 1}, {2, 3}), in({3, 2}, 10).t(),
-        int_t(-1)}},
-      {"1-d", {in({4}, 11), ix({3, 3, 0, 3, 1}), in({5}, 12), int_t(0)}},
-      {"empty index", {in({3, 2}, 13), ix({}, {0, 2}), in({0, 2}, 14), int_t(0)}}};
+  return {// The message-passing idiom: one destination per row of src, broadcast over features.
+          {"expanded row index (segment path)",
+           {in({4, 3}, 1), ix({2, 0, 2, 2, 1, 0}).unsqueeze(1).expand({6, 3}), in({6, 3}, 2),
+            int_t(0)}},
+          {"expanded index, a node with no edge",
+           {in({5, 2}, 3), ix({4, 0, 4, 1}).unsqueeze(1).expand({4, 2}), in({4, 2}, 4), int_t(0)}},
+          {"general index along dim 1",
+           {in({3, 4}, 5), ix({3, 0, 3, 1, 1, 1, 2, 0, 2}, {3, 3}), in({3, 3}, 6), int_t(1)}},
+          {"dim 0, index smaller than src",
+           {in({3, 2}, 7), ix({2, 0, 2, 2}, {2, 2}), in({3, 3}, 8), int_t(0)}},
+          {"noncontiguous self and src, negative dim",
+           {make_noncontiguous({2, 3}, 9), ix({2, 2, 0, 1, 1, 1}, {2, 3}), in({3, 2}, 10).t(),
+            int_t(-1)}},
+          {"1-d", {in({4}, 11), ix({3, 3, 0, 3, 1}), in({5}, 12), int_t(0)}},
+          {"empty index", {in({3, 2}, 13), ix({}, {0, 2}), in({0, 2}, 14), int_t(0)}}};
 }
 
 void scatter_reduce_entry(const std::string& reduce, bool include_self) {
-  OpInfo o{
-      .name = "scatter_reduce_" + reduce + (include_self ? "" : "_exclude_self"),
-      .fn =
-          [=](const TL& x) {
-            return scatter_reduce(x[0], int_of(x[3]), x[1], x[2], reduce, include_self);
-          },
-      .ref = [=](const TL& x) { return ref_scatter_reduce(x, reduce, include_self); },
-      .samples =
-          [reduce] {
-            auto s = scatter_reduce_samples();
-            if (reduce == "prod") {
-              // A zero in a group: its gradient is the product of the others. (Two zeros in a
-              // group: test_gnn_ops.cpp, ScatterReduce.ProdTwoZeros.)
-              std::vector<double> v = values(in({6, 2}, 15));
-              for (int k : {2, 8, 5}) v[k] = 0.0;  // (1,0), (4,0), (2,1)
-              Tensor src = from_values(v, {6, 2});
-              s.push_back({"zeros in src",
-                           {in({3, 2}, 16), ix({0, 0, 1, 2, 2, 2}).unsqueeze(1).expand({6, 2}), src,
-                            int_t(0)}});
-            }
-            return s;
-          },
-      .dtypes = kFloats,
-      .atol_bf16 = 5e-2,
-      .rtol_bf16 = 5e-2,
-      .grad_inputs = {0, 2},
-      .ops = {"scatter_reduce"},
-      .host_params = {3}};
+  OpInfo o{.name = "scatter_reduce_" + reduce + (include_self ? "" : "_exclude_self"),
+           .fn =
+               [=](const TL& x) {
+                 return scatter_reduce(x[0], int_of(x[3]), x[1], x[2], reduce, include_self);
+               },
+           .ref = [=](const TL& x) { return ref_scatter_reduce(x, reduce, include_self); },
+           .samples =
+               [reduce] {
+                 auto s = scatter_reduce_samples();
+                 if (reduce == "prod") {
+                   // A zero in a group: its gradient is the product of the others. (Two zeros in a
+                   // group: test_gnn_ops.cpp, ScatterReduce.ProdTwoZeros.)
+                   std::vector<double> v = values(in({6, 2}, 15));
+                   for (int k : {2, 8, 5}) v[k] = 0.0;  // (1,0), (4,0), (2,1)
+                   Tensor src = from_values(v, {6, 2});
+                   s.push_back({"zeros in src",
+                                {in({3, 2}, 16), ix({0, 0, 1, 2, 2, 2}).unsqueeze(1).expand({6, 2}),
+                                 src, int_t(0)}});
+                 }
+                 return s;
+               },
+           .dtypes = kFloats,
+           .atol_bf16 = 5e-2,
+           .rtol_bf16 = 5e-2,
+           .grad_inputs = {0, 2},
+           .ops = {"scatter_reduce"},
+           .host_params = {3}};
   op_table().push_back(std::move(o));
 }
 
@@ -205,10 +203,10 @@ IGNIS_OP_INFO(OpInfo{
               {"duplicates and an empty row",
                {ix({2, 0, 2, 3, 0, 2, 1, 0, 1, 2, 1, 1}, {2, 6}), in({6}, 31), in({3, 4}, 32),
                 int_t(4)}},
-              {"no values (ones)", {ix({0, 1, 1, 1, 0, 2}, {2, 3}), Tensor(), in({3, 2}, 33),
-                                    int_t(2)}},
-              {"transposed dense", {ix({1, 0, 0, 2, 1, 1}, {2, 3}), in({3}, 34), in({2, 3}, 35).t(),
-                                    int_t(3)}},
+              {"no values (ones)",
+               {ix({0, 1, 1, 1, 0, 2}, {2, 3}), Tensor(), in({3, 2}, 33), int_t(2)}},
+              {"transposed dense",
+               {ix({1, 0, 0, 2, 1, 1}, {2, 3}), in({3}, 34), in({2, 3}, 35).t(), int_t(3)}},
               {"no entries", {ix({}, {2, 0}), in({0}, 36), in({2, 3}, 37), int_t(2)}}};
         },
     .dtypes = kFloats,
@@ -232,8 +230,8 @@ IGNIS_OP_INFO(OpInfo{
     .samples =
         [] {
           return std::vector<OpSample>{
-              {"4 rows, one empty", {ix({0, 2, 2, 5, 6}), ix({1, 0, 2, 2, 0, 1}), in({6}, 41),
-                                     in({3, 3}, 42)}},
+              {"4 rows, one empty",
+               {ix({0, 2, 2, 5, 6}), ix({1, 0, 2, 2, 0, 1}), in({6}, 41), in({3, 3}, 42)}},
               {"no values", {ix({0, 1, 3}), ix({2, 0, 2}), Tensor(), in({3, 2}, 43)}}};
         },
     .dtypes = kFloats,
@@ -257,32 +255,32 @@ IGNIS_OP_INFO(OpInfo{
     .samples =
         [] {
           return std::vector<OpSample>{
-              {"rectangular", {ix({2, 0, 2, 1, 0, 1, 1, 3}, {2, 4}), in({3, 5}, 51),
-                               in({4, 5}, 52)}},
-              {"noncontiguous", {ix({0, 1, 1, 0}, {2, 2}), make_noncontiguous({2, 3}, 53),
-                                 in({3, 2}, 54).t()}}};
+              {"rectangular",
+               {ix({2, 0, 2, 1, 0, 1, 1, 3}, {2, 4}), in({3, 5}, 51), in({4, 5}, 52)}},
+              {"noncontiguous",
+               {ix({0, 1, 1, 0}, {2, 2}), make_noncontiguous({2, 3}, 53), in({3, 2}, 54).t()}}};
         },
     .dtypes = kFloats,
     .grad_inputs = {1, 2}});
 
 // ---- graph utilities
 
-IGNIS_OP_INFO(OpInfo{
-    .name = "degree",
-    .fn = [](const TL& x) { return degree(x[0], int_of(x[1])); },
-    .ref =
-        [](const TL& x) {
-          std::vector<double> out(static_cast<size_t>(int_of(x[1])), 0.0);
-          for (int64_t i : ivalues(x[0])) out[i] += 1;
-          return from_values(out, {int_of(x[1])});
-        },
-    .samples =
-        [] {
-          return std::vector<OpSample>{{"in-degrees", {ix({3, 0, 3, 3, 1}), int_t(5)}},
-                                       {"no edges", {ix({}), int_t(2)}}};
-        },
-    .differentiable = false,
-    .host_params = {1}});
+IGNIS_OP_INFO(OpInfo{.name = "degree",
+                     .fn = [](const TL& x) { return degree(x[0], int_of(x[1])); },
+                     .ref =
+                         [](const TL& x) {
+                           std::vector<double> out(static_cast<size_t>(int_of(x[1])), 0.0);
+                           for (int64_t i : ivalues(x[0])) out[i] += 1;
+                           return from_values(out, {int_of(x[1])});
+                         },
+                     .samples =
+                         [] {
+                           return std::vector<OpSample>{
+                               {"in-degrees", {ix({3, 0, 3, 3, 1}), int_t(5)}},
+                               {"no edges", {ix({}), int_t(2)}}};
+                         },
+                     .differentiable = false,
+                     .host_params = {1}});
 
 // The edge list of a result and its weights in one tensor (index values are small integers,
 // exact in every dtype).

@@ -91,8 +91,9 @@ TEST(GraphData, ValidateNamesTheFault) {
                         "int32[2, 2]"));
   bad = g;
   bad.edge_attr = zeros({3, 1});
-  EXPECT_THAT(error_of([&] { bad.validate(); }),
-              HasSubstr("graph: expected edge_attr with one row per edge (2), but got shape [3, 1]"));
+  EXPECT_THAT(
+      error_of([&] { bad.validate(); }),
+      HasSubstr("graph: expected edge_attr with one row per edge (2), but got shape [3, 1]"));
   bad = g;
   bad.train_mask = tensor(std::vector<bool>{true, false});
   EXPECT_THAT(error_of([&] { bad.validate(); }),
@@ -234,7 +235,8 @@ TEST(GraphData, TuReaderOnCorruptedFiles) {
        "TOY_graph_indicator.txt:3: graph ids must not decrease"},
       {"_graph_indicator.txt", "1\n1\n3\n3\n3\n3\n3\n", "graph 2 has no node"},
       {"_node_labels.txt", "0\n1\n", "TOY_node_labels.txt has 2 rows, but"},
-      {"_node_labels.txt", "0\n1\n-4\n0\n0\n0\n0\n", "TOY_node_labels.txt:3: node label -4 is out of range"},
+      {"_node_labels.txt", "0\n1\n-4\n0\n0\n0\n0\n",
+       "TOY_node_labels.txt:3: node label -4 is out of range"},
       {"_edge_attributes.txt", "1\n2\n", "TOY_edge_attributes.txt has 2 rows, but"},
       {"_edge_attributes.txt", "1\n2\n3, 4\n1\n1\n1\n",
        "TOY_edge_attributes.txt:3: expected 1 values like line 1, but got 2"},
@@ -322,7 +324,8 @@ TEST(GraphData, PlanetoidOnCorruptedFiles) {
   EXPECT_THAT(error_of([&] { data::load_planetoid(d.str(), "cora"); }),
               HasSubstr("lists 2 nodes but tx has 3 rows"));
   copy();
-  fs::copy_file(d.file("ind.citeseer.y"), d.file("ind.cora.y"), fs::copy_options::overwrite_existing);
+  fs::copy_file(d.file("ind.citeseer.y"), d.file("ind.cora.y"),
+                fs::copy_options::overwrite_existing);
   EXPECT_THAT(error_of([&] { data::load_planetoid(d.str(), "cora"); }),
               HasSubstr("labels do not match features: y [3, 3] for x [2, 4]"));
   copy();
@@ -341,22 +344,35 @@ std::string bin(const char (&a)[N]) {
 }
 
 TEST(GraphData, PickleReaderPython2ArrayAndHostileInput) {
-  const std::string p = bin("\x80\x02" "cnumpy.core.multiarray\n_reconstruct\nq\x00" "cnumpy\nndarray\nq\x01"
-                  "K\x00\x85q\x02U\x01" "b\x87q\x03Rq\x04(K\x01K\x02\x85q\x05" "cnumpy\ndtype\nq\x06"
-                  "U\x02i4K\x00K\x01\x87Rq\x07(K\x03U\x01<NNNJ\xff\xff\xff\xffJ\xff\xff\xff\xffK\x00tb"
-                  "\x89U\x08\x01\x00\x00\x00\xfe\xff\xff\xfftb.");
+  const std::string p =
+      bin("\x80\x02"
+          "cnumpy.core.multiarray\n_reconstruct\nq\x00"
+          "cnumpy\nndarray\nq\x01"
+          "K\x00\x85q\x02U\x01"
+          "b\x87q\x03Rq\x04(K\x01K\x02\x85q\x05"
+          "cnumpy\ndtype\nq\x06"
+          "U\x02i4K\x00K\x01\x87Rq\x07(K\x03U\x01<NNNJ\xff\xff\xff\xffJ\xff\xff\xff\xffK\x00tb"
+          "\x89U\x08\x01\x00\x00\x00\xfe\xff\xff\xfftb.");
   auto v = data::pickle::load(reinterpret_cast<const uint8_t*>(p.data()), p.size(), "py2");
   EXPECT_EQ(ints(data::pickle::to_array(v, "py2")), (std::vector<int64_t>{1, -2}));
   auto err = [](const std::string& s) {
-    return error_of([&] { data::pickle::load(reinterpret_cast<const uint8_t*>(s.data()), s.size(), "in"); });
+    return error_of(
+        [&] { data::pickle::load(reinterpret_cast<const uint8_t*>(s.data()), s.size(), "in"); });
   };
-  EXPECT_THAT(err(bin("\x80\x02]q\x00h\x00" "a.")), HasSubstr("in: a value stored inside itself"));
-  EXPECT_THAT(err(bin("\x80\x02]q\x00]q\x01" "ah\x01K\x05" "a.")),
-              HasSubstr("in: the opcode at byte 13 modifies a value already stored inside another one"));
+  EXPECT_THAT(err(bin("\x80\x02]q\x00h\x00"
+                      "a.")),
+              HasSubstr("in: a value stored inside itself"));
+  EXPECT_THAT(
+      err(bin("\x80\x02]q\x00]q\x01"
+              "ah\x01K\x05"
+              "a.")),
+      HasSubstr("in: the opcode at byte 13 modifies a value already stored inside another one"));
   EXPECT_THAT(err(bin("\x80\x02T\xff\xff\xff\x7f")),
               HasSubstr("in: a length of 2147483647 at byte 7 runs past the end"));
   EXPECT_THAT(err(bin("\x80\x02h\x05.")), HasSubstr("in: memo index 5 at byte 2 was never stored"));
-  EXPECT_THAT(err(bin("\x80\x02" "a.")), HasSubstr("in: stack underflow at byte 2"));
+  EXPECT_THAT(err(bin("\x80\x02"
+                      "a.")),
+              HasSubstr("in: stack underflow at byte 2"));
   EXPECT_THAT(err(bin("\x80\x02K\x01K\x02.")),
               HasSubstr("in: pickle ends (STOP at byte 6) with 2 values on the stack"));
   std::string deep = "\x80\x02";
@@ -370,8 +386,8 @@ TEST(GraphData, PickleReaderPython2ArrayAndHostileInput) {
 TEST(GraphData, MnistGraphsFromImages) {
   Tensor img = zeros({2, 28, 28});
   img.index_put_({0, Slice(10, 13), Slice(5, 8)}, 0.9);  // a 3x3 block
-  img.index_put_({0, 20, 20}, 0.3);                       // below the threshold
-  img.index_put_({1, 0, 0}, 1.0);                         // a lone pixel in the corner
+  img.index_put_({0, 20, 20}, 0.3);                      // below the threshold
+  img.index_put_({1, 0, 0}, 1.0);                        // a lone pixel in the corner
   auto ds = data::mnist_graphs(img, tensor({7, 1}), 0.5, 8);
   ASSERT_EQ(ds->size(), 2);
   const data::Graph g = ds->get(0);
@@ -392,7 +408,9 @@ TEST(GraphData, MnistGraphsFromImages) {
   const data::Graph lone = ds->get(1);
   EXPECT_EQ(lone.num_nodes(), 1);
   EXPECT_EQ(lone.num_edges(), 0);
-  EXPECT_THAT(error_of([&] { data::mnist_graphs(zeros({2, 28, 27}), tensor({1, 2})); }),
+  EXPECT_THAT(error_of([&] {
+                data::mnist_graphs(zeros({2, 28, 27}), tensor({1, 2}));
+              }),
               HasSubstr("mnist_graphs: expected images of shape [N, 28, 28] or [N, 1, 28, 28], but "
                         "got [2, 28, 27]"));
   EXPECT_THAT(error_of([&] { data::mnist_graphs(img, tensor({1})); }),

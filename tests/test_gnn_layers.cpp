@@ -59,7 +59,9 @@ struct Relabel {
     for (size_t k = 0; k < perm.size(); ++k) inv[perm[k]] = static_cast<int64_t>(k);
   }
   Tensor nodes(const Tensor& x) const { return x.index_select(0, tensor(perm)); }
-  Tensor edges(const Tensor& ei) const { return tensor(inv).index_select(0, ei.reshape({-1})).reshape(ei.sizes()); }
+  Tensor edges(const Tensor& ei) const {
+    return tensor(inv).index_select(0, ei.reshape({-1})).reshape(ei.sizes());
+  }
 };
 
 TEST(GCNConv, MatchesTheDenseNormalisedProduct) {
@@ -74,7 +76,8 @@ TEST(GCNConv, MatchesTheDenseNormalisedProduct) {
   auto a = dense_adj(ei, kN);
   for (int64_t i = 0; i < kN; ++i) a[i][i] += 1;
   Vec d(kN, 0.0);
-  for (int64_t i = 0; i < kN; ++i) d[i] = 1 / std::sqrt(std::accumulate(a[i].begin(), a[i].end(), 0.0));
+  for (int64_t i = 0; i < kN; ++i)
+    d[i] = 1 / std::sqrt(std::accumulate(a[i].begin(), a[i].end(), 0.0));
   for (int64_t i = 0; i < kN; ++i) {
     for (int64_t j = 0; j < kN; ++j) a[i][j] *= d[i] * d[j];
   }
@@ -178,8 +181,10 @@ TEST(GATConv, MultiHeadAttentionMatchesLoops) {
           const double alpha = std::exp(score(s, t) - mx) / den;
           for (int64_t k = 0; k < c; ++k) {
             const double v = alpha * h[s * heads * c + hd * c + k];
-            if (concat) out[i][hd * c + k] += v;
-            else out[i][k] += v / heads;
+            if (concat)
+              out[i][hd * c + k] += v;
+            else
+              out[i][k] += v / heads;
           }
         }
       }
@@ -238,7 +243,9 @@ TEST(GlobalPool, MatchesLoopsAndIsInvariantUnderShuffles) {
   expect_near(nn::global_max_pool(r.nodes(x), r.nodes(batch), 4), to_tensor(mx), 1e-12);
   // No batch vector: the whole input is one graph.
   expect_near(nn::global_add_pool(x), x.sum({0}, true));
-  EXPECT_THAT(error_of([&] { nn::global_add_pool(x, tensor({0, 1})); }),
+  EXPECT_THAT(error_of([&] {
+                nn::global_add_pool(x, tensor({0, 1}));
+              }),
               HasSubstr("global_add_pool: expected an int64 batch vector of shape [7] (one graph "
                         "index per node), but got int64[2]"));
   EXPECT_THAT(error_of([&] { nn::global_mean_pool(x, batch, 2); }),
@@ -274,7 +281,9 @@ TEST(MessagePassing, CustomMessageAndErrors) {
   expect_near(conv.forward(x, ei), to_tensor(want));
   EXPECT_THAT(error_of([&] { nn::MessagePassing m("min"); }),
               HasSubstr("MessagePassing: aggr must be 'sum', 'mean' or 'max', but got 'min'"));
-  EXPECT_THAT(error_of([&] { conv.forward(x, tensor({0, 9, 1, 0}).reshape({2, 2})); }),
+  EXPECT_THAT(error_of([&] {
+                conv.forward(x, tensor({0, 9, 1, 0}).reshape({2, 2}));
+              }),
               HasSubstr("edge_index refers to a node outside the 7 nodes of x: index_select: "
                         "index 9 is out of bounds"));
   nn::GCNConv gcn(2, 2);

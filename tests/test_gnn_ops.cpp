@@ -42,10 +42,14 @@ TEST(ScatterReduce, ErrorsNameTheOpAndTheFault) {
   EXPECT_THAT(error_of([&] { scatter_reduce(self, 0, idx, src.to(kFloat64), "sum"); }),
               HasSubstr("scatter_reduce: expected self and src to have the same dtype, but got "
                         "float32 and float64"));
-  EXPECT_THAT(error_of([&] { scatter_reduce(self, 0, tensor({0, 1}), src, "sum"); }),
+  EXPECT_THAT(error_of([&] {
+                scatter_reduce(self, 0, tensor({0, 1}), src, "sum");
+              }),
               HasSubstr("scatter_reduce: index and src must have as many dims as self, but got "
                         "self of shape [3, 2], index of shape [2]"));
-  EXPECT_THAT(error_of([&] { scatter_reduce(self, 0, idx, ones({2, 1}), "sum"); }),
+  EXPECT_THAT(error_of([&] {
+                scatter_reduce(self, 0, idx, ones({2, 1}), "sum");
+              }),
               HasSubstr("scatter_reduce: index of shape [2, 2] is larger than src of shape [2, 1] "
                         "at dim 1"));
   EXPECT_THAT(error_of([&] {
@@ -132,17 +136,28 @@ TEST(SparseMM, ErrorsNameTheOpAndTheFault) {
               HasSubstr("sparse_mm: expected a 2-D dense matrix, but got shape [3]"));
   EXPECT_THAT(error_of([&] { sparse_mm(ei, Tensor(), x, 1); }),
               HasSubstr("sparse_mm: row index 1 is out of bounds for a sparse matrix with 1 rows"));
-  EXPECT_THAT(error_of([&] { sparse_mm(tensor({0, 1, 1, 3}).reshape({2, 2}), Tensor(), x); }),
+  EXPECT_THAT(error_of([&] {
+                sparse_mm(tensor({0, 1, 1, 3}).reshape({2, 2}), Tensor(), x);
+              }),
               HasSubstr("sparse_mm: column index 3 is out of bounds for dense of shape [3, 2] "
                         "(valid columns are [0, 3))"));
-  EXPECT_THAT(error_of([&] { sparse_csr_mm(tensor({0, 2, 1}), tensor({0, 1}), Tensor(), x); }),
+  EXPECT_THAT(error_of([&] {
+                sparse_csr_mm(tensor({0, 2, 1}), tensor({0, 1}), Tensor(), x);
+              }),
               HasSubstr("sparse_csr_mm: crow_indices is not a valid row pointer for 2 entries at "
                         "position 2"));
-  EXPECT_THAT(error_of([&] { sparse_csr_mm(tensor({0, 1, 2}), tensor({0, 7}), Tensor(), x); }),
-              HasSubstr("sparse_csr_mm: column index 7 is out of bounds for dense of shape [3, 2]"));
-  EXPECT_THAT(error_of([&] { sddmm(tensor({0, 5, 0, 1}).reshape({2, 2}), x, x); }),
+  EXPECT_THAT(
+      error_of([&] {
+        sparse_csr_mm(tensor({0, 1, 2}), tensor({0, 7}), Tensor(), x);
+      }),
+      HasSubstr("sparse_csr_mm: column index 7 is out of bounds for dense of shape [3, 2]"));
+  EXPECT_THAT(error_of([&] {
+                sddmm(tensor({0, 5, 0, 1}).reshape({2, 2}), x, x);
+              }),
               HasSubstr("sddmm: row index 5 is out of bounds for a of shape [3, 2]"));
-  EXPECT_THAT(error_of([&] { sddmm(ei, x, ones({3, 4})); }),
+  EXPECT_THAT(error_of([&] {
+                sddmm(ei, x, ones({3, 4}));
+              }),
               HasSubstr("sddmm: a and b must have the same dtype and number of columns"));
 }
 
@@ -181,19 +196,33 @@ TEST(SparseMM, MatchesDenseProductAndIsDeterministicOverThreads) {
 }
 
 TEST(GraphUtils, ErrorsNameTheOpAndTheFault) {
-  EXPECT_THAT(error_of([&] { add_self_loops(tensor({0, 1, 2})); }),
-              HasSubstr("add_self_loops: expected edge_index of shape [2, num_edges], but got [3]"));
-  EXPECT_THAT(error_of([&] { gcn_norm(tensor({0, 1, 1, 0}).reshape({2, 2}), ones({3})); }),
-              HasSubstr("gcn_norm: expected floating edge_weight of shape [2], but got float32[3]"));
-  EXPECT_THAT(error_of([&] { gcn_norm(tensor({0, 5, 1, 0}).reshape({2, 2}), Tensor(), 3); }),
+  EXPECT_THAT(
+      error_of([&] {
+        add_self_loops(tensor({0, 1, 2}));
+      }),
+      HasSubstr("add_self_loops: expected edge_index of shape [2, num_edges], but got [3]"));
+  EXPECT_THAT(
+      error_of([&] {
+        gcn_norm(tensor({0, 1, 1, 0}).reshape({2, 2}), ones({3}));
+      }),
+      HasSubstr("gcn_norm: expected floating edge_weight of shape [2], but got float32[3]"));
+  EXPECT_THAT(error_of([&] {
+                gcn_norm(tensor({0, 5, 1, 0}).reshape({2, 2}), Tensor(), 3);
+              }),
               HasSubstr("gcn_norm: edge_index does not fit num_nodes = 3: index_select: index 5 "
                         "is out of bounds for dimension 0 with size 3"));
-  EXPECT_THAT(error_of([&] { degree(tensor({0, 4}), 3); }),
+  EXPECT_THAT(error_of([&] {
+                degree(tensor({0, 4}), 3);
+              }),
               HasSubstr("degree: index_add: index 4 is out of bounds for dimension 0 with size 3 "
                         "(num_nodes = 3)"));
-  EXPECT_THAT(error_of([&] { degree(tensor({0, -1})); }),
+  EXPECT_THAT(error_of([&] {
+                degree(tensor({0, -1}));
+              }),
               HasSubstr("degree: indices must be non-negative, but got -1"));
-  EXPECT_THAT(error_of([&] { segment_softmax(ones({3, 2}), tensor({0, 1})); }),
+  EXPECT_THAT(error_of([&] {
+                segment_softmax(ones({3, 2}), tensor({0, 1}));
+              }),
               HasSubstr("segment_softmax: expected index of shape [E] and src of shape [E, ...], "
                         "but got index of shape [2] and src of shape [3, 2]"));
 }

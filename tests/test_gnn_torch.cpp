@@ -43,14 +43,16 @@ class GnnTorch : public ::testing::Test {
       skip_ = kPython + " not found";
       return;
     }
-    if (run(kPython + " -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec(\"torch\") is None)'")
+    if (run(kPython + " -c 'import importlib.util, sys; "
+                      "sys.exit(importlib.util.find_spec(\"torch\") is None)'")
             .first != 0) {
       skip_ = kPython + " has no torch module (python3-torch)";
       return;
     }
     dir_ = std::make_unique<TempDir>("ignis-gnn-torch");
     const std::string path = dir_->file("ref.safetensors");
-    auto [rc, out] = run(kPython + " " + IGNIS_SOURCE_DIR + "/tests/pytorch/gnn_reference.py " + path);
+    auto [rc, out] =
+        run(kPython + " " + IGNIS_SOURCE_DIR + "/tests/pytorch/gnn_reference.py " + path);
     ASSERT_EQ(rc, 0) << out;
     for (auto& [name, t] : load_safetensors(path).tensors) ref_[name] = t;
   }
@@ -68,8 +70,8 @@ class GnnTorch : public ::testing::Test {
     SCOPED_TRACE(name);
     ASSERT_TRUE(out.sizes().equals(ref(name + ".out").sizes()));
     EXPECT_TRUE(allclose(out, ref(name + ".out"), 1e-12, 1e-12)) << out << ref(name + ".out");
-    const auto g = autograd::grad({(out * ref(name + ".g")).sum()}, inputs, {}, std::nullopt,
-                                  false, true);
+    const auto g =
+        autograd::grad({(out * ref(name + ".g")).sum()}, inputs, {}, std::nullopt, false, true);
     for (size_t k = 0; k < inputs.size(); ++k) {
       const Tensor want = ref(name + ".grad" + std::to_string(k));
       const Tensor got = g[k].defined() ? g[k] : zeros_like(want);
@@ -85,9 +87,9 @@ TEST_F(GnnTorch, ScatterReduceEveryModeAndGradients) {
   EXPECT_EQ(ref_.size(), 177u);
   // The comparison can fail: amax's answer is not sum's.
   const std::string amax = "sr.vector.amax.1";
-  EXPECT_FALSE(allclose(scatter_reduce(ref(amax + ".self"), 0, ref(amax + ".index"),
-                                       ref(amax + ".src"), "sum"),
-                        ref(amax + ".out"), 1e-12, 1e-12));
+  EXPECT_FALSE(allclose(
+      scatter_reduce(ref(amax + ".self"), 0, ref(amax + ".index"), ref(amax + ".src"), "sum"),
+      ref(amax + ".out"), 1e-12, 1e-12));
   for (const char* c : {"vector", "general"}) {
     for (const char* r : {"sum", "prod", "mean", "amax", "amin"}) {
       for (int inc : {1, 0}) {

@@ -30,8 +30,13 @@ std::pair<double, double> karate_accuracy(const std::string& kind) {
   const int seeds = 5;
   for (int seed = 0; seed < seeds; ++seed) {
     manual_seed(static_cast<uint64_t>(seed));
-    nn::GNN model({.kind = kind, .in_channels = 34, .hidden = 16, .out_channels = 4, .layers = 2,
-                   .dropout = 0.0, .heads = 4});
+    nn::GNN model({.kind = kind,
+                   .in_channels = 34,
+                   .hidden = 16,
+                   .out_channels = 4,
+                   .layers = 2,
+                   .dropout = 0.0,
+                   .heads = 4});
     optim::Adam opt(model.parameters(), optim::AdamOptions(0.01).weight_decay(5e-4));
     for (int epoch = 0; epoch < 200; ++epoch) {
       model.train();
@@ -74,14 +79,20 @@ std::string mnist_dir() {
 TEST(GnnTraining, GinOnMnistGraphsSubset) {
   const std::string dir = mnist_dir();
   namespace fs = std::filesystem;
-  if (!fs::exists(dir + "/train-images-idx3-ubyte") && !fs::exists(dir + "/train-images-idx3-ubyte.gz")) {
+  if (!fs::exists(dir + "/train-images-idx3-ubyte") &&
+      !fs::exists(dir + "/train-images-idx3-ubyte.gz")) {
     GTEST_SKIP() << "MNIST not found in " << dir << " (set IGNIS_MNIST_DIR)";
   }
   manual_seed(0);
   auto train = data::mnist_graphs(dir, true, 3000);
   auto test = data::mnist_graphs(dir, false, 500);
-  nn::GNN model({.kind = "gin", .in_channels = 3, .hidden = 32, .out_channels = 10, .layers = 3,
-                 .dropout = 0.0, .pool = "add"});
+  nn::GNN model({.kind = "gin",
+                 .in_channels = 3,
+                 .hidden = 32,
+                 .out_channels = 10,
+                 .layers = 3,
+                 .dropout = 0.0,
+                 .pool = "add"});
   optim::Adam opt(model.parameters(), optim::AdamOptions(0.005));
   data::GraphDataLoader loader(train, {.batch_size = 64, .shuffle = true, .seed = 1});
   for (int epoch = 0; epoch < 4; ++epoch) {
@@ -98,8 +109,8 @@ TEST(GnnTraining, GinOnMnistGraphsSubset) {
   NoGradGuard ng;
   data::GraphDataLoader test_loader(test, {.batch_size = 500});
   for (const data::GraphBatch& b : test_loader) {
-    const double acc = accuracy(model.forward(b.graph.x, b.graph.edge_index, b.batch, b.num_graphs),
-                                b.graph.y);
+    const double acc =
+        accuracy(model.forward(b.graph.x, b.graph.edge_index, b.batch, b.num_graphs), b.graph.y);
     std::cout << "GIN on MNIST graphs (3000 train, 4 epochs): test accuracy " << acc << "\n";
     EXPECT_GE(acc, 0.7);
   }

@@ -73,8 +73,13 @@ void bench_gin(const BenchOptions& opts) {
   auto train = data::mnist_graphs(opts.data, true, train_graphs);
   auto test = data::mnist_graphs(opts.data, false);
   manual_seed(0);
-  nn::GNN model({.kind = "gin", .in_channels = 3, .hidden = 32, .out_channels = 10, .layers = 3,
-                 .dropout = 0.0, .pool = "add"});
+  nn::GNN model({.kind = "gin",
+                 .in_channels = 3,
+                 .hidden = 32,
+                 .out_channels = 10,
+                 .layers = 3,
+                 .dropout = 0.0,
+                 .pool = "add"});
   optim::Adam opt(model.parameters(), optim::AdamOptions(0.005));
   data::GraphDataLoader loader(train, {.batch_size = 64, .shuffle = true, .seed = 0});
   std::vector<double> times;

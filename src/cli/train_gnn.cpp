@@ -14,7 +14,8 @@ namespace ignis::cli {
 namespace {
 
 const char* kUsage =
-    "usage: ignis train --model gcn|sage|gin|gat --dataset karate|cora|citeseer|pubmed|mnist-graph\n"
+    "usage: ignis train --model gcn|sage|gin|gat --dataset "
+    "karate|cora|citeseer|pubmed|mnist-graph\n"
     "                   [--data DIR] [--epochs N] [--lr LR] [--hidden H] [--layers L]\n"
     "                   [--dropout P] [--heads K] [--batch-size B] [--train-graphs N]\n"
     "                   [--seed S] [--threads T]\n"
@@ -25,8 +26,8 @@ const char* kUsage =
     " batch 64, lr 0.005, hidden 32, 3 layers, add pooling)\n";
 
 std::map<std::string, std::string> parse(const Args& args) {
-  static const char* known[] = {"model",  "dataset", "data",       "epochs",       "lr",
-                                "hidden", "layers",  "dropout",    "heads",        "batch-size",
+  static const char* known[] = {"model",  "dataset", "data",        "epochs", "lr",
+                                "hidden", "layers",  "dropout",     "heads",  "batch-size",
                                 "seed",   "threads", "train-graphs"};
   std::map<std::string, std::string> o;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -87,26 +88,30 @@ int train_gnn_main(const Args& args) {
   const std::string kind = get(o, "model", "gcn");
   const std::string dataset = get(o, "dataset", "karate");
   if (kind != "gcn" && kind != "sage" && kind != "gin" && kind != "gat") {
-    throw UsageError("model '" + kind + "' is not a graph model (gcn, sage, gin or gat) for dataset '" +
-                         dataset + "'",
+    throw UsageError("model '" + kind +
+                         "' is not a graph model (gcn, sage, gin or gat) for dataset '" + dataset +
+                         "'",
                      kUsage);
   }
-  const bool node_level = dataset == "karate" || dataset == "cora" || dataset == "citeseer" ||
-                          dataset == "pubmed";
+  const bool node_level =
+      dataset == "karate" || dataset == "cora" || dataset == "citeseer" || dataset == "pubmed";
   if (!node_level && dataset != "mnist-graph") {
-    throw UsageError("dataset '" + dataset + "' is not a graph dataset (karate, cora, citeseer, "
-                     "pubmed or mnist-graph) for model '" + kind + "'",
+    throw UsageError("dataset '" + dataset +
+                         "' is not a graph dataset (karate, cora, citeseer, "
+                         "pubmed or mnist-graph) for model '" +
+                         kind + "'",
                      kUsage);
   }
-  set_num_threads(static_cast<int>(parse_int("--threads", get(o, "threads", "1"), 1, 4096, kUsage)));
+  set_num_threads(
+      static_cast<int>(parse_int("--threads", get(o, "threads", "1"), 1, 4096, kUsage)));
   const int64_t seed = parse_int("--seed", get(o, "seed", "0"), 0, INT64_MAX, kUsage);
-  const int64_t epochs = parse_int("--epochs", get(o, "epochs", node_level ? "200" : "3"), 1,
-                                   100000, kUsage);
+  const int64_t epochs =
+      parse_int("--epochs", get(o, "epochs", node_level ? "200" : "3"), 1, 100000, kUsage);
   const double lr = number("lr", get(o, "lr", node_level ? "0.01" : "0.005"));
-  const int64_t hidden = parse_int("--hidden", get(o, "hidden", node_level ? "16" : "32"), 1,
-                                   1 << 20, kUsage);
-  const int64_t layers = parse_int("--layers", get(o, "layers", node_level ? "2" : "3"), 1, 64,
-                                   kUsage);
+  const int64_t hidden =
+      parse_int("--hidden", get(o, "hidden", node_level ? "16" : "32"), 1, 1 << 20, kUsage);
+  const int64_t layers =
+      parse_int("--layers", get(o, "layers", node_level ? "2" : "3"), 1, 64, kUsage);
   const double dropout =
       number("dropout", get(o, "dropout", dataset == "karate" || !node_level ? "0" : "0.5"));
   const int64_t heads = parse_int("--heads", get(o, "heads", "8"), 1, 1024, kUsage);
@@ -118,8 +123,12 @@ int train_gnn_main(const Args& args) {
                         : data::load_planetoid(get(o, "data", "data/" + dataset), dataset);
     if (dataset != "karate") g.x = g.x / g.x.sum({1}, true).clamp(1, std::nullopt);
     const int64_t classes = g.y.max().item<int64_t>() + 1;
-    nn::GNN model({.kind = kind, .in_channels = g.num_features(), .hidden = hidden,
-                   .out_channels = classes, .layers = layers, .dropout = dropout,
+    nn::GNN model({.kind = kind,
+                   .in_channels = g.num_features(),
+                   .hidden = hidden,
+                   .out_channels = classes,
+                   .layers = layers,
+                   .dropout = dropout,
                    .heads = heads});
     std::cout << "model=" << kind << " dataset=" << dataset << " nodes=" << g.num_nodes()
               << " edges=" << g.num_edges() << " features=" << g.num_features()
@@ -154,25 +163,33 @@ int train_gnn_main(const Args& args) {
     model.eval();
     NoGradGuard ng;
     const Tensor logits = model.forward(g.x, g.edge_index);
-    std::cout << "test_acc=" << accuracy(logits.index_select(0, test_idx), g.y.index_select(0, test_idx))
+    std::cout << "test_acc="
+              << accuracy(logits.index_select(0, test_idx), g.y.index_select(0, test_idx))
               << " test_nodes=" << test_idx.numel() << " time_s=" << seconds_since(start) << "\n";
     return 0;
   }
   // mnist-graph: graph classification.
   const std::string dir = get(o, "data", "data/mnist");
-  const int64_t limit = parse_int("--train-graphs", get(o, "train-graphs", "10000"), 1, 60000, kUsage);
+  const int64_t limit =
+      parse_int("--train-graphs", get(o, "train-graphs", "10000"), 1, 60000, kUsage);
   const int64_t batch = parse_int("--batch-size", get(o, "batch-size", "64"), 1, 1 << 20, kUsage);
   auto train = data::mnist_graphs(dir, true, limit);
   auto test = data::mnist_graphs(dir, false);
-  nn::GNN model({.kind = kind, .in_channels = 3, .hidden = hidden, .out_channels = 10,
-                 .layers = layers, .dropout = dropout, .heads = heads, .pool = "add"});
+  nn::GNN model({.kind = kind,
+                 .in_channels = 3,
+                 .hidden = hidden,
+                 .out_channels = 10,
+                 .layers = layers,
+                 .dropout = dropout,
+                 .heads = heads,
+                 .pool = "add"});
   std::cout << "model=" << kind << " dataset=mnist-graph train_graphs=" << train->size()
             << " test_graphs=" << test->size() << " params=" << model.num_parameters()
             << " lr=" << lr << " batch_size=" << batch << " epochs=" << epochs << " seed=" << seed
             << std::endl;
   optim::Adam opt(model.parameters(), optim::AdamOptions(lr));
-  data::GraphDataLoader loader(train, {.batch_size = batch, .shuffle = true,
-                                       .seed = static_cast<uint64_t>(seed)});
+  data::GraphDataLoader loader(
+      train, {.batch_size = batch, .shuffle = true, .seed = static_cast<uint64_t>(seed)});
   for (int64_t epoch = 1; epoch <= epochs; ++epoch) {
     model.train();
     double total = 0, correct = 0;

@@ -72,8 +72,10 @@ void balanced_rows(const int64_t* rowptr, int64_t rows, int64_t row_cost, int64_
       int64_t lo = 0, hi = rows;  // smallest r with r*row_cost + rowptr[r]*entry_cost >= target
       while (lo < hi) {
         const int64_t mid = (lo + hi) / 2;
-        if (mid * row_cost + rowptr[mid] * entry_cost >= target) hi = mid;
-        else lo = mid + 1;
+        if (mid * row_cost + rowptr[mid] * entry_cost >= target)
+          hi = mid;
+        else
+          lo = mid + 1;
       }
       return lo;
     };
@@ -189,7 +191,8 @@ void segment_reduce_impl(const Tensor& out, const Tensor& src, int64_t dim, cons
           if (contiguous_rows && (op == ReduceOp::Sum || op == ReduceOp::Mean)) {
             for (int64_t i = 0; i < inner; ++i) a[i] += static_cast<A>(s[i]);
           } else {
-            for (int64_t i = 0; i < inner; ++i) a[i] = combine(op, a[i], static_cast<A>(s[i * st[2]]));
+            for (int64_t i = 0; i < inner; ++i)
+              a[i] = combine(op, a[i], static_cast<A>(s[i * st[2]]));
           }
         }
         if (op == ReduceOp::Mean) {
@@ -202,9 +205,8 @@ void segment_reduce_impl(const Tensor& out, const Tensor& src, int64_t dim, cons
   });
 }
 
-void segment_reduce_kernel(const Tensor& out, const Tensor& src, int64_t dim,
-                           const Tensor& rowptr, const Tensor& perm, ReduceOp op,
-                           bool include_self) {
+void segment_reduce_kernel(const Tensor& out, const Tensor& src, int64_t dim, const Tensor& rowptr,
+                           const Tensor& perm, ReduceOp op, bool include_self) {
   dispatch_dtype(out.dtype(), "scatter_reduce", [&]<class T>() {
     if constexpr (std::is_same_v<T, bool>) {
       IGNIS_FAIL("scatter_reduce: bool tensors are not supported");
@@ -237,9 +239,10 @@ BadIndex scatter_reduce_impl(const TensorIter& it, const ScatterReduceArgs& a) {
         const int64_t i = *reinterpret_cast<const I*>(ib + l * a.index_stride);
         const A v = static_cast<A>(*reinterpret_cast<const T*>(sb + l * a.src_stride));
         if (cnt[i] == 0) {
-          acc[i] = a.include_self
-                       ? combine(a.op, static_cast<A>(*reinterpret_cast<T*>(ob + i * a.self_stride)), v)
-                       : v;
+          acc[i] =
+              a.include_self
+                  ? combine(a.op, static_cast<A>(*reinterpret_cast<T*>(ob + i * a.self_stride)), v)
+                  : v;
         } else {
           acc[i] = combine(a.op, acc[i], v);
         }
@@ -269,8 +272,7 @@ BadIndex scatter_reduce_kernel(const TensorIter& it, DType dt, DType index_dt,
     if constexpr (std::is_same_v<T, bool>) {
       IGNIS_FAIL("scatter_reduce: bool tensors are not supported");
     } else {
-      return dispatch_index(index_dt,
-                            [&]<class I>() { return scatter_reduce_impl<T, I>(it, a); });
+      return dispatch_index(index_dt, [&]<class I>() { return scatter_reduce_impl<T, I>(it, a); });
     }
   });
 }
@@ -302,8 +304,10 @@ BadIndex spmm_impl(const Tensor& out, const Tensor& rowptr_t, const Tensor& col_
     if constexpr (!std::is_same_v<A, T>) buf.resize(static_cast<size_t>(F));
     for (int64_t r = b; r < e; ++r) {
       A* acc;
-      if constexpr (std::is_same_v<A, T>) acc = y + r * F;
-      else acc = buf.data();
+      if constexpr (std::is_same_v<A, T>)
+        acc = y + r * F;
+      else
+        acc = buf.data();
       std::fill(acc, acc + F, A(0));
       for (int64_t k = rp[r]; k < rp[r + 1]; ++k) {
         const int64_t p = pm ? pm[k] : k;

@@ -54,8 +54,8 @@ void Graph::validate(const std::string& what) const {
       {&train_mask, "train_mask"}, {&val_mask, "val_mask"}, {&test_mask, "test_mask"}};
   for (const auto& [m, name] : masks) {
     if (!m->defined()) continue;
-    IGNIS_CHECK(m->dtype() == kBool && m->dim() == 1 && m->size(0) == n, what, ": expected ",
-                name, " of dtype bool and shape [", n, "], but got ", m->dtype(), m->sizes());
+    IGNIS_CHECK(m->dtype() == kBool && m->dim() == 1 && m->size(0) == n, what, ": expected ", name,
+                " of dtype bool and shape [", n, "], but got ", m->dtype(), m->sizes());
   }
 }
 
@@ -192,15 +192,14 @@ GraphBatch GraphDataLoader::Iterator::operator*() const {
 Graph karate_club() {
   // The 78 undirected friendships of Zachary (1977), 0-based, as networkx lists them.
   static const int kEdges[78][2] = {
-      {0, 1},   {0, 2},   {0, 3},   {0, 4},   {0, 5},   {0, 6},   {0, 7},   {0, 8},
-      {0, 10},  {0, 11},  {0, 12},  {0, 13},  {0, 17},  {0, 19},  {0, 21},  {0, 31},
-      {1, 2},   {1, 3},   {1, 7},   {1, 13},  {1, 17},  {1, 19},  {1, 21},  {1, 30},
-      {2, 3},   {2, 7},   {2, 8},   {2, 9},   {2, 13},  {2, 27},  {2, 28},  {2, 32},
-      {3, 7},   {3, 12},  {3, 13},  {4, 6},   {4, 10},  {5, 6},   {5, 10},  {5, 16},
-      {6, 16},  {8, 30},  {8, 32},  {8, 33},  {9, 33},  {13, 33}, {14, 32}, {14, 33},
-      {15, 32}, {15, 33}, {18, 32}, {18, 33}, {19, 33}, {20, 32}, {20, 33}, {22, 32},
-      {22, 33}, {23, 25}, {23, 27}, {23, 29}, {23, 32}, {23, 33}, {24, 25}, {24, 27},
-      {24, 31}, {25, 31}, {26, 29}, {26, 33}, {27, 33}, {28, 31}, {28, 33}, {29, 32},
+      {0, 1},   {0, 2},   {0, 3},   {0, 4},   {0, 5},   {0, 6},   {0, 7},   {0, 8},   {0, 10},
+      {0, 11},  {0, 12},  {0, 13},  {0, 17},  {0, 19},  {0, 21},  {0, 31},  {1, 2},   {1, 3},
+      {1, 7},   {1, 13},  {1, 17},  {1, 19},  {1, 21},  {1, 30},  {2, 3},   {2, 7},   {2, 8},
+      {2, 9},   {2, 13},  {2, 27},  {2, 28},  {2, 32},  {3, 7},   {3, 12},  {3, 13},  {4, 6},
+      {4, 10},  {5, 6},   {5, 10},  {5, 16},  {6, 16},  {8, 30},  {8, 32},  {8, 33},  {9, 33},
+      {13, 33}, {14, 32}, {14, 33}, {15, 32}, {15, 33}, {18, 32}, {18, 33}, {19, 33}, {20, 32},
+      {20, 33}, {22, 32}, {22, 33}, {23, 25}, {23, 27}, {23, 29}, {23, 32}, {23, 33}, {24, 25},
+      {24, 27}, {24, 31}, {25, 31}, {26, 29}, {26, 33}, {27, 33}, {28, 31}, {28, 33}, {29, 32},
       {29, 33}, {30, 32}, {30, 33}, {31, 32}, {31, 33}, {32, 33}};
   // The 4 modularity communities used by Kipf & Welling (and PyTorch Geometric).
   static const int64_t kCommunity[34] = {1, 1, 1, 1, 3, 3, 3, 1, 0, 1, 3, 1, 1, 1, 0, 0, 3,
@@ -244,8 +243,8 @@ std::shared_ptr<InMemoryGraphDataset> mnist_graphs(const Tensor& images, const T
   const int64_t n = images.size(0);
   IGNIS_CHECK(labels.dim() == 1 && labels.size(0) == n, op, ": expected ", n,
               " labels, but got shape ", labels.sizes());
-  IGNIS_CHECK(k >= 1 && k <= 24, op, ": k must be in [1, 24] (neighbours in a 5x5 window), but got ",
-              k);
+  IGNIS_CHECK(k >= 1 && k <= 24, op,
+              ": k must be in [1, 24] (neighbours in a 5x5 window), but got ", k);
   Tensor img = images.reshape({n, 28 * 28});
   img = images.dtype() == kUInt8 ? img.to(kFloat32) / 255.0 : img.to(kFloat32);
   img = img.contiguous();
@@ -273,8 +272,8 @@ std::shared_ptr<InMemoryGraphDataset> mnist_graphs(const Tensor& images, const T
     for (int q = 0; q < 784; ++q) {
       if (p[q] > threshold) {
         node_of[q] = nodes++;
-        feat.insert(feat.end(), {p[q], static_cast<float>(q / 28) / 27.0f,
-                                 static_cast<float>(q % 28) / 27.0f});
+        feat.insert(feat.end(),
+                    {p[q], static_cast<float>(q / 28) / 27.0f, static_cast<float>(q % 28) / 27.0f});
       } else {
         node_of[q] = -1;
       }
@@ -310,8 +309,8 @@ std::shared_ptr<InMemoryGraphDataset> mnist_graphs(const std::string& root, bool
   Tensor images = read_idx(MNIST::file_path(root, split + "-images-idx3-ubyte"));
   Tensor labels = read_idx(MNIST::file_path(root, split + "-labels-idx1-ubyte"));
   IGNIS_CHECK(images.dim() == 3 && labels.dim() == 1 && images.size(0) == labels.size(0),
-              "mnist_graphs: ", root, ": the ", split, " images ", images.sizes(),
-              " and labels ", labels.sizes(), " do not match");
+              "mnist_graphs: ", root, ": the ", split, " images ", images.sizes(), " and labels ",
+              labels.sizes(), " do not match");
   if (limit >= 0 && limit < images.size(0)) {
     images = images.narrow(0, 0, limit);
     labels = labels.narrow(0, 0, limit);

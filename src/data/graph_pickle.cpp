@@ -81,9 +81,9 @@ class Machine {
       const size_t at = pos_;
       const uint8_t op = byte();
       switch (op) {
-        case 0x80: byte(); break;                 // PROTO
-        case 0x95: bytes(8); break;               // FRAME
-        case '.':                                 // STOP
+        case 0x80: byte(); break;    // PROTO
+        case 0x95: bytes(8); break;  // FRAME
+        case '.':                    // STOP
           IGNIS_CHECK(stack_.size() == 1 && marks_.empty(), what_, ": pickle ends (STOP at byte ",
                       at, ") with ", stack_.size(), " values on the stack");
           return stack_.back();
@@ -92,7 +92,8 @@ class Machine {
         case '1': pop_mark(at); break;
         case '2': push(top(at)); break;
         case 'N': push(make(Value::None)); break;
-        case 0x88: case 0x89: {
+        case 0x88:
+        case 0x89: {
           auto v = make(Value::Bool);
           v->i = op == 0x88;
           push(v);
@@ -118,7 +119,8 @@ class Machine {
         case 'J': push(make_int(static_cast<int32_t>(le(4)))); break;
         case 'K': push(make_int(static_cast<int64_t>(le(1)))); break;
         case 'M': push(make_int(static_cast<int64_t>(le(2)))); break;
-        case 0x8a: case 0x8b: {  // LONG1 / LONG4: little-endian two's complement
+        case 0x8a:
+        case 0x8b: {  // LONG1 / LONG4: little-endian two's complement
           const uint64_t len = le(op == 0x8a ? 1 : 4);
           IGNIS_CHECK(len <= 8, what_, ": integer of ", len, " bytes at byte ", at,
                       " does not fit in 64 bits");
@@ -155,7 +157,8 @@ class Machine {
         case 'U': push(make_str(Value::Bytes, bytes(le(1)))); break;
         case 'B': push(make_str(Value::Bytes, bytes(le(4)))); break;
         case 'C': push(make_str(Value::Bytes, bytes(le(1)))); break;
-        case 0x8e: case 0x96: push(make_str(Value::Bytes, bytes(le(8)))); break;
+        case 0x8e:
+        case 0x96: push(make_str(Value::Bytes, bytes(le(8)))); break;
         case 'V': push(make_str(Value::Str, raw_unicode(line(), at))); break;
         case 'X': push(make_str(Value::Str, bytes(le(4)))); break;
         case 0x8c: push(make_str(Value::Str, bytes(le(1)))); break;
@@ -163,14 +166,17 @@ class Machine {
         case ')': push(make(Value::Tuple)); break;
         case ']': push(make(Value::List)); break;
         case '}': push(make(Value::Dict)); break;
-        case 't': case 'l': {
+        case 't':
+        case 'l': {
           auto v = make(op == 't' ? Value::Tuple : Value::List);
           v->items = pop_mark(at);
           adopt_all(v, v->items);
           push(v);
           break;
         }
-        case 0x85: case 0x86: case 0x87: {
+        case 0x85:
+        case 0x86:
+        case 0x87: {
           const size_t k = op - 0x84;
           need(k, at);
           auto v = make(Value::Tuple);
@@ -184,7 +190,8 @@ class Machine {
           auto items = pop_mark(at);
           IGNIS_CHECK(items.size() % 2 == 0, what_, ": odd number of dict items at byte ", at);
           auto v = make(Value::Dict);
-          for (size_t k = 0; k < items.size(); k += 2) v->entries.emplace_back(items[k], items[k + 1]);
+          for (size_t k = 0; k < items.size(); k += 2)
+            v->entries.emplace_back(items[k], items[k + 1]);
           adopt_all(v, items);
           push(v);
           break;
@@ -199,7 +206,8 @@ class Machine {
           add_items(top(at), items, at);
           break;
         }
-        case 's': case 'u': {
+        case 's':
+        case 'u': {
           std::vector<ValuePtr> items;
           if (op == 's') {
             need(2, at);
@@ -214,7 +222,8 @@ class Machine {
                       ": SETITEM on a value that is not a dict at byte ", at);
           mutable_check(d, at);
           adopt_all(d, items);
-          for (size_t k = 0; k < items.size(); k += 2) d->entries.emplace_back(items[k], items[k + 1]);
+          for (size_t k = 0; k < items.size(); k += 2)
+            d->entries.emplace_back(items[k], items[k + 1]);
           break;
         }
         case 'c': {
@@ -229,7 +238,8 @@ class Machine {
           push(make_str(Value::Global, mod->s + "." + name->s));
           break;
         }
-        case 'R': case 0x81: {  // REDUCE / NEWOBJ: callable(*args), kept as an Object
+        case 'R':
+        case 0x81: {  // REDUCE / NEWOBJ: callable(*args), kept as an Object
           ValuePtr args = pop(at), fn = pop(at);
           IGNIS_CHECK(args->kind == Value::Tuple, what_, ": ", op == 'R' ? "REDUCE" : "NEWOBJ",
                       " arguments are not a tuple at byte ", at);
@@ -260,7 +270,8 @@ class Machine {
         case 'b': {
           ValuePtr st = pop(at);
           ValuePtr obj = top(at);
-          IGNIS_CHECK(obj->kind == Value::Object, what_, ": BUILD on a value that is not an object at byte ", at);
+          IGNIS_CHECK(obj->kind == Value::Object, what_,
+                      ": BUILD on a value that is not an object at byte ", at);
           mutable_check(obj, at);
           adopt(obj, st);
           obj->state = st;
@@ -273,8 +284,7 @@ class Machine {
         case 'g': push(memo_get(static_cast<uint64_t>(parse_int(line(), at)), at)); break;
         case 'h': push(memo_get(le(1), at)); break;
         case 'j': push(memo_get(le(4), at)); break;
-        default:
-          IGNIS_FAIL(what_, ": unsupported pickle opcode 0x", hex(op), " at byte ", at);
+        default: IGNIS_FAIL(what_, ": unsupported pickle opcode 0x", hex(op), " at byte ", at);
       }
     }
   }
@@ -289,8 +299,8 @@ class Machine {
     return d_[pos_++];
   }
   std::string bytes(uint64_t k) {
-    IGNIS_CHECK(k <= n_ - pos_, what_, ": a length of ", k, " at byte ", pos_, " runs past the end (",
-                n_ - pos_, " bytes left)");
+    IGNIS_CHECK(k <= n_ - pos_, what_, ": a length of ", k, " at byte ", pos_,
+                " runs past the end (", n_ - pos_, " bytes left)");
     std::string s(reinterpret_cast<const char*>(d_ + pos_), static_cast<size_t>(k));
     pos_ += static_cast<size_t>(k);
     return s;
@@ -333,7 +343,9 @@ class Machine {
         case 'n': out.push_back('\n'); break;
         case 't': out.push_back('\t'); break;
         case 'r': out.push_back('\r'); break;
-        case '\\': case '\'': case '"': out.push_back(e); break;
+        case '\\':
+        case '\'':
+        case '"': out.push_back(e); break;
         case 'x': {
           IGNIS_CHECK(k + 3 < s.size() + 0 && std::isxdigit(static_cast<unsigned char>(s[k + 1])) &&
                           std::isxdigit(static_cast<unsigned char>(s[k + 2])),
@@ -357,8 +369,11 @@ class Machine {
         unsigned cp = 0;
         for (size_t j = 0; j < len; ++j) {
           const char h = s[k + 2 + j];
-          IGNIS_CHECK(std::isxdigit(static_cast<unsigned char>(h)), what_, ": bad \\u escape at byte ", at);
-          cp = cp * 16 + static_cast<unsigned>(std::isdigit(static_cast<unsigned char>(h)) ? h - '0' : (std::tolower(h) - 'a' + 10));
+          IGNIS_CHECK(std::isxdigit(static_cast<unsigned char>(h)), what_,
+                      ": bad \\u escape at byte ", at);
+          cp = cp * 16 + static_cast<unsigned>(std::isdigit(static_cast<unsigned char>(h))
+                                                   ? h - '0'
+                                                   : (std::tolower(h) - 'a' + 10));
         }
         IGNIS_CHECK(cp <= 0x10ffff, what_, ": bad code point at byte ", at);
         append_utf8(out, cp);
@@ -428,7 +443,8 @@ class Machine {
     if (fn->kind == Value::Global && fn->s == "_codecs.encode" && !args.empty() &&
         args[0]->kind == Value::Str) {
       std::string b;
-      IGNIS_CHECK(latin1_bytes(args[0]->s, b), what_, ": _codecs.encode of a non-latin-1 string at byte ", at);
+      IGNIS_CHECK(latin1_bytes(args[0]->s, b), what_,
+                  ": _codecs.encode of a non-latin-1 string at byte ", at);
       return make_str(Value::Bytes, std::move(b));
     }
     auto v = make(Value::Object);
@@ -458,7 +474,8 @@ class Machine {
 };
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // The value of a dict entry (str or bytes key), or null.
@@ -502,9 +519,11 @@ Tensor to_array(const ValuePtr& v, const std::string& what) {
   int64_t numel = 1;
   for (const auto& d : shape->items) {
     const int64_t s = as_int(d, what, "an array dimension");
-    IGNIS_CHECK(s >= 0 && s < (int64_t(1) << 40), what, ": array dimension ", s, " is out of range");
+    IGNIS_CHECK(s >= 0 && s < (int64_t(1) << 40), what, ": array dimension ", s,
+                " is out of range");
     dims.push_back(s);
-    IGNIS_CHECK(numel <= (int64_t(1) << 40) / std::max<int64_t>(s, 1), what, ": the array is too large");
+    IGNIS_CHECK(numel <= (int64_t(1) << 40) / std::max<int64_t>(s, 1), what,
+                ": the array is too large");
     numel *= s;
   }
   IGNIS_CHECK(fortran->kind == Value::Bool || fortran->kind == Value::Int, what,
@@ -515,7 +534,8 @@ Tensor to_array(const ValuePtr& v, const std::string& what) {
   const std::string code = dtype->items[0]->s;  // "f8", "i4", "b1", ...
   char order = '<';
   if (dtype->state && dtype->state->kind == Value::Tuple && dtype->state->items.size() > 1 &&
-      (dtype->state->items[1]->kind == Value::Str || dtype->state->items[1]->kind == Value::Bytes) &&
+      (dtype->state->items[1]->kind == Value::Str ||
+       dtype->state->items[1]->kind == Value::Bytes) &&
       !dtype->state->items[1]->s.empty()) {
     order = dtype->state->items[1]->s[0];
   }
@@ -524,7 +544,8 @@ Tensor to_array(const ValuePtr& v, const std::string& what) {
   const char kind = code[0];
   const int width = std::atoi(code.c_str() + 1);
   IGNIS_CHECK((kind == 'f' && (width == 4 || width == 8)) ||
-                  ((kind == 'i' || kind == 'u') && (width == 1 || width == 2 || width == 4 || width == 8)) ||
+                  ((kind == 'i' || kind == 'u') &&
+                   (width == 1 || width == 2 || width == 4 || width == 8)) ||
                   (kind == 'b' && width == 1),
               what, ": unsupported array dtype '", code, "'");
   IGNIS_CHECK(raw->kind == Value::Bytes || raw->kind == Value::Str, what,
@@ -558,8 +579,18 @@ Tensor to_array(const ValuePtr& v, const std::string& what) {
       } else {
         switch (width) {
           case 1: v = static_cast<int8_t>(b[0]); break;
-          case 2: { int16_t t; std::memcpy(&t, b, 2); v = t; break; }
-          case 4: { int32_t t; std::memcpy(&t, b, 4); v = t; break; }
+          case 2: {
+            int16_t t;
+            std::memcpy(&t, b, 2);
+            v = t;
+            break;
+          }
+          case 4: {
+            int32_t t;
+            std::memcpy(&t, b, 4);
+            v = t;
+            break;
+          }
           default: std::memcpy(&v, b, 8);
         }
       }
@@ -606,8 +637,8 @@ Tensor csr_to_dense(const ValuePtr& v, const std::string& what) {
   const Tensor ptr = to_array(ptr_v, what + " (indptr)").to(kInt64).reshape({-1});
   const int64_t nnz = data.numel();
   IGNIS_CHECK(ind.numel() == nnz && ptr.numel() == rows + 1, what, ": the csr_matrix has ", nnz,
-              " values, ", ind.numel(), " column indices and ", ptr.numel(),
-              " row pointers for ", rows, " rows");
+              " values, ", ind.numel(), " column indices and ", ptr.numel(), " row pointers for ",
+              rows, " rows");
   const int64_t* p = ptr.data_ptr<int64_t>();
   const int64_t* c = ind.data_ptr<int64_t>();
   const double* d = data.data_ptr<double>();
@@ -626,10 +657,10 @@ Tensor csr_to_dense(const ValuePtr& v, const std::string& what) {
   return out;
 }
 
-std::vector<std::pair<int64_t, int64_t>> adjacency_dict(const ValuePtr& v, const std::string& what) {
-  IGNIS_CHECK(v && (v->kind == Value::Dict ||
-                    (v->kind == Value::Object && v->callable &&
-                     ends_with(v->callable->s, "defaultdict"))),
+std::vector<std::pair<int64_t, int64_t>> adjacency_dict(const ValuePtr& v,
+                                                        const std::string& what) {
+  IGNIS_CHECK(v && (v->kind == Value::Dict || (v->kind == Value::Object && v->callable &&
+                                               ends_with(v->callable->s, "defaultdict"))),
               what, ": expected a dict of adjacency lists");
   std::vector<std::pair<int64_t, int64_t>> edges;
   for (const auto& [k, list] : v->entries) {

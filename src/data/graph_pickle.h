@@ -18,15 +18,15 @@ using ValuePtr = std::shared_ptr<Value>;
 
 struct Value {
   enum Kind { None, Bool, Int, Float, Bytes, Str, Tuple, List, Dict, Global, Object } kind = None;
-  int64_t i = 0;        // Bool, Int
-  double f = 0;         // Float
-  std::string s;        // Bytes, Str (UTF-8); Global: "module.name"
-  std::vector<ValuePtr> items;                          // Tuple, List; Object: its args
-  std::vector<std::pair<ValuePtr, ValuePtr>> entries;   // Dict; Object: items set on it
-  ValuePtr callable;    // Object: the class or function it was made by
-  ValuePtr state;       // Object: the BUILD state
-  std::vector<ValuePtr> appended;                       // Object: items appended to it
-  int depth = 1;           // nesting depth (bounded, so that destruction cannot overflow)
+  int64_t i = 0;                                       // Bool, Int
+  double f = 0;                                        // Float
+  std::string s;                                       // Bytes, Str (UTF-8); Global: "module.name"
+  std::vector<ValuePtr> items;                         // Tuple, List; Object: its args
+  std::vector<std::pair<ValuePtr, ValuePtr>> entries;  // Dict; Object: items set on it
+  ValuePtr callable;               // Object: the class or function it was made by
+  ValuePtr state;                  // Object: the BUILD state
+  std::vector<ValuePtr> appended;  // Object: items appended to it
+  int depth = 1;                   // nesting depth (bounded, so that destruction cannot overflow)
   bool contained = false;  // already inside another value: then it is never modified (no cycles)
 };
 

@@ -37,8 +37,8 @@ Graph load_planetoid(const std::string& root, const std::string& name_in) {
   std::string name = name_in;
   std::transform(name.begin(), name.end(), name.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  IGNIS_CHECK(name == "cora" || name == "citeseer" || name == "pubmed", kOp,
-              ": unknown dataset '", name_in, "' (expected Cora, CiteSeer or PubMed)");
+  IGNIS_CHECK(name == "cora" || name == "citeseer" || name == "pubmed", kOp, ": unknown dataset '",
+              name_in, "' (expected Cora, CiteSeer or PubMed)");
   auto path = [&](const std::string& part) {
     return (fs::path(root) / ("ind." + name + "." + part)).string();
   };
@@ -80,7 +80,8 @@ Graph load_planetoid(const std::string& root, const std::string& name_in) {
               ", tx ", tx.sizes(), ", allx ", allx.sizes());
   IGNIS_CHECK(y.size(0) == x.size(0) && ally.size(0) == allx.size(0) && ty.size(0) == tx.size(0),
               kOp, ": labels do not match features: y ", y.sizes(), " for x ", x.sizes(), ", ally ",
-              ally.sizes(), " for allx ", allx.sizes(), ", ty ", ty.sizes(), " for tx ", tx.sizes());
+              ally.sizes(), " for allx ", allx.sizes(), ", ty ", ty.sizes(), " for tx ",
+              tx.sizes());
   IGNIS_CHECK(y.dim() == 2 && ty.dim() == 2 && ally.dim() == 2 && y.size(1) == ally.size(1) &&
                   ty.size(1) == ally.size(1),
               kOp, ": label widths differ: y ", y.sizes(), ", ty ", ty.sizes(), ", ally ",
@@ -93,7 +94,8 @@ Graph load_planetoid(const std::string& root, const std::string& name_in) {
   // tx rows belong to the sorted test nodes; CiteSeer has isolated test nodes missing from tx:
   // the range lo..hi is filled with zero rows for them.
   const int64_t span = hi - lo + 1;
-  IGNIS_CHECK(span < (int64_t(1) << 26), kOp, ": test node ids ", lo, "..", hi, " are too far apart");
+  IGNIS_CHECK(span < (int64_t(1) << 26), kOp, ": test node ids ", lo, "..", hi,
+              " are too far apart");
   IGNIS_CHECK(static_cast<int64_t>(sorted.size()) == tx.size(0), kOp, ": ", path("test.index"),
               " lists ", sorted.size(), " nodes but tx has ", tx.size(0), " rows");
   Tensor tx_ext = tx, ty_ext = ty;
@@ -125,8 +127,8 @@ Graph load_planetoid(const std::string& root, const std::string& name_in) {
   // Edges: symmetric, deduplicated.
   std::set<std::pair<int64_t, int64_t>> edges;
   for (const auto& [a, b] : adjacency) {
-    IGNIS_CHECK(a >= 0 && a < n && b >= 0 && b < n, kOp, ": ", path("graph"), ": edge (", a,
-                ", ", b, ") refers to a node outside the ", n, " nodes");
+    IGNIS_CHECK(a >= 0 && a < n && b >= 0 && b < n, kOp, ": ", path("graph"), ": edge (", a, ", ",
+                b, ") refers to a node outside the ", n, " nodes");
     edges.insert({a, b});
     edges.insert({b, a});
   }

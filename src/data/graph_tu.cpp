@@ -42,7 +42,8 @@ Table read_table(const std::string& path, bool integers, size_t width_min, size_
       while (*p == ' ' || *p == '\t') ++p;
       char* end = nullptr;
       errno = 0;
-      const double v = integers ? static_cast<double>(std::strtoll(p, &end, 10)) : std::strtod(p, &end);
+      const double v =
+          integers ? static_cast<double>(std::strtoll(p, &end, 10)) : std::strtod(p, &end);
       IGNIS_CHECK(end != p && errno == 0, kOp, ": ", path, ":", ln, ": expected ",
                   integers ? "an integer" : "a number", " but got '", s, "'");
       row.push_back(v);
@@ -53,10 +54,10 @@ Table read_table(const std::string& path, bool integers, size_t width_min, size_
                   "'");
       ++p;
     }
-    IGNIS_CHECK(row.size() >= width_min && row.size() <= width_max, kOp, ": ", path, ":", ln,
-                ": expected ", width_min == width_max ? std::to_string(width_min)
-                                                       : std::to_string(width_min) + " or more",
-                " values, but got ", row.size(), " in '", s, "'");
+    IGNIS_CHECK(
+        row.size() >= width_min && row.size() <= width_max, kOp, ": ", path, ":", ln, ": expected ",
+        width_min == width_max ? std::to_string(width_min) : std::to_string(width_min) + " or more",
+        " values, but got ", row.size(), " in '", s, "'");
     if (!t.rows.empty()) {
       IGNIS_CHECK(row.size() == t.rows[0].size(), kOp, ": ", path, ":", ln, ": expected ",
                   t.rows[0].size(), " values like line ", t.line[0], ", but got ", row.size());
@@ -116,8 +117,8 @@ std::shared_ptr<InMemoryGraphDataset> load_tu_dataset(const std::string& root,
     int64_t lo = 0, hi = 0;
     for (size_t i = 0; i < nl.rows.size(); ++i) {
       const auto v = static_cast<int64_t>(nl.rows[i][0]);
-      IGNIS_CHECK(v >= 0 && v < (1 << 16), kOp, ": ", nl.path, ":", nl.line[i],
-                  ": node label ", v, " is out of range [0, 65536)");
+      IGNIS_CHECK(v >= 0 && v < (1 << 16), kOp, ": ", nl.path, ":", nl.line[i], ": node label ", v,
+                  " is out of range [0, 65536)");
       lo = i == 0 ? v : std::min(lo, v);
       hi = i == 0 ? v : std::max(hi, v);
     }
@@ -138,8 +139,8 @@ std::shared_ptr<InMemoryGraphDataset> load_tu_dataset(const std::string& root,
     IGNIS_CHECK(a >= 1 && a <= n && b >= 1 && b <= n, kOp, ": ", adj.path, ":", adj.line[k],
                 ": edge (", a, ", ", b, ") refers to a node outside 1..", n);
     const int64_t g = graph_of[a - 1];
-    IGNIS_CHECK(graph_of[b - 1] == g, kOp, ": ", adj.path, ":", adj.line[k], ": edge (", a, ", ",
-                b, ") joins graph ", g + 1, " and graph ", graph_of[b - 1] + 1);
+    IGNIS_CHECK(graph_of[b - 1] == g, kOp, ": ", adj.path, ":", adj.line[k], ": edge (", a, ", ", b,
+                ") joins graph ", g + 1, " and graph ", graph_of[b - 1] + 1);
     src[g].push_back(a - 1 - first[g]);
     dst[g].push_back(b - 1 - first[g]);
     eidx[g].push_back(static_cast<int64_t>(k));
@@ -167,13 +168,13 @@ std::shared_ptr<InMemoryGraphDataset> load_tu_dataset(const std::string& root,
     }
     Graph gr;
     gr.x = tensor(x).reshape({cnt, static_cast<int64_t>(f)});
-    gr.edge_index = src[g].empty() ? zeros({2, 0}, kInt64)
-                                   : stack({tensor(src[g]), tensor(dst[g])}, 0);
+    gr.edge_index =
+        src[g].empty() ? zeros({2, 0}, kInt64) : stack({tensor(src[g]), tensor(dst[g])}, 0);
     if (!ea.rows.empty()) {
       std::vector<float> a;
       for (int64_t k : eidx[g]) a.insert(a.end(), ea.rows[k].begin(), ea.rows[k].end());
-      gr.edge_attr = tensor(a).reshape({static_cast<int64_t>(eidx[g].size()),
-                                        static_cast<int64_t>(ea.rows[0].size())});
+      gr.edge_attr = tensor(a).reshape(
+          {static_cast<int64_t>(eidx[g].size()), static_cast<int64_t>(ea.rows[0].size())});
     }
     gr.y = full({1}, classes[static_cast<int64_t>(glab.rows[g][0])], kInt64);
     gr.validate(std::string(kOp) + ": graph " + std::to_string(g + 1));

@@ -19,8 +19,8 @@ namespace {
 
 void check_graph_input(const Tensor& x, const Tensor& edge_index, const char* layer) {
   IGNIS_CHECK(x.defined() && edge_index.defined(), layer, ": x and edge_index must be defined");
-  IGNIS_CHECK(x.dim() >= 2, layer, ": expected node features of shape [num_nodes, features], but got ",
-              x.sizes());
+  IGNIS_CHECK(x.dim() >= 2, layer,
+              ": expected node features of shape [num_nodes, features], but got ", x.sizes());
   IGNIS_CHECK(edge_index.dim() == 2 && edge_index.size(0) == 2 &&
                   (edge_index.dtype() == kInt64 || edge_index.dtype() == kInt32),
               layer, ": expected an int64 edge_index of shape [2, num_edges], but got ",
@@ -84,9 +84,9 @@ Tensor MessagePassing::propagate(const Tensor& edge_index, const Tensor& x,
   check_graph_input(x, edge_index, type_name().c_str());
   if (num_nodes < 0) num_nodes = x.size(0);
   if (edge_weight.defined()) {
-    IGNIS_CHECK(edge_weight.dim() >= 1 && edge_weight.size(0) == edge_index.size(1),
-                type_name(), ": expected one edge weight per edge (", edge_index.size(1),
-                "), but got shape ", edge_weight.sizes());
+    IGNIS_CHECK(edge_weight.dim() >= 1 && edge_weight.size(0) == edge_index.size(1), type_name(),
+                ": expected one edge weight per edge (", edge_index.size(1), "), but got shape ",
+                edge_weight.sizes());
   }
   Tensor fused = message_and_aggregate(edge_index, x, edge_weight, num_nodes);
   if (fused.defined()) return update(fused, x);
@@ -130,8 +130,7 @@ Tensor MessagePassing::aggregate(const Tensor& m, const Tensor& target, int64_t 
 
 Tensor MessagePassing::update(const Tensor& aggregated, const Tensor&) { return aggregated; }
 
-Tensor MessagePassing::message_and_aggregate(const Tensor&, const Tensor&, const Tensor&,
-                                             int64_t) {
+Tensor MessagePassing::message_and_aggregate(const Tensor&, const Tensor&, const Tensor&, int64_t) {
   return Tensor();
 }
 
@@ -179,8 +178,8 @@ Tensor GCNConv::forward(const Tensor& x, const Tensor& edge_index, const Tensor&
   } else {
     if (normalize_) {
       // Weights in x's dtype (gcn_norm's default ones are float32).
-      const Tensor ew = edge_weight.defined() ? edge_weight
-                                              : ones({edge_index.size(1)}, x.options());
+      const Tensor ew =
+          edge_weight.defined() ? edge_weight : ones({edge_index.size(1)}, x.options());
       std::tie(ei, w) = gcn_norm(edge_index, ew, n, self_loops_);
     } else if (self_loops_) {
       std::tie(ei, w) = add_self_loops(edge_index, edge_weight, 1.0, n);
@@ -217,8 +216,7 @@ SAGEConv::SAGEConv(int64_t in, int64_t out, std::string aggr, bool root_weight, 
       out_(out),
       root_weight_(root_weight),
       normalize_(normalize) {
-  IGNIS_CHECK(in > 0 && out > 0, "SAGEConv: channels must be positive, but got ", in, " and ",
-              out);
+  IGNIS_CHECK(in > 0 && out > 0, "SAGEConv: channels must be positive, but got ", in, " and ", out);
   // PyG's layout: lin_l (with the bias) on the aggregate, lin_r on the node itself.
   lin_l = register_module("lin_l", std::make_shared<Linear>(in, out, bias));
   if (root_weight) lin_r = register_module("lin_r", std::make_shared<Linear>(in, out, false));
@@ -297,8 +295,10 @@ GATConv::GATConv(int64_t in, int64_t out, int64_t heads, bool concat, double neg
       slope_(negative_slope),
       dropout_(dropout),
       self_loops_(add_self_loops) {
-  IGNIS_CHECK(in > 0 && out > 0 && heads > 0, "GATConv: channels and heads must be positive, but "
-              "got in=", in, " out=", out, " heads=", heads);
+  IGNIS_CHECK(in > 0 && out > 0 && heads > 0,
+              "GATConv: channels and heads must be positive, but "
+              "got in=",
+              in, " out=", out, " heads=", heads);
   weight = register_parameter("weight", glorot(heads * out, in));
   // Glorot for the attention vectors, seen as [heads, out] matrices.
   Tensor as = glorot(heads, out).unsqueeze(0), ad = glorot(heads, out).unsqueeze(0);

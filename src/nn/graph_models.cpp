@@ -19,9 +19,9 @@ GNN::GNN(GNNOptions o) : opts_(std::move(o)) {
   const std::string& k = opts_.kind;
   IGNIS_CHECK(k == "gcn" || k == "sage" || k == "gin" || k == "gat", "GNN: unknown kind '", k,
               "' (expected gcn, sage, gin or gat)");
-  IGNIS_CHECK(opts_.pool.empty() || opts_.pool == "add" || opts_.pool == "mean" ||
-                  opts_.pool == "max",
-              "GNN: unknown pool '", opts_.pool, "' (expected add, mean or max, or none)");
+  IGNIS_CHECK(
+      opts_.pool.empty() || opts_.pool == "add" || opts_.pool == "mean" || opts_.pool == "max",
+      "GNN: unknown pool '", opts_.pool, "' (expected add, mean or max, or none)");
   IGNIS_CHECK(opts_.layers >= 1 && opts_.in_channels > 0 && opts_.out_channels > 0 &&
                   opts_.hidden > 0 && opts_.heads > 0,
               "GNN: layers, channels and heads must be positive");
@@ -54,10 +54,9 @@ GNN::GNN(GNNOptions o) : opts_(std::move(o)) {
     in = produced;
   }
   if (graph_level) {
-    head_ = register_module("head", std::make_shared<Sequential>(Linear(in, opts_.hidden), ReLU(),
-                                                                 Dropout(opts_.dropout),
-                                                                 Linear(opts_.hidden,
-                                                                        opts_.out_channels)));
+    head_ = register_module("head", std::make_shared<Sequential>(
+                                        Linear(in, opts_.hidden), ReLU(), Dropout(opts_.dropout),
+                                        Linear(opts_.hidden, opts_.out_channels)));
   }
 }
 
@@ -78,16 +77,23 @@ Tensor GNN::forward(const Tensor& x, const Tensor& edge_index, const Tensor& bat
     // for graph-level models.
     if (!graph_level || l > 0) h = functional::dropout(h, opts_.dropout, is_training());
     Module* c = convs_[l].get();
-    if (auto* gcn = dynamic_cast<GCNConv*>(c)) h = gcn->forward(h, edge_index);
-    else if (auto* sage = dynamic_cast<SAGEConv*>(c)) h = sage->forward(h, edge_index);
-    else if (auto* gin = dynamic_cast<GINConv*>(c)) h = gin->forward(h, edge_index);
-    else h = static_cast<GATConv*>(c)->forward(h, edge_index);
+    if (auto* gcn = dynamic_cast<GCNConv*>(c))
+      h = gcn->forward(h, edge_index);
+    else if (auto* sage = dynamic_cast<SAGEConv*>(c))
+      h = sage->forward(h, edge_index);
+    else if (auto* gin = dynamic_cast<GINConv*>(c))
+      h = gin->forward(h, edge_index);
+    else
+      h = static_cast<GATConv*>(c)->forward(h, edge_index);
     if (!last || graph_level) h = relu(h);
   }
   if (!graph_level) return h;
-  if (opts_.pool == "add") h = global_add_pool(h, batch, num_graphs);
-  else if (opts_.pool == "mean") h = global_mean_pool(h, batch, num_graphs);
-  else h = global_max_pool(h, batch, num_graphs);
+  if (opts_.pool == "add")
+    h = global_add_pool(h, batch, num_graphs);
+  else if (opts_.pool == "mean")
+    h = global_mean_pool(h, batch, num_graphs);
+  else
+    h = global_max_pool(h, batch, num_graphs);
   return head_->forward(h);
 }
 

@@ -26,8 +26,8 @@ IGNIS_DEFINE_STUB(sddmm_stub, SddmmFn);
 namespace {
 
 void same_device(const Tensor& a, const Tensor& b, const char* op, const char* what) {
-  IGNIS_CHECK(a.device() == b.device(), op, ": expected all tensors on the same device, but ",
-              what, " is on ", b.device().str(), " and the input on ", a.device().str());
+  IGNIS_CHECK(a.device() == b.device(), op, ": expected all tensors on the same device, but ", what,
+              " is on ", b.device().str(), " and the input on ", a.device().str());
 }
 
 ReduceOp parse_reduce(const std::string& reduce) {
@@ -36,8 +36,9 @@ ReduceOp parse_reduce(const std::string& reduce) {
   if (reduce == "mean") return ReduceOp::Mean;
   if (reduce == "amax") return ReduceOp::Amax;
   if (reduce == "amin") return ReduceOp::Amin;
-  IGNIS_FAIL("scatter_reduce: reduce must be one of 'sum', 'prod', 'mean', 'amax', 'amin', but got '",
-             reduce, "'");
+  IGNIS_FAIL(
+      "scatter_reduce: reduce must be one of 'sum', 'prod', 'mean', 'amax', 'amin', but got '",
+      reduce, "'");
 }
 
 // max(index) + 1 (0 for an empty index): a host read of the index values.
@@ -75,7 +76,8 @@ Tensor narrow_to(Tensor t, IntArrayRef shape) {
 }
 
 // scatter_reduce's argument checks; wraps dim.
-void check_scatter_reduce(const Tensor& self, int64_t& dim, const Tensor& index, const Tensor& src) {
+void check_scatter_reduce(const Tensor& self, int64_t& dim, const Tensor& index,
+                          const Tensor& src) {
   constexpr const char* op = "scatter_reduce";
   IGNIS_CHECK(self.defined() && src.defined(), op, ": called with an undefined tensor");
   check_index_dtype(index, op);
@@ -185,12 +187,13 @@ Tensor scatter_reduce(const Tensor& self, int64_t dim, const Tensor& index, cons
       src.sizes().equals(index.sizes()) ? src : restride(src, index.sizes(), src.strides());
   scatter_reduce_into(out, dim, index, src_used, r, include_self);
   if (autograd::any_needs_grad({&self, &src})) {
-    IGNIS_CHECK(self.is_floating_point(), "scatter_reduce: only floating tensors are differentiable");
+    IGNIS_CHECK(self.is_floating_point(),
+                "scatter_reduce: only floating tensors are differentiable");
     autograd::record(
         "scatter_reduce", {&self, &src}, {&out},
         [si = SavedVariable(index, false), sx = SavedVariable(self, false),
-         ss = SavedVariable(src, false), so = SavedVariable(out, true), dim, r,
-         include_self, src_shape = src.sizes().shape()](BackwardCtx& c, const TensorList& g) {
+         ss = SavedVariable(src, false), so = SavedVariable(out, true), dim, r, include_self,
+         src_shape = src.sizes().shape()](BackwardCtx& c, const TensorList& g) {
           const Tensor idx = c.unpack(si);
           const Tensor& grad = g[0];
           auto used_src = [&] { return narrow_to(c.unpack(ss), idx.sizes()); };
@@ -248,9 +251,8 @@ Tensor scatter_reduce(const Tensor& self, int64_t dim, const Tensor& index, cons
               const Tensor masked_self = x.masked_fill(self_zero, 1);
               gself = grad * scatter_reduce(masked_self, dim, idx, s, "prod", include_self) /
                       masked_self;
-              const Tensor masked_src_result =
-                  scatter_reduce(x, dim, idx, s.masked_fill(src_single_zero, 1), "prod",
-                                 include_self);
+              const Tensor masked_src_result = scatter_reduce(
+                  x, dim, idx, s.masked_fill(src_single_zero, 1), "prod", include_self);
               gsrc = where(src_single_zero, (grad * masked_src_result).gather(dim, idx),
                            (grad * res).gather(dim, idx) / s.masked_fill(src_zero, 1));
               if (autograd::any_needs_grad({&gsrc})) {
@@ -259,7 +261,8 @@ Tensor scatter_reduce(const Tensor& self, int64_t dim, const Tensor& index, cons
                 bool several_zeros;
                 {
                   NoGradGuard ng;
-                  several_zeros = logical_and(src_zero, logical_not(src_single_zero)).any().item<bool>();
+                  several_zeros =
+                      logical_and(src_zero, logical_not(src_single_zero)).any().item<bool>();
                 }
                 if (several_zeros) {
                   Tensor guarded;
@@ -336,8 +339,8 @@ namespace {
 void check_values(const Tensor& values, const Tensor& dense, int64_t nnz, const char* op) {
   if (!values.defined()) return;
   same_device(dense, values, op, "values");
-  IGNIS_CHECK(values.dim() == 1 && values.size(0) == nnz, op, ": expected values of shape [",
-              nnz, "] (one per entry), but got ", values.sizes());
+  IGNIS_CHECK(values.dim() == 1 && values.size(0) == nnz, op, ": expected values of shape [", nnz,
+              "] (one per entry), but got ", values.sizes());
   IGNIS_CHECK(values.dtype() == dense.dtype(), op,
               ": expected values and dense to have the same dtype, but got ", values.dtype(),
               " and ", dense.dtype());
@@ -395,18 +398,18 @@ Tensor sparse_mm(const Tensor& indices, const Tensor& values, const Tensor& dens
   }
   Tensor out = spmm(rowptr, col, values, perm, dense, rows, op);
   if (autograd::any_needs_grad({&values, &dense})) {
-    autograd::record("sparse_mm", {&values, &dense}, {&out},
-                     [si = SavedVariable(indices, false), sv = SavedVariable(values, false),
-                      sd = SavedVariable(dense, false),
-                      k = dense.size(0)](BackwardCtx& c, const TensorList& g) {
-                       const Tensor idx = c.unpack(si);
-                       Tensor gv, gd;
-                       if (c.needs_input_grad(0)) gv = sddmm(idx, g[0], c.unpack(sd));
-                       if (c.needs_input_grad(1)) {
-                         gd = sparse_mm(idx.flip({0}), c.unpack(sv), g[0], k);
-                       }
-                       return TensorList{gv, gd};
-                     });
+    autograd::record(
+        "sparse_mm", {&values, &dense}, {&out},
+        [si = SavedVariable(indices, false), sv = SavedVariable(values, false),
+         sd = SavedVariable(dense, false), k = dense.size(0)](BackwardCtx& c, const TensorList& g) {
+          const Tensor idx = c.unpack(si);
+          Tensor gv, gd;
+          if (c.needs_input_grad(0)) gv = sddmm(idx, g[0], c.unpack(sd));
+          if (c.needs_input_grad(1)) {
+            gd = sparse_mm(idx.flip({0}), c.unpack(sv), g[0], k);
+          }
+          return TensorList{gv, gd};
+        });
   }
   return out;
 }
@@ -421,13 +424,15 @@ Tensor sparse_csr_mm(const Tensor& crow_indices, const Tensor& col_indices, cons
                      const Tensor& dense) {
   IGNIS_DISPATCH(sparse_csr_mm, sparse_csr_mm, crow_indices, col_indices, values, dense);
   constexpr const char* op = "sparse_csr_mm";
-  IGNIS_CHECK(crow_indices.defined() && col_indices.defined(), op, ": an index tensor is undefined");
+  IGNIS_CHECK(crow_indices.defined() && col_indices.defined(), op,
+              ": an index tensor is undefined");
   IGNIS_CHECK(crow_indices.dtype() == kInt64, op,
               ": expected crow_indices of dtype int64, but got ", crow_indices.dtype());
   check_index_dtype(col_indices, op);
-  IGNIS_CHECK(crow_indices.dim() == 1 && crow_indices.size(0) >= 1 && col_indices.dim() == 1, op,
-              ": expected crow_indices of shape [rows + 1] and col_indices of shape [nnz], but got ",
-              crow_indices.sizes(), " and ", col_indices.sizes());
+  IGNIS_CHECK(
+      crow_indices.dim() == 1 && crow_indices.size(0) >= 1 && col_indices.dim() == 1, op,
+      ": expected crow_indices of shape [rows + 1] and col_indices of shape [nnz], but got ",
+      crow_indices.sizes(), " and ", col_indices.sizes());
   check_dense(dense, op, "dense");
   same_device(dense, crow_indices, op, "crow_indices");
   same_device(dense, col_indices, op, "col_indices");
@@ -438,27 +443,26 @@ Tensor sparse_csr_mm(const Tensor& crow_indices, const Tensor& col_indices, cons
   const int64_t rows = rowptr.size(0) - 1;
   BadIndex b = csr_check_stub[dense.device()](rowptr, nnz);
   if (b.found) {
-    IGNIS_FAIL(op, ": crow_indices is not a valid row pointer for ", nnz,
-               " entries at position ", b.value,
-               " (it must start at 0, never decrease and end at nnz)");
+    IGNIS_FAIL(op, ": crow_indices is not a valid row pointer for ", nnz, " entries at position ",
+               b.value, " (it must start at 0, never decrease and end at nnz)");
   }
   Tensor out = spmm(rowptr, col, values, Tensor(), dense, rows, op);
   if (autograd::any_needs_grad({&values, &dense})) {
     Tensor row = make_tensor({nnz}, kInt64, dense.device());
     csr_rows_stub[dense.device()](rowptr, row);
     Tensor coo = stack({row, col.to(kInt64)}, 0);
-    autograd::record("sparse_csr_mm", {&values, &dense}, {&out},
-                     [si = SavedVariable(coo, false), sv = SavedVariable(values, false),
-                      sd = SavedVariable(dense, false),
-                      k = dense.size(0)](BackwardCtx& c, const TensorList& g) {
-                       const Tensor idx = c.unpack(si);
-                       Tensor gv, gd;
-                       if (c.needs_input_grad(0)) gv = sddmm(idx, g[0], c.unpack(sd));
-                       if (c.needs_input_grad(1)) {
-                         gd = sparse_mm(idx.flip({0}), c.unpack(sv), g[0], k);
-                       }
-                       return TensorList{gv, gd};
-                     });
+    autograd::record(
+        "sparse_csr_mm", {&values, &dense}, {&out},
+        [si = SavedVariable(coo, false), sv = SavedVariable(values, false),
+         sd = SavedVariable(dense, false), k = dense.size(0)](BackwardCtx& c, const TensorList& g) {
+          const Tensor idx = c.unpack(si);
+          Tensor gv, gd;
+          if (c.needs_input_grad(0)) gv = sddmm(idx, g[0], c.unpack(sd));
+          if (c.needs_input_grad(1)) {
+            gd = sparse_mm(idx.flip({0}), c.unpack(sv), g[0], k);
+          }
+          return TensorList{gv, gd};
+        });
   }
   return out;
 }
@@ -511,8 +515,7 @@ Tensor sddmm(const Tensor& indices, const Tensor& a, const Tensor& b) {
 
 // ---- graph utilities
 
-IGNIS_OP(degree,
-         "degree(Tensor index, int num_nodes=-1, *, ScalarType? dtype=None) -> Tensor",
+IGNIS_OP(degree, "degree(Tensor index, int num_nodes=-1, *, ScalarType? dtype=None) -> Tensor",
          Tensor(const Tensor&, int64_t, std::optional<DType>), degree, {.kind = "composite"});
 
 Tensor degree(const Tensor& index, int64_t num_nodes, std::optional<DType> dtype) {
@@ -550,8 +553,9 @@ std::tuple<Tensor, Tensor> add_self_loops(const Tensor& edge_index, const Tensor
                 ": expected edge_weight with one row per edge (", E, "), but got shape ",
                 edge_weight.sizes());
   }
-  const Tensor loop =
-      arange(n, TensorOptions(edge_index.dtype()).device(edge_index.device())).unsqueeze(0).expand({2, n});
+  const Tensor loop = arange(n, TensorOptions(edge_index.dtype()).device(edge_index.device()))
+                          .unsqueeze(0)
+                          .expand({2, n});
   Tensor ei = cat({edge_index, loop}, 1);
   Tensor w;
   if (edge_weight.defined()) {

@@ -64,8 +64,8 @@ class GCNConv : public MessagePassing {
   Tensor weight, bias;  // [out, in], [out]
 
  protected:
-  Tensor message_and_aggregate(const Tensor& edge_index, const Tensor& x,
-                               const Tensor& edge_weight, int64_t num_nodes) override;
+  Tensor message_and_aggregate(const Tensor& edge_index, const Tensor& x, const Tensor& edge_weight,
+                               int64_t num_nodes) override;
 
  private:
   int64_t in_, out_;
@@ -86,8 +86,8 @@ class SAGEConv : public MessagePassing {
   std::shared_ptr<Linear> lin_l, lin_r;  // lin_r is null without root_weight
 
  protected:
-  Tensor message_and_aggregate(const Tensor& edge_index, const Tensor& x,
-                               const Tensor& edge_weight, int64_t num_nodes) override;
+  Tensor message_and_aggregate(const Tensor& edge_index, const Tensor& x, const Tensor& edge_weight,
+                               int64_t num_nodes) override;
 
  private:
   int64_t in_, out_;
@@ -107,8 +107,8 @@ class GINConv : public MessagePassing {
   Tensor eps;  // 0-d
 
  protected:
-  Tensor message_and_aggregate(const Tensor& edge_index, const Tensor& x,
-                               const Tensor& edge_weight, int64_t num_nodes) override;
+  Tensor message_and_aggregate(const Tensor& edge_index, const Tensor& x, const Tensor& edge_weight,
+                               int64_t num_nodes) override;
 };
 
 /// Graph attention (Velickovic et al.), multi-head: per head h, alpha_ij = softmax over the
@@ -126,7 +126,8 @@ class GATConv : public MessagePassing {
   using Module::forward;
   /// The attention weights [E', heads] of the last forward and the edges they belong to.
   Tensor last_attention, last_edge_index;
-  Tensor weight, att_src, att_dst, bias;  // [heads * out, in], [1, heads, out] x2, [out or heads*out]
+  Tensor weight, att_src, att_dst,
+      bias;  // [heads * out, in], [1, heads, out] x2, [out or heads*out]
 
  private:
   int64_t in_, out_, heads_;
