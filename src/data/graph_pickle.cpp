@@ -559,7 +559,9 @@ Tensor to_array(const ValuePtr& v, const std::string& what) {
   for (int64_t k = 0; k < numel; ++k) {
     unsigned char b[8];
     std::memcpy(b, raw->s.data() + k * width, static_cast<size_t>(width));
-    if (swap) std::reverse(b, b + width);
+    if (swap) {
+      for (int i = 0, j = width - 1; i < j && j < 8; ++i, --j) std::swap(b[i], b[j]);
+    }
     if (is_float) {
       double v;
       if (width == 4) {
