@@ -71,7 +71,7 @@ TEST(ScatterReduce, ErrorsNameTheOpAndTheFault) {
 }
 
 TEST(ScatterReduce, MatchesIndexAddAndIsDeterministicOverThreads) {
-  const int64_t n = 3000, e = 60000, f = 16;
+  const int64_t n = 3000, e = 100000, f = 16;  // enough entries for the parallel sort
   Tensor ei = random_edges(n, e, 1);
   Tensor x = randn({e, f});
   Tensor dst = ei[1];
@@ -162,7 +162,7 @@ TEST(SparseMM, ErrorsNameTheOpAndTheFault) {
 }
 
 TEST(SparseMM, MatchesDenseProductAndIsDeterministicOverThreads) {
-  const int64_t n = 2000, e = 50000, f = 32;
+  const int64_t n = 2000, e = 100000, f = 32;
   Tensor ei = random_edges(n, e, 2);
   Tensor w = rand({e});
   Tensor x = randn({n, f});
