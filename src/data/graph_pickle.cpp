@@ -629,8 +629,11 @@ Tensor csr_to_dense(const ValuePtr& v, const std::string& what) {
               ": the csr_matrix has no 2-d _shape");
   const int64_t rows = as_int(shape->items[0], what, "_shape[0]");
   const int64_t cols = as_int(shape->items[1], what, "_shape[1]");
-  IGNIS_CHECK(rows >= 0 && cols >= 0 && rows * cols < (int64_t(1) << 34), what,
-              ": the csr_matrix shape (", rows, ", ", cols, ") is out of range");
+  // Bounded before anything is allocated (PubMed, the largest Planetoid set, is 19717 x 500).
+  IGNIS_CHECK(rows >= 0 && cols >= 0 && rows <= (int64_t(1) << 24) && cols <= (int64_t(1) << 24) &&
+                  rows * cols <= (int64_t(1) << 28),
+              what, ": the csr_matrix shape (", rows, ", ", cols,
+              ") is out of range (at most 2^28 elements)");
   const ValuePtr data_v = dict_get(st, "data"), ind_v = dict_get(st, "indices"),
                  ptr_v = dict_get(st, "indptr");
   IGNIS_CHECK(data_v && ind_v && ptr_v, what, ": the csr_matrix lacks data, indices or indptr");
