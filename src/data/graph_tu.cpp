@@ -122,6 +122,9 @@ std::shared_ptr<InMemoryGraphDataset> load_tu_dataset(const std::string& root,
       lo = i == 0 ? v : std::min(lo, v);
       hi = i == 0 ? v : std::max(hi, v);
     }
+    const int64_t width = static_cast<int64_t>(feat.empty() ? 0 : feat[0].size()) + hi - lo + 1;
+    IGNIS_CHECK(n * width <= (int64_t(1) << 28), kOp, ": ", nl.path, ": ", n, " nodes with ", width,
+                " features each is too large (at most 2^28 values)");
     for (int64_t i = 0; i < n; ++i) {
       std::vector<double> oh(static_cast<size_t>(hi - lo + 1), 0.0);
       oh[static_cast<int64_t>(nl.rows[i][0]) - lo] = 1.0;
