@@ -40,7 +40,9 @@ int main(int argc, char** argv) {
                  .hidden = 16,
                  .out_channels = classes,
                  .layers = 2,
-                 .dropout = planetoid ? 0.5 : 0.0});
+                 .dropout = planetoid ? 0.5 : 0.0,
+                 .heads = 8,
+                 .pool = ""});
   std::cout << model << "\n";
   optim::Adam opt(model.parameters(), optim::AdamOptions(0.01).weight_decay(5e-4));
   const Tensor train_idx = nonzero(g.train_mask).reshape({-1});

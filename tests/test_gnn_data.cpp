@@ -280,8 +280,8 @@ TEST(GraphData, PlanetoidOnGeneratedFiles) {
   EXPECT_EQ(ints(nonzero(g.train_mask).reshape({-1})), (std::vector<int64_t>{0, 1}));
   EXPECT_EQ(ints(nonzero(g.val_mask).reshape({-1})), (std::vector<int64_t>{2, 3, 4, 5, 6, 7, 8}));
   EXPECT_EQ(ints(nonzero(g.test_mask).reshape({-1})), (std::vector<int64_t>{6, 7, 8}));
-  // The path 0-1-...-8 made symmetric, the duplicate 0->1 removed, the self-loop 0->0 kept.
-  EXPECT_EQ(g.num_edges(), 2 * 8 + 1);
+  // The path 0-1-...-8 made symmetric, the duplicate 0->1 and the self-loop 0->0 removed.
+  EXPECT_EQ(g.num_edges(), 2 * 8);
   // citeseer: protocol-0 pickles; test nodes 9, 6, 8 with 7 missing (zero features, label 0).
   const data::Graph c = data::load_planetoid(kPlanetoidDir, "citeseer");
   ASSERT_EQ(c.num_nodes(), 10);

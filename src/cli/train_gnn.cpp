@@ -129,7 +129,8 @@ int train_gnn_main(const Args& args) {
                    .out_channels = classes,
                    .layers = layers,
                    .dropout = dropout,
-                   .heads = heads});
+                   .heads = heads,
+                   .pool = ""});
     std::cout << "model=" << kind << " dataset=" << dataset << " nodes=" << g.num_nodes()
               << " edges=" << g.num_edges() << " features=" << g.num_features()
               << " classes=" << classes << " labelled=" << g.train_mask.sum().item<int64_t>()

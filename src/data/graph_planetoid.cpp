@@ -124,11 +124,12 @@ Graph load_planetoid(const std::string& root, const std::string& name_in) {
     for (size_t k = 0; k < test_index.size(); ++k) relabel[test_index[k]] = labels[sorted[k]];
     labels = relabel;
   }
-  // Edges: symmetric, deduplicated.
+  // Edges: symmetric, deduplicated, without self-loops (Cora: 10556, CiteSeer: 9104).
   std::set<std::pair<int64_t, int64_t>> edges;
   for (const auto& [a, b] : adjacency) {
     IGNIS_CHECK(a >= 0 && a < n && b >= 0 && b < n, kOp, ": ", path("graph"), ": edge (", a, ", ",
                 b, ") refers to a node outside the ", n, " nodes");
+    if (a == b) continue;  // CiteSeer lists 124 self-loops; PyG drops them too (9104 edges)
     edges.insert({a, b});
     edges.insert({b, a});
   }

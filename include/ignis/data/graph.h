@@ -117,7 +117,8 @@ Graph karate_club();
 /// and a dict of adjacency lists) and ind.<name>.test.index (text). Builds the split of Kipf &
 /// Welling: train = the first |y| nodes, val = the next 500, test = the test.index nodes
 /// (rows of tx reordered to them; CiteSeer's missing test nodes get zero features). Edges are
-/// made symmetric and deduplicated (self-loops kept). name: "cora", "citeseer" or "pubmed"
+/// made symmetric and deduplicated, without self-loops, as PyTorch Geometric has them (Cora:
+/// 2708 nodes, 10556 edges; CiteSeer: 3327 nodes, 9104 edges). name: "cora", "citeseer" or "pubmed"
 /// (any case).
 Graph load_planetoid(const std::string& root, const std::string& name);
 
