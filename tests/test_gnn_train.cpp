@@ -58,10 +58,12 @@ std::pair<double, double> karate_accuracy(const std::string& kind) {
 
 TEST(GnnTraining, KarateClubFromFourLabels) {
   // The largest community has 13 of the 34 members (38%): a model that ignored the graph could
-  // not beat that from 4 labels. Thresholds sit below the measured means (gcn 0.74, sage 0.45,
-  // gin 0.68, gat 0.81 on the development machine).
+  // not beat that from 4 labels. The means move with the floating-point path (rounding changes
+  // the training trajectory): gcn 0.74 / 0.80, sage 0.45 / 0.56, gin 0.68 / 0.76, gat 0.81 /
+  // 0.88 measured in the Release (-march=native) and the sanitizer builds; the thresholds sit
+  // below both, above the 0.38 baseline.
   const std::pair<const char*, double> cases[] = {
-      {"gcn", 0.7}, {"sage", 0.4}, {"gin", 0.6}, {"gat", 0.75}};
+      {"gcn", 0.65}, {"sage", 0.4}, {"gin", 0.6}, {"gat", 0.7}};
   for (const auto& [kind, min_acc] : cases) {
     const auto [train_acc, all_acc] = karate_accuracy(kind);
     std::cout << "karate " << kind << ": accuracy on the 4 labelled members " << train_acc
