@@ -229,6 +229,11 @@ TEST(GraphData, TuReaderOnCorruptedFiles) {
       {"_A.txt", "1, 8\n", "TOY_A.txt:1: edge (1, 8) refers to a node outside 1..7"},
       {"_A.txt", "2, 3\n", "TOY_A.txt:1: edge (2, 3) joins graph 1 and graph 2"},
       {"_A.txt", "1, 99999999999999999999\n", "TOY_A.txt:1: expected an integer"},
+      // Found by the tu fuzz target: 2^63 - 1 is no double; as one it would overflow int64.
+      {"_graph_labels.txt", "1\n9223372036854775807\n1\n",
+       "TOY_graph_labels.txt:2: integer out of range (|value| > 2^53) in '9223372036854775807'"},
+      {"_node_attributes.txt", "1\n2\ninf\n1\n1\n1\n1\n",
+       "TOY_node_attributes.txt:3: expected a finite number but got 'inf'"},
       {"_graph_indicator.txt", "1\n1\n2\n2\n2\n3\n4\n",
        "TOY_graph_indicator.txt:7: graph id 4 is out of range"},
       {"_graph_indicator.txt", "1\n2\n1\n2\n2\n3\n3\n",

@@ -1,11 +1,16 @@
 // The TU graph-classification format (the text files of the TU Dortmund collection): every
 // file is read as untrusted input; a fault names the file, the line and what is wrong.
+#include "data/graph_tu.h"
+
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -25,9 +30,9 @@ struct Table {
   std::vector<int64_t> line;  // the file line of each row
 };
 
-Table read_table(const std::string& path, bool integers, size_t width_min, size_t width_max) {
-  std::ifstream f(path);
-  IGNIS_CHECK(f.good(), kOp, ": cannot open ", path);
+Table read_table(const std::string& path, const std::string& text, bool integers, size_t width_min,
+                 size_t width_max) {
+  std::istringstream f(text);
   Table t;
   t.path = path;
   std::string s;
@@ -46,6 +51,12 @@ Table read_table(const std::string& path, bool integers, size_t width_min, size_
           integers ? static_cast<double>(std::strtoll(p, &end, 10)) : std::strtod(p, &end);
       IGNIS_CHECK(end != p && errno == 0, kOp, ": ", path, ":", ln, ": expected ",
                   integers ? "an integer" : "a number", " but got '", s, "'");
+      // Integers are kept as doubles: only those a double holds exactly (found by fuzzing:
+      // 2^63 - 1 rounded to 2^63, which no int64 holds).
+      IGNIS_CHECK(!integers || std::abs(v) <= 9007199254740992.0, kOp, ": ", path, ":", ln,
+                  ": integer out of range (|value| > 2^53) in '", s, "'");
+      IGNIS_CHECK(std::isfinite(v), kOp, ": ", path, ":", ln,
+                  ": expected a finite number but got '", s, "'");
       row.push_back(v);
       p = end;
       while (*p == ' ' || *p == '\t') ++p;
@@ -72,14 +83,36 @@ std::string file(const std::string& root, const std::string& name, const std::st
   return (std::filesystem::path(root) / (name + "_" + suffix + ".txt")).string();
 }
 
+const char* kParts[] = {"A",           "graph_indicator", "graph_labels",
+                        "node_labels", "node_attributes", "edge_attributes"};
+
 }  // namespace
 
 std::shared_ptr<InMemoryGraphDataset> load_tu_dataset(const std::string& root,
                                                       const std::string& name) {
-  namespace fs = std::filesystem;
-  const Table ind = read_table(file(root, name, "graph_indicator"), true, 1, 1);
-  const Table glab = read_table(file(root, name, "graph_labels"), true, 1, 1);
-  const Table adj = read_table(file(root, name, "A"), true, 2, 2);
+  std::map<std::string, std::string> texts;
+  for (const char* part : kParts) {
+    const std::string path = file(root, name, part);
+    std::ifstream f(path, std::ios::binary);
+    if (!f.good()) continue;  // the required ones are reported missing below
+    texts[part] =
+        std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  }
+  return tu_dataset_from_texts(texts, root, name);
+}
+
+std::shared_ptr<InMemoryGraphDataset> tu_dataset_from_texts(
+    const std::map<std::string, std::string>& texts, const std::string& root,
+    const std::string& name) {
+  auto has = [&](const char* part) { return texts.count(part) > 0; };
+  auto table = [&](const char* part, bool integers, size_t lo, size_t hi) {
+    const std::string path = file(root, name, part);
+    IGNIS_CHECK(has(part), kOp, ": cannot open ", path);
+    return read_table(path, texts.at(part), integers, lo, hi);
+  };
+  const Table ind = table("graph_indicator", true, 1, 1);
+  const Table glab = table("graph_labels", true, 1, 1);
+  const Table adj = table("A", true, 2, 2);
   const int64_t n = static_cast<int64_t>(ind.rows.size());
   const int64_t num_graphs = static_cast<int64_t>(glab.rows.size());
   IGNIS_CHECK(num_graphs > 0, kOp, ": ", glab.path, " lists no graph");
@@ -100,18 +133,15 @@ std::shared_ptr<InMemoryGraphDataset> load_tu_dataset(const std::string& root,
   for (int64_t i = n - 1; i >= 0; --i) first[graph_of[i]] = i;
   for (int64_t g = num_graphs - 1; g >= 0; --g) first[g] = std::min(first[g], first[g + 1]);
   // Optional node labels (one-hot) and attributes.
-  const std::string nl_path = file(root, name, "node_labels");
-  const std::string na_path = file(root, name, "node_attributes");
-  const std::string ea_path = file(root, name, "edge_attributes");
   std::vector<std::vector<double>> feat(static_cast<size_t>(n));
-  if (fs::exists(na_path)) {
-    const Table na = read_table(na_path, false, 1, 1 << 20);
+  if (has("node_attributes")) {
+    const Table na = table("node_attributes", false, 1, 1 << 20);
     IGNIS_CHECK(static_cast<int64_t>(na.rows.size()) == n, kOp, ": ", na.path, " has ",
                 na.rows.size(), " rows, but ", ind.path, " lists ", n, " nodes");
     for (int64_t i = 0; i < n; ++i) feat[i] = na.rows[i];
   }
-  if (fs::exists(nl_path)) {
-    const Table nl = read_table(nl_path, true, 1, 1);
+  if (has("node_labels")) {
+    const Table nl = table("node_labels", true, 1, 1);
     IGNIS_CHECK(static_cast<int64_t>(nl.rows.size()) == n, kOp, ": ", nl.path, " has ",
                 nl.rows.size(), " rows, but ", ind.path, " lists ", n, " nodes");
     int64_t lo = 0, hi = 0;
@@ -149,8 +179,8 @@ std::shared_ptr<InMemoryGraphDataset> load_tu_dataset(const std::string& root,
     eidx[g].push_back(static_cast<int64_t>(k));
   }
   Table ea;
-  if (fs::exists(ea_path)) {
-    ea = read_table(ea_path, false, 1, 1 << 20);
+  if (has("edge_attributes")) {
+    ea = table("edge_attributes", false, 1, 1 << 20);
     IGNIS_CHECK(ea.rows.size() == adj.rows.size(), kOp, ": ", ea.path, " has ", ea.rows.size(),
                 " rows, but ", adj.path, " lists ", adj.rows.size(), " edges");
   }
