@@ -68,7 +68,8 @@ Graph load_planetoid(const std::string& root, const std::string& name_in) {
       } catch (const std::exception&) {
         used = 0;
       }
-      IGNIS_CHECK(used > 0 && line.find_first_not_of(" \t\r", used) == std::string::npos && v >= 0,
+      IGNIS_CHECK(used > 0 && line.find_first_not_of(" \t\r", used) == std::string::npos && v >= 0 &&
+                      v < (int64_t(1) << 40),
                   kOp, ": ", path("test.index"), ":", ln, ": expected a node id, but got '", line,
                   "'");
       test_index.push_back(v);
