@@ -24,7 +24,8 @@ import subprocess
 import sys
 import time
 
-WORKLOADS = ("op_overhead", "sgemm", "seed_jit_mlp", "mnist_mlp", "mnist_lenet", "train_step")
+WORKLOADS = ("op_overhead", "sgemm", "seed_jit_mlp", "mnist_mlp", "mnist_lenet", "train_step",
+             "gcn", "gin")
 # The CNN training workloads take minutes: run them when asked for.
 DEFAULT_WORKLOADS = ("op_overhead", "sgemm", "seed_jit_mlp", "mnist_mlp")
 
@@ -45,6 +46,11 @@ SPECS = {
     "train_step": {"keys": ("model", "batch", "image_size"), "metric": "s_per_step",
                    "higher": False, "title": "s per SGD step on synthetic data (lower is better)",
                    "extra": ("peak_rss_mb",)},
+    "gcn": {"keys": (), "metric": "s_per_epoch", "higher": False,
+            "title": "s per 2-layer GCN epoch, 100k nodes, 1M edges, 128 features (lower is better)"},
+    "gin": {"keys": (), "metric": "s_per_epoch", "higher": False,
+            "title": "s per GIN epoch on 10000 MNIST graphs, batch 64 (lower is better)",
+            "extra": ("test_acc",)},
 }
 
 
@@ -401,12 +407,181 @@ def torch_train_step(torch, threads, repeat, args):
     return out
 
 
+# ---------------------------------------------------------------- graph neural networks
+# The models of `ignis bench gcn` / `gin` (src/cli/bench_gnn.cpp) in plain PyTorch, message
+# passing written with index_add_ (or scatter_add_), as one does without PyTorch Geometric.
+
+_GCN_GRAPH = {}
+
+
+def power_law_edges(n, e, seed):
+    """The benchmark graph of bench_gnn.cpp, from the same splitmix64 stream, bit for bit."""
+    key = (n, e, seed)
+    if key in _GCN_GRAPH:
+        return _GCN_GRAPH[key]
+    mask = (1 << 64) - 1
+    s = seed
+    src, dst = [0] * e, [0] * e
+
+    def nxt():
+        nonlocal s
+        s = (s + 0x9E3779B97F4A7C15) & mask
+        z = s
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+        return (z ^ (z >> 31)) % n
+
+    for k in range(e):
+        src[k] = nxt()
+        a, b, c = nxt(), nxt(), nxt()
+        dst[k] = a * b // n * c // n
+    _GCN_GRAPH[key] = (src, dst)
+    return src, dst
+
+
+def torch_gcn(torch, threads, repeat):
+    n, e, f, hidden, classes = 100000, 1000000, 128, 128, 16
+    src, dst = power_law_edges(n, e, 1)
+    loop = torch.arange(n)
+    row = torch.cat([torch.tensor(src), loop])  # sources, then self-loops
+    col = torch.cat([torch.tensor(dst), loop])  # targets
+    deg = torch.zeros(n).index_add_(0, col, torch.ones(col.numel()))
+    dis = deg.pow(-0.5)
+    dis[deg == 0] = 0
+    w = (dis[row] * dis[col]).unsqueeze(1)  # computed once, as the cached GCNConv does
+    torch.manual_seed(0)
+    x = torch.randn(n, f)
+    y = torch.randint(0, classes, (n,))
+    out = []
+    for variant in ("index_add_", "scatter_add_"):
+        torch.manual_seed(0)
+        lin1, lin2 = torch.nn.Linear(f, hidden), torch.nn.Linear(hidden, classes)
+        opt = torch.optim.Adam(list(lin1.parameters()) + list(lin2.parameters()), lr=0.01)
+
+        def conv(h, lin, variant=variant):
+            msg = (h @ lin.weight.t())[row] * w
+            if variant == "index_add_":
+                agg = torch.zeros(n, msg.size(1)).index_add_(0, col, msg)
+            else:
+                agg = torch.zeros(n, msg.size(1)).scatter_add_(
+                    0, col.unsqueeze(1).expand(-1, msg.size(1)), msg)
+            return agg + lin.bias
+
+        def epoch():
+            opt.zero_grad()
+            logits = conv(torch.relu(conv(x, lin1)), lin2)
+            torch.nn.functional.cross_entropy(logits, y).backward()
+            opt.step()
+
+        epoch()  # warm-up
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            epoch()
+            times.append(time.perf_counter() - t0)
+        out.append({"workload": "gcn", "threads": threads, "variant": variant,
+                    "s_per_epoch": statistics.median(times)})
+    return out
+
+
+def mnist_graphs(torch, images, labels, threshold=0.5, k=8):
+    """MNIST digits as graphs, as data::mnist_graphs builds them: pixels above the threshold are
+    nodes (intensity, row / 27, column / 27), each with edges from its k nearest other nodes
+    within a 5x5 window (nearest first, ties in the window's row-major order)."""
+    offsets = [(dr, dc) for dr in range(-2, 3) for dc in range(-2, 3) if (dr, dc) != (0, 0)]
+    offsets.sort(key=lambda o: o[0] * o[0] + o[1] * o[1])  # stable: ties keep scan order
+    dr = torch.tensor([o[0] for o in offsets])
+    dc = torch.tensor([o[1] for o in offsets])
+    graphs = []
+    px = images.float() / 255.0
+    for i in range(images.size(0)):
+        img = px[i]
+        mask = img > threshold
+        nz = mask.nonzero()  # row-major: the node order
+        nodes = nz.size(0)
+        if nodes == 0:
+            graphs.append((torch.tensor([[0.0, 0.5, 0.5]]), torch.zeros(2, 0, dtype=torch.long),
+                           int(labels[i])))
+            continue
+        node_of = torch.full((32, 32), -1, dtype=torch.long)
+        node_of[nz[:, 0] + 2, nz[:, 1] + 2] = torch.arange(nodes)
+        nb = node_of[nz[:, 0:1] + 2 + dr, nz[:, 1:2] + 2 + dc]  # [nodes, 24]
+        valid = nb >= 0
+        take = valid & (valid.cumsum(1) <= k)
+        pos = take.nonzero()  # node-major, then window order
+        edge_index = torch.stack([nb[pos[:, 0], pos[:, 1]], pos[:, 0]])
+        x = torch.stack([img[nz[:, 0], nz[:, 1]], nz[:, 0].float() / 27, nz[:, 1].float() / 27], 1)
+        graphs.append((x, edge_index, int(labels[i])))
+    return graphs
+
+
+def collate(torch, graphs):
+    xs, eis, batch, off = [], [], [], 0
+    for g, (x, ei, _) in enumerate(graphs):
+        xs.append(x)
+        eis.append(ei + off)
+        batch.append(torch.full((x.size(0),), g, dtype=torch.long))
+        off += x.size(0)
+    y = torch.tensor([label for _, _, label in graphs])
+    return torch.cat(xs), torch.cat(eis, 1), torch.cat(batch), y
+
+
+def torch_gin(torch, threads, repeat, args):
+    load = lambda stem: torch.from_numpy(read_idx(mnist_file(args.data, stem)).copy())
+    train = mnist_graphs(torch, load("train-images-idx3-ubyte")[:10000],
+                         load("train-labels-idx1-ubyte")[:10000])
+    test = mnist_graphs(torch, load("t10k-images-idx3-ubyte"), load("t10k-labels-idx1-ubyte"))
+
+    class GIN(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            def mlp(i, o):
+                return torch.nn.Sequential(torch.nn.Linear(i, o), torch.nn.BatchNorm1d(o),
+                                           torch.nn.ReLU(), torch.nn.Linear(o, o))
+            self.mlps = torch.nn.ModuleList([mlp(3, 32), mlp(32, 32), mlp(32, 32)])
+            self.eps = torch.nn.Parameter(torch.zeros(3))
+            self.head = torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.ReLU(),
+                                            torch.nn.Linear(32, 10))
+
+        def forward(self, x, ei, batch, graphs):
+            for l, m in enumerate(self.mlps):
+                agg = torch.zeros_like(x).index_add_(0, ei[1], x[ei[0]])
+                x = torch.relu(m(agg + (1 + self.eps[l]) * x))
+            pooled = torch.zeros(graphs, x.size(1)).index_add_(0, batch, x)
+            return self.head(pooled)
+
+    torch.manual_seed(0)
+    model = GIN()
+    opt = torch.optim.Adam(model.parameters(), lr=0.005)
+    times = []
+    for _ in range(max(1, repeat // 3)):
+        model.train()
+        t0 = time.perf_counter()
+        perm = torch.randperm(len(train)).tolist()
+        for b in range(0, len(perm), 64):
+            x, ei, batch, y = collate(torch, [train[i] for i in perm[b:b + 64]])
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(x, ei, batch, y.numel()), y).backward()
+            opt.step()
+        times.append(time.perf_counter() - t0)
+    model.eval()
+    correct = 0
+    with torch.no_grad():
+        for b in range(0, len(test), 1000):
+            x, ei, batch, y = collate(torch, test[b:b + 1000])
+            correct += int((model(x, ei, batch, y.numel()).argmax(1) == y).sum())
+    return [{"workload": "gin", "threads": threads, "variant": "index_add_",
+             "s_per_epoch": statistics.median(times), "test_acc": correct / len(test)}]
+
+
 def ignis_extra_args(workload, args):
     """The options of `ignis bench` that a workload takes, from this script's options."""
     if workload == "mnist_mlp":
         return [["--data", args.data]]
     if workload == "mnist_lenet":
         return [["--data", args.data, "--memory-format", args.memory_format]]
+    if workload == "gin":
+        return [["--data", args.data]]
     if workload == "train_step":
         runs = []
         for name in args.train_step_models.split(","):
@@ -423,9 +598,10 @@ def ignis_extra_args(workload, args):
 
 TORCH_WORKLOADS = {"op_overhead": torch_op_overhead, "sgemm": torch_sgemm,
                    "seed_jit_mlp": torch_seed_jit_mlp, "mnist_mlp": torch_mnist_mlp,
-                   "mnist_lenet": torch_mnist_lenet, "train_step": torch_train_step}
+                   "mnist_lenet": torch_mnist_lenet, "train_step": torch_train_step,
+                   "gcn": torch_gcn, "gin": torch_gin}
 # Workloads whose PyTorch function also takes this script's options.
-TAKES_ARGS = ("mnist_mlp", "mnist_lenet", "train_step")
+TAKES_ARGS = ("mnist_mlp", "mnist_lenet", "train_step", "gin")
 
 
 # ---------------------------------------------------------------- comparison
@@ -495,11 +671,11 @@ def print_table(workload, rows):
     cols.append(("PyTorch variant", lambda r: fmt(r.get("pytorch_variant"))))
     cols.append(("ignis", lambda r: f"{fmt(r['ignis'])} ({r['ignis_threads']}T)"))
     cols.append(("PyTorch", lambda r: f"{fmt(r.get('pytorch'))} ({r.get('pytorch_threads', '-')}T)"))
-    if workload in ("mnist_mlp", "mnist_lenet", "train_step"):
+    if workload in ("mnist_mlp", "mnist_lenet", "train_step", "gcn", "gin"):
         cols[-2] = ("ignis", lambda r: f"{fmt(r['ignis'], 3)} ({r['ignis_threads']}T)")
         cols[-1] = ("PyTorch",
                     lambda r: f"{fmt(r.get('pytorch'), 3)} ({r.get('pytorch_threads', '-')}T)")
-        for k in spec["extra"]:
+        for k in spec.get("extra", ()):
             for who in ("ignis", "pytorch"):
                 cols.append((f"{who} {k}", lambda r, c=f"{who}_{k}": fmt(
                     r.get(c), 4 if c.endswith("acc") else 1)))

@@ -69,6 +69,21 @@ int main(int argc, char** argv) {
                                    {"e", empty({0, 2}, kUInt8)}};
   put(root / "safetensors", "mixed", safetensors::serialize(tensors, {{"format", "x"}}));
   put(root / "safetensors", "empty", safetensors::serialize({}, {}));
+  // A Python 2 pickle (protocol 2) of numpy.array([1, -2], dtype='<i4'), as in the Planetoid
+  // files (the pickle target also starts from the fixtures in fuzz/seeds/pickle).
+  static const char kArray[] =
+      "\x80\x02" "cnumpy.core.multiarray\n_reconstruct\nq\x00" "cnumpy\nndarray\nq\x01"
+      "K\x00\x85q\x02U\x01" "b\x87q\x03Rq\x04(K\x01K\x02\x85q\x05" "cnumpy\ndtype\nq\x06"
+      "U\x02i4K\x00K\x01\x87Rq\x07(K\x03U\x01<NNNJ\xff\xff\xff\xffJ\xff\xff\xff\xffK\x00tb"
+      "\x89U\x08\x01\x00\x00\x00\xfe\xff\xff\xfftb.";
+  put(root / "pickle", "array", std::string(kArray, sizeof(kArray) - 1));
+  // TU files joined by NUL bytes (tu_fuzzer.cpp): A, graph_indicator, graph_labels,
+  // node_labels, edge_attributes.
+  const std::string nul(1, '\0');
+  put(root / "tu", "toy",
+      "1, 2\n2, 1\n3, 4\n4, 5\n5, 3\n" + nul + "1\n1\n2\n2\n2\n" + nul + "1\n-1\n" + nul +
+          "0\n2\n1\n1\n0\n" + nul + "0.5\n0.5\n1\n2\n3\n");
+  put(root / "tu", "plain", "1, 2\n" + nul + "1\n1\n" + nul + "0\n");
   // The checkpoint fuzzer's setup: Linear(3, 2), SGD with momentum, StepLR(2).
   auto model = std::make_shared<nn::Sequential>(nn::Linear(3, 2));
   optim::SGD opt(model->parameters(), optim::SGDOptions(0.1).momentum(0.9));

@@ -4,13 +4,14 @@
 # `make fuzz` after the library is built in $BUILD. Exit status: non-zero if a target found a
 # crash (its reproducer is left in $BUILD/fuzz/, the log in $BUILD/fuzz/<target>.log).
 #
-# The parsers (src/io, src/data/idx.cpp, cifar.cpp, src/train/checkpoint.cpp, the graph loader
-# src/jit/serialize.cpp) are compiled into each target with coverage and sanitizers; the rest of ignis (tensors, ops, modules) comes from
+# The parsers (src/io, src/data/idx.cpp, cifar.cpp, graph_pickle.cpp, graph_tu.cpp,
+# src/train/checkpoint.cpp, the graph loader src/jit/serialize.cpp) are compiled into
+# each target with coverage and sanitizers; the rest of ignis (tensors, ops, modules) comes from
 # the already built libignis.so, whose code is not instrumented (only the parsers are fuzzed).
 set -euo pipefail
 BUILD=${BUILD:-build}
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
-TARGETS=${FUZZ_TARGETS:-"idx idx_gz cifar safetensors_header safetensors checkpoint graph"}
+TARGETS=${FUZZ_TARGETS:-"idx idx_gz cifar safetensors_header safetensors checkpoint graph pickle tu"}
 out=$BUILD/fuzz
 mkdir -p "$out"
 lib=$(cd "$BUILD" && pwd)
@@ -27,6 +28,8 @@ sources() {
     safetensors) echo "${io[*]}" ;;
     checkpoint) echo "${io[*]} src/train/checkpoint.cpp" ;;
     graph) echo "${io[*]} src/jit/serialize.cpp" ;;
+    pickle) echo "src/data/graph_pickle.cpp" ;;
+    tu) echo "src/data/graph_tu.cpp" ;;
   esac
 }
 

@@ -3,6 +3,7 @@
 
 #include "ignis/nn/conv.h"
 #include "ignis/nn/functional.h"
+#include "ignis/nn/graph.h"
 #include "ignis/nn/init.h"
 #include "ignis/nn/layers.h"
 #include "ignis/nn/loss.h"

@@ -37,6 +37,10 @@ constexpr Workload kWorkloads[] = {
      "one epoch of the demo MLP with DistributedDataParallel under mpirun -np N "
      "(global batch 128): overlap on/off, bucket_cap_mb sweep",
      &bench_ddp_mnist_mlp},
+    {"gcn", "a 2-layer GCN training epoch, power-law graph of 100k nodes, 1M edges, 128 features",
+     &bench_gcn},
+    {"gin", "a GIN training epoch on 10000 MNIST digits as graphs (batch 64), test accuracy",
+     &bench_gin},
 };
 
 std::string bench_usage() {
@@ -47,13 +51,13 @@ std::string bench_usage() {
     std::string name = w.name;
     s += "  " + name + std::string(name.size() < 14 ? 14 - name.size() : 1, ' ') + w.summary + "\n";
   }
-  s += "  all           every workload above but the training ones (mnist_*, train_step),\n"
-       "                jit_inference and the distributed ones (allreduce, ddp_mnist_mlp:\n"
-       "                run them under mpirun -np N)\n\n"
+  s += "  all           every workload above but the training ones (mnist_*, train_step, gcn,\n"
+       "                gin), jit_inference and the distributed ones (allreduce,\n"
+       "                ddp_mnist_mlp: run them under mpirun -np N)\n\n"
        "options:\n"
        "  --threads T   intra-op threads (ignis::set_num_threads); default: the OpenMP default\n"
        "  --repeat R    timed batches per measurement, the median is reported (default 7)\n"
-       "  --data DIR    mnist_mlp, mnist_lenet, ddp_mnist_mlp: the MNIST IDX files\n"
+       "  --data DIR    mnist_mlp, mnist_lenet, ddp_mnist_mlp, gin: the MNIST IDX files\n"
        "                (default data/mnist)\n"
        "  --model NAME  train_step: the zoo model (default resnet18); jit_inference: (resnet50)\n"
        "  --batch B     train_step: the batch size (default 32); jit_inference: (1)\n"
@@ -155,7 +159,8 @@ int bench_main(const Args& args) {
     // The training workloads take seconds to minutes and need data: run only when named.
     const std::string n = w.name;
     const bool heavy = n == "mnist_mlp" || n == "mnist_lenet" || n == "train_step" ||
-                       n == "allreduce" || n == "ddp_mnist_mlp" || n == "jit_inference";
+                       n == "allreduce" || n == "ddp_mnist_mlp" || n == "jit_inference" ||
+                       n == "gcn" || n == "gin";
     if (workload == w.name || (workload == "all" && !heavy)) selected.push_back(&w);
   }
   if (selected.empty()) throw UsageError("unknown workload '" + workload + "'", usage);

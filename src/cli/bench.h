@@ -47,6 +47,8 @@ void bench_train_step(const BenchOptions& opts);
 void bench_allreduce(const BenchOptions& opts);
 void bench_ddp_mnist_mlp(const BenchOptions& opts);
 void bench_jit_inference(const BenchOptions& opts);  // bench_jit.cpp
+void bench_gcn(const BenchOptions& opts);  // bench_gnn.cpp
+void bench_gin(const BenchOptions& opts);
 
 // ---- timing
 

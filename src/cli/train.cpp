@@ -30,7 +30,9 @@ const char* kTrainUsage =
     " --profile records the first N training steps, default 10, prints the profiler's table\n"
     " and writes a Chrome trace for Perfetto or chrome://tracing;\n"
     " --ddp: data-parallel over the processes of `mpirun -np N ignis train --ddp ...`, each on\n"
-    " its 1/N of every epoch, --batch-size being the global batch; rank 0 prints and saves)\n";
+    " its 1/N of every epoch, --batch-size being the global batch; rank 0 prints and saves)\n"
+    "graph models: ignis train --model gcn|sage|gin|gat --dataset karate|cora|mnist-graph ...\n"
+    " (ignis train --model gcn --help lists their options)\n";
 const char* kEvalUsage =
     "usage: ignis eval --model NAME --dataset mnist|fashion-mnist|cifar10 --load PATH\n"
     "                  [--data DIR] [--batch-size B] [--threads T]\n"
@@ -224,6 +226,7 @@ class ProfileSteps final : public train::Callback {
 };
 
 int train_main(const Args& all_args) {
+  if (is_graph_training(all_args)) return train_gnn_main(all_args);
   Args args;
   bool ddp = false;
   for (const std::string& a : all_args) {

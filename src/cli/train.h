@@ -5,6 +5,9 @@
 
 namespace ignis::cli {
 int train_main(const Args& args);
+/// `ignis train` with a graph model or dataset (cli/train_gnn.cpp).
+bool is_graph_training(const Args& args);
+int train_gnn_main(const Args& args);
 int eval_main(const Args& args);
 int fetch_main(const Args& args);
 int models_main(const Args& args);
