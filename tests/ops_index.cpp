@@ -367,6 +367,19 @@ IGNIS_OP_INFO(OpInfo{
     .grad_inputs = {0},
     .meta_skip = "a boolean mask index: its output shape depends on the mask's values"});
 
+/// x with columns idx (x[1]) replaced by the values x[2] broadcast to [rows, len(idx)].
+Tensor ref_put_columns(const TL& x) {
+  std::vector<double> out = values(x[0]);
+  const auto i = ivalues(x[1]);
+  const Reader v(x[2].expand({x[0].size(0), static_cast<int64_t>(i.size())}));
+  for (int64_t r = 0; r < x[0].size(0); ++r) {
+    for (size_t k = 0; k < i.size(); ++k) {
+      out[ravel({r, wrap(i[k], x[0].size(1))}, x[0].sizes())] = v({r, static_cast<int64_t>(k)});
+    }
+  }
+  return from_values(out, x[0].sizes());
+}
+
 // index_put_ on a copy of x: y[:, idx] = v (v broadcast), differentiable in x and v.
 IGNIS_OP_INFO(OpInfo{
     .name = "index_put",
@@ -377,18 +390,7 @@ IGNIS_OP_INFO(OpInfo{
           return y;
         },
     .ref =
-        [](const TL& x) {
-          std::vector<double> out = values(x[0]);
-          const auto i = ivalues(x[1]);
-          const Reader v(x[2].expand({x[0].size(0), static_cast<int64_t>(i.size())}));
-          for (int64_t r = 0; r < x[0].size(0); ++r) {
-            for (size_t k = 0; k < i.size(); ++k) {
-              out[ravel({r, wrap(i[k], x[0].size(1))}, x[0].sizes())] =
-                  v({r, static_cast<int64_t>(k)});
-            }
-          }
-          return from_values(out, x[0].sizes());
-        },
+        ref_put_columns,
     .samples =
         [] {
           return std::vector<OpSample>{
@@ -456,18 +458,7 @@ IGNIS_OP_INFO(OpInfo{
           return y;
         },
     .ref =
-        [](const TL& x) {
-          std::vector<double> out = values(x[0]);
-          const auto i = ivalues(x[1]);
-          const Reader v(x[2].expand({x[0].size(0), static_cast<int64_t>(i.size())}));
-          for (int64_t r = 0; r < x[0].size(0); ++r) {
-            for (size_t k = 0; k < i.size(); ++k) {
-              out[ravel({r, wrap(i[k], x[0].size(1))}, x[0].sizes())] =
-                  v({r, static_cast<int64_t>(k)});
-            }
-          }
-          return from_values(out, x[0].sizes());
-        },
+        ref_put_columns,
     .samples =
         [] {
           return std::vector<OpSample>{{"broadcast value", {in({3, 4}, 68), ix({2, -1}), in({2}, 69)}}};

@@ -364,6 +364,36 @@ std::vector<std::pair<int64_t, Tensor>> list_to_advanced(const Tensor& self,
   return adv;
 }
 
+/// 0, 1, 2, ... in self's shape: indexing it gives the flat positions an index reads.
+Tensor flat_positions(const Tensor& self) {
+  Tensor pos = make_tensor(self.sizes(), kInt64, self.device());
+  iota_stub[self.device()](pos);
+  return pos;
+}
+
+/// index_put_ under autograd, out of place over the flattened tensor: a scatter (or, when
+/// accumulating, an index_add) of the values at the positions `at` the index reads, which is
+/// differentiable in self and the values; self then takes the result (inplace_from).
+Tensor& put_at_positions(Tensor& self, const Tensor& at, const Tensor& values, bool accumulate) {
+  check_inplace(self, "index_put_");
+  IGNIS_CHECK(self.is_floating_point(),
+              "index_put_: autograd needs a floating point tensor, got ", self.dtype());
+  const Tensor v = cast(values, self.dtype());
+  Shape b;
+  try {
+    b = broadcast_shapes(v.sizes(), at.sizes());
+  } catch (const Error&) {
+    b = Shape();
+  }
+  IGNIS_CHECK(IntArrayRef(b).equals(at.sizes()), "index_put_: shape mismatch: value tensor of "
+              "shape ", values.sizes(), " cannot be broadcast to indexing result of shape ",
+              at.sizes());
+  const Tensor flat = self.reshape({-1}), pos = at.reshape({-1});
+  const Tensor vf = v.expand(at.sizes()).reshape({-1});
+  const Tensor out = accumulate ? ignis::index_add(flat, 0, pos, vf) : ignis::scatter(flat, 0, pos, vf);
+  return inplace_from(self, out.view(self.sizes()), "index_put_");
+}
+
 /// The Tensor?[] list of parsed advanced indices (an entry per dim up to the last indexed one).
 std::vector<Tensor> advanced_to_list(const std::vector<std::pair<int64_t, Tensor>>& adv) {
   std::vector<Tensor> list(static_cast<size_t>(adv.back().first + 1));
@@ -399,29 +429,8 @@ Tensor& Tensor::index_put_(const std::vector<Tensor>& indices, const Tensor& val
   IGNIS_CHECK(values.device() == device(), "index_put_: values on ", values.device().str(),
               " for a tensor on ", device().str());
   if (autograd::any_needs_grad({this, &values})) {
-    // Out of place over the flattened tensor: the positions index(indices) reads, then a
-    // scatter (or an index_add when accumulating) of the values there.
-    check_inplace(*this, "index_put_");
-    IGNIS_CHECK(is_floating_point(), "index_put_: autograd needs a floating point tensor, got ",
-                dtype());
-    Tensor pos = make_tensor(sizes(), kInt64, device());
-    iota_stub[device()](pos);
-    const Tensor at_full = ignis::index(pos, indices);
-    const Shape s = at_full.sizes().shape();
-    const Tensor at = at_full.reshape({-1});
-    const Tensor v = cast(values, dtype());
-    Shape b;
-    try {
-      b = broadcast_shapes(v.sizes(), s);
-    } catch (const Error&) {
-      b = Shape();
-    }
-    IGNIS_CHECK(IntArrayRef(b).equals(s), "index_put_: shape mismatch: value tensor of shape ",
-                values.sizes(), " cannot be broadcast to indexing result of shape ", s);
-    const Tensor vf = v.expand(s).reshape({-1});
-    const Tensor flat = reshape({-1});
-    Tensor out = accumulate ? ignis::index_add(flat, 0, at, vf) : ignis::scatter(flat, 0, at, vf);
-    return inplace_from(*this, out.view(sizes()), "index_put_");
+    return put_at_positions(*this, ignis::index(flat_positions(*this), indices), values,
+                            accumulate);
   }
   const auto adv = list_to_advanced(*this, indices, "index_put_");
   if (adv.empty()) {
@@ -465,27 +474,7 @@ Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor
   IGNIS_CHECK(value.device() == device(), "index_put_: value on ", value.device().str(),
               " for a tensor on ", device().str());
   if (autograd::any_needs_grad({this, &value})) {
-    // Out of place over the flattened tensor: the positions self.index(indices) reads, then a
-    // scatter of the values there (differentiable in self and value).
-    check_inplace(*this, "index_put_");
-    IGNIS_CHECK(is_floating_point(), "index_put_: autograd needs a floating point tensor, got ",
-                dtype());
-    Tensor pos = make_tensor(sizes(), kInt64, device());
-    iota_stub[device()](pos);
-    Tensor at = pos.index(indices);
-    const Tensor v = cast(value, dtype());
-    Shape s;
-    try {
-      s = broadcast_shapes(v.sizes(), at.sizes());
-    } catch (const Error&) {
-      s = Shape();
-    }
-    IGNIS_CHECK(IntArrayRef(s).equals(at.sizes()), "index_put_: shape mismatch: value tensor "
-                "of shape ", value.sizes(), " cannot be broadcast to indexing result of shape ",
-                at.sizes());
-    Tensor out = ignis::scatter(reshape({-1}), 0, at.reshape({-1}),
-                                v.expand(at.sizes()).reshape({-1}));
-    return inplace_from(*this, out.view(sizes()), "index_put_");
+    return put_at_positions(*this, flat_positions(*this).index(indices), value, false);
   }
   // x[mask] = scalar: a masked fill.
   if (indices.size() == 1 && value.dim() == 0 && indices[0].kind() == TensorIndex::Kind::Tensor &&
