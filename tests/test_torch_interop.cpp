@@ -28,16 +28,7 @@ const std::string kPython = [] {
 }();
 
 // Runs a shell command; returns its exit status and its combined output.
-std::pair<int, std::string> run(const std::string& cmd) {
-  std::string out;
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return {-1, "popen failed"};
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int status = ::pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+std::pair<int, std::string> run(const std::string& cmd) { return run_command(cmd); }
 
 // Whether Python can find `module`, without importing it (importing torch takes seconds).
 bool python_has(const std::string& module) {
