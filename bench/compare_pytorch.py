@@ -25,7 +25,7 @@ import sys
 import time
 
 WORKLOADS = ("op_overhead", "sgemm", "seed_jit_mlp", "mnist_mlp", "mnist_lenet", "train_step",
-             "gcn", "gin")
+             "gcn", "gin", "ddp_mnist_mlp")
 # The CNN training workloads take minutes: run them when asked for.
 DEFAULT_WORKLOADS = ("op_overhead", "sgemm", "seed_jit_mlp", "mnist_mlp")
 
@@ -48,6 +48,10 @@ SPECS = {
                    "extra": ("peak_rss_mb",)},
     "gcn": {"keys": (), "metric": "s_per_epoch", "higher": False,
             "title": "s per 2-layer GCN epoch, 100k nodes, 1M edges, 128 features (lower is better)"},
+    "ddp_mnist_mlp": {"keys": ("ranks",), "metric": "s_per_epoch", "higher": False,
+                      "title": "s per data-parallel MNIST MLP epoch, global batch 128, by ranks "
+                               "(ignis: MPI, its best overlap/bucket setting; PyTorch: DDP over "
+                               "gloo) (lower is better)"},
     "gin": {"keys": (), "metric": "s_per_epoch", "higher": False,
             "title": "s per GIN epoch on 10000 MNIST graphs, batch 64 (lower is better)",
             "extra": ("test_acc",)},
@@ -574,6 +578,62 @@ def torch_gin(torch, threads, repeat, args):
              "s_per_epoch": statistics.median(times), "test_acc": correct / len(test)}]
 
 
+def torch_ddp_rank(rank, world, threads, port, data, out):
+    """One rank of PyTorch's DDP (gloo) run of ignis's ddp_mnist_mlp: the demo MLP, SGD lr 0.05
+    momentum 0.9, global batch 128 (128 / world per rank on its DistributedSampler shard, each
+    batch one gather of rows), one timed epoch; rank 0 puts the slowest rank's seconds in `out`."""
+    import torch
+    import torch.distributed as dist
+    torch.set_num_threads(threads)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=world)
+    nn = torch.nn
+    xtr, ytr = load_mnist(torch, data, True)
+    torch.manual_seed(0)
+    model = nn.parallel.DistributedDataParallel(
+        nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256),
+                      nn.ReLU(), nn.Linear(256, 10)))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    sampler = torch.utils.data.DistributedSampler(range(xtr.shape[0]), num_replicas=world,
+                                                  rank=rank, shuffle=True, seed=0)
+    idx_all = torch.tensor(list(iter(sampler)))
+    per_rank = 128 // world
+    dist.barrier()
+    t0 = time.perf_counter()
+    for i in range(0, idx_all.shape[0], per_rank):
+        idx = idx_all[i:i + per_rank]
+        x, y = xtr.index_select(0, idx), ytr.index_select(0, idx)
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+    t = torch.tensor([time.perf_counter() - t0], dtype=torch.float64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    if rank == 0:
+        out.put(float(t))
+    dist.destroy_process_group()
+
+
+def torch_ddp_mnist_mlp(torch, threads, repeat, args):
+    """PyTorch DDP over gloo at 1 and 2 ranks (processes on this machine), `threads` intra-op
+    threads per rank."""
+    import torch.multiprocessing as mp
+    records = []
+    for world in (1, 2):
+        ctx = mp.get_context("spawn")
+        out = ctx.Queue()
+        port = 29500 + (os.getpid() + world * 7 + threads) % 2000
+        procs = [ctx.Process(target=torch_ddp_rank, args=(r, world, threads, port, args.data, out))
+                 for r in range(world)]
+        for p in procs:
+            p.start()
+        seconds = out.get(timeout=1800)
+        for p in procs:
+            p.join()
+        records.append({"workload": "ddp_mnist_mlp", "ranks": world, "threads": threads,
+                        "variant": "DDP gloo", "s_per_epoch": seconds})
+    return records
+
+
 def ignis_extra_args(workload, args):
     """The options of `ignis bench` that a workload takes, from this script's options."""
     if workload == "mnist_mlp":
@@ -582,6 +642,8 @@ def ignis_extra_args(workload, args):
         return [["--data", args.data, "--memory-format", args.memory_format]]
     if workload == "gin":
         return [["--data", args.data]]
+    if workload == "ddp_mnist_mlp":  # ignis launches itself under mpirun -np N
+        return [["--data", args.data, "--ranks", "1"], ["--data", args.data, "--ranks", "2"]]
     if workload == "train_step":
         runs = []
         for name in args.train_step_models.split(","):
@@ -599,9 +661,9 @@ def ignis_extra_args(workload, args):
 TORCH_WORKLOADS = {"op_overhead": torch_op_overhead, "sgemm": torch_sgemm,
                    "seed_jit_mlp": torch_seed_jit_mlp, "mnist_mlp": torch_mnist_mlp,
                    "mnist_lenet": torch_mnist_lenet, "train_step": torch_train_step,
-                   "gcn": torch_gcn, "gin": torch_gin}
+                   "gcn": torch_gcn, "gin": torch_gin, "ddp_mnist_mlp": torch_ddp_mnist_mlp}
 # Workloads whose PyTorch function also takes this script's options.
-TAKES_ARGS = ("mnist_mlp", "mnist_lenet", "train_step", "gin")
+TAKES_ARGS = ("mnist_mlp", "mnist_lenet", "train_step", "gin", "ddp_mnist_mlp")
 
 
 # ---------------------------------------------------------------- comparison
@@ -661,7 +723,7 @@ def fmt(v, digits=1):
 
 
 LABELS = {"case": "case", "requires_grad": "grad", "n": "n", "batch": "batch", "model": "model",
-          "image_size": "size"}
+          "image_size": "size", "ranks": "ranks"}
 
 
 def print_table(workload, rows):
@@ -671,7 +733,7 @@ def print_table(workload, rows):
     cols.append(("PyTorch variant", lambda r: fmt(r.get("pytorch_variant"))))
     cols.append(("ignis", lambda r: f"{fmt(r['ignis'])} ({r['ignis_threads']}T)"))
     cols.append(("PyTorch", lambda r: f"{fmt(r.get('pytorch'))} ({r.get('pytorch_threads', '-')}T)"))
-    if workload in ("mnist_mlp", "mnist_lenet", "train_step", "gcn", "gin"):
+    if workload in ("mnist_mlp", "mnist_lenet", "train_step", "gcn", "gin", "ddp_mnist_mlp"):
         cols[-2] = ("ignis", lambda r: f"{fmt(r['ignis'], 3)} ({r['ignis_threads']}T)")
         cols[-1] = ("PyTorch",
                     lambda r: f"{fmt(r.get('pytorch'), 3)} ({r.get('pytorch_threads', '-')}T)")
