@@ -131,6 +131,21 @@ const bool scatter_reduce_entries = [] {
     scatter_reduce_entry(r, true);
     scatter_reduce_entry(r, false);
   }
+  // The in-place method on a non-leaf copy of self (autograd through inplace_from).
+  for (const char* r : {"sum", "amax"}) {
+    OpInfo o = op_table().back();
+    for (const OpInfo& e : op_table()) {
+      if (e.name == std::string("scatter_reduce_") + r) o = e;
+    }
+    o.name = std::string("scatter_reduce_ in place ") + r;
+    o.fn = [r](const TL& x) {
+      Tensor y = x[0] * 1;
+      y.scatter_reduce_(int_of(x[3]), x[1], x[2], r);
+      return y;
+    };
+    o.ops = {"scatter_reduce_"};
+    op_table().push_back(std::move(o));
+  }
   return true;
 }();
 

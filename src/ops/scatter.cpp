@@ -172,6 +172,33 @@ IGNIS_OP(scatter_reduce_two,
          {.differentiable = true,
           .stubs = {&coo_to_csr_stub, &segment_reduce_stub, &scatter_reduce_stub}});
 
+IGNIS_OP_METHOD(scatter_reduce__two,
+                "scatter_reduce_.two(Tensor(a!) self, int dim, Tensor index, Tensor src, str reduce, "
+                "*, bool include_self=True) -> Tensor(a!)",
+                Tensor&(int64_t, const Tensor&, const Tensor&, const std::string&, bool),
+                scatter_reduce_, {.differentiable = true, .kind = "composite"});
+
+Tensor Tensor::scatter_reduce(int64_t dim, const Tensor& index, const Tensor& src,
+                              const std::string& reduce, bool include_self) const {
+  return ignis::scatter_reduce(*this, dim, index, src, reduce, include_self);
+}
+
+// In place: self takes the out-of-place result's values (and, under autograd, its history; the
+// backward saves self, so the op then runs on a clone that the write does not touch).
+Tensor& Tensor::scatter_reduce_(int64_t dim, const Tensor& index, const Tensor& src,
+                                const std::string& reduce, bool include_self) {
+  IGNIS_DISPATCH_METHOD(scatter_reduce__two, scatter_reduce_, dim, index, src, reduce,
+                        include_self);
+  if (autograd::any_needs_grad({this, &src})) {
+    check_inplace(*this, "scatter_reduce_");
+    return inplace_from(
+        *this, ignis::scatter_reduce(clone(), dim, index, src, reduce, include_self),
+        "scatter_reduce_");
+  }
+  copy_(ignis::scatter_reduce(*this, dim, index, src, reduce, include_self));
+  return *this;
+}
+
 Tensor scatter_reduce(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
                       const std::string& reduce, bool include_self) {
   IGNIS_DISPATCH(scatter_reduce_two, scatter_reduce, self, dim, index, src, reduce, include_self);
