@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "ignis/models.h"
 #include "ignis/tensor.h"
 
 namespace ignis::cli {
@@ -44,6 +45,10 @@ void bench_mnist_mlp(const BenchOptions& opts);
 void bench_batch_norm(const BenchOptions& opts);
 void bench_mnist_lenet(const BenchOptions& opts);
 void bench_train_step(const BenchOptions& opts);
+/// The zoo model `name`'s natural config with --image-size / --classes applied; an unknown name
+/// is an error naming the workload.
+models::ModelConfig zoo_config(const std::string& name, const BenchOptions& opts,
+                               const char* workload);
 void bench_allreduce(const BenchOptions& opts);
 void bench_ddp_mnist_mlp(const BenchOptions& opts);
 void bench_jit_inference(const BenchOptions& opts);  // bench_jit.cpp

@@ -13,17 +13,7 @@ namespace ignis::cli {
 
 void bench_jit_inference(const BenchOptions& opts) {
   const std::string name = opts.model.empty() ? "resnet50" : opts.model;
-  models::ModelConfig cfg{3, 224, 1000};
-  bool found = false;
-  for (const auto& info : models::list()) {
-    if (info.name == name) {
-      cfg = info.natural;
-      found = true;
-    }
-  }
-  IGNIS_CHECK(found, "bench jit_inference: unknown model '", name, "' (see `ignis models`)");
-  if (opts.image_size > 0) cfg.image_size = opts.image_size;
-  if (opts.classes > 0) cfg.num_classes = opts.classes;
+  const models::ModelConfig cfg = zoo_config(name, opts, "jit_inference");
   const int64_t batch = opts.batch > 0 ? opts.batch : 1;
   manual_seed(0);
   auto model = models::create(name, cfg);

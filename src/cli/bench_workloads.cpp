@@ -263,11 +263,8 @@ void bench_mnist_lenet(const BenchOptions& opts) {
   std::fflush(stdout);
 }
 
-// SGD steps (lr 0.01, momentum 0.9) of a zoo model on one fixed synthetic batch: inputs
-// U(-1, 1), label of sample i = 7919 i mod classes. Two warm-up steps, then `repeat` timed steps
-// (each zero_grad, forward, cross-entropy, backward, step); the median step time is reported.
-void bench_train_step(const BenchOptions& opts) {
-  const std::string name = opts.model.empty() ? "resnet18" : opts.model;
+models::ModelConfig zoo_config(const std::string& name, const BenchOptions& opts,
+                               const char* workload) {
   models::ModelConfig cfg{3, 224, 1000};
   bool found = false;
   for (const auto& info : models::list()) {
@@ -276,9 +273,18 @@ void bench_train_step(const BenchOptions& opts) {
       found = true;
     }
   }
-  IGNIS_CHECK(found, "bench train_step: unknown model '", name, "' (see `ignis models`)");
+  IGNIS_CHECK(found, "bench ", workload, ": unknown model '", name, "' (see `ignis models`)");
   if (opts.image_size > 0) cfg.image_size = opts.image_size;
   if (opts.classes > 0) cfg.num_classes = opts.classes;
+  return cfg;
+}
+
+// SGD steps (lr 0.01, momentum 0.9) of a zoo model on one fixed synthetic batch: inputs
+// U(-1, 1), label of sample i = 7919 i mod classes. Two warm-up steps, then `repeat` timed steps
+// (each zero_grad, forward, cross-entropy, backward, step); the median step time is reported.
+void bench_train_step(const BenchOptions& opts) {
+  const std::string name = opts.model.empty() ? "resnet18" : opts.model;
+  const models::ModelConfig cfg = zoo_config(name, opts, "train_step");
   const int64_t batch = opts.batch > 0 ? opts.batch : 32;
   manual_seed(0);
   auto model = models::create(name, cfg);

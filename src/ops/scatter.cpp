@@ -401,6 +401,25 @@ IGNIS_OP(sparse_mm,
          Tensor(const Tensor&, const Tensor&, const Tensor&, int64_t), sparse_mm,
          {.differentiable = true, .stubs = {&coo_to_csr_stub, &spmm_stub, &sddmm_stub}});
 
+namespace {
+/// The backward of out = A dense, A the sparse matrix of COO `indices` [2, nnz] and `values`:
+/// d values = sddmm(indices, g, dense) (g's rows dotted with dense's at each entry), d dense =
+/// A^T g (the flipped indices).
+void record_sparse_mm_backward(const char* op, const Tensor& indices, const Tensor& values,
+                               const Tensor& dense, Tensor& out) {
+  autograd::record(
+      op, {&values, &dense}, {&out},
+      [si = SavedVariable(indices, false), sv = SavedVariable(values, false),
+       sd = SavedVariable(dense, false), k = dense.size(0)](BackwardCtx& c, const TensorList& g) {
+        const Tensor idx = c.unpack(si);
+        Tensor gv, gd;
+        if (c.needs_input_grad(0)) gv = sddmm(idx, g[0], c.unpack(sd));
+        if (c.needs_input_grad(1)) gd = sparse_mm(idx.flip({0}), c.unpack(sv), g[0], k);
+        return TensorList{gv, gd};
+      });
+}
+}  // namespace
+
 Tensor sparse_mm(const Tensor& indices, const Tensor& values, const Tensor& dense, int64_t rows) {
   IGNIS_DISPATCH(sparse_mm, sparse_mm, indices, values, dense, rows);
   constexpr const char* op = "sparse_mm";
@@ -425,18 +444,7 @@ Tensor sparse_mm(const Tensor& indices, const Tensor& values, const Tensor& dens
   }
   Tensor out = spmm(rowptr, col, values, perm, dense, rows, op);
   if (autograd::any_needs_grad({&values, &dense})) {
-    autograd::record(
-        "sparse_mm", {&values, &dense}, {&out},
-        [si = SavedVariable(indices, false), sv = SavedVariable(values, false),
-         sd = SavedVariable(dense, false), k = dense.size(0)](BackwardCtx& c, const TensorList& g) {
-          const Tensor idx = c.unpack(si);
-          Tensor gv, gd;
-          if (c.needs_input_grad(0)) gv = sddmm(idx, g[0], c.unpack(sd));
-          if (c.needs_input_grad(1)) {
-            gd = sparse_mm(idx.flip({0}), c.unpack(sv), g[0], k);
-          }
-          return TensorList{gv, gd};
-        });
+    record_sparse_mm_backward("sparse_mm", indices, values, dense, out);
   }
   return out;
 }
@@ -478,18 +486,7 @@ Tensor sparse_csr_mm(const Tensor& crow_indices, const Tensor& col_indices, cons
     Tensor row = make_tensor({nnz}, kInt64, dense.device());
     csr_rows_stub[dense.device()](rowptr, row);
     Tensor coo = stack({row, col.to(kInt64)}, 0);
-    autograd::record(
-        "sparse_csr_mm", {&values, &dense}, {&out},
-        [si = SavedVariable(coo, false), sv = SavedVariable(values, false),
-         sd = SavedVariable(dense, false), k = dense.size(0)](BackwardCtx& c, const TensorList& g) {
-          const Tensor idx = c.unpack(si);
-          Tensor gv, gd;
-          if (c.needs_input_grad(0)) gv = sddmm(idx, g[0], c.unpack(sd));
-          if (c.needs_input_grad(1)) {
-            gd = sparse_mm(idx.flip({0}), c.unpack(sv), g[0], k);
-          }
-          return TensorList{gv, gd};
-        });
+    record_sparse_mm_backward("sparse_csr_mm", coo, values, dense, out);
   }
   return out;
 }
