@@ -187,6 +187,12 @@ struct Rsqrt {
 };
 // vmath's float sin and cos reduce their argument accurately up to |x| = 1e5; beyond, the loops
 // call the functor's exact path (see cpu/loops.h: has_exact_path) for the few such elements.
+namespace detail {
+template <class T>
+IGNIS_HD IGNIS_FN_INLINE bool float_beyond_1e5(T x) {
+  return std::is_same_v<T, float> && (x > T(1e5)) | (x < T(-1e5));
+}
+}  // namespace detail
 struct Sin {
   OpArgs p;
   template <class T>
@@ -195,9 +201,7 @@ struct Sin {
     else return std::sin(x);
   }
   template <class T>
-  IGNIS_HD IGNIS_FN_INLINE bool needs_exact(T x) const {
-    return std::is_same_v<T, float> && (x > T(1e5)) | (x < T(-1e5));
-  }
+  IGNIS_HD IGNIS_FN_INLINE bool needs_exact(T x) const { return detail::float_beyond_1e5(x); }
   template <class T>
   IGNIS_HD T exact(T x) const { return std::sin(x); }
 };
@@ -209,9 +213,7 @@ struct Cos {
     else return std::cos(x);
   }
   template <class T>
-  IGNIS_HD IGNIS_FN_INLINE bool needs_exact(T x) const {
-    return std::is_same_v<T, float> && (x > T(1e5)) | (x < T(-1e5));
-  }
+  IGNIS_HD IGNIS_FN_INLINE bool needs_exact(T x) const { return detail::float_beyond_1e5(x); }
   template <class T>
   IGNIS_HD T exact(T x) const { return std::cos(x); }
 };
