@@ -330,9 +330,11 @@ void affine_kernel(const Tensor& y, const Tensor& x, const Tensor& scale, const 
 
 // Per channel: G = sum(g), S = sum(g * (x - mean)); grad_bias = G, grad_weight = S * invstd;
 // grad_input = k1 * g + k2 * x + k0 with k1 = w * invstd and, from batch statistics,
-// k2 = -w * invstd^3 * S / count, k0 = -k1 * G / count - k2 * mean (else k2 = k0 = 0).
+// k2 = -w * invstd^3 * S / count, k0 = -k1 * G / count - k2 * mean (else k2 = k0 = 0 and the
+// input does not enter at all: x_free).
 struct GradCoef {
   double k1 = 0, k2 = 0, k0 = 0;
+  bool x_free = true;
 };
 
 GradCoef grad_coef(double sg, double sgx, double mu, double inv, double w, double count,
@@ -340,6 +342,7 @@ GradCoef grad_coef(double sg, double sgx, double mu, double inv, double w, doubl
   GradCoef k;
   k.k1 = w * inv;
   if (batch_stats) {
+    k.x_free = false;
     k.k2 = -w * inv * inv * inv * sgx / count;
     k.k0 = -k.k1 * sg / count - k.k2 * mu;
   }
@@ -351,6 +354,10 @@ void apply_grad_row(T* __restrict gx, const T* __restrict g, const T* __restrict
                     const GradCoef& k) {
   using A = A_<T>;
   const A k1 = static_cast<A>(k.k1), k2 = static_cast<A>(k.k2), k0 = static_cast<A>(k.k0);
+  if (k.x_free) {  // running statistics: the input does not enter (0 * NaN would)
+    for (int64_t i = 0; i < m; ++i) gx[i] = static_cast<T>(k1 * static_cast<A>(g[i]));
+    return;
+  }
   for (int64_t i = 0; i < m; ++i) {
     gx[i] = static_cast<T>(k1 * static_cast<A>(g[i]) + k2 * static_cast<A>(x[i]) + k0);
   }
@@ -433,8 +440,9 @@ void backward_cols(T* gx, A_<T>* gw, A_<T>* gb, const T* g, const T* x, int64_t 
     for (int64_t i = 0; i < n; ++i) {
       for (int64_t j = c0; j < c1; ++j) {
         const GradCoef& k = coef[j / m - b];
-        gx[i * width + j] = static_cast<T>(k.k1 * static_cast<double>(g[i * width + j]) +
-                                           k.k2 * static_cast<double>(x[i * width + j]) + k.k0);
+        const double gi = k.k1 * static_cast<double>(g[i * width + j]);
+        gx[i * width + j] = static_cast<T>(
+            k.x_free ? gi : gi + k.k2 * static_cast<double>(x[i * width + j]) + k.k0);
       }
     }
   });
@@ -481,8 +489,9 @@ void backward_one(T* gx, A_<T>* gw, A_<T>* gb, const T* g, const T* x, int64_t R
       const T* __restrict gr = g + r * C;
       const T* __restrict xr = x + r * C;
       for (int64_t c = 0; c < C; ++c) {
-        o[c] = static_cast<T>(p1[c] * static_cast<A>(gr[c]) + p2[c] * static_cast<A>(xr[c]) +
-                              p0[c]);
+        o[c] = static_cast<T>(batch_stats ? p1[c] * static_cast<A>(gr[c]) +
+                                                p2[c] * static_cast<A>(xr[c]) + p0[c]
+                                          : p1[c] * static_cast<A>(gr[c]));
       }
     }
   });

@@ -87,7 +87,9 @@ void var_kernel(const Tensor& out, const Tensor& x, const ReducePlan& plan, int6
                 bool take_sqrt) {
   const int64_t n = plan.reduced_numel;
   dispatch_floating(x.dtype(), "var", [&]<class T>() {
-    using A = acc_t<T>;
+    // Double accumulation for every dtype, as PyTorch's CPU var: float32 squares of |x| beyond
+    // ~1e19 would overflow to inf where the variance itself is finite.
+    using A = double;
     const A divisor = static_cast<A>(std::max<int64_t>(n - correction, 0));
     run_two_pass<T, T>(out, x, plan, MeanReducer<A>{}, [&](A mean) {
       SqDevReducer<A> r;

@@ -111,7 +111,9 @@ Tensor F::smooth_l1_loss(const Tensor& input, const Tensor& target, const std::s
   const auto [x, t] = broadcast_target(input, target, "smooth_l1_loss");
   Tensor d = abs(x - t);
   if (beta == 0) return reduce(d, reduction);
-  return reduce(where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta), reduction);
+  // huber_loss / beta, as one expression (see huber_loss): finite gradients at |d| = inf.
+  const Tensor q = d.clamp_max(beta);
+  return reduce(q * q * (0.5 / beta) + (d - q), reduction);
 }
 
 Tensor F::huber_loss(const Tensor& input, const Tensor& target, const std::string& reduction,
@@ -121,7 +123,11 @@ Tensor F::huber_loss(const Tensor& input, const Tensor& target, const std::strin
   IGNIS_CHECK(delta > 0, "huber_loss: delta must be positive, got ", delta);
   const auto [x, t] = broadcast_target(input, target, "huber_loss");
   Tensor d = abs(x - t);
-  return reduce(where(d <= delta, d * d * 0.5, (d - 0.5 * delta) * delta), reduction);
+  // 0.5 q^2 + delta (d - q) with q = min(d, delta): 0.5 d^2 inside, delta (d - delta / 2)
+  // outside. Not where(d <= delta, 0.5 d^2, ...): where's untaken branch still gets a zero
+  // gradient, and 0 * d = NaN at |d| = inf, where PyTorch's gradient is +-delta.
+  const Tensor q = d.clamp_max(delta);
+  return reduce(q * q * 0.5 + (d - q) * delta, reduction);
 }
 
 namespace {
@@ -180,8 +186,11 @@ std::pair<Tensor, Tensor> nll_terms(const Tensor& logp, const Tensor& target, co
                  ? index_select(weight.to(lp.dtype()), 0, safe.reshape({-1})).reshape(safe.sizes())
                  : ones_like(picked);
   w = w * valid.to(lp.dtype());
-  if (unbatched) return {(picked * w).squeeze(0), w.squeeze(0)};
-  return {picked * w, w};
+  // An ignored target's loss is 0 whatever its input holds (PyTorch's too): where, not
+  // picked * 0, which is NaN for an infinite or NaN log-probability.
+  const Tensor l = where(valid, picked * w, 0.0);
+  if (unbatched) return {l.squeeze(0), w.squeeze(0)};
+  return {l, w};
 }
 
 /// sum(l) / sum(w), the weighted mean of the per-element losses l (already multiplied by their
@@ -240,8 +249,9 @@ Tensor F::cross_entropy(const Tensor& input, const Tensor& target, const Tensor&
                                     : l.mean();
   if (label_smoothing == 0) return nll;
   Tensor lp = weight.defined() ? logp * weight.reshape(wshape) : logp;
-  Tensor valid = (target.to(kInt64) != ignore_index).to(logp.dtype());
-  Tensor smooth = -lp.sum({cdim}) * valid;
+  Tensor valid_mask = target.to(kInt64) != ignore_index;
+  Tensor valid = valid_mask.to(logp.dtype());
+  Tensor smooth = where(valid_mask, -lp.sum({cdim}), 0.0);  // 0 for ignored targets, even NaN rows
   Tensor s;
   if (reduction == "none") {
     s = smooth;
@@ -313,10 +323,11 @@ Tensor F::kl_div(const Tensor& input, const Tensor& target, const std::string& r
   if (log_target) {
     l = exp(target) * (target - input);
   } else {
-    // xlogy: 0 where target == 0.
-    Tensor pos = target > 0;
-    Tensor safe = where(pos, target, ones_like(target));
-    l = where(pos, target * (log(safe) - input), zeros_like(input * target));
+    // xlogy(target, target) - target * input, as PyTorch: 0 log 0 = 0, while a negative or NaN
+    // target gives NaN (it is no probability) rather than a silent 0.
+    const Tensor zero = target == 0;
+    const Tensor safe = where(zero, ones_like(target), target);
+    l = where(zero, 0.0, target * log(safe)) - target * input;
   }
   if (reduction == "batchmean") {
     return input.dim() == 0 ? l.sum() : l.sum() / static_cast<double>(input.size(0));

@@ -36,7 +36,8 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targ
     neg_mask = x.lt(0).to(x.dtype());
     sign = 1.0 - neg_mask * 2.0;
   }
-  const Tensor softplus_neg = log1p(exp(-(x * sign))) - x * neg_mask;
+  // where, not x * neg_mask: an infinite logit on the other side must add 0, not inf * 0 = NaN.
+  const Tensor softplus_neg = log1p(exp(-(x * sign))) - where(x.lt(0), x, 0.0);
   Tensor loss;
   if (pos_weight.defined()) {
     // The positive term -t * log(sigmoid(x)) = t * softplus(-x) is scaled by pos_weight.
