@@ -28,6 +28,10 @@ foreach(w op_overhead seed_jit_mlp)
   add_test(NAME cli_bench_${w} COMMAND ignis_cli bench ${w} --repeat 1 --threads 1)
   set_tests_properties(cli_bench_${w} PROPERTIES PASS_REGULAR_EXPRESSION "workload=${w} ")
 endforeach()
+# jit_fusion on 64 rows: eager, the compiled kernel and the interpreter each report.
+add_test(NAME cli_bench_jit_fusion COMMAND ignis_cli bench jit_fusion --batch 64 --repeat 1 --threads 1)
+set_tests_properties(cli_bench_jit_fusion PROPERTIES PASS_REGULAR_EXPRESSION
+  "mode=eager nodes=5 .*mode=compiler nodes=1 .*mode=interpreter nodes=1 ")
 # mnist_mlp without its data names the missing file and says how to get it.
 add_test(NAME cli_bench_mnist_mlp_missing_data
          COMMAND ignis_cli bench mnist_mlp --data ${CMAKE_CURRENT_BINARY_DIR}/no_such_mnist)

@@ -4,6 +4,7 @@
 // bfloat16, broadcast, grouped and meta samples run the composite.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 
 #include "op_table.h"
@@ -97,6 +98,23 @@ OpInfo conv_add_relu_entry() {
 }
 
 IGNIS_OP_INFO(conv_add_relu_entry());
+
+// fused_elementwise (the elementwise fusion pass's node): a program over broadcasting inputs.
+// Float32 and float64 without grad run the generated kernel (or the interpreter without a
+// compiler); gradchecks run the ops one by one.
+IGNIS_OP_INFO(OpInfo{
+    .name = "fused_elementwise",
+    .fn = [](const Inputs& in) {
+      return jit::fused_elementwise(in, "mul(i0,i1);add(v0,i2,0.5);tanh(v1);sub(v2,i0,2);"
+                                        "mul(v3,1.5);sigmoid(v4)");
+    },
+    .ref = [](const Inputs& in) {
+      return ref_elementwise(in, [](const std::vector<double>& v) {
+        return 1 / (1 + std::exp(-1.5 * (std::tanh(v[0] * v[1] + 0.5 * v[2]) - 2 * v[0])));
+      });
+    },
+    .samples = [] { return elementwise_samples(3); },
+});
 
 }  // namespace
 

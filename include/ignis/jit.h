@@ -214,10 +214,31 @@ int fold_batch_norm(Graph& g);
 /// its bias.
 int fuse_ops(Graph& g);
 
+/// Elementwise fusion: each maximal chain of elementwise ops (add, sub, mul, div, maximum,
+/// minimum, neg, abs, relu, gelu, silu, leaky_relu and the floating unary ops: exp, tanh,
+/// sigmoid, ...) on one float32 or float64 shape, whose intermediate values nothing else reads,
+/// becomes one `fused_elementwise` node: one pass over memory instead of one per op. Its program
+/// runs as C++ generated from the ops' functors and compiled at run time, or through an
+/// interpreter over the same functors (see set_fusion_backend).
+int fuse_elementwise(Graph& g);
+
+/// Runs a fused elementwise program (the fusion pass's node; the program's syntax is in
+/// docs/graph-mode.md) on inputs of one float dtype that broadcast together. With an input that
+/// requires grad the ops run one by one, so each records its own backward.
+Tensor fused_elementwise(const std::vector<Tensor>& inputs, const std::string& program);
+/// How fused_elementwise runs on the CPU: "auto" (compile generated C++ with the system
+/// compiler — $IGNIS_JIT_CXX, else c++ — into the cache $IGNIS_JIT_CACHE, else
+/// ~/.cache/ignis/jit; the interpreter when that fails), "compiler" (an error when it fails),
+/// "interpreter" (no compiler: the program tile by tile through the functors; same results).
+void set_fusion_backend(const std::string& backend);
+/// The backend in effect; for "auto" after a compiler failure, also why.
+std::string fusion_backend();
+
 /// Inference freeze (torch.jit.freeze): freeze_parameters, fold_batch_norm, fold_constants,
-/// fuse_ops, CSE and DCE. The graph's results are those of the module in eval mode.
+/// fuse_ops, fuse_elementwise, CSE and DCE. The graph's results are those of the module in eval
+/// mode.
 void freeze(Graph& g);
-/// The passes that keep a graph trainable: CSE, fuse_ops, DCE.
+/// The passes that keep a graph trainable: CSE, fuse_ops, fuse_elementwise, DCE.
 void optimize(Graph& g);
 
 // ---- memory

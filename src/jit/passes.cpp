@@ -133,8 +133,29 @@ int new_constant(Graph& g, const Tensor& t) {
 
 }  // namespace detail
 
+namespace detail {
+
+std::vector<int> producers(const Graph& g) {
+  std::vector<int> p(g.values.size(), -1);
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (int o : g.nodes[i].outputs) p[static_cast<size_t>(o)] = static_cast<int>(i);
+  return p;
+}
+
+void erase_nodes(Graph& g, const std::vector<char>& dead) {
+  std::vector<Node> kept;
+  kept.reserve(g.nodes.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (!dead[i]) kept.push_back(std::move(g.nodes[i]));
+  g.nodes = std::move(kept);
+}
+
+}  // namespace detail
+
 using detail::is_pure;
 using detail::writes_inputs;
+using detail::erase_nodes;
+using detail::producers;
 
 namespace {
 
@@ -142,13 +163,6 @@ bool is_constant(const Graph& g, int id) {
   return id >= 0 && g.values[static_cast<size_t>(id)].kind == ValueKind::Constant;
 }
 
-// The node defining each result value (-1 for other values).
-std::vector<int> producers(const Graph& g) {
-  std::vector<int> p(g.values.size(), -1);
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    for (int o : g.nodes[i].outputs) p[static_cast<size_t>(o)] = static_cast<int>(i);
-  return p;
-}
 
 // Values whose memory some node writes into: the inputs of writing nodes, and, back through
 // views and in-place results (schema returns "Tensor(a)", "Tensor(a!)"), the values they alias.
@@ -182,13 +196,6 @@ bool any_output_written(const Node& n, const std::vector<char>& written) {
   return false;
 }
 
-void erase_nodes(Graph& g, const std::vector<char>& dead) {
-  std::vector<Node> kept;
-  kept.reserve(g.nodes.size());
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    if (!dead[i]) kept.push_back(std::move(g.nodes[i]));
-  g.nodes = std::move(kept);
-}
 
 const Arg& arg(const Node& n, std::string_view name) {
   const int i = n.op->schema.index_of(name);
@@ -454,6 +461,7 @@ int fuse_ops(Graph& g) {
 void optimize(Graph& g) {
   eliminate_common_subexpressions(g);
   fuse_ops(g);
+  fuse_elementwise(g);
   eliminate_dead_code(g);
 }
 
@@ -463,6 +471,7 @@ void freeze(Graph& g) {
   fold_constants(g);
   fuse_ops(g);
   eliminate_common_subexpressions(g);
+  fuse_elementwise(g);
   eliminate_dead_code(g);
 }
 

@@ -20,5 +20,9 @@ std::string attr_key(const op::IValue& v);
 std::vector<Tensor> run_node(const Node& n, const Graph& g);
 /// Adds a constant value holding t.
 int new_constant(Graph& g, const Tensor& t);
+/// The node defining each result value (-1 for other values).
+std::vector<int> producers(const Graph& g);
+/// Removes the nodes marked in `dead` (by index), keeping the others' order.
+void erase_nodes(Graph& g, const std::vector<char>& dead);
 
 }  // namespace ignis::jit::detail

@@ -1,0 +1,186 @@
+// Parsing and printing fused elementwise programs (see fused_program.h).
+#include "jit/fused_program.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "ignis/error.h"
+
+namespace ignis::jit::detail {
+
+namespace {
+
+const FusedOpInfo kOps[] = {
+#define IGNIS_X(name, F, arity, params) {#name, #F, arity, params},
+    IGNIS_FUSED_BASE_OPS(IGNIS_X)
+#undef IGNIS_X
+#define IGNIS_FLOAT_UNARY_OP(name, F, saves, grad) {#name, #F, 1, 0},
+#include "ignis/float_unary_ops.def"
+};
+constexpr int kNumOps = static_cast<int>(sizeof(kOps) / sizeof(kOps[0]));
+
+[[noreturn]] void fail(std::string_view text, size_t at, const std::string& what) {
+  throw Error("fused_elementwise: invalid program at character " + std::to_string(at) + " of '" +
+              std::string(text.substr(0, 200)) + (text.size() > 200 ? "...'" : "'") + ": " + what);
+}
+
+class Parser {
+ public:
+  Parser(std::string_view text, int num_inputs) : s_(text), num_inputs_(num_inputs) {}
+
+  FusedProgram parse() {
+    if (num_inputs_ < 1 || num_inputs_ > kMaxFusedInputs) {
+      fail(s_, 0, "expected 1 to " + std::to_string(kMaxFusedInputs) + " inputs, got " +
+                      std::to_string(num_inputs_));
+    }
+    FusedProgram p;
+    p.num_inputs = num_inputs_;
+    do {
+      if (static_cast<int>(p.code.size()) == kMaxFusedInstrs) {
+        fail(s_, i_, "more than " + std::to_string(kMaxFusedInstrs) + " instructions");
+      }
+      p.code.push_back(instr(static_cast<int>(p.code.size())));
+    } while (eat(';'));
+    if (i_ != s_.size()) fail(s_, i_, "expected ';' or the end");
+    return p;
+  }
+
+ private:
+  bool eat(char c) {
+    if (i_ < s_.size() && s_[i_] == c) {
+      ++i_;
+      return true;
+    }
+    return false;
+  }
+  void expect(char c) {
+    if (!eat(c)) fail(s_, i_, std::string("expected '") + c + "'");
+  }
+
+  FusedInstr instr(int index) {
+    const size_t start = i_;
+    while (i_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[i_])) || s_[i_] == '_'))
+      ++i_;
+    const std::string_view name = s_.substr(start, i_ - start);
+    FusedInstr in{};
+    if (!fused_op_by_name(name, in.op)) fail(s_, start, "unknown op '" + std::string(name) + "'");
+    const FusedOpInfo& info = fused_op_info(in.op);
+    expect('(');
+    in.a = operand(index, false);
+    if (info.arity == 2) {
+      expect(',');
+      in.b = operand(index, true);
+    }
+    if (info.params == 1) {
+      expect(',');
+      in.param = number();
+    }
+    expect(')');
+    return in;
+  }
+
+  FusedOperand operand(int index, bool number_allowed) {
+    FusedOperand o;
+    const size_t at = i_;
+    const bool ref = i_ < s_.size() && (s_[i_] == 'v' || (s_[i_] == 'i' && s_.substr(i_, 3) != "inf"));
+    if (ref) {
+      const bool input = s_[i_++] == 'i';
+      o.kind = input ? FusedOperand::Kind::Input : FusedOperand::Kind::Value;
+      o.index = integer();
+      const int bound = input ? num_inputs_ : index;
+      if (o.index >= bound) {
+        fail(s_, at, input ? "input i" + std::to_string(o.index) + " of a node with " +
+                                 std::to_string(num_inputs_) + " input(s)"
+                           : "value v" + std::to_string(o.index) + " used before it is defined");
+      }
+      return o;
+    }
+    if (!number_allowed) fail(s_, at, "expected an input (i<k>) or a value (v<j>)");
+    o.kind = FusedOperand::Kind::Number;
+    o.number = number();
+    return o;
+  }
+
+  int integer() {
+    const size_t start = i_;
+    long v = 0;
+    while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_])) && i_ - start < 6) {
+      v = v * 10 + (s_[i_] - '0');
+      ++i_;
+    }
+    if (i_ == start) fail(s_, start, "expected an index");
+    return static_cast<int>(v);
+  }
+
+  double number() {
+    const size_t start = i_;
+    while (i_ < s_.size() && s_[i_] != ',' && s_[i_] != ')' && s_[i_] != ';' && i_ - start < 40)
+      ++i_;
+    const std::string tok(s_.substr(start, i_ - start));
+    if (tok == "inf") return INFINITY;
+    if (tok == "-inf") return -INFINITY;
+    if (tok == "nan") return NAN;
+    char* end = nullptr;
+    const double v = tok.empty() ? 0 : std::strtod(tok.c_str(), &end);
+    if (tok.empty() || end != tok.c_str() + tok.size() || !std::isfinite(v)) {
+      fail(s_, start, "expected a number, got '" + tok + "'");
+    }
+    return v;
+  }
+
+  std::string_view s_;
+  int num_inputs_;
+  size_t i_ = 0;
+};
+
+std::string operand_str(const FusedOperand& o) {
+  switch (o.kind) {
+    case FusedOperand::Kind::Input: return "i" + std::to_string(o.index);
+    case FusedOperand::Kind::Value: return "v" + std::to_string(o.index);
+    case FusedOperand::Kind::Number: return format_number(o.number);
+  }
+  return "";
+}
+
+}  // namespace
+
+const FusedOpInfo& fused_op_info(FusedOp op) { return kOps[static_cast<int>(op)]; }
+
+bool fused_op_by_name(std::string_view name, FusedOp& op) {
+  for (int i = 0; i < kNumOps; ++i) {
+    if (name == kOps[i].name) {
+      op = static_cast<FusedOp>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string format_number(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+std::string FusedProgram::str() const {
+  std::string s;
+  for (const FusedInstr& in : code) {
+    if (!s.empty()) s += ';';
+    const FusedOpInfo& info = fused_op_info(in.op);
+    s += info.name;
+    s += '(' + operand_str(in.a);
+    if (info.arity == 2) s += ',' + operand_str(in.b);
+    if (info.params == 1) s += ',' + format_number(in.param);
+    s += ')';
+  }
+  return s;
+}
+
+FusedProgram parse_fused_program(std::string_view text, int num_inputs) {
+  return Parser(text, num_inputs).parse();
+}
+
+}  // namespace ignis::jit::detail

@@ -1,0 +1,87 @@
+// A fused elementwise program: the body of a `fused_elementwise` node, made by the fusion pass
+// from a chain of elementwise ops and run in one pass over memory — by a kernel generated as C++
+// from the shared functors (src/ops/functors.h) and compiled at run time, or, without a
+// compiler, by an interpreter that runs the chain tile by tile through the same functors.
+//
+// Text form (what the graph stores as the node's `program` attribute), one instruction per op,
+// separated by ';', each defining the value v<index>; the last is the result:
+//   "mul(i0,i1);add(v0,i2,1);gelu(v1)"
+// Operands: i<k> (the node's k-th input), v<j> (an earlier instruction's value), and for the
+// second operand of a binary op a number (a Scalar argument). Then the op's parameters (add and
+// sub: alpha; leaky_relu: the negative slope), numbers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ignis::jit::detail {
+
+// name in programs, functor (ignis::fn::...), operands, parameters
+#define IGNIS_FUSED_BASE_OPS(X)          \
+  X(add, Add, 2, 1)                      \
+  X(sub, Sub, 2, 1)                      \
+  X(mul, Mul, 2, 0)                      \
+  X(div, Div, 2, 0)                      \
+  X(maximum, Maximum, 2, 0)              \
+  X(minimum, Minimum, 2, 0)              \
+  X(neg, Neg, 1, 0)                      \
+  X(abs, Abs, 1, 0)                      \
+  X(relu, Relu, 1, 0)                    \
+  X(gelu, Gelu, 1, 0)                    \
+  X(gelu_tanh, GeluTanh, 1, 0)           \
+  X(silu, Silu, 1, 0)                    \
+  X(leaky_relu, LeakyRelu, 1, 1)
+
+enum class FusedOp : uint8_t {
+#define IGNIS_X(name, F, arity, params) name,
+  IGNIS_FUSED_BASE_OPS(IGNIS_X)
+#undef IGNIS_X
+#define IGNIS_FLOAT_UNARY_OP(name, F, saves, grad) name,
+#include "ignis/float_unary_ops.def"
+};
+
+struct FusedOpInfo {
+  const char* name;
+  const char* functor;  // ignis::fn::<functor>
+  int arity;            // tensor operands (the second of a binary op may be a number)
+  int params;           // numeric parameters after the operands
+};
+const FusedOpInfo& fused_op_info(FusedOp op);
+/// The op called `name`, or false.
+bool fused_op_by_name(std::string_view name, FusedOp& op);
+
+struct FusedOperand {
+  enum class Kind : uint8_t { Input, Value, Number };
+  Kind kind = Kind::Input;
+  int index = 0;      // Input: k; Value: j
+  double number = 0;  // Number
+};
+
+struct FusedInstr {
+  FusedOp op;
+  FusedOperand a, b;  // b unused for unary ops
+  double param = 0;   // alpha, negative slope
+};
+
+/// A parsed, validated program reading `num_inputs` tensors.
+struct FusedProgram {
+  std::vector<FusedInstr> code;
+  int num_inputs = 0;
+  /// The canonical text form (numbers printed exactly).
+  std::string str() const;
+};
+
+/// At most this many instructions and inputs (the text is untrusted when a graph is loaded).
+constexpr int kMaxFusedInstrs = 256;
+constexpr int kMaxFusedInputs = 64;
+
+/// Parses and validates `text`: every op known, operand counts and kinds right, inputs below
+/// num_inputs, values defined before use; throws ignis::Error naming the fault.
+FusedProgram parse_fused_program(std::string_view text, int num_inputs);
+
+/// A number as C++ and as program text: exact ("%.17g"), inf and nan spelled out.
+std::string format_number(double v);
+
+}  // namespace ignis::jit::detail

@@ -1,0 +1,268 @@
+// Elementwise fusion (jit::fuse_elementwise) and the fused_elementwise op: programs parsed and
+// refused, chains of every fusible op fused and run by the generated kernel and by the
+// interpreter equal to eager, training through a fused node, save and load.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "ignis/ignis.h"
+#include "test_util.h"
+
+using namespace ignis;
+using ::testing::HasSubstr;
+
+namespace {
+
+Tensor uniform(IntArrayRef shape, double lo, double hi, DType dt = kFloat32) {
+  return (rand(shape, kFloat64) * (hi - lo) + lo).to(dt);
+}
+
+void expect_close(const Tensor& a, const Tensor& b, double tol, const std::string& what) {
+  ASSERT_TRUE(a.sizes().equals(b.sizes())) << what;
+  ASSERT_EQ(a.dtype(), b.dtype()) << what;
+  EXPECT_TRUE(allclose(a, b, tol, tol, /*equal_nan=*/true))
+      << what << ": max |diff| " << (a.to(kFloat64) - b.to(kFloat64)).abs().max().item<double>();
+}
+
+/// Restores the "auto" backend after a test that chose one.
+struct Backend {
+  explicit Backend(const std::string& b) { jit::set_fusion_backend(b); }
+  ~Backend() { jit::set_fusion_backend("auto"); }
+};
+
+// ---- programs
+
+TEST(FusedProgram, RunsTheChainItSpells) {
+  Tensor x = uniform({4, 5}, -2, 2), y = uniform({4, 5}, -2, 2), b = uniform({5}, -1, 1);
+  for (const char* backend : {"interpreter", "compiler"}) {
+    Backend guard(backend);
+    Tensor out = jit::fused_elementwise({x, y, b}, "mul(i0,i1);add(v0,i2,0.5);tanh(v1);mul(v2,3)");
+    expect_close(out, tanh(x * y + b * 0.5) * 3, 1e-6, backend);
+  }
+}
+
+TEST(FusedProgram, RefusesMalformedProgramsNamingTheFault) {
+  Tensor x = ones({2});
+  auto fails = [&](const std::string& program, int inputs, const std::string& message) {
+    std::vector<Tensor> in(static_cast<size_t>(inputs), x);
+    EXPECT_THAT(error_of([&] { (void)jit::fused_elementwise(in, program); }), HasSubstr(message));
+  };
+  fails("exp(i0);frobnicate(v0)", 1, "unknown op 'frobnicate'");
+  fails("exp(i1)", 1, "input i1 of a node with 1 input(s)");
+  fails("exp(v0)", 1, "value v0 used before it is defined");
+  fails("add(i0,i0)", 1, "expected ','");
+  fails("add(i0,zebra,1)", 1, "expected a number, got 'zebra'");
+  fails("add(i0,1e999,1)", 1, "expected a number, got '1e999'");
+  fails("exp(2)", 1, "expected an input (i<k>) or a value (v<j>)");
+  fails("exp(i0) trailing", 1, "expected ';' or the end");
+  fails("exp(i0", 1, "expected ')'");
+  fails("", 1, "unknown op ''");
+  std::string many = "exp(i0)";
+  for (int i = 0; i < 256; ++i) many += ";exp(v" + std::to_string(i) + ")";
+  fails(many, 1, "more than 256 instructions");
+  EXPECT_THAT(error_of([&] { (void)jit::fused_elementwise({x, ones({2}, kFloat64)}, "add(i0,i1,1)"); }), HasSubstr("fused_elementwise: inputs must all be float32 or all float64; input 0 "
+                         "is float32, input 1 is float64"));
+  EXPECT_THAT(error_of([&] { (void)jit::fused_elementwise({}, "exp(i0)"); }), HasSubstr("fused_elementwise: expected 1 to 64 inputs, got 0"));
+}
+
+TEST(FusedProgram, NumbersAndBroadcastOperands) {
+  Tensor x = uniform({3, 1}, -2, 2, kFloat64), y = uniform({1, 4}, -2, 2, kFloat64);
+  Tensor s = full({}, 0.25, kFloat64);
+  for (const char* backend : {"interpreter", "compiler"}) {
+    Backend guard(backend);
+    Tensor out = jit::fused_elementwise({x, y, s}, "sub(i0,i1,2);maximum(v0,i2);div(v1,-inf)");
+    expect_close(out, maximum(x - y * 2, s) / -INFINITY, 0, backend);
+  }
+}
+
+TEST(FusedProgram, RowColumnAndGeneralBroadcastLayouts) {
+  // [6, 7] with a row [7], a column [6, 1], a scalar and a [2, 6, 7] broadcast of the output.
+  Tensor x = uniform({6, 7}, -2, 2), row = uniform({7}, -1, 1), col = uniform({6, 1}, -1, 1);
+  Tensor s = full({1, 1}, 0.5), big = uniform({2, 6, 7}, -1, 1);
+  for (const char* backend : {"interpreter", "compiler"}) {
+    Backend guard(backend);
+    Tensor out = jit::fused_elementwise({x, row, col, s}, "add(i0,i1,1);mul(v0,i2);sub(v1,i3,1)");
+    expect_close(out, (x + row) * col - s, 1e-6, backend);
+    Tensor out3 = jit::fused_elementwise({x, big}, "mul(i0,i1);silu(v0)");
+    expect_close(out3, silu(x * big), 1e-6, backend);
+  }
+}
+
+TEST(FusedProgram, SinAndCosOfLargeArgumentsTakeTheExactPath) {
+  // float sin/cos beyond |x| = 1e5 take std::sin, as the eager kernels do (vmath's argument
+  // reduction loses digits there).
+  Tensor x = uniform({64}, 1e5, 1e7);
+  for (const char* backend : {"interpreter", "compiler"}) {
+    Backend guard(backend);
+    expect_close(jit::fused_elementwise({x}, "mul(i0,1);sin(v0)"), sin(x), 1e-6, backend);
+    expect_close(jit::fused_elementwise({x}, "mul(i0,1);cos(v0)"), cos(x), 1e-6, backend);
+  }
+}
+
+TEST(FusedProgram, RunsOnTheMetaDevice) {
+  Tensor x = empty({3, 4}, TensorOptions(kFloat32).device(kMeta));
+  Tensor b = empty({4}, TensorOptions(kFloat32).device(kMeta));
+  Tensor out = jit::fused_elementwise({x, b}, "add(i0,i1,1);relu(v0)");
+  EXPECT_TRUE(out.device().is_meta());
+  EXPECT_TRUE(out.sizes().equals({3, 4}));
+}
+
+// ---- the pass: every fusible op in a chain, both backends, float32 and float64
+
+// Chains f(x * y + b) for every fusible unary op f (inputs inside every op's domain).
+TEST(FuseElementwise, ChainsOfEveryOpEqualEagerWithBothBackends) {
+  const std::vector<std::string> unary = {
+      "neg",  "abs",   "relu",  "silu", "sigmoid", "tanh",  "exp",   "exp2",  "expm1", "log",
+      "log2", "log10", "log1p", "sqrt", "rsqrt",   "sin",   "cos",   "tan",   "asin",  "acos",
+      "atan", "sinh",  "cosh",  "asinh", "atanh",  "erf",   "erfc",  "erfinv", "reciprocal"};
+  for (DType dt : {kFloat32, kFloat64}) {
+    Tensor x = uniform({6, 7}, 0.3, 0.9, dt), y = uniform({6, 7}, 0.3, 0.9, dt);
+    Tensor b = uniform({7}, 0.0, 0.1, dt);
+    for (const std::string& f : unary) {
+      auto fn = [&](const std::vector<Tensor>& in) {
+        Tensor v = in[0] * in[1] + in[2];
+        return std::vector<Tensor>{op::call_boxed(f, {v})[0].get<Tensor>() * 2.0};
+      };
+      jit::Graph g = jit::trace(fn, {x, y, b});
+      const Tensor eager = g.run({x, y, b})[0];
+      EXPECT_EQ(jit::fuse_elementwise(g), 1) << f;
+      ASSERT_EQ(g.nodes.size(), 1u) << f << "\n" << g.str();
+      EXPECT_EQ(g.nodes[0].name(), "fused_elementwise");
+      // The interpreter in both dtypes; the compiler in float32 (each program compiles in about
+      // a second; float64's generated code is the same template, run by other tests).
+      for (const char* backend : {"interpreter", "compiler"}) {
+        if (dt == kFloat64 && std::string(backend) == "compiler") continue;
+        Backend guard(backend);
+        expect_close(g.run({x, y, b})[0], eager, dt == kFloat32 ? 2e-6 : 1e-13,
+                     f + " " + backend + " " + std::string(dtype_name(dt)));
+      }
+    }
+  }
+}
+
+TEST(FuseElementwise, ParametrisedOpsAndScalarsKeepTheirValues) {
+  Tensor x = uniform({5, 8}, -3, 3);
+  auto fn = [](const std::vector<Tensor>& in) {
+    Tensor v = leaky_relu(in[0], 0.2) - in[0] * 1.5;
+    v = gelu(v, "tanh") + gelu(in[0]);
+    return std::vector<Tensor>{minimum(v / 3.0, in[0]).sub(0.5, 2)};
+  };
+  jit::Graph g = jit::trace(fn, {x});
+  const Tensor eager = g.run({x})[0];
+  EXPECT_EQ(jit::fuse_elementwise(g), 1);
+  EXPECT_EQ(g.nodes.size(), 1u) << g.str();
+  for (const char* backend : {"interpreter", "compiler"}) {
+    Backend guard(backend);
+    expect_close(g.run({x})[0], eager, 2e-6, backend);
+  }
+}
+
+TEST(FuseElementwise, KeepsValuesReadOutsideTheChainAndStopsAtOtherOps) {
+  Tensor x = uniform({4, 4}, -1, 1);
+  auto fn = [](const std::vector<Tensor>& in) {
+    Tensor a = exp(in[0]);               // read twice below: by the chain and by matmul
+    Tensor b = sigmoid(a * 2.0) + 1.0;   // a chain of three
+    Tensor m = matmul(a, b);             // not elementwise: ends the chain
+    return std::vector<Tensor>{relu(m) * 0.5, a};
+  };
+  jit::Graph g = jit::trace(fn, {x});
+  const std::vector<Tensor> eager = g.run({x});
+  EXPECT_EQ(jit::fuse_elementwise(g), 2);  // sigmoid(a*2)+1, and relu(m)*0.5
+  EXPECT_EQ(g.count("exp"), 1);            // a is a graph output: not folded into the chain
+  EXPECT_EQ(g.count("matmul"), 1);
+  EXPECT_EQ(g.count("fused_elementwise"), 2);
+  const std::vector<Tensor> fused = g.run({x});
+  expect_close(fused[0], eager[0], 2e-6, "relu(m) * 0.5");
+  expect_close(fused[1], eager[1], 0, "a");
+}
+
+TEST(FuseElementwise, NonContiguousInputs) {
+  Tensor x = uniform({8, 6}, -1, 1).t(), y = uniform({6, 8}, -1, 1);
+  auto fn = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{tanh(in[0] + in[1]) * in[1]};
+  };
+  jit::Graph g = jit::trace(fn, {x, y});
+  const Tensor eager = g.run({x, y})[0];
+  EXPECT_EQ(jit::fuse_elementwise(g), 1);
+  expect_close(g.run({x, y})[0], eager, 2e-6, "transposed input");
+}
+
+TEST(FuseElementwise, TrainingThroughAFusedNodeGivesEagerGradients) {
+  Tensor x = uniform({3, 5}, -1, 1, kFloat64).requires_grad_(true);
+  Tensor w = uniform({5}, -1, 1, kFloat64).requires_grad_(true);
+  auto fn = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{sigmoid(in[0] * in[1] + 0.5) * tanh(in[0])};
+  };
+  jit::Graph g = jit::trace(fn, {x, w});
+  fn({x, w})[0].sum().backward();
+  const Tensor gx = x.grad().clone(), gw = w.grad().clone();
+  Tensor x2 = x.detach().requires_grad_(true), w2 = w.detach().requires_grad_(true);
+  EXPECT_EQ(jit::fuse_elementwise(g), 1);
+  g.run({x2, w2})[0].sum().backward();
+  expect_close(x2.grad(), gx, 1e-14, "d/dx");
+  expect_close(w2.grad(), gw, 1e-14, "d/dw");
+}
+
+TEST(FuseElementwise, SavedAndLoadedGraphsKeepTheProgramAndRefuseHostileOnes) {
+  Tensor x = uniform({2, 3}, -1, 1);
+  auto fn = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{relu(in[0] * 2.0 + 1.0)};
+  };
+  jit::Graph g = jit::trace(fn, {x});
+  jit::fuse_elementwise(g);
+  const std::string json = jit::graph_to_json(g);
+  ASSERT_NE(json.find("mul(i0,2);add(v0,1,1);relu(v1)"), std::string::npos) << json;
+  jit::Graph back = jit::graph_from_json(json, {});
+  expect_close(back.run({x})[0], g.run({x})[0], 0, "reloaded");
+  std::string hostile = json;
+  hostile.replace(hostile.find("relu(v1)"), 8, "relu(v9)");
+  EXPECT_THAT(error_of([&] { (void)jit::graph_from_json(hostile, {}); }), HasSubstr("value v9 used before it is defined"));
+}
+
+// ---- the compiler: cache on disk, failures
+
+TEST(FusionCompiler, KernelsAreCachedOnDiskByTheirSource) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("ignis-jit-test-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  setenv("IGNIS_JIT_CACHE", dir.c_str(), 1);
+  {
+    Backend guard("compiler");
+    Tensor x = uniform({3}, -1, 1);
+    // A program no other test uses, so that this process compiles it now.
+    Tensor out = jit::fused_elementwise({x}, "mul(i0,1.125);exp(v0);add(v1,0.0625,1)");
+    expect_close(out, exp(x * 1.125) + 0.0625, 1e-6, "compiled");
+  }
+  unsetenv("IGNIS_JIT_CACHE");
+  int objects = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    EXPECT_EQ(e.path().extension(), ".so") << e.path();  // no sources or logs left behind
+    ++objects;
+  }
+  EXPECT_EQ(objects, 1);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(FusionCompiler, WithoutACompilerAutoInterpretsAndCompilerFails) {
+  setenv("IGNIS_JIT_CXX", "/nonexistent/ignis-no-such-compiler", 1);
+  Tensor x = uniform({4}, -1, 1);
+  const std::string program = "mul(i0,0.75);sigmoid(v0);neg(v1)";
+  {
+    Backend guard("compiler");
+    EXPECT_THAT(error_of([&] { (void)jit::fused_elementwise({x}, program); }), HasSubstr("fused_elementwise: the compiler backend was asked for, but compiling "
+                           "a fused kernel with '/nonexistent/ignis-no-such-compiler' failed"));
+  }
+  Tensor out = jit::fused_elementwise({x}, program);  // auto: the interpreter
+  expect_close(out, -sigmoid(x * 0.75), 1e-6, "interpreted");
+  EXPECT_NE(jit::fusion_backend().find("auto (interpreter: compiling a fused kernel with"),
+            std::string::npos)
+      << jit::fusion_backend();
+  unsetenv("IGNIS_JIT_CXX");
+  EXPECT_THAT(error_of([&] { (void)jit::set_fusion_backend("gpu"); }), HasSubstr("jit::set_fusion_backend: unknown backend 'gpu' (expected auto, "
+                         "compiler or interpreter)"));
+}
+
+}  // namespace
