@@ -148,44 +148,38 @@ class GlobalMetrics : public train::Callback {
   }
 };
 
-// DDP: the lecture notes' per-iteration latency breakdown, printed per epoch on rank 0.
+// DDP: fit's step-time breakdown (the one the progress logger prints: data, forward, backward,
+// optimizer, other) per iteration on rank 0, with backward split into its computation and the
+// communication not hidden behind it (the lecture notes' per-iteration latency breakdown).
 class LatencyBreakdown : public train::Callback {
  public:
   explicit LatencyBreakdown(const nn::DistributedDataParallel& ddp) : ddp_(ddp) {}
   void on_epoch_begin(train::FitState&) override {
-    fwd_ = bwd_ = comm_ = iter_ = 0;
+    comm_ = 0;
     n_ = 0;
-    last_ = clock_s();
   }
   void on_batch_end(train::FitState&) override {
-    const double now = clock_s();
-    const nn::DDPIterationStats& st = ddp_.last_iteration_stats();
-    fwd_ += st.forward;
-    bwd_ += st.backward;
-    comm_ += st.comm_wait;
-    iter_ += now - last_;
-    last_ = now;
+    comm_ += ddp_.last_iteration_stats().comm_wait;
     ++n_;
   }
   void on_epoch_end(train::FitState& s) override {
     if (n_ == 0 || distributed::get_rank() != 0) return;
     const double k = 1e3 / static_cast<double>(n_);
+    const train::StepBreakdown& b = s.breakdown;
+    const nn::DDPIterationStats& st = ddp_.last_iteration_stats();
     std::printf(
         "epoch %lld ddp per iteration: forward %.3f ms, backward compute %.3f ms, "
-        "communication not hidden behind it %.3f ms, optimizer and data %.3f ms, total %.3f "
-        "ms\n",
-        static_cast<long long>(s.epoch + 1), fwd_ * k, (bwd_ - comm_) * k, comm_ * k,
-        (iter_ - fwd_ - bwd_) * k, iter_ * k);
+        "communication not hidden behind it %.3f ms, optimizer %.3f ms, data %.3f ms, other "
+        "%.3f ms, total %.3f ms (%lld bucket(s), %lld bytes all-reduced per iteration)\n",
+        static_cast<long long>(s.epoch + 1), b.forward * k, (b.backward - comm_) * k, comm_ * k,
+        b.optimizer * k, b.data * k, b.other * k, b.total() * k,
+        static_cast<long long>(st.buckets), static_cast<long long>(st.bytes));
     std::fflush(stdout);
   }
 
  private:
-  static double clock_s() {
-    using namespace std::chrono;
-    return duration<double>(steady_clock::now().time_since_epoch()).count();
-  }
   const nn::DistributedDataParallel& ddp_;
-  double fwd_ = 0, bwd_ = 0, comm_ = 0, iter_ = 0, last_ = 0;
+  double comm_ = 0;
   int64_t n_ = 0;
 };
 
@@ -202,7 +196,8 @@ void set_threads(const Options& o, const char* usage) {
 /// trace (or at the end of training, if it has fewer steps).
 class ProfileSteps final : public train::Callback {
  public:
-  ProfileSteps(std::string path, int64_t steps) : path_(std::move(path)), steps_(steps) {}
+  ProfileSteps(std::string path, int64_t steps, bool print = true)
+      : path_(std::move(path)), steps_(steps), print_(print) {}
   void on_train_begin(train::FitState&) override { prof_ = std::make_unique<profiler::Profile>(); }
   void on_batch_end(train::FitState&) override {
     if (prof_ && ++seen_ >= steps_) finish();
@@ -213,14 +208,17 @@ class ProfileSteps final : public train::Callback {
   void finish() {
     if (!prof_) return;
     prof_->stop();
-    std::cout << "profile of " << seen_ << " training steps (top 25 by total time):\n"
-              << prof_->table(25);
+    if (print_) {
+      std::cout << "profile of " << seen_ << " training steps (top 25 by total time):\n"
+                << prof_->table(25);
+    }
     prof_->export_chrome_trace(path_);
-    std::cout << "wrote the trace to " << path_ << "\n";
+    if (print_) std::cout << "wrote the trace to " << path_ << "\n";
     prof_.reset();
   }
   std::string path_;
   int64_t steps_;
+  bool print_;
   int64_t seen_ = 0;
   std::unique_ptr<profiler::Profile> prof_;
 };
@@ -332,8 +330,17 @@ int train_main(const Args& all_args) {
   if (ddp) cbs.push_back(std::make_shared<GlobalMetrics>());
   if (lead) cbs.push_back(std::make_shared<train::ProgressLogger>(o.get("log", "")));
   if (ddp) cbs.push_back(std::make_shared<LatencyBreakdown>(*ddp_model));
-  if (o.values.count("profile") && lead) {
-    cbs.push_back(std::make_shared<ProfileSteps>(o.get("profile", ""), profile_steps));
+  if (o.values.count("profile")) {
+    // DDP: every rank records its steps (the all-reduces on a "communication" track); rank 0
+    // writes PATH and prints the table, rank r writes PATH.rank<r>.json.
+    std::string path = o.get("profile", "");
+    if (rank != 0) {
+      const std::string stem = path.size() > 5 && path.ends_with(".json")
+                                   ? path.substr(0, path.size() - 5)
+                                   : path;
+      path = stem + ".rank" + std::to_string(rank) + ".json";
+    }
+    cbs.push_back(std::make_shared<ProfileSteps>(path, profile_steps, lead));
   }
   const std::string save = o.get("save", "");
   if (!save.empty() && lead) {
@@ -350,7 +357,7 @@ int train_main(const Args& all_args) {
               << " samples=" << h.val.back().samples << "\n";
   }
   if (ddp) {
-    ddp_model.reset();  // (writes its IGNIS_DDP_TRACE file while the group is up)
+    ddp_model.reset();  // (its reducer's group goes before the default group)
     distributed::destroy_process_group();
   }
   return 0;

@@ -38,7 +38,11 @@ class RingAllreduce final : public Op {
     if (!flag) return false;
     if (step_ < p - 1) {  // reduce-scatter: fold the received chunk into ours
       const int c = chunk(group_->rank - step_ - 1);
-      detail::reduce_into(at(c), tmp_.data_ptr(), bounds_[c + 1] - bounds_[c], buf_.dtype(), op_);
+      const int64_t n = bounds_[c + 1] - bounds_[c];
+      detail::reduce_into(at(c), tmp_.data_ptr(), n, buf_.dtype(), op_);
+      // AVG: the rank that completes a chunk's sum divides it before passing it on, so that
+      // each rank divides 1/p of the buffer instead of all of it afterwards.
+      if (op_ == ReduceOp::AVG && step_ == p - 2) detail::divide_inplace(at(c), n, buf_.dtype(), p);
     }
     if (++step_ == 2 * (p - 1)) return true;
     post();
