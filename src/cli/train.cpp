@@ -282,6 +282,8 @@ int train_main(const Args& all_args) {
   if (ddp) {
     nn::DistributedDataParallelOptions dopts;
     dopts.print_buckets = true;
+    // The averaged gradients stay in the buckets: no copy back into .grad() per step.
+    dopts.gradient_as_bucket_view = true;
     ddp_model = std::make_shared<nn::DistributedDataParallel>(model, dopts);
   }
   std::unique_ptr<optim::Optimizer> opt;

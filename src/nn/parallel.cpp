@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 #include <unordered_set>
 
@@ -331,6 +332,11 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> module,
   if (comm == dist::default_group() && comm->size() > 1) {
     comm = dist::new_group({});
     comm->set_check_metadata(false);
+    // ignis's ring unless IGNIS_ALLREDUCE names the algorithm: on shared memory it moves the
+    // buckets faster than MPI's nonblocking all-reduce (docs/distributed.md, Measurements).
+    if (std::getenv("IGNIS_ALLREDUCE") == nullptr) {
+      comm->set_allreduce_algorithm(dist::AllreduceAlgorithm::Ring);
+    }
     own = true;
   }
   reducer_ = std::make_shared<Reducer>(trainable, options_, comm, own);
