@@ -7,6 +7,9 @@
 #
 #   sudo bench/netns_ddp.sh [build/ignis] [data/mnist] [rates]     rates default "1gbit 10gbit"
 #
+# (MAX_BYTES=N sets the largest all-reduce, default 16 MiB.) Compare with the model:
+#   bench/ddp_scaling_model.py --check --gbits 1 --alpha A --compute C --backward B --buckets ...
+#
 # How: mpirun runs in namespace ns0 (address 10.210.0.1) with a hostfile of the two addresses;
 # the second "node" (10.210.0.2) is started through an rsh agent that, instead of ssh, runs the
 # command in namespace ns1 (with its own hostname, so that OpenMPI counts two nodes). The
@@ -17,6 +20,7 @@ set -eu
 IGNIS=$(realpath "${1:-build/ignis}")
 DATA=$(realpath "${2:-data/mnist}")
 RATES=${3:-"1gbit 10gbit"}
+MAX_BYTES=${MAX_BYTES:-16777216}  # the largest all_reduce of `ignis bench allreduce`
 NS0=ignis_ns0
 NS1=ignis_ns1
 NET=10.210.0
@@ -62,13 +66,18 @@ run_mpi() {  # run_mpi ARGS...: 2 ranks, one per namespace, MPI over TCP on the 
 }
 
 for rate in $RATES; do
+  # tbf's bucket must hold a timer tick's worth of bytes at the rate, or it caps the rate lower.
+  case $rate in
+    *gbit) burst=$(( ${rate%gbit} * 1 + 1 ))mb ;;
+    *) burst=1mb ;;
+  esac
   for dev in veth_ig0:"$NS0" veth_ig1:"$NS1"; do
     d=${dev%%:*}
     n=${dev#*:}
-    tc -n "$n" qdisc replace dev "$d" root tbf rate "$rate" burst 1mb latency 50ms
+    tc -n "$n" qdisc replace dev "$d" root tbf rate "$rate" burst "$burst" latency 50ms
   done
   echo "# link $rate (tbf on each direction)"
-  IGNIS_ALLREDUCE=native run_mpi "$IGNIS" bench allreduce --max-bytes 67108864 --repeat 5
-  IGNIS_ALLREDUCE=native run_mpi "$IGNIS" bench ddp_mnist_mlp --threads 1 --data "$DATA"
+  IGNIS_ALLREDUCE=native run_mpi "$IGNIS" bench allreduce --max-bytes "$MAX_BYTES" --repeat 3
+  # DDP's buckets use the ring (its default).
   IGNIS_ALLREDUCE=ring run_mpi "$IGNIS" bench ddp_mnist_mlp --threads 1 --data "$DATA"
 done

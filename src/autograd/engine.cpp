@@ -94,7 +94,14 @@ struct Capture {
 };
 
 struct CompareSeq {
-  bool operator()(Node* a, Node* b) const { return a->sequence_nr() < b->sequence_nr(); }
+  // AccumulateGrad nodes first (PyTorch gives them sequence number UINT64_MAX): a leaf's
+  // gradient, and its post-accumulate-grad hooks (DDP's bucket readiness), come as soon as they
+  // are ready instead of after the rest of backward, so that DDP's bucket all-reduces overlap
+  // the backward of the earlier layers.
+  static uint64_t priority(Node* n) {
+    return dynamic_cast<AccumulateGrad*>(n) != nullptr ? UINT64_MAX : n->sequence_nr();
+  }
+  bool operator()(Node* a, Node* b) const { return priority(a) < priority(b); }
 };
 
 // Runs backward from `roots` with gradients `root_grads`. With captures (autograd::grad), the

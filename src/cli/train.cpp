@@ -3,6 +3,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -22,7 +23,7 @@ const char* kTrainUsage =
     "                   [--batch-size B] [--optimizer sgd|adam] [--lr LR] [--momentum M]\n"
     "                   [--seed S] [--threads T] [--workers W] [--save PATH] [--resume PATH]\n"
     "                   [--log metrics.jsonl] [--memory-format channels_last|contiguous]\n"
-    "                   [--profile trace.json [--profile-steps N]] [--ddp]\n"
+    "                   [--profile trace.json [--profile-steps N]] [--ddp [--bucket-cap-mb MB]]\n"
     "(`ignis models` lists the models; --lr defaults to 0.05 for sgd and 0.001 for adam;\n"
     " --momentum, default 0.9, is for sgd only; cifar10 reads the binary batches,\n"
     " data_batch_1.bin ..., from --data, default data/cifar10, and trains with random crops\n"
@@ -30,7 +31,9 @@ const char* kTrainUsage =
     " --profile records the first N training steps, default 10, prints the profiler's table\n"
     " and writes a Chrome trace for Perfetto or chrome://tracing;\n"
     " --ddp: data-parallel over the processes of `mpirun -np N ignis train --ddp ...`, each on\n"
-    " its 1/N of every epoch, --batch-size being the global batch; rank 0 prints and saves)\n"
+    " its 1/N of every epoch, --batch-size being the global batch; rank 0 prints and saves;\n"
+    " --bucket-cap-mb: DDP's gradient bucket size, default 25; with --profile every rank\n"
+    " writes its trace, the all-reduces on a communication track)\n"
     "graph models: ignis train --model gcn|sage|gin|gat --dataset karate|cora|mnist-graph ...\n"
     " (ignis train --model gcn --help lists their options)\n";
 const char* kEvalUsage =
@@ -237,13 +240,23 @@ int train_main(const Args& all_args) {
   Options o = parse(
       args,
       {"model", "dataset", "data", "epochs", "batch-size", "optimizer", "lr", "momentum", "seed",
-       "threads", "workers", "save", "resume", "log", "memory-format", "profile", "profile-steps"},
+       "threads", "workers", "save", "resume", "log", "memory-format", "profile", "profile-steps",
+       "bucket-cap-mb"},
       kTrainUsage);
   set_threads(o, kTrainUsage);
   const int64_t profile_steps =
       parse_int("--profile-steps", o.get("profile-steps", "10"), 1, INT64_MAX, kTrainUsage);
   if (o.values.count("profile-steps") && !o.values.count("profile")) {
     throw UsageError("--profile-steps needs --profile PATH", kTrainUsage);
+  }
+  double bucket_cap_mb = 25;  // DDP's default
+  if (o.values.count("bucket-cap-mb")) {
+    if (!ddp) throw UsageError("--bucket-cap-mb is a --ddp option", kTrainUsage);
+    bucket_cap_mb = parse_double("--bucket-cap-mb", o.get("bucket-cap-mb", ""), kTrainUsage);
+    if (!(bucket_cap_mb > 0)) {
+      throw UsageError("--bucket-cap-mb must be positive, got " + o.get("bucket-cap-mb", ""),
+                       kTrainUsage);
+    }
   }
   const std::string dataset = o.get("dataset", "mnist");
   const std::string dir = o.get("data", "data/" + dataset);
@@ -282,6 +295,8 @@ int train_main(const Args& all_args) {
   if (ddp) {
     nn::DistributedDataParallelOptions dopts;
     dopts.print_buckets = true;
+    dopts.bucket_cap_mb = bucket_cap_mb;
+    dopts.first_bucket_cap_mb = std::min(dopts.first_bucket_cap_mb, bucket_cap_mb);
     // The averaged gradients stay in the buckets: no copy back into .grad() per step.
     dopts.gradient_as_bucket_view = true;
     ddp_model = std::make_shared<nn::DistributedDataParallel>(model, dopts);
