@@ -50,7 +50,7 @@ SPECS = {
             "title": "s per 2-layer GCN epoch, 100k nodes, 1M edges, 128 features (lower is better)"},
     "ddp_mnist_mlp": {"keys": ("ranks",), "metric": "s_per_epoch", "higher": False,
                       "title": "s per data-parallel MNIST MLP epoch, global batch 128, by ranks "
-                               "(ignis: MPI, its best overlap/bucket setting; PyTorch: DDP over "
+                               "(ignis: MPI, ring all-reduce, its best overlap/bucket setting; PyTorch: DDP over "
                                "gloo) (lower is better)"},
     "gin": {"keys": (), "metric": "s_per_epoch", "higher": False,
             "title": "s per GIN epoch on 10000 MNIST graphs, batch 64 (lower is better)",

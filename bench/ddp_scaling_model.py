@@ -10,6 +10,10 @@ bandwidth (bytes/s), the per-rank compute time of a step and the gradient bucket
   T_step(p)    = T_compute + T_exposed(p),  efficiency E(p) = T_compute / T_step(p)
 
 usage: ddp_scaling_model.py [--alpha 1e-5] [--gbits 10 100]
+       ddp_scaling_model.py --check --alpha A --gbits G [--ranks 2] [--compute S] [--backward S]
+                            [--buckets BYTES ...] [--steps 469]
+  --check: the model's all-reduce times for `ignis bench allreduce`'s sizes and the MNIST MLP's
+  step and epoch time at one link, to set beside what bench/netns_ddp.sh measures.
 """
 import argparse
 
@@ -42,7 +46,26 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--alpha", type=float, default=10e-6, help="per-message latency, s")
     ap.add_argument("--gbits", type=float, nargs="+", default=[10, 100])
+    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--compute", type=float, default=1.96e-3, help="per-rank step compute, s")
+    ap.add_argument("--backward", type=float, default=1.0e-3, help="of which backward, s")
+    ap.add_argument("--buckets", type=int, nargs="+", default=[535818 * 4],
+                    help="bucket sizes in bytes, in all-reduce order")
+    ap.add_argument("--steps", type=int, default=469, help="steps per epoch")
     args = ap.parse_args()
+    if args.check:
+        p, bw = args.ranks, args.gbits[0] * 1e9 / 8
+        print(f"link {args.gbits[0]:g} Gbit/s, alpha {args.alpha * 1e6:g} us, p = {p}")
+        size = 4096
+        while size <= 64 << 20:
+            print(f"  all_reduce {size:>9} bytes: {t_allreduce(size, p, args.alpha, bw) * 1e6:10.1f} us")
+            size *= 4
+        m = {"buckets": args.buckets, "compute": args.compute, "backward": args.backward}
+        t = step(m, p, args.alpha, bw)
+        print(f"  step {t * 1e3:.3f} ms (compute {args.compute * 1e3:.3f} ms), epoch of "
+              f"{args.steps} steps {t * args.steps:.3f} s, efficiency {args.compute / t:.2f}")
+        return
     models = {
         # 535,818 float32 parameters in one bucket; per-rank step at batch 64 measured on the
         # 2-core machine (forward 0.62 ms, backward 1.0 ms, optimizer and data 0.34 ms).

@@ -102,8 +102,9 @@ TEST(Distributed, AllReduceEveryDTypeOpAndAlgorithm) {
 }
 
 TEST(Distributed, RingEqualsNativeOnRandomData) {
-  // Odd sizes (chunks of unequal length), larger than one chunk per rank, and empty.
-  for (int64_t n : {0, 1, 7, 1001, 65537}) {
+  // Odd sizes (chunks of unequal length), larger than one chunk per rank, and empty; 300007
+  // elements make chunks of several 256 KB segments (int64: 8 bytes each), the last one short.
+  for (int64_t n : {0, 1, 7, 1001, 65537, 300007}) {
     manual_seed(1234 + rank());
     Tensor i64 = randint(-1000000, 1000000, {n}, kInt64);
     Tensor f32 = randn({n});

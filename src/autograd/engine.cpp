@@ -93,8 +93,18 @@ struct Capture {
   Tensor grad;
 };
 
-struct CompareSeq {
-  bool operator()(Node* a, Node* b) const { return a->sequence_nr() < b->sequence_nr(); }
+// The ready queue: latest created first, except that AccumulateGrad nodes come before all
+// others (PyTorch gives them sequence number UINT64_MAX): a leaf's gradient, and its
+// post-accumulate-grad hooks (DDP's bucket readiness), come as soon as they are ready instead of
+// after the rest of backward, so that DDP's bucket all-reduces overlap the backward of the
+// earlier layers. The priority is computed once, at push; ties go by sequence number.
+struct Ready {
+  bool leaf;
+  uint64_t seq;
+  Node* node;
+  explicit Ready(Node* n)
+      : leaf(dynamic_cast<AccumulateGrad*>(n) != nullptr), seq(n->sequence_nr()), node(n) {}
+  bool operator<(const Ready& o) const { return leaf != o.leaf ? o.leaf : seq < o.seq; }
 };
 
 // Runs backward from `roots` with gradients `root_grads`. With captures (autograd::grad), the
@@ -148,7 +158,7 @@ void execute(const std::vector<Edge>& roots, const variable_list& root_grads, bo
   }
   // 3. Seed the roots' buffers, then run in reverse topological order.
   std::unordered_map<Node*, variable_list> buffers;
-  std::priority_queue<Node*, std::vector<Node*>, CompareSeq> ready;
+  std::priority_queue<Ready> ready;
   for (size_t i = 0; i < roots.size(); ++i) {
     Node* n = roots[i].fn.get();
     if (n == nullptr) continue;
@@ -157,7 +167,7 @@ void execute(const std::vector<Edge>& roots, const variable_list& root_grads, bo
     accumulate(buf[roots[i].input_nr], root_grads[i]);
   }
   for (auto& [n, buf] : buffers) {
-    if (deps[n] == 0) ready.push(n);
+    if (deps[n] == 0) ready.emplace(n);
   }
   AutoGradMode mode(create_graph);
   bool prev_create = AccumulateGrad::create_graph;
@@ -175,7 +185,7 @@ void execute(const std::vector<Edge>& roots, const variable_list& root_grads, bo
   t_keep_graph = keep_graph;
   t_callbacks = &callbacks;
   while (!ready.empty()) {
-    Node* node = ready.top();
+    Node* node = ready.top().node;
     ready.pop();
     variable_list grads = std::move(buffers[node]);
     buffers.erase(node);
@@ -227,7 +237,7 @@ void execute(const std::vector<Edge>& roots, const variable_list& root_grads, bo
         // Runs even when no gradient reached it, so that its own consumers are released.
         auto& buf = buffers[next];
         if (buf.size() < next->num_outputs) buf.resize(next->num_outputs);
-        ready.push(next);
+        ready.emplace(next);
       }
     }
   }

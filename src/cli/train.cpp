@@ -3,6 +3,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -22,7 +23,7 @@ const char* kTrainUsage =
     "                   [--batch-size B] [--optimizer sgd|adam] [--lr LR] [--momentum M]\n"
     "                   [--seed S] [--threads T] [--workers W] [--save PATH] [--resume PATH]\n"
     "                   [--log metrics.jsonl] [--memory-format channels_last|contiguous]\n"
-    "                   [--profile trace.json [--profile-steps N]] [--ddp]\n"
+    "                   [--profile trace.json [--profile-steps N]] [--ddp [--bucket-cap-mb MB]]\n"
     "(`ignis models` lists the models; --lr defaults to 0.05 for sgd and 0.001 for adam;\n"
     " --momentum, default 0.9, is for sgd only; cifar10 reads the binary batches,\n"
     " data_batch_1.bin ..., from --data, default data/cifar10, and trains with random crops\n"
@@ -30,7 +31,9 @@ const char* kTrainUsage =
     " --profile records the first N training steps, default 10, prints the profiler's table\n"
     " and writes a Chrome trace for Perfetto or chrome://tracing;\n"
     " --ddp: data-parallel over the processes of `mpirun -np N ignis train --ddp ...`, each on\n"
-    " its 1/N of every epoch, --batch-size being the global batch; rank 0 prints and saves)\n"
+    " its 1/N of every epoch, --batch-size being the global batch; rank 0 prints and saves;\n"
+    " --bucket-cap-mb: DDP's gradient bucket size, default 25; with --profile every rank\n"
+    " writes its trace, the all-reduces on a communication track)\n"
     "graph models: ignis train --model gcn|sage|gin|gat --dataset karate|cora|mnist-graph ...\n"
     " (ignis train --model gcn --help lists their options)\n";
 const char* kEvalUsage =
@@ -148,44 +151,38 @@ class GlobalMetrics : public train::Callback {
   }
 };
 
-// DDP: the lecture notes' per-iteration latency breakdown, printed per epoch on rank 0.
+// DDP: fit's step-time breakdown (the one the progress logger prints: data, forward, backward,
+// optimizer, other) per iteration on rank 0, with backward split into its computation and the
+// communication not hidden behind it (the lecture notes' per-iteration latency breakdown).
 class LatencyBreakdown : public train::Callback {
  public:
   explicit LatencyBreakdown(const nn::DistributedDataParallel& ddp) : ddp_(ddp) {}
   void on_epoch_begin(train::FitState&) override {
-    fwd_ = bwd_ = comm_ = iter_ = 0;
+    comm_ = 0;
     n_ = 0;
-    last_ = clock_s();
   }
   void on_batch_end(train::FitState&) override {
-    const double now = clock_s();
-    const nn::DDPIterationStats& st = ddp_.last_iteration_stats();
-    fwd_ += st.forward;
-    bwd_ += st.backward;
-    comm_ += st.comm_wait;
-    iter_ += now - last_;
-    last_ = now;
+    comm_ += ddp_.last_iteration_stats().comm_wait;
     ++n_;
   }
   void on_epoch_end(train::FitState& s) override {
     if (n_ == 0 || distributed::get_rank() != 0) return;
     const double k = 1e3 / static_cast<double>(n_);
+    const train::StepBreakdown& b = s.breakdown;
+    const nn::DDPIterationStats& st = ddp_.last_iteration_stats();
     std::printf(
         "epoch %lld ddp per iteration: forward %.3f ms, backward compute %.3f ms, "
-        "communication not hidden behind it %.3f ms, optimizer and data %.3f ms, total %.3f "
-        "ms\n",
-        static_cast<long long>(s.epoch + 1), fwd_ * k, (bwd_ - comm_) * k, comm_ * k,
-        (iter_ - fwd_ - bwd_) * k, iter_ * k);
+        "communication not hidden behind it %.3f ms, optimizer %.3f ms, data %.3f ms, other "
+        "%.3f ms, total %.3f ms (%lld bucket(s), %lld bytes all-reduced per iteration)\n",
+        static_cast<long long>(s.epoch + 1), b.forward * k, (b.backward - comm_) * k, comm_ * k,
+        b.optimizer * k, b.data * k, b.other * k, b.total() * k,
+        static_cast<long long>(st.buckets), static_cast<long long>(st.bytes));
     std::fflush(stdout);
   }
 
  private:
-  static double clock_s() {
-    using namespace std::chrono;
-    return duration<double>(steady_clock::now().time_since_epoch()).count();
-  }
   const nn::DistributedDataParallel& ddp_;
-  double fwd_ = 0, bwd_ = 0, comm_ = 0, iter_ = 0, last_ = 0;
+  double comm_ = 0;
   int64_t n_ = 0;
 };
 
@@ -202,7 +199,8 @@ void set_threads(const Options& o, const char* usage) {
 /// trace (or at the end of training, if it has fewer steps).
 class ProfileSteps final : public train::Callback {
  public:
-  ProfileSteps(std::string path, int64_t steps) : path_(std::move(path)), steps_(steps) {}
+  ProfileSteps(std::string path, int64_t steps, bool print = true)
+      : path_(std::move(path)), steps_(steps), print_(print) {}
   void on_train_begin(train::FitState&) override { prof_ = std::make_unique<profiler::Profile>(); }
   void on_batch_end(train::FitState&) override {
     if (prof_ && ++seen_ >= steps_) finish();
@@ -213,14 +211,17 @@ class ProfileSteps final : public train::Callback {
   void finish() {
     if (!prof_) return;
     prof_->stop();
-    std::cout << "profile of " << seen_ << " training steps (top 25 by total time):\n"
-              << prof_->table(25);
+    if (print_) {
+      std::cout << "profile of " << seen_ << " training steps (top 25 by total time):\n"
+                << prof_->table(25);
+    }
     prof_->export_chrome_trace(path_);
-    std::cout << "wrote the trace to " << path_ << "\n";
+    if (print_) std::cout << "wrote the trace to " << path_ << "\n";
     prof_.reset();
   }
   std::string path_;
   int64_t steps_;
+  bool print_;
   int64_t seen_ = 0;
   std::unique_ptr<profiler::Profile> prof_;
 };
@@ -239,13 +240,23 @@ int train_main(const Args& all_args) {
   Options o = parse(
       args,
       {"model", "dataset", "data", "epochs", "batch-size", "optimizer", "lr", "momentum", "seed",
-       "threads", "workers", "save", "resume", "log", "memory-format", "profile", "profile-steps"},
+       "threads", "workers", "save", "resume", "log", "memory-format", "profile", "profile-steps",
+       "bucket-cap-mb"},
       kTrainUsage);
   set_threads(o, kTrainUsage);
   const int64_t profile_steps =
       parse_int("--profile-steps", o.get("profile-steps", "10"), 1, INT64_MAX, kTrainUsage);
   if (o.values.count("profile-steps") && !o.values.count("profile")) {
     throw UsageError("--profile-steps needs --profile PATH", kTrainUsage);
+  }
+  double bucket_cap_mb = 25;  // DDP's default
+  if (o.values.count("bucket-cap-mb")) {
+    if (!ddp) throw UsageError("--bucket-cap-mb is a --ddp option", kTrainUsage);
+    bucket_cap_mb = parse_double("--bucket-cap-mb", o.get("bucket-cap-mb", ""), kTrainUsage);
+    if (!(bucket_cap_mb > 0)) {
+      throw UsageError("--bucket-cap-mb must be positive, got " + o.get("bucket-cap-mb", ""),
+                       kTrainUsage);
+    }
   }
   const std::string dataset = o.get("dataset", "mnist");
   const std::string dir = o.get("data", "data/" + dataset);
@@ -284,6 +295,10 @@ int train_main(const Args& all_args) {
   if (ddp) {
     nn::DistributedDataParallelOptions dopts;
     dopts.print_buckets = true;
+    dopts.bucket_cap_mb = bucket_cap_mb;
+    dopts.first_bucket_cap_mb = std::min(dopts.first_bucket_cap_mb, bucket_cap_mb);
+    // The averaged gradients stay in the buckets: no copy back into .grad() per step.
+    dopts.gradient_as_bucket_view = true;
     ddp_model = std::make_shared<nn::DistributedDataParallel>(model, dopts);
   }
   std::unique_ptr<optim::Optimizer> opt;
@@ -332,8 +347,17 @@ int train_main(const Args& all_args) {
   if (ddp) cbs.push_back(std::make_shared<GlobalMetrics>());
   if (lead) cbs.push_back(std::make_shared<train::ProgressLogger>(o.get("log", "")));
   if (ddp) cbs.push_back(std::make_shared<LatencyBreakdown>(*ddp_model));
-  if (o.values.count("profile") && lead) {
-    cbs.push_back(std::make_shared<ProfileSteps>(o.get("profile", ""), profile_steps));
+  if (o.values.count("profile")) {
+    // DDP: every rank records its steps (the all-reduces on a "communication" track); rank 0
+    // writes PATH and prints the table, rank r writes PATH.rank<r>.json.
+    std::string path = o.get("profile", "");
+    if (rank != 0) {
+      const std::string stem = path.size() > 5 && path.ends_with(".json")
+                                   ? path.substr(0, path.size() - 5)
+                                   : path;
+      path = stem + ".rank" + std::to_string(rank) + ".json";
+    }
+    cbs.push_back(std::make_shared<ProfileSteps>(path, profile_steps, lead));
   }
   const std::string save = o.get("save", "");
   if (!save.empty() && lead) {
@@ -350,7 +374,7 @@ int train_main(const Args& all_args) {
               << " samples=" << h.val.back().samples << "\n";
   }
   if (ddp) {
-    ddp_model.reset();  // (writes its IGNIS_DDP_TRACE file while the group is up)
+    ddp_model.reset();  // (its reducer's group goes before the default group)
     distributed::destroy_process_group();
   }
   return 0;

@@ -1,6 +1,7 @@
 // The backends behind ignis::distributed's functional API (src/distributed/process_group.cpp).
 #pragma once
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -17,5 +18,8 @@ ProcessGroupPtr mpi_new_group(const std::vector<int>& world_ranks,
                               const ProcessGroupOptions& options);
 /// Frees one group's communicators (the world group: shuts MPI down).
 void mpi_destroy(const ProcessGroupPtr& group, bool is_world);
+/// How many threads are blocked in Work::wait now. While one is, a backend's progress thread
+/// polls without sleeping: the waiter's core is free, and the result is on its critical path.
+std::atomic<int>& blocked_waiters();
 
 }  // namespace ignis::distributed::detail

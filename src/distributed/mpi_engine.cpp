@@ -3,10 +3,12 @@
 #include <sys/prctl.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <sstream>
 
-#include "distributed/trace.h"
+#include "distributed/backend.h"
 #include "ignis/autograd.h"
+#include "profiler/profiler_hooks.h"
 
 namespace ignis::distributed::mpi {
 
@@ -51,8 +53,8 @@ void Engine::start() {
 
 WorkPtr Engine::post(std::unique_ptr<Op> op) {
   WorkPtr w = op->work_;
-  op->deadline_ = Clock::now() + op->timeout_;
-  if (trace::enabled()) op->posted_us_ = trace::now_us();
+  op->posted_ = Clock::now();
+  op->deadline_ = op->posted_ + op->timeout_;
   {
     std::lock_guard<std::mutex> lock(mu_);
     IGNIS_CHECK(thread_.joinable() && !stop_, op->name_,
@@ -220,9 +222,10 @@ bool Engine::step() {
     try {
       if (op->progress()) {
         op->finish();
-        if (trace::enabled()) {
-          trace::record(std::string(op->name_) + " " + std::to_string(op->meta_.numel), 2,
-                        op->posted_us_, trace::now_us());
+        if (profiler::detail::enabled()) {  // from post to completion, on its own row
+          profiler::detail::record_track_interval(
+              op->name_, "communication", "communication", op->posted_, Clock::now(),
+              "[[" + std::to_string(op->meta_.numel) + "]]");
         }
         op->work_->finish();
         progressed = true;
@@ -266,7 +269,13 @@ void Engine::loop() {
   NoGradGuard no_grad;  // copies back into the callers' tensors are not recorded
   // Short sleeps between polls must stay short (Linux adds 50 us of slack by default).
   prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+  const std::atomic<int>& waiters = detail::blocked_waiters();
   int idle = 0;
+  bool was_waited_on = false;
+  // IGNIS_MPI_WAIT_SPIN_US: how long to poll without sleeping while a thread waits (default
+  // 500 us; 0 on a machine with more busy threads than cores).
+  const char* spin_env = std::getenv("IGNIS_MPI_WAIT_SPIN_US");
+  const long wait_spin_us = spin_env != nullptr ? std::max(0L, std::atol(spin_env)) : 500L;
   Clock::time_point last_progress = Clock::now();
   for (;;) {
     std::deque<std::function<void()>> tasks;
@@ -288,13 +297,26 @@ void Engine::loop() {
     }
     for (auto& t : tasks) t();
     if (inflight_.empty()) continue;
+    // Poll without sleeping for a while after each progress (or new work): 50 us, or 500 us
+    // while a thread is blocked in Work::wait (its core is free, and the result is on its
+    // critical path; on shared memory MPI moves a large message's fragments only inside MPI
+    // calls, so sleeping would stretch the transfer it waits for). Then sleep 2, 4, ... up to
+    // 64 us between polls (MPI only progresses inside MPI calls: never stop polling). The
+    // sleeps leave the core to the computation (backward while buckets are in flight), and keep
+    // a loaded machine usable: a thread that spins on a busy core gets only its fair share, at
+    // other times than its peer's, while one that wakes from a sleep is scheduled at once.
+    const auto now = Clock::now();
+    const bool waited_on = waiters.load(std::memory_order_relaxed) > 0;
+    if (waited_on && !was_waited_on) {  // someone just started to wait: poll eagerly again
+      idle = 0;
+      last_progress = now;
+    }
+    was_waited_on = waited_on;
+    const auto window = std::chrono::microseconds(waited_on ? wait_spin_us : 50);
     if (step()) {
       idle = 0;
       last_progress = Clock::now();
-    } else if (Clock::now() - last_progress > std::chrono::microseconds(50)) {
-      // Nothing moved for 50 us of polling: sleep 2, 4, ... up to 64 us between polls, so that
-      // a long transfer costs few system calls and leaves the cores to the computation (MPI
-      // only progresses inside MPI calls: never stop polling).
+    } else if (now - last_progress > window) {
       std::this_thread::sleep_for(std::chrono::microseconds(2 << std::min(idle++, 5)));
     }
   }

@@ -80,7 +80,7 @@ class Op {
   bool check_ = false;   // exchange and compare metadata first
   Meta meta_;
   Clock::time_point deadline_;
-  double posted_us_ = 0;  // for the trace
+  Clock::time_point posted_;  // for the profiler's "communication" track
   std::chrono::milliseconds timeout_{0};
   // Engine state.
   bool meta_posted_ = false, meta_done_ = false, started_ = false;

@@ -167,9 +167,10 @@ class ProcessGroupMPI final : public ProcessGroup {
       });
     }
     const int size = size_;
-    op->on_finish_ = [st, red, size] {
-      if (red == ReduceOp::AVG)
-        detail::divide_inplace(st.data(), st.buf.numel(), st.buf.dtype(), size);
+    // (The ring divides for AVG itself, as it reduces.)
+    const bool divide = red == ReduceOp::AVG && algo != AllreduceAlgorithm::Ring;
+    op->on_finish_ = [st, divide, size] {
+      if (divide) detail::divide_inplace(st.data(), st.buf.numel(), st.buf.dtype(), size);
       st.write_back();
     };
     return submit(std::move(op), kAllReduce, &tensor, -1, static_cast<int>(red));

@@ -4,6 +4,12 @@
 // rank r holds the full reduction of chunk (r + 1). All-gather: p - 1 more steps pass the
 // reduced chunks around the ring. Each rank sends 2 (p - 1) / p of the buffer in all, which is
 // why busbw = algbw * 2 (p - 1) / p.
+//
+// Each step's chunk travels as segments of at most kSegmentBytes, all posted at once (MPI keeps
+// their order), and in the reduce-scatter each received segment is folded in as soon as it has
+// arrived, while later ones are still on their way: the fold reads data that was just written
+// (still in cache) instead of a whole chunk later, and overlaps the transfer.
+#include <algorithm>
 #include <vector>
 
 #include "distributed/mpi_engine.h"
@@ -12,6 +18,8 @@
 
 namespace ignis::distributed::mpi {
 namespace {
+
+constexpr int64_t kSegmentBytes = 256 * 1024;
 
 class RingAllreduce final : public Op {
  public:
@@ -23,6 +31,7 @@ class RingAllreduce final : public Op {
     int64_t largest = 0;
     for (int i = 0; i < p; ++i) largest = std::max(largest, bounds_[i + 1] - bounds_[i]);
     if (p > 1) tmp_ = empty({largest}, buf_.dtype());
+    seg_ = std::max<int64_t>(1, kSegmentBytes / static_cast<int64_t>(buf_.element_size()));
   }
 
   void start() override {
@@ -33,13 +42,31 @@ class RingAllreduce final : public Op {
   bool progress() override {
     const int p = group_->size;
     if (p == 1) return true;
-    int flag = 0;
-    check(MPI_Testall(2, reqs_, &flag, MPI_STATUSES_IGNORE), name_);
-    if (!flag) return false;
-    if (step_ < p - 1) {  // reduce-scatter: fold the received chunk into ours
-      const int c = chunk(group_->rank - step_ - 1);
-      detail::reduce_into(at(c), tmp_.data_ptr(), bounds_[c + 1] - bounds_[c], buf_.dtype(), op_);
+    const bool reducing = step_ < p - 1;
+    // Fold the segments that arrived, in order (reduce-scatter); in the all-gather they land in
+    // place.
+    while (next_recv_ < recvs_.size()) {
+      int flag = 0;
+      check(MPI_Test(&recvs_[next_recv_], &flag, MPI_STATUS_IGNORE), name_);
+      if (!flag) break;
+      if (reducing) {
+        const int64_t begin = static_cast<int64_t>(next_recv_) * seg_;
+        const int64_t n = std::min(seg_, recv_len_ - begin);
+        char* acc = at(recv_c_) + begin * static_cast<int64_t>(buf_.element_size());
+        const char* in =
+            static_cast<const char*>(tmp_.data_ptr()) + begin * static_cast<int64_t>(buf_.element_size());
+        detail::reduce_into(acc, in, n, buf_.dtype(), op_);
+        // AVG: the rank that completes a chunk's sum divides it before passing it on, so that
+        // each rank divides 1/p of the buffer instead of all of it afterwards.
+        if (op_ == ReduceOp::AVG && step_ == p - 2) detail::divide_inplace(acc, n, buf_.dtype(), p);
+      }
+      ++next_recv_;
     }
+    if (next_recv_ < recvs_.size()) return false;
+    int flag = 0;
+    check(MPI_Testall(static_cast<int>(sends_.size()), sends_.data(), &flag, MPI_STATUSES_IGNORE),
+          name_);
+    if (!flag) return false;
     if (++step_ == 2 * (p - 1)) return true;
     post();
     return false;
@@ -54,37 +81,58 @@ class RingAllreduce final : public Op {
     return static_cast<char*>(buf_.data_ptr()) +
            bounds_[c] * static_cast<int64_t>(buf_.element_size());
   }
-  int bytes(int c) const {
-    return static_cast<int>((bounds_[c + 1] - bounds_[c]) *
-                            static_cast<int64_t>(buf_.element_size()));
-  }
 
+  // Posts step_'s receives and sends, one per segment.
   void post() {
     const int p = group_->size, r = group_->rank;
     const int right = (r + 1) % p, left = (r - 1 + p) % p;
-    int send_c, recv_c;
-    void* recv_to;
+    int send_c;
+    char* recv_to;
     if (step_ < p - 1) {
       send_c = chunk(r - step_);
-      recv_c = chunk(r - step_ - 1);
-      recv_to = tmp_.data_ptr();
+      recv_c_ = chunk(r - step_ - 1);
+      recv_to = static_cast<char*>(tmp_.data_ptr());
     } else {
       const int s = step_ - (p - 1);
       send_c = chunk(r + 1 - s);
-      recv_c = chunk(r - s);
-      recv_to = at(recv_c);
+      recv_c_ = chunk(r - s);
+      recv_to = at(recv_c_);
     }
-    check(MPI_Irecv(recv_to, bytes(recv_c), MPI_BYTE, left, tag_, group_->ring, &reqs_[0]), name_);
-    check(MPI_Isend(at(send_c), bytes(send_c), MPI_BYTE, right, tag_, group_->ring, &reqs_[1]),
-          name_);
+    recv_len_ = bounds_[recv_c_ + 1] - bounds_[recv_c_];
+    const int64_t send_len = bounds_[send_c + 1] - bounds_[send_c];
+    const int64_t es = static_cast<int64_t>(buf_.element_size());
+    recvs_.assign(static_cast<size_t>(std::max<int64_t>(1, (recv_len_ + seg_ - 1) / seg_)),
+                  MPI_REQUEST_NULL);
+    sends_.assign(static_cast<size_t>(std::max<int64_t>(1, (send_len + seg_ - 1) / seg_)),
+                  MPI_REQUEST_NULL);
+    next_recv_ = 0;
+    for (size_t k = 0; k < recvs_.size(); ++k) {
+      const int64_t begin = static_cast<int64_t>(k) * seg_;
+      const int64_t n = std::max<int64_t>(0, std::min(seg_, recv_len_ - begin));
+      check(MPI_Irecv(recv_to + begin * es, static_cast<int>(n * es), MPI_BYTE, left, tag_,
+                      group_->ring, &recvs_[k]),
+            name_);
+    }
+    char* send_from = at(send_c);
+    for (size_t k = 0; k < sends_.size(); ++k) {
+      const int64_t begin = static_cast<int64_t>(k) * seg_;
+      const int64_t n = std::max<int64_t>(0, std::min(seg_, send_len - begin));
+      check(MPI_Isend(send_from + begin * es, static_cast<int>(n * es), MPI_BYTE, right, tag_,
+                      group_->ring, &sends_[k]),
+            name_);
+    }
   }
 
   Tensor buf_, tmp_;
   ReduceOp op_;
   std::vector<int64_t> bounds_;
+  int64_t seg_ = 1;  // elements per segment
   int step_ = 0;
   int tag_ = 0;
-  MPI_Request reqs_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  int recv_c_ = 0;
+  int64_t recv_len_ = 0;
+  size_t next_recv_ = 0;
+  std::vector<MPI_Request> recvs_, sends_;
 };
 
 }  // namespace

@@ -35,12 +35,26 @@ std::exception_ptr Work::exception() const {
   return error_;
 }
 
+std::atomic<int>& detail::blocked_waiters() {
+  static std::atomic<int> n{0};
+  return n;
+}
+
 bool Work::wait(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
-  if (timeout.count() > 0) {
-    if (!cv_.wait_for(lock, timeout, [&] { return done_; })) return false;
-  } else {
-    cv_.wait(lock, [&] { return done_; });
+  if (!done_) {
+    // Tell the progress thread that someone waits (it then polls without sleeping).
+    std::atomic<int>& waiters = detail::blocked_waiters();
+    waiters.fetch_add(1, std::memory_order_relaxed);
+    struct Leave {
+      std::atomic<int>& n;
+      ~Leave() { n.fetch_sub(1, std::memory_order_relaxed); }
+    } leave{waiters};
+    if (timeout.count() > 0) {
+      if (!cv_.wait_for(lock, timeout, [&] { return done_; })) return false;
+    } else {
+      cv_.wait(lock, [&] { return done_; });
+    }
   }
   if (error_) std::rethrow_exception(error_);
   return true;

@@ -4,13 +4,14 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 #include <unordered_set>
 
 #include "autograd/accumulate_grad.h"
-#include "distributed/trace.h"
 #include "ignis/autograd.h"
 #include "ignis/ops.h"
+#include "ignis/profiler.h"
 #include "ops/copy.h"
 
 namespace ignis::nn {
@@ -217,8 +218,11 @@ class Reducer {
                  "forward, or make every output of forward take part in the loss");
     }
     const double t0 = now_s();
-    launch_ready();
-    wait_all();
+    {
+      profiler::Range r("DistributedDataParallel: wait for all-reduces");
+      launch_ready();
+      wait_all();
+    }
     const double t1 = now_s();
     NoGradGuard ng;
     if (!opts_.gradient_as_bucket_view && group_->size() > 1) {
@@ -233,11 +237,6 @@ class Reducer {
     }
     stats_.comm_wait = t1 - t0;
     stats_.backward = now_s() - t_prepared_;
-    if (dist::trace::enabled()) {
-      const double us = 1e6;
-      dist::trace::record("backward", 1, t_prepared_ * us, now_s() * us);
-      dist::trace::record("wait for all-reduces", 1, t0 * us, t1 * us);
-    }
     stats_.buckets = static_cast<int64_t>(buckets_.size());
     stats_.bytes = 0;
     for (const Bucket& b : buckets_) stats_.bytes += static_cast<int64_t>(b.flat.nbytes());
@@ -333,6 +332,11 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> module,
   if (comm == dist::default_group() && comm->size() > 1) {
     comm = dist::new_group({});
     comm->set_check_metadata(false);
+    // ignis's ring unless IGNIS_ALLREDUCE names the algorithm: on shared memory it moves the
+    // buckets faster than MPI's nonblocking all-reduce (docs/distributed.md, Measurements).
+    if (std::getenv("IGNIS_ALLREDUCE") == nullptr) {
+      comm->set_allreduce_algorithm(dist::AllreduceAlgorithm::Ring);
+    }
     own = true;
   }
   reducer_ = std::make_shared<Reducer>(trainable, options_, comm, own);
@@ -341,7 +345,6 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> module,
 
 DistributedDataParallel::~DistributedDataParallel() {
   if (reducer_) reducer_->remove_hooks();
-  if (dist::trace::enabled() && dist::is_initialized()) dist::trace::write(dist::get_rank());
 }
 
 Tensor DistributedDataParallel::forward(const Tensor& x) {
@@ -355,7 +358,6 @@ Tensor DistributedDataParallel::forward(const Tensor& x) {
   const double t0 = now_s();
   Tensor out = module_->forward(x);
   reducer_->stats_.forward = now_s() - t0;
-  if (dist::trace::enabled()) dist::trace::record("forward", 1, t0 * 1e6, now_s() * 1e6);
   prepare_for_backward({out});
   return out;
 }

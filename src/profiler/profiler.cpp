@@ -29,6 +29,7 @@ struct Global {
   Clock::time_point t0;
   std::vector<Event> events;  // guarded by mu
   std::atomic<uint64_t> next_thread{1};
+  std::map<std::string, uint64_t> tracks;  // named tracks' thread numbers; guarded by mu
 };
 Global& global() {
   static auto* g = new Global();  // never destroyed: threads may end after main
@@ -175,6 +176,27 @@ namespace detail {
 bool enabled() { return global().enabled.load(std::memory_order_relaxed); }
 void begin_interval() { begin(); }
 void end_interval(std::string name, const char* category) { end(std::move(name), category, ""); }
+
+void record_track_interval(std::string name, const char* category, const std::string& track,
+                           Clock::time_point start, Clock::time_point end_time, std::string args) {
+  Global& g = global();
+  std::lock_guard<std::mutex> lock(g.mu);
+  if (!g.enabled.load()) return;
+  auto ns = [&](Clock::time_point t) {
+    return std::max<int64_t>(
+        0, std::chrono::duration_cast<std::chrono::nanoseconds>(t - g.t0).count());
+  };
+  auto [it, added] = g.tracks.try_emplace(track, 0);
+  if (added) it->second = g.next_thread.fetch_add(1);
+  Event e;
+  e.name = std::move(name);
+  e.category = category;
+  e.start_ns = ns(start);
+  e.duration_ns = std::max<int64_t>(0, ns(end_time) - e.start_ns);
+  e.thread = it->second;
+  e.input_shapes = std::move(args);
+  g.events.push_back(std::move(e));
+}
 }  // namespace detail
 
 bool is_enabled() { return detail::enabled(); }
@@ -185,6 +207,7 @@ Profile::Profile() {
     std::lock_guard<std::mutex> lock(g.mu);
     IGNIS_CHECK(!g.enabled.load(), "profiler: a Profile is already recording; stop it first");
     g.events.clear();
+    g.tracks.clear();
     g.t0 = Clock::now();
     g.generation.fetch_add(1);
     g.enabled.store(true);
@@ -280,6 +303,15 @@ std::string Profile::chrome_trace() const {
   std::ostringstream os;
   os << "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [";
   bool first = true;
+  {  // Named tracks (detail::record_track_interval) get their names as thread names.
+    Global& g = global();
+    std::lock_guard<std::mutex> lock(g.mu);
+    for (const auto& [track, tid] : g.tracks) {
+      os << (first ? "\n" : ",\n") << "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, "
+         << "\"tid\": " << tid << ", \"args\": {\"name\": \"" << json_escape(track) << "\"}}";
+      first = false;
+    }
+  }
   for (const Event& e : events()) {
     char ts[64];
     std::snprintf(ts, sizeof(ts), "\"ts\": %.3f, \"dur\": %.3f", e.start_ns / 1e3,
