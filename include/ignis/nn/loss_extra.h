@@ -40,13 +40,11 @@ struct MultiMarginLossOptions {
 struct MultiLabelMarginLossOptions {
   MultiLabelMarginLossOptions() = default;
   /* implicit */ MultiLabelMarginLossOptions(std::string r) : reduction_(std::move(r)) {}
-  /* implicit */ MultiLabelMarginLossOptions(const char* r) : reduction_(r) {}
   IGNIS_LOSS_ARG(std::string, reduction) = "mean";
 };
 struct SoftMarginLossOptions {
   SoftMarginLossOptions() = default;
   /* implicit */ SoftMarginLossOptions(std::string r) : reduction_(std::move(r)) {}
-  /* implicit */ SoftMarginLossOptions(const char* r) : reduction_(r) {}
   IGNIS_LOSS_ARG(std::string, reduction) = "mean";
 };
 struct MultiLabelSoftMarginLossOptions {
