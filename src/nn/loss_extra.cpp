@@ -169,7 +169,8 @@ Tensor F::multi_margin_loss(const Tensor& input, const Tensor& target, int64_t p
   }
   const Tensor t = class_indices(op, target).reshape({n, 1});
   {
-    const int64_t* tp = t.data_ptr<int64_t>();
+    const Tensor th = t.to(kCPU);  // the range check reads the targets on the host
+    const int64_t* tp = th.data_ptr<int64_t>();
     for (int64_t i = 0; i < n; ++i) {
       IGNIS_CHECK(tp[i] >= 0 && tp[i] < c, op, ": target ", tp[i], " is out of range for ", c,
                   " classes (input of shape ", input.sizes(), ")");
@@ -208,7 +209,7 @@ Tensor F::multilabel_margin_loss(const Tensor& input, const Tensor& target,
   IGNIS_CHECK(target.sizes().equals(input.sizes()), op, ": target of shape ", target.sizes(),
               " does not match input of shape ", input.sizes());
   const int64_t n = input.dim() == 2 ? input.size(0) : 1, c = input.size(-1);
-  const Tensor t = class_indices(op, target).reshape({n, c});
+  const Tensor t = class_indices(op, target).reshape({n, c}).to(kCPU);
   // Each row's targets are its entries before the first -1: read them on the host (a sync point,
   // as nll_loss's range check) into the masks of the composite below.
   const int64_t* tp = t.data_ptr<int64_t>();

@@ -40,7 +40,7 @@ CtcArgs ctc_args(const Tensor& lp, const Tensor& targets, IntArrayRef il, IntArr
               ": expected targets of dtype int64 or int32, but got ", targets.dtype());
   CtcArgs a;
   a.blank = blank;
-  a.targets = targets.to(kInt64).contiguous();
+  a.targets = targets.to(kCPU).to(kInt64).contiguous();  // read on the host by the checks
   int64_t total = 0;
   for (int64_t b = 0; b < n; ++b) {
     IGNIS_CHECK(il[b] >= 0 && il[b] <= t_max, kOp, ": input_lengths[", b, "] = ", il[b],
