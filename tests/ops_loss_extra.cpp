@@ -91,7 +91,8 @@ IGNIS_OP_INFO(entries(
     [](const TL& x, const std::string& r) {
       return reduce_ref(ref_elementwise({x[0], x[1]},
                                         [](const Values& v) {
-                                          const double m = v[1] != 1 ? std::max(0.0, 1.3 - v[0]) : 0;
+                                          const double m =
+                                              v[1] != 1 ? std::max(0.0, 1.3 - v[0]) : 0;
                                           return m + (v[1] != -1 ? v[0] : 0.0);
                                         }),
                         r);
@@ -254,7 +255,9 @@ std::vector<OpInfo> gaussian_entries(bool full, bool clamped = false) {
       },
       clamped ? std::vector<size_t>{0, 1} : std::vector<size_t>{0, 1, 2},
       "reads var on the host to check it is non-negative (a documented sync point)",
-      clamped ? "var clamped" : full ? "full" : "");
+      clamped ? "var clamped"
+      : full  ? "full"
+              : "");
 }
 
 IGNIS_OP_INFO(gaussian_entries(false));
@@ -302,7 +305,11 @@ std::vector<OpInfo> triplet_entries(double p, bool swap) {
         };
       },
       {0, 1, 2}, "",
-      std::string("p=") + (p == 2 ? "2" : p == 1 ? "1" : "3") + (swap ? ", swap" : ""));
+      std::string("p=") +
+          (p == 2   ? "2"
+           : p == 1 ? "1"
+                    : "3") +
+          (swap ? ", swap" : ""));
 }
 
 IGNIS_OP_INFO(triplet_entries(2, false));
@@ -335,7 +342,8 @@ IGNIS_OP_INFO(entries(
           {"[5, 3]", {in({5, 3}, 91), in({5, 3}, 92), pm1({1, -1, -1, 1, -1}, {5})}},
           {"[D] with 0-d target", {in({4}, 93), in({4}, 94), pm1({-1}, {})}},
           {"noncontiguous",
-           {make_noncontiguous({4, 3}, 95), make_noncontiguous({4, 3}, 96), pm1({1, -1, 1, -1}, {4})}},
+           {make_noncontiguous({4, 3}, 95), make_noncontiguous({4, 3}, 96),
+            pm1({1, -1, 1, -1}, {4})}},
       };
     },
     {0, 1}));
@@ -414,7 +422,8 @@ IGNIS_OP_INFO(entries(
            {in({4, 5}, 111),
             ints({3, 0, -1, 1, 2, 1, 4, 2, 0, 3, -1, 1, 2, 0, 0, 2, 2, -1, 0, 0}, {4, 5})}},
           {"[C] unbatched", {in({4}, 112), ints({2, 0, -1, 3}, {4})}},
-          {"noncontiguous", {make_noncontiguous({3, 4}, 113), ints({1, -1, 0, 0, 3, 2, 0, 1, -1, 0, 0, 0}, {3, 4})}},
+          {"noncontiguous",
+           {make_noncontiguous({3, 4}, 113), ints({1, -1, 0, 0, 3, 2, 0, 1, -1, 0, 0, 0}, {3, 4})}},
       };
     },
     {0}, "reads the targets on the host to find each row's labels (a documented sync point)"));
@@ -467,7 +476,8 @@ Tensor ctc_ref(const TL& x, const std::string& r, bool zero_infinity) {
     const int64_t len = tl.data_ptr<int64_t>()[b];
     const int64_t start = x[1].dim() == 2 ? b * x[1].size(1) : off;
     off += len;
-    std::vector<int64_t> label(tg.data_ptr<int64_t>() + start, tg.data_ptr<int64_t>() + start + len);
+    std::vector<int64_t> label(tg.data_ptr<int64_t>() + start,
+                               tg.data_ptr<int64_t>() + start + len);
     double l = ctc_ref_one(v, t_max, n, c, b, label, il.data_ptr<int64_t>()[b], 0);
     if (zero_infinity && std::isinf(l)) l = 0;
     out.push_back(l);

@@ -61,19 +61,18 @@ TEST(LossExtra, CtcReductionsAndForms) {
   // "mean" divides each loss by its target length, then averages over the batch.
   EXPECT_NEAR(F::ctc_loss(lp, targets, il, tl, 0, "mean", false).item<double>(),
               (l[0] / 3 + l[1] / 1) / 2, 1e-12);
-  EXPECT_NEAR(F::ctc_loss(lp, targets, il, tl, 0, "sum", false).item<double>(), l[0] + l[1],
-              1e-12);
+  EXPECT_NEAR(F::ctc_loss(lp, targets, il, tl, 0, "sum", false).item<double>(), l[0] + l[1], 1e-12);
   // Concatenated targets, tensor lengths and the module give the same losses.
   Tensor concat = i64({1, 2, 2, 2});
-  expect_values(F::ctc_loss(lp, concat, i64({5, 4}), i64({3, 1}),
-                            F::CTCLossFuncOptions().reduction("none")),
-                l, 1e-12, 1e-12, "concatenated");
+  expect_values(
+      F::ctc_loss(lp, concat, i64({5, 4}), i64({3, 1}), F::CTCLossFuncOptions().reduction("none")),
+      l, 1e-12, 1e-12, "concatenated");
   nn::CTCLoss module(nn::CTCLossOptions().reduction("none"));
   expect_values(module(lp, targets, i64({5, 4}), i64({3, 1})), l, 1e-12, 1e-12, "module");
   EXPECT_EQ(module.extra_repr(), "blank=0, reduction='none', zero_infinity=false");
   // Unbatched: log_probs [T, C], 1-d target, 0-d lengths -> a 0-d loss.
-  Tensor one = F::ctc_loss(lp.select(1, 0), i64({1, 2, 2}), scalar_tensor(5, kInt64), scalar_tensor(3, kInt64),
-                           F::CTCLossFuncOptions().reduction("none"));
+  Tensor one = F::ctc_loss(lp.select(1, 0), i64({1, 2, 2}), scalar_tensor(5, kInt64),
+                           scalar_tensor(3, kInt64), F::CTCLossFuncOptions().reduction("none"));
   EXPECT_EQ(one.dim(), 0);
   EXPECT_NEAR(one.item<double>(), l[0], 1e-12);
 }
@@ -101,15 +100,14 @@ TEST(LossExtra, CtcTrainsThroughLogSoftmax) {
 
 TEST(LossExtra, ModulesMatchFunctions) {
   Tensor x1 = f64({0.3, -1.2, 2.0}), x2 = f64({0.5, 0.4, -1.0}), y = f64({1, -1, 1});
-  EXPECT_NEAR(nn::MarginRankingLoss(nn::MarginRankingLossOptions().margin(0.5))(x1, x2, y)
-                  .item<double>(),
-              (0.7 + 0.0 + 0.0) / 3, 1e-12);  // max(0, -(x1-x2) y + 0.5): 0.7, -1.1, -2.5
+  EXPECT_NEAR(
+      nn::MarginRankingLoss(nn::MarginRankingLossOptions().margin(0.5))(x1, x2, y).item<double>(),
+      (0.7 + 0.0 + 0.0) / 3, 1e-12);  // max(0, -(x1-x2) y + 0.5): 0.7, -1.1, -2.5
   EXPECT_NEAR(nn::HingeEmbeddingLoss(nn::HingeEmbeddingLossOptions().reduction("sum"))(x1, y)
                   .item<double>(),
               0.3 + 2.2 + 2.0, 1e-12);  // x where y = 1; max(0, 1 - x) where y = -1
   EXPECT_NEAR(nn::SoftMarginLoss(std::string("sum"))(x1, y).item<double>(),
-              std::log1p(std::exp(-0.3)) + std::log1p(std::exp(-1.2)) +
-                  std::log1p(std::exp(-2.0)),
+              std::log1p(std::exp(-0.3)) + std::log1p(std::exp(-1.2)) + std::log1p(std::exp(-2.0)),
               1e-12);
   Tensor input = rows({{0.1, 0.2, 0.4, 0.8}});
   // PyTorch's documented example: target [3, 0, -1, 1] -> 0.85.
@@ -120,8 +118,7 @@ TEST(LossExtra, ModulesMatchFunctions) {
               ((1 - 0.8 + 0.1) + (1 - 0.8 + 0.2) + (1 - 0.8 + 0.4)) / 4, 1e-12);
   nn::MultiMarginLoss weighted(nn::MultiMarginLossOptions().p(2).weight(f64({1, 1, 1, 2})));
   EXPECT_EQ(weighted.named_buffers().size(), 1u);
-  EXPECT_NEAR(weighted(input, i64({3})).item<double>(),
-              2 * (0.09 + 0.16 + 0.36) / 4, 1e-12);
+  EXPECT_NEAR(weighted(input, i64({3})).item<double>(), 2 * (0.09 + 0.16 + 0.36) / 4, 1e-12);
   Tensor t = rows({{1, 0, 1, 0}});
   EXPECT_NEAR(nn::MultiLabelSoftMarginLoss()(input, t).item<double>(),
               F::multilabel_soft_margin_loss(input, t, Tensor(), "mean").item<double>(), 1e-15);
@@ -146,21 +143,33 @@ TEST(LossExtra, ModulesMatchFunctions) {
 // ---- error messages: each names the loss and the shapes at fault
 
 TEST(LossExtra, ShapeErrors) {
-  EXPECT_THAT(error_of([] { F::margin_ranking_loss(rows({{1, 2}}), f64({1, 2}), f64({1, 1})); }),
+  EXPECT_THAT(error_of([] {
+                F::margin_ranking_loss(rows({{1, 2}}), f64({1, 2}), f64({1, 1}));
+              }),
               HasSubstr("margin_ranking_loss: input1 [1, 2], input2 [2] and target [2] must have "
                         "the same number of dimensions"));
-  EXPECT_THAT(error_of([] { F::margin_ranking_loss(f64({1, 2}), f64({1, 2, 3}), f64({1, 1})); }),
+  EXPECT_THAT(error_of([] {
+                F::margin_ranking_loss(f64({1, 2}), f64({1, 2, 3}), f64({1, 1}));
+              }),
               HasSubstr("margin_ranking_loss: the shapes of input1 [2], input2 [3], target [2] "
                         "do not broadcast together"));
-  EXPECT_THAT(error_of([] { F::hinge_embedding_loss(rows({{1, 2, 3}}), f64({1, -1})); }),
+  EXPECT_THAT(error_of([] {
+                F::hinge_embedding_loss(rows({{1, 2, 3}}), f64({1, -1}));
+              }),
               HasSubstr("hinge_embedding_loss: the shapes of input [1, 3], target [2] do not "
                         "broadcast together"));
-  EXPECT_THAT(error_of([] { F::soft_margin_loss(f64({1, 2, 3}), f64({1, -1})); }),
+  EXPECT_THAT(error_of([] {
+                F::soft_margin_loss(f64({1, 2, 3}), f64({1, -1}));
+              }),
               HasSubstr("soft_margin_loss: the shapes of input [3], target [2]"));
-  EXPECT_THAT(error_of([] { F::poisson_nll_loss(rows({{1, 2, 3}}), f64({1, 2})); }),
+  EXPECT_THAT(error_of([] {
+                F::poisson_nll_loss(rows({{1, 2, 3}}), f64({1, 2}));
+              }),
               HasSubstr("poisson_nll_loss: the shapes of input [1, 3], target [2]"));
   EXPECT_THAT(
-      error_of([] { F::multilabel_soft_margin_loss(rows({{1, 2, 3}}), rows({{1, 0}})); }),
+      error_of([] {
+        F::multilabel_soft_margin_loss(rows({{1, 2, 3}}), rows({{1, 0}}));
+      }),
       HasSubstr("multilabel_soft_margin_loss: target of shape [1, 2] does not match input of "
                 "shape [1, 3]"));
   EXPECT_THAT(error_of([] {
@@ -178,25 +187,31 @@ TEST(LossExtra, ShapeErrors) {
               }),
               HasSubstr("cosine_embedding_loss: the shapes of input1 [1, 2], input2 [1, 3] do "
                         "not broadcast together"));
-  EXPECT_THAT(error_of([] { F::cosine_embedding_loss(f64({1, 2}), f64({1, 2}), f64({1})); }),
+  EXPECT_THAT(error_of([] {
+                F::cosine_embedding_loss(f64({1, 2}), f64({1, 2}), f64({1}));
+              }),
               HasSubstr("cosine_embedding_loss: a 1-d target expects 2-d inputs, but got input1 "
                         "[2] and input2 [2]"));
-  EXPECT_THAT(error_of([] {
-                F::cosine_embedding_loss(rows({{1, 2}, {3, 4}}), rows({{1, 2}, {3, 4}}),
-                                         f64({1, -1, 1}));
-              }),
-              HasSubstr("cosine_embedding_loss: target of shape [3] does not match inputs input1 "
-                        "[2, 2] and input2 [2, 2]"));
+  EXPECT_THAT(
+      error_of([] {
+        F::cosine_embedding_loss(rows({{1, 2}, {3, 4}}), rows({{1, 2}, {3, 4}}), f64({1, -1, 1}));
+      }),
+      HasSubstr("cosine_embedding_loss: target of shape [3] does not match inputs input1 "
+                "[2, 2] and input2 [2, 2]"));
   EXPECT_THAT(error_of([] {
                 F::gaussian_nll_loss(rows({{1, 2, 3}, {4, 5, 6}}), rows({{1, 2, 3}, {4, 5, 6}}),
                                      rows({{1, 2}, {3, 4}, {5, 6}}));
               }),
               HasSubstr("gaussian_nll_loss: var of shape [3, 2] does not match input of shape "
                         "[2, 3]"));
-  EXPECT_THAT(error_of([] { F::multi_margin_loss(rows({{1, 2, 3}}), i64({0, 1})); }),
+  EXPECT_THAT(error_of([] {
+                F::multi_margin_loss(rows({{1, 2, 3}}), i64({0, 1}));
+              }),
               HasSubstr("multi_margin_loss: target of shape [2] does not match input of shape "
                         "[1, 3] (expected 1 class indices)"));
-  EXPECT_THAT(error_of([] { F::multilabel_margin_loss(rows({{1, 2, 3}}), i64({0, 1, -1})); }),
+  EXPECT_THAT(error_of([] {
+                F::multilabel_margin_loss(rows({{1, 2, 3}}), i64({0, 1, -1}));
+              }),
               HasSubstr("multilabel_margin_loss: target of shape [3] does not match input of "
                         "shape [1, 3]"));
 }
@@ -206,10 +221,14 @@ TEST(LossExtra, ValueErrors) {
                 F::gaussian_nll_loss(f64({1, 2}), f64({1, 2}), f64({0.5, -0.1}));
               }),
               HasSubstr("gaussian_nll_loss: var of shape [2] has negative entries"));
-  EXPECT_THAT(error_of([] { F::multi_margin_loss(rows({{1, 2, 3}}), i64({3})); }),
+  EXPECT_THAT(error_of([] {
+                F::multi_margin_loss(rows({{1, 2, 3}}), i64({3}));
+              }),
               HasSubstr("multi_margin_loss: target 3 is out of range for 3 classes (input of "
                         "shape [1, 3])"));
-  EXPECT_THAT(error_of([] { F::multi_margin_loss(rows({{1, 2, 3}}), i64({0}), 3, 1, Tensor(), "mean"); }),
+  EXPECT_THAT(error_of([] {
+                F::multi_margin_loss(rows({{1, 2, 3}}), i64({0}), 3, 1, Tensor(), "mean");
+              }),
               HasSubstr("multi_margin_loss: p must be 1 or 2, got 3"));
   EXPECT_THAT(error_of([] { nn::MultiMarginLoss(nn::MultiMarginLossOptions().p(0)); }),
               HasSubstr("MultiMarginLoss: p must be 1 or 2, got 0"));
@@ -223,7 +242,9 @@ TEST(LossExtra, ValueErrors) {
                 F::multilabel_margin_loss(rows({{1, 2, 3}}), i64({0, 3, -1}).reshape({1, 3}));
               }),
               HasSubstr("multilabel_margin_loss: target 3 is out of range for 3 classes"));
-  EXPECT_THAT(error_of([] { F::multi_margin_loss(rows({{1, 2, 3}}), f64({0})); }),
+  EXPECT_THAT(error_of([] {
+                F::multi_margin_loss(rows({{1, 2, 3}}), f64({0}));
+              }),
               HasSubstr("multi_margin_loss: expected a target of class indices (int64), but got "
                         "float64"));
   EXPECT_THAT(error_of([] { F::soft_margin_loss(f64({1}), f64({1}), "avg"); }),
@@ -270,12 +291,14 @@ TEST(LossExtra, CtcErrors) {
                 F::ctc_loss(lp.to(kInt64), targets, i64({3, 3}), i64({3, 1}));
               }),
               HasSubstr("ctc_loss: expected log_probs of dtype float32 or float64, but got int64"));
-  EXPECT_THAT(error_of([&] { F::ctc_loss(lp, targets, f64({3, 3}), i64({3, 1})); }),
+  EXPECT_THAT(error_of([&] {
+                F::ctc_loss(lp, targets, f64({3, 3}), i64({3, 1}));
+              }),
               HasSubstr("ctc_loss: expected input_lengths of an integer dtype, but got float64"));
   // A target longer than its input is not an error: its loss is inf (PyTorch's), or 0 with
   // zero_infinity.
-  Tensor l = F::ctc_loss(lp, targets, i64({2, 3}), i64({3, 1}),
-                         F::CTCLossFuncOptions().reduction("none"));
+  Tensor l =
+      F::ctc_loss(lp, targets, i64({2, 3}), i64({3, 1}), F::CTCLossFuncOptions().reduction("none"));
   EXPECT_EQ(to_vec(l)[0], std::numeric_limits<double>::infinity());
   l = F::ctc_loss(lp, targets, i64({2, 3}), i64({3, 1}),
                   F::CTCLossFuncOptions().reduction("none").zero_infinity(true));

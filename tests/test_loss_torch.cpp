@@ -95,8 +95,9 @@ Tensor run_case(const Case& c, const std::map<std::string, Tensor>& x) {
   auto opt = [&](const char* k) { return x.count(k) ? x.at(k) : Tensor(); };
   const std::string r = p("reduction");
   if (c.op == "margin_ranking_loss") {
-    return F::margin_ranking_loss(x.at("input1"), x.at("input2"), x.at("target"),
-                                  F::MarginRankingLossFuncOptions().margin(d("margin")).reduction(r));
+    return F::margin_ranking_loss(
+        x.at("input1"), x.at("input2"), x.at("target"),
+        F::MarginRankingLossFuncOptions().margin(d("margin")).reduction(r));
   }
   if (c.op == "multi_margin_loss") {
     return F::multi_margin_loss(x.at("input"), x.at("target"),

@@ -50,6 +50,11 @@ struct CtcView {
   }
 };
 
+/// Sequences per task: enough recursion steps (~32k cells) to pay for a thread.
+int64_t ctc_grain(int64_t t_max, int64_t s_max) {
+  return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, t_max * s_max));
+}
+
 template <class T>
 void ctc_forward(const Tensor& nll, const Tensor& log_alpha, const Tensor& log_probs,
                  const CtcArgs& a) {
@@ -58,7 +63,7 @@ void ctc_forward(const Tensor& nll, const Tensor& log_alpha, const Tensor& log_p
   const int64_t s_max = 2 * a.max_target_length + 1;
   T* out = nll.data_ptr<T>();
   T* alpha_all = log_alpha.data_ptr<T>();
-  parallel_for(0, n, 1, [&](int64_t b0, int64_t b1) {
+  parallel_for(0, n, ctc_grain(t_max, s_max), [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b) {
       T* la = alpha_all + b * t_max * s_max;
       std::fill(la, la + t_max * s_max, kNegInf<T>);
@@ -100,7 +105,7 @@ void ctc_backward(const Tensor& grad, const Tensor& grad_out, const Tensor& log_
   const Tensor nll_c = nll_t.contiguous();
   const T* nll = nll_c.data_ptr<T>();
   const T* alpha_all = log_alpha.data_ptr<T>();
-  parallel_for(0, n, 1, [&](int64_t b0, int64_t b1) {
+  parallel_for(0, n, ctc_grain(t_max, s_max + c), [&](int64_t b0, int64_t b1) {
     std::vector<T> beta, lcab;
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t len = a.input_lengths[b], tl = a.target_lengths[b], s_len = 2 * tl + 1;

@@ -32,7 +32,8 @@ void check_floating(const char* op, const char* what, const Tensor& t) {
               t.dtype());
 }
 /// The shape the tensors broadcast to; an error naming the op and every shape otherwise.
-Shape broadcast_all(const char* op, std::initializer_list<std::pair<const char*, const Tensor*>> ts) {
+Shape broadcast_all(const char* op,
+                    std::initializer_list<std::pair<const char*, const Tensor*>> ts) {
   Shape s;
   bool first = true;
   for (const auto& [name, t] : ts) {
@@ -134,9 +135,9 @@ Tensor F::margin_ranking_loss(const Tensor& input1, const Tensor& input2, const 
   constexpr const char* op = "margin_ranking_loss";
   check_reduction(reduction, op);
   check_defined(op, {&input1, &input2, &target});
-  IGNIS_CHECK(input1.dim() == input2.dim() && input1.dim() == target.dim(), op,
-              ": input1 ", input1.sizes(), ", input2 ", input2.sizes(), " and target ",
-              target.sizes(), " must have the same number of dimensions");
+  IGNIS_CHECK(input1.dim() == input2.dim() && input1.dim() == target.dim(), op, ": input1 ",
+              input1.sizes(), ", input2 ", input2.sizes(), " and target ", target.sizes(),
+              " must have the same number of dimensions");
   broadcast_all(op, {{"input1", &input1}, {"input2", &input2}, {"target", &target}});
   return reduce((-target * (input1 - input2) + margin).clamp_min(0), reduction);
 }
@@ -164,8 +165,8 @@ Tensor F::multi_margin_loss(const Tensor& input, const Tensor& target, int64_t p
               " does not match input of shape ", input.sizes(), " (expected ", n,
               " class indices)");
   if (weight.defined()) {
-    IGNIS_CHECK(weight.dim() == 1 && weight.size(0) == c, op, ": weight of shape ",
-                weight.sizes(), " must have one entry per class (", c, ")");
+    IGNIS_CHECK(weight.dim() == 1 && weight.size(0) == c, op, ": weight of shape ", weight.sizes(),
+                " must have one entry per class (", c, ")");
   }
   const Tensor t = class_indices(op, target).reshape({n, 1});
   {
@@ -274,8 +275,8 @@ Tensor F::soft_margin_loss(const Tensor& input, const Tensor& target,
 
 Tensor F::multilabel_soft_margin_loss(const Tensor& input, const Tensor& target,
                                       const Tensor& weight, const std::string& reduction) {
-  IGNIS_DISPATCH(multilabel_soft_margin_loss, F::multilabel_soft_margin_loss, input, target,
-                 weight, reduction);
+  IGNIS_DISPATCH(multilabel_soft_margin_loss, F::multilabel_soft_margin_loss, input, target, weight,
+                 reduction);
   constexpr const char* op = "multilabel_soft_margin_loss";
   check_reduction(reduction, op);
   check_defined(op, {&input, &target});
@@ -323,18 +324,18 @@ Tensor F::hinge_embedding_loss(const Tensor& input, const Tensor& target,
 
 // ---- triplet_margin_loss, cosine_embedding_loss
 
-Tensor F::triplet_margin_loss(const Tensor& anchor, const Tensor& positive,
-                              const Tensor& negative, double margin, double p, double eps,
-                              bool swap, const std::string& reduction) {
-  IGNIS_DISPATCH(triplet_margin_loss, F::triplet_margin_loss, anchor, positive, negative, margin,
-                 p, eps, swap, reduction);
+Tensor F::triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative,
+                              double margin, double p, double eps, bool swap,
+                              const std::string& reduction) {
+  IGNIS_DISPATCH(triplet_margin_loss, F::triplet_margin_loss, anchor, positive, negative, margin, p,
+                 eps, swap, reduction);
   constexpr const char* op = "triplet_margin_loss";
   check_reduction(reduction, op);
   check_defined(op, {&anchor, &positive, &negative});
   check_floating(op, "anchor", anchor);
-  IGNIS_CHECK(anchor.dim() == positive.dim() && anchor.dim() == negative.dim(), op,
-              ": anchor ", anchor.sizes(), ", positive ", positive.sizes(), " and negative ",
-              negative.sizes(), " must have the same number of dimensions");
+  IGNIS_CHECK(anchor.dim() == positive.dim() && anchor.dim() == negative.dim(), op, ": anchor ",
+              anchor.sizes(), ", positive ", positive.sizes(), " and negative ", negative.sizes(),
+              " must have the same number of dimensions");
   IGNIS_CHECK(anchor.dim() >= 1, op, ": expected inputs [D] or [N, D], but got 0-d inputs");
   IGNIS_CHECK(p > 0, op, ": p must be positive, got ", p);
   broadcast_all(op, {{"anchor", &anchor}, {"positive", &positive}, {"negative", &negative}});
@@ -346,8 +347,8 @@ Tensor F::triplet_margin_loss(const Tensor& anchor, const Tensor& positive,
   return reduce((margin + d_pos - d_neg).clamp_min(0), reduction);
 }
 
-Tensor F::triplet_margin_loss(const Tensor& anchor, const Tensor& positive,
-                              const Tensor& negative, const TripletMarginLossFuncOptions& o) {
+Tensor F::triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative,
+                              const TripletMarginLossFuncOptions& o) {
   return F::triplet_margin_loss(anchor, positive, negative, o.margin(), o.p(), o.eps(), o.swap(),
                                 o.reduction());
 }
@@ -420,10 +421,9 @@ Tensor F::poisson_nll_loss(const Tensor& input, const Tensor& target,
   return F::poisson_nll_loss(input, target, o.log_input(), o.full(), o.eps(), o.reduction());
 }
 
-Tensor F::gaussian_nll_loss(const Tensor& input, const Tensor& target, const Tensor& var,
-                            bool full, double eps, const std::string& reduction) {
-  IGNIS_DISPATCH(gaussian_nll_loss, F::gaussian_nll_loss, input, target, var, full, eps,
-                 reduction);
+Tensor F::gaussian_nll_loss(const Tensor& input, const Tensor& target, const Tensor& var, bool full,
+                            double eps, const std::string& reduction) {
+  IGNIS_DISPATCH(gaussian_nll_loss, F::gaussian_nll_loss, input, target, var, full, eps, reduction);
   constexpr const char* op = "gaussian_nll_loss";
   check_reduction(reduction, op);
   check_defined(op, {&input, &target, &var});
@@ -443,7 +443,8 @@ Tensor F::gaussian_nll_loss(const Tensor& input, const Tensor& target, const Ten
       IGNIS_CHECK(input.dim() >= 1 && var.dim() == input.dim() && var.size(-1) == 1 &&
                       IntArrayRef(var_lead).equals(lead),
                   op, ": var of shape ", var.sizes(), " does not match input of shape ",
-                  input.sizes(), " (expected the input's shape, or it without the last dim or "
+                  input.sizes(),
+                  " (expected the input's shape, or it without the last dim or "
                   "with 1 there)");
     }
   }
@@ -474,7 +475,7 @@ Tensor F::gaussian_nll_loss(const Tensor& input, const Tensor& target, const Ten
 
 // ---- modules
 
-#define LOSS2_MODULE(Name, call)                                      \
+#define LOSS2_MODULE(Name, call)                                                     \
   Name::Name(Name##Options o) : Loss(o.reduction(), #Name), options(std::move(o)) {} \
   Tensor Name::forward(const Tensor& input, const Tensor& target) { return call; }
 
@@ -502,17 +503,17 @@ Tensor MultiLabelSoftMarginLoss::forward(const Tensor& input, const Tensor& targ
   return F::multilabel_soft_margin_loss(input, target, options);
 }
 
-#define LOSS3_MODULE(Name, A, B, C, repr)                                                  \
-  Name::Name(Name##Options o) : options(std::move(o)) {                                    \
-    check_reduction(options.reduction(), #Name);                                           \
-  }                                                                                        \
-  std::string Name::extra_repr() const {                                                   \
-    std::ostringstream s;                                                                  \
-    s << repr << "reduction='" << options.reduction() << "'";                              \
-    return s.str();                                                                        \
-  }                                                                                        \
-  Tensor Name::forward(const Tensor& A, const Tensor& B, const Tensor& C) {                \
-    return call3(A, B, C, options);                                                 \
+#define LOSS3_MODULE(Name, A, B, C, repr)                                   \
+  Name::Name(Name##Options o) : options(std::move(o)) {                     \
+    check_reduction(options.reduction(), #Name);                            \
+  }                                                                         \
+  std::string Name::extra_repr() const {                                    \
+    std::ostringstream s;                                                   \
+    s << repr << "reduction='" << options.reduction() << "'";               \
+    return s.str();                                                         \
+  }                                                                         \
+  Tensor Name::forward(const Tensor& A, const Tensor& B, const Tensor& C) { \
+    return call3(A, B, C, options);                                         \
   }
 
 namespace {
@@ -532,8 +533,7 @@ Tensor call3(const Tensor& a, const Tensor& b, const Tensor& c, const GaussianNL
 }
 }  // namespace
 
-LOSS3_MODULE(MarginRankingLoss, input1, input2, target,
-             "margin=" << options.margin() << ", ")
+LOSS3_MODULE(MarginRankingLoss, input1, input2, target, "margin=" << options.margin() << ", ")
 LOSS3_MODULE(TripletMarginLoss, anchor, positive, negative,
              "margin=" << options.margin() << ", p=" << options.p() << ", eps=" << options.eps()
                        << ", swap=" << (options.swap() ? "true" : "false") << ", ")

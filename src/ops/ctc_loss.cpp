@@ -61,9 +61,8 @@ CtcArgs ctc_args(const Tensor& lp, const Tensor& targets, IntArrayRef il, IntArr
   } else {
     IGNIS_CHECK(targets.dim() == 1, kOp, ": expected targets [N, S] (padded) or 1-d ",
                 "(concatenated), but got shape ", targets.sizes());
-    IGNIS_CHECK(targets.size(0) == total, kOp, ": concatenated targets of shape ",
-                targets.sizes(), " hold ", targets.size(0), " labels, but target_lengths sum to ",
-                total);
+    IGNIS_CHECK(targets.size(0) == total, kOp, ": concatenated targets of shape ", targets.sizes(),
+                " hold ", targets.size(0), " labels, but target_lengths sum to ", total);
     int64_t off = 0;
     for (int64_t b = 0; b < n; ++b) {
       a.offsets.push_back(off);
@@ -98,21 +97,20 @@ std::vector<int64_t> host_lengths(const Tensor& t, const char* name) {
 }  // namespace
 
 using TensorPair = std::tuple<Tensor, Tensor>;  // (a macro argument cannot hold its comma)
-IGNIS_OP(_ctc_loss,
-         "_ctc_loss(Tensor log_probs, Tensor targets, int[] input_lengths, int[] target_lengths, "
-         "int blank=0, bool zero_infinity=False) -> (Tensor, Tensor)",
-         TensorPair(const Tensor&, const Tensor&, IntArrayRef, IntArrayRef, int64_t, bool),
-         _ctc_loss,
-         {.differentiable = true, .kind = "kernel",
-          .stubs = {&ctc_loss_stub, &ctc_loss_backward_stub}});
+IGNIS_OP(
+    _ctc_loss,
+    "_ctc_loss(Tensor log_probs, Tensor targets, int[] input_lengths, int[] target_lengths, "
+    "int blank=0, bool zero_infinity=False) -> (Tensor, Tensor)",
+    TensorPair(const Tensor&, const Tensor&, IntArrayRef, IntArrayRef, int64_t, bool), _ctc_loss,
+    {.differentiable = true, .kind = "kernel", .stubs = {&ctc_loss_stub, &ctc_loss_backward_stub}});
 
 std::tuple<Tensor, Tensor> _ctc_loss(const Tensor& log_probs, const Tensor& targets,
                                      IntArrayRef input_lengths, IntArrayRef target_lengths,
                                      int64_t blank, bool zero_infinity) {
   IGNIS_DISPATCH(_ctc_loss, _ctc_loss, log_probs, targets, input_lengths, target_lengths, blank,
                  zero_infinity);
-  auto args = std::make_shared<CtcArgs>(
-      ctc_args(log_probs, targets, input_lengths, target_lengths, blank));
+  auto args =
+      std::make_shared<CtcArgs>(ctc_args(log_probs, targets, input_lengths, target_lengths, blank));
   const int64_t t_max = log_probs.size(0), n = log_probs.size(1);
   Tensor nll = make_tensor({n}, log_probs.dtype(), log_probs.device());
   Tensor log_alpha = make_tensor({n, t_max, 2 * args->max_target_length + 1}, log_probs.dtype(),
@@ -142,8 +140,8 @@ IGNIS_OP(ctc_loss_IntList,
          "ctc_loss.IntList(Tensor log_probs, Tensor targets, int[] input_lengths, "
          "int[] target_lengths, int blank=0, str reduction='mean', bool zero_infinity=False) -> "
          "Tensor",
-         Tensor(const Tensor&, const Tensor&, IntArrayRef, IntArrayRef, int64_t,
-                const std::string&, bool),
+         Tensor(const Tensor&, const Tensor&, IntArrayRef, IntArrayRef, int64_t, const std::string&,
+                bool),
          F::ctc_loss, {.differentiable = true, .kind = "composite"});
 IGNIS_OP(ctc_loss_Tensor,
          "ctc_loss.Tensor(Tensor log_probs, Tensor targets, Tensor input_lengths, "
@@ -156,8 +154,8 @@ IGNIS_OP(ctc_loss_Tensor,
 Tensor F::ctc_loss(const Tensor& log_probs, const Tensor& targets, IntArrayRef input_lengths,
                    IntArrayRef target_lengths, int64_t blank, const std::string& reduction,
                    bool zero_infinity) {
-  IGNIS_DISPATCH(ctc_loss_IntList, F::ctc_loss, log_probs, targets, input_lengths,
-                 target_lengths, blank, reduction, zero_infinity);
+  IGNIS_DISPATCH(ctc_loss_IntList, F::ctc_loss, log_probs, targets, input_lengths, target_lengths,
+                 blank, reduction, zero_infinity);
   IGNIS_CHECK(reduction == "none" || reduction == "mean" || reduction == "sum", kOp,
               ": reduction must be 'none', 'mean' or 'sum', got '", reduction, "'");
   IGNIS_CHECK(log_probs.defined(), kOp, ": called with an undefined tensor");
@@ -205,8 +203,8 @@ std::string CTCLoss::extra_repr() const {
   return "blank=" + std::to_string(options.blank()) + ", reduction='" + options.reduction() +
          "', zero_infinity=" + (options.zero_infinity() ? "true" : "false");
 }
-Tensor CTCLoss::forward(const Tensor& log_probs, const Tensor& targets,
-                        const Tensor& input_lengths, const Tensor& target_lengths) {
+Tensor CTCLoss::forward(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
+                        const Tensor& target_lengths) {
   return F::ctc_loss(log_probs, targets, input_lengths, target_lengths, options);
 }
 

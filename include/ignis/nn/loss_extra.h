@@ -126,8 +126,8 @@ Tensor soft_margin_loss(const Tensor& input, const Tensor& target, const std::st
 /// -w (t log sigmoid(x) + (1 - t) log sigmoid(-x)).
 Tensor multilabel_soft_margin_loss(const Tensor& input, const Tensor& target,
                                    const MultilabelSoftMarginLossFuncOptions& options = {});
-Tensor multilabel_soft_margin_loss(const Tensor& input, const Tensor& target,
-                                   const Tensor& weight, const std::string& reduction);
+Tensor multilabel_soft_margin_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
+                                   const std::string& reduction);
 
 /// x where target == 1, max(0, margin - x) where target == -1 (PyTorch's sum of both terms for
 /// other target values).
@@ -181,13 +181,13 @@ Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, IntArrayRef inpu
 }  // namespace functional
 
 /// A loss of (input, target) configured by an options object.
-#define IGNIS_OPTIONS_LOSS(Name)                                                     \
-  class Name : public Loss {                                                         \
-   public:                                                                           \
-    explicit Name(Name##Options options = {});                                       \
-    std::string type_name() const override { return #Name; }                         \
-    Tensor forward(const Tensor& input, const Tensor& target) override;              \
-    Name##Options options;                                                           \
+#define IGNIS_OPTIONS_LOSS(Name)                                        \
+  class Name : public Loss {                                            \
+   public:                                                              \
+    explicit Name(Name##Options options = {});                          \
+    std::string type_name() const override { return #Name; }            \
+    Tensor forward(const Tensor& input, const Tensor& target) override; \
+    Name##Options options;                                              \
   }
 
 IGNIS_OPTIONS_LOSS(MultiMarginLoss);
@@ -199,18 +199,18 @@ IGNIS_OPTIONS_LOSS(PoissonNLLLoss);
 #undef IGNIS_OPTIONS_LOSS
 
 /// A loss of three tensors: forward(a, b, c).
-#define IGNIS_OPTIONS_LOSS3(Name, A, B, C)                                           \
-  class Name : public Module {                                                       \
-   public:                                                                           \
-    explicit Name(Name##Options options = {});                                       \
-    std::string type_name() const override { return #Name; }                         \
-    std::string extra_repr() const override;                                         \
-    Tensor forward(const Tensor& A, const Tensor& B, const Tensor& C);               \
-    Tensor operator()(const Tensor& A, const Tensor& B, const Tensor& C) {           \
-      return forward(A, B, C);                                                       \
-    }                                                                                \
-    using Module::forward;                                                           \
-    Name##Options options;                                                           \
+#define IGNIS_OPTIONS_LOSS3(Name, A, B, C)                                 \
+  class Name : public Module {                                             \
+   public:                                                                 \
+    explicit Name(Name##Options options = {});                             \
+    std::string type_name() const override { return #Name; }               \
+    std::string extra_repr() const override;                               \
+    Tensor forward(const Tensor& A, const Tensor& B, const Tensor& C);     \
+    Tensor operator()(const Tensor& A, const Tensor& B, const Tensor& C) { \
+      return forward(A, B, C);                                             \
+    }                                                                      \
+    using Module::forward;                                                 \
+    Name##Options options;                                                 \
   }
 
 IGNIS_OPTIONS_LOSS3(MarginRankingLoss, input1, input2, target);
