@@ -7,5 +7,6 @@
 #include "ignis/nn/init.h"
 #include "ignis/nn/layers.h"
 #include "ignis/nn/loss.h"
+#include "ignis/nn/loss_extra.h"
 #include "ignis/nn/module.h"
 #include "ignis/nn/norm.h"
