@@ -80,8 +80,8 @@ TEST(GraphData, KarateClub) {
   EXPECT_EQ(joined(ints(degree(g.edge_index[1], 34))),
             "16 9 10 6 3 4 4 4 5 2 3 1 2 5 2 2 2 2 2 3 2 2 2 5 3 3 2 4 3 4 4 6 12 17");
   // PyTorch Geometric's KarateClub labels (the 4 modularity communities).
-  const char* members[4] = {"8 14 15 18 20 22 23 26 27 29 30 32 33", "0 1 2 3 7 9 11 12 13 17 19 21",
-                            "24 25 28 31", "4 5 6 10 16"};
+  const char* members[4] = {"8 14 15 18 20 22 23 26 27 29 30 32 33",
+                            "0 1 2 3 7 9 11 12 13 17 19 21", "24 25 28 31", "4 5 6 10 16"};
   for (int64_t c = 0; c < 4; ++c) {
     EXPECT_EQ(joined(ints(nonzero(g.y.eq(c)).reshape({-1}))), members[c]) << "community " << c;
   }
@@ -281,9 +281,8 @@ TEST(GraphData, LoaderWithASamplerAndItsErrors) {
               HasSubstr("GraphDataLoader: batch_size must be positive, but got 0"));
   EXPECT_THAT(error_of([&] { data::GraphDataLoader(ds, {.batch_size = 1, .num_workers = -1}); }),
               HasSubstr("GraphDataLoader: num_workers must be >= 0, but got -1"));
-  EXPECT_THAT(
-      error_of([&] { data::GraphDataLoader(ds, {.batch_size = 1, .prefetch_factor = 0}); }),
-      HasSubstr("GraphDataLoader: prefetch_factor must be positive, but got 0"));
+  EXPECT_THAT(error_of([&] { data::GraphDataLoader(ds, {.batch_size = 1, .prefetch_factor = 0}); }),
+              HasSubstr("GraphDataLoader: prefetch_factor must be positive, but got 0"));
   EXPECT_THAT(
       error_of([&] { data::GraphDataLoader(ds, {.batch_size = 1, .shuffle = true}, sampler); }),
       HasSubstr("GraphDataLoader: a sampler and shuffle=true cannot be combined"));

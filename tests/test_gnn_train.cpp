@@ -90,8 +90,8 @@ TEST(GnnTraining, KarateClubFromFourLabels) {
   for (const auto& [kind, min_acc] : cases) {
     const KarateResult r = karate_accuracy(kind);
     std::cout << "karate " << kind << ": accuracy on the 4 labelled members " << r.train_acc
-              << ", on all 34 " << r.all_acc << " (mean of 5 seeds); misclassified in some seed: "
-              << joined(r.wrong) << "\n";
+              << ", on all 34 " << r.all_acc
+              << " (mean of 5 seeds); misclassified in some seed: " << joined(r.wrong) << "\n";
     EXPECT_NEAR(r.train_acc, 1.0, 1e-12) << kind;
     EXPECT_GE(r.all_acc, min_acc) << kind;
     if (std::string(kind) == "gcn") {
@@ -185,8 +185,14 @@ TEST(GnnTraining, GcnOnCoraWhenGiven) {
   EXPECT_EQ(g.test_mask.sum().item<int64_t>(), 1000);
   g.x = g.x / g.x.sum({1}, true).clamp(1, std::nullopt);
   manual_seed(0);
-  nn::GNN model({.kind = "gcn", .in_channels = 1433, .hidden = 16, .out_channels = 7,
-                 .layers = 2, .dropout = 0.5, .heads = 1, .pool = ""});
+  nn::GNN model({.kind = "gcn",
+                 .in_channels = 1433,
+                 .hidden = 16,
+                 .out_channels = 7,
+                 .layers = 2,
+                 .dropout = 0.5,
+                 .heads = 1,
+                 .pool = ""});
   optim::Adam opt(model.parameters(), optim::AdamOptions(0.01).weight_decay(5e-4));
   const Tensor train_idx = nonzero(g.train_mask).reshape({-1});
   const Tensor test_idx = nonzero(g.test_mask).reshape({-1});

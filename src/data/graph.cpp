@@ -174,10 +174,9 @@ GraphDataLoader::GraphDataLoader(std::shared_ptr<GraphDataset> dataset, DataLoad
               "GraphDataLoader: a sampler and shuffle=true cannot be combined (the sampler "
               "chooses the order)");
   if (sampler_ == nullptr) {
-    sampler_ = options_.shuffle
-                   ? std::shared_ptr<Sampler>(
-                         std::make_shared<RandomSampler>(dataset_->size(), options_.seed))
-                   : std::make_shared<SequentialSampler>(dataset_->size());
+    sampler_ = options_.shuffle ? std::shared_ptr<Sampler>(std::make_shared<RandomSampler>(
+                                      dataset_->size(), options_.seed))
+                                : std::make_shared<SequentialSampler>(dataset_->size());
   }
 }
 
@@ -189,8 +188,7 @@ int64_t GraphDataLoader::size() const {
 }
 
 std::vector<std::vector<int64_t>> GraphDataLoader::batches(int64_t epoch) const {
-  return detail::split_batches(sampler_->indices(epoch), options_.batch_size,
-                               options_.drop_last);
+  return detail::split_batches(sampler_->indices(epoch), options_.batch_size, options_.drop_last);
 }
 
 GraphDataLoader::Iterator GraphDataLoader::begin() {

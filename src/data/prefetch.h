@@ -41,8 +41,11 @@ template <class T>
 class Prefetcher {
  public:
   Prefetcher(int64_t n, int workers, int prefetch_factor, std::function<T(int64_t)> make)
-      : n_(n), make_(std::move(make)), slots_(static_cast<size_t>(n)),
-        errors_(static_cast<size_t>(n)), window_(int64_t{workers} * prefetch_factor) {
+      : n_(n),
+        make_(std::move(make)),
+        slots_(static_cast<size_t>(n)),
+        errors_(static_cast<size_t>(n)),
+        window_(int64_t{workers} * prefetch_factor) {
     for (int w = 0; w < workers; ++w) threads_.emplace_back([this] { work(); });
   }
   ~Prefetcher() {
