@@ -16,6 +16,7 @@ Printed on the development machine (PyTorch 1.13):
   sage min 0.500 mean 0.556 max 0.765
   gin  min 0.588 mean 0.740 max 0.853
   gat  min 0.735 mean 0.841 max 0.912  (member 9 misclassified by every model in every seed)
+  gcn trained on all 34 labels: 1.000 1.000 1.000 1.000 1.000
   label propagation (personalised PageRank, alpha 0.05 to 0.5): best 0.882
   GCN grid: 720 runs, best single run 0.912, best mean 0.835; no run classifies all 34.
 """
@@ -123,14 +124,14 @@ class GAT(nn.Module):
         return self.g2(torch.relu(self.g1(x)))
 
 
-def train(make, seed, epochs=200, weight_decay=5e-4):
+def train(make, seed, epochs=200, weight_decay=5e-4, labelled=TRAIN):
     torch.manual_seed(seed)
     model = make()
     opt = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=weight_decay)
     for _ in range(epochs):
         model.train()
         opt.zero_grad()
-        nn.functional.cross_entropy(model(X)[TRAIN], Y[TRAIN]).backward()
+        nn.functional.cross_entropy(model(X)[labelled], Y[labelled]).backward()
         opt.step()
     model.eval()
     with torch.no_grad():
@@ -148,6 +149,9 @@ def main():
         print(f"{name:4} min {min(accs):.3f} mean {sum(accs) / len(accs):.3f} max {max(accs):.3f}"
               "  misclassified (member: seeds) "
               + " ".join(f"{m}:{c}" for m, c in sorted(wrong.items())))
+    # The model can represent the communities: trained on all 34 labels, it fits them all.
+    fits = [train(GCN, s, labelled=torch.arange(N))[0] for s in range(5)]
+    print("gcn trained on all 34 labels: " + " ".join(f"{a:.3f}" for a in fits))
     # Label propagation: personalised PageRank from the 4 labels over the normalised graph.
     seeds = torch.zeros(N, 4)
     seeds[TRAIN, Y[TRAIN]] = 1
