@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "data/graph_pickle.h"
+#include "ignis/data/distributed.h"
 #include "ignis/ignis.h"
 #include "test_util.h"
 
@@ -265,6 +266,18 @@ TEST(GraphData, LoaderWithASamplerAndItsErrors) {
     for (int64_t y : ints(b.graph.y)) seen.push_back(y);
   }
   EXPECT_EQ(seen, (std::vector<int64_t>{5, 1, 3}));
+  // Two ranks' DistributedSamplers split the graphs between them, each graph once.
+  std::vector<int64_t> both;
+  for (int64_t rank = 0; rank < 2; ++rank) {
+    auto shard = std::make_shared<data::DistributedSampler>(6, 2, rank, true, 9);
+    data::GraphDataLoader loader(ds, {.batch_size = 2}, shard);
+    EXPECT_EQ(loader.size(), 2);
+    for (const std::vector<int64_t>& batch : loader.batches(0)) {
+      both.insert(both.end(), batch.begin(), batch.end());
+    }
+  }
+  std::sort(both.begin(), both.end());
+  EXPECT_EQ(both, (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
   // The invalid graph fails its batch, on the consumer's thread, with collate's message.
   for (int workers : {0, 2}) {
     data::GraphDataLoader loader(ds, {.batch_size = 2, .num_workers = workers});
