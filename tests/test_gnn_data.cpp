@@ -7,8 +7,10 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 
 #include "data/graph_pickle.h"
+#include "ignis/data/distributed.h"
 #include "ignis/ignis.h"
 #include "test_util.h"
 
@@ -65,11 +67,26 @@ TEST(GraphData, KarateClub) {
   }
   EXPECT_EQ(e.size(), 156u);
   for (auto [a, b] : e) EXPECT_TRUE(e.count({b, a}));
-  const auto deg = vals(degree(g.edge_index[1], 34));
-  EXPECT_EQ(deg[0], 16);
-  EXPECT_EQ(deg[33], 17);
-  // 4 communities; one labelled member each (the first of each: 8, 0, 24, 4).
-  EXPECT_EQ(ints(g.y.max()), std::vector<int64_t>{3});
+  // The whole degree sequence and every community, compared as text: a table of int64
+  // constants in the test could be miscompiled the way karate_club's own labels once were
+  // (GCC 12.2, -march=native: see src/data/graph.cpp).
+  auto joined = [](const std::vector<int64_t>& v) {
+    std::string r;
+    for (int64_t x : v) {
+      if (!r.empty()) r += ' ';
+      r += std::to_string(x);
+    }
+    return r;
+  };
+  EXPECT_EQ(joined(ints(degree(g.edge_index[1], 34))),
+            "16 9 10 6 3 4 4 4 5 2 3 1 2 5 2 2 2 2 2 3 2 2 2 5 3 3 2 4 3 4 4 6 12 17");
+  // PyTorch Geometric's KarateClub labels (the 4 modularity communities).
+  const char* members[4] = {"8 14 15 18 20 22 23 26 27 29 30 32 33",
+                            "0 1 2 3 7 9 11 12 13 17 19 21", "24 25 28 31", "4 5 6 10 16"};
+  for (int64_t c = 0; c < 4; ++c) {
+    EXPECT_EQ(joined(ints(nonzero(g.y.eq(c)).reshape({-1}))), members[c]) << "community " << c;
+  }
+  // One labelled member each (the first of each: 8, 0, 24, 4).
   EXPECT_EQ(ints(nonzero(g.train_mask).reshape({-1})), (std::vector<int64_t>{0, 4, 8, 24}));
 }
 
@@ -183,6 +200,107 @@ TEST(GraphData, LoaderBatchesEveryGraphOncePerEpoch) {
     for (int64_t y : ints(b.graph.y)) first.push_back(y);
   }
   EXPECT_EQ(first, epochs[0]);  // a pure function of (seed, epoch)
+}
+
+// Everything a loaded epoch holds, as text: the batches compared across worker counts.
+std::vector<std::string> epoch_of(data::GraphDataLoader& loader) {
+  std::vector<std::string> out;
+  for (const data::GraphBatch& b : loader) {
+    std::ostringstream os;
+    os << b.num_graphs << " x " << b.graph.x << " ei " << b.graph.edge_index << " ea "
+       << b.graph.edge_attr << " y " << b.graph.y << " batch " << b.batch;
+    out.push_back(os.str());
+  }
+  return out;
+}
+
+TEST(GraphData, LoaderWorkersGiveTheSameBatches) {
+  std::vector<data::Graph> gs;
+  for (int i = 0; i < 23; ++i) gs.push_back(path_graph(1 + i % 4, 2, i));
+  auto ds = std::make_shared<data::InMemoryGraphDataset>(gs);
+  for (bool drop_last : {false, true}) {
+    std::vector<std::vector<std::string>> reference;  // epochs 0 and 1 without workers
+    for (int workers : {0, 1, 3}) {
+      data::GraphDataLoader loader(ds, {.batch_size = 4,
+                                        .shuffle = true,
+                                        .drop_last = drop_last,
+                                        .num_workers = workers,
+                                        .prefetch_factor = 1,
+                                        .seed = 5});
+      EXPECT_EQ(loader.size(), drop_last ? 5 : 6);
+      const auto e0 = epoch_of(loader), e1 = epoch_of(loader);
+      ASSERT_EQ(static_cast<int64_t>(e0.size()), loader.size()) << workers;
+      EXPECT_NE(e0, e1);  // reshuffled
+      EXPECT_EQ(loader.epoch(), 2);
+      if (workers == 0) {
+        reference = {e0, e1};
+        // The last batch holds the 23 - 20 = 3 remaining graphs unless dropped.
+        EXPECT_EQ(e0.back().substr(0, 2), drop_last ? "4 " : "3 ");
+      } else {
+        EXPECT_EQ(e0, reference[0]) << workers << " workers";
+        EXPECT_EQ(e1, reference[1]) << workers << " workers";
+      }
+      // An epoch abandoned after one batch joins its workers; set_epoch replays an epoch.
+      for (const data::GraphBatch& b : loader) {
+        EXPECT_GT(b.num_graphs, 0);
+        break;
+      }
+      loader.set_epoch(1);
+      EXPECT_EQ(epoch_of(loader), reference[1]) << workers << " workers";
+      // The batches it loads are the sampler's indices, split.
+      EXPECT_EQ(loader.batches(0).size(), static_cast<size_t>(loader.size()));
+    }
+  }
+}
+
+TEST(GraphData, LoaderWithASamplerAndItsErrors) {
+  std::vector<data::Graph> gs;
+  for (int i = 0; i < 6; ++i) gs.push_back(path_graph(2, 1, i));
+  gs[4].edge_index = tensor(std::vector<int64_t>{0, 7}).reshape({2, 1});  // node 7 of 2
+  auto ds = std::make_shared<data::InMemoryGraphDataset>(gs);
+  // A sampler picks the graphs (here 5, 1, 3 in that order; 4 is never read).
+  auto sampler = std::make_shared<data::SubsetRandomSampler>(std::vector<int64_t>{5, 1, 3});
+  data::GraphDataLoader picked(ds, {.batch_size = 2, .num_workers = 2}, sampler);
+  std::vector<int64_t> seen;
+  for (const data::GraphBatch& b : picked) {
+    for (int64_t y : ints(b.graph.y)) seen.push_back(y);
+  }
+  EXPECT_EQ(seen, (std::vector<int64_t>{5, 1, 3}));
+  // Two ranks' DistributedSamplers split the graphs between them, each graph once.
+  std::vector<int64_t> both;
+  for (int64_t rank = 0; rank < 2; ++rank) {
+    auto shard = std::make_shared<data::DistributedSampler>(6, 2, rank, true, 9);
+    data::GraphDataLoader loader(ds, {.batch_size = 2}, shard);
+    EXPECT_EQ(loader.size(), 2);
+    for (const std::vector<int64_t>& batch : loader.batches(0)) {
+      both.insert(both.end(), batch.begin(), batch.end());
+    }
+  }
+  std::sort(both.begin(), both.end());
+  EXPECT_EQ(both, (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
+  // The invalid graph fails its batch, on the consumer's thread, with collate's message.
+  for (int workers : {0, 2}) {
+    data::GraphDataLoader loader(ds, {.batch_size = 2, .num_workers = workers});
+    int64_t good = 0;
+    const std::string err = error_of([&] {
+      for (const data::GraphBatch& b : loader) good += b.num_graphs;
+    });
+    EXPECT_EQ(good, 4) << workers;  // batches 0 and 1 arrive before batch 2 fails
+    EXPECT_THAT(err, HasSubstr("collate: graph 0: edge 0 (0 -> 7) refers to node 7, but the "
+                               "graph has 2 nodes (valid ids are [0, 2))"))
+        << workers;
+  }
+  EXPECT_THAT(error_of([&] { data::GraphDataLoader(ds, {.batch_size = 0}); }),
+              HasSubstr("GraphDataLoader: batch_size must be positive, but got 0"));
+  EXPECT_THAT(error_of([&] { data::GraphDataLoader(ds, {.batch_size = 1, .num_workers = -1}); }),
+              HasSubstr("GraphDataLoader: num_workers must be >= 0, but got -1"));
+  EXPECT_THAT(error_of([&] { data::GraphDataLoader(ds, {.batch_size = 1, .prefetch_factor = 0}); }),
+              HasSubstr("GraphDataLoader: prefetch_factor must be positive, but got 0"));
+  EXPECT_THAT(
+      error_of([&] { data::GraphDataLoader(ds, {.batch_size = 1, .shuffle = true}, sampler); }),
+      HasSubstr("GraphDataLoader: a sampler and shuffle=true cannot be combined"));
+  EXPECT_THAT(error_of([&] { data::GraphDataLoader(nullptr, {.batch_size = 1}); }),
+              HasSubstr("GraphDataLoader: the dataset is null"));
 }
 
 // ---- TU format

@@ -243,3 +243,61 @@ TEST(GraphUtils, GcnNormIsTheDenseSymmetricNormalisation) {
 
 }  // namespace
 }  // namespace ignis
+
+namespace ignis {
+namespace {
+
+// Every graph op, forward and backward, gives the same bits with 1 and 2 threads on a
+// power-law-like graph large enough for the parallel kernels: each reduction of scatter_reduce
+// (with and without self; a vector index along the rows, as message passing uses it, and a
+// general index along dim 1), segment_softmax, sparse_mm (gradients to the dense operand and
+// to the edge values), sddmm, degree and gcn_norm.
+TEST(GraphOps, ForwardAndBackwardAreDeterministicOverThreads) {
+  const int64_t n = 2000, e = 70000, f = 4;  // e > 2 * 32768: the parallel counting sort
+  const Tensor ei = random_edges(n, e, 7);
+  manual_seed(8);
+  const Tensor x0 = randn({e, f}), w0 = rand({e}) + 0.5, d0 = randn({n, f}), s0 = randn({e, 4});
+  const Tensor general_index = randint(0, f, {n, 3 * f});
+  const Tensor general_src0 = randn({n, 3 * f});
+  // Runs everything on `threads` threads; returns every output and gradient.
+  auto run = [&](int threads) {
+    Threads t(threads);
+    std::vector<Tensor> out;
+    const Tensor idx = ei[1].unsqueeze(1).expand({e, f});
+    for (const char* reduce : {"sum", "mean", "amax", "amin", "prod"}) {
+      for (bool include_self : {true, false}) {
+        Tensor src = (x0 * 0.5 + (std::string(reduce) == "prod" ? 1.0 : 0.0)).requires_grad_();
+        Tensor self = d0.clone().requires_grad_();
+        Tensor r = scatter_reduce(self, 0, idx, src, reduce, include_self);
+        r.backward(ones_like(r));
+        out.insert(out.end(), {r.detach(), src.grad(), self.grad()});
+      }
+      Tensor gsrc = general_src0.clone().requires_grad_();
+      Tensor g = scatter_reduce(zeros({n, f}), 1, general_index, gsrc, reduce, false);
+      g.backward(ones_like(g));
+      out.insert(out.end(), {g.detach(), gsrc.grad()});
+    }
+    Tensor s = s0.clone().requires_grad_();
+    Tensor sm = segment_softmax(s, ei[1], n);
+    (sm * s0).sum().backward();
+    out.insert(out.end(), {sm.detach(), s.grad()});
+    Tensor w = w0.clone().requires_grad_(), d = d0.clone().requires_grad_();
+    Tensor p = sparse_mm(ei, w, d, n);
+    (p * d0).sum().backward();
+    out.insert(out.end(), {p.detach(), w.grad(), d.grad()});
+    out.push_back(sddmm(ei, d0, d0));
+    out.push_back(degree(ei[1], n));
+    auto [gi, gw] = gcn_norm(ei, w0, n, true);
+    out.insert(out.end(), {gi, gw});
+    return out;
+  };
+  const std::vector<Tensor> one = run(1), two = run(2);
+  ASSERT_EQ(one.size(), two.size());
+  for (size_t i = 0; i < one.size(); ++i) {
+    ASSERT_TRUE(one[i].defined() && two[i].defined()) << "result " << i;
+    EXPECT_TRUE(equal(one[i], two[i])) << "result " << i << " depends on the thread count";
+  }
+}
+
+}  // namespace
+}  // namespace ignis

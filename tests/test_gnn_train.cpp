@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 
 #include "ignis/ignis.h"
 #include "test_util.h"
@@ -21,13 +22,18 @@ double accuracy(const Tensor& logits, const Tensor& y) {
   return logits.argmax(1).eq(y).to(kFloat64).mean().item<double>();
 }
 
-// Trains on the 4 labelled members (Adam, 200 full-graph steps, no dropout); returns the
-// accuracy over the 4 training members and over all 34, averaged over 5 seeds.
-std::pair<double, double> karate_accuracy(const std::string& kind) {
+struct KarateResult {
+  double train_acc = 0, all_acc = 0;  // means over the seeds
+  std::set<int64_t> wrong;            // members misclassified in some seed
+  Tensor first_logits;                // seed 0's
+};
+
+// Trains on the 4 labelled members (Adam 0.01, weight decay 5e-4, 200 full-graph steps, no
+// dropout) for seeds 0..seeds-1; accuracy over the 4 training members and over all 34.
+KarateResult karate_accuracy(const std::string& kind, int seeds = 5) {
   const data::Graph g = data::karate_club();
   const Tensor train_idx = nonzero(g.train_mask).reshape({-1});
-  double train_acc = 0, all_acc = 0;
-  const int seeds = 5;
+  KarateResult r;
   for (int seed = 0; seed < seeds; ++seed) {
     manual_seed(static_cast<uint64_t>(seed));
     nn::GNN model({.kind = kind,
@@ -50,26 +56,63 @@ std::pair<double, double> karate_accuracy(const std::string& kind) {
     model.eval();
     NoGradGuard ng;
     const Tensor out = model.forward(g.x, g.edge_index);
-    train_acc += accuracy(out.index_select(0, train_idx), g.y.index_select(0, train_idx)) / seeds;
-    all_acc += accuracy(out, g.y) / seeds;
+    if (seed == 0) r.first_logits = out;
+    r.train_acc += accuracy(out.index_select(0, train_idx), g.y.index_select(0, train_idx)) / seeds;
+    r.all_acc += accuracy(out, g.y) / seeds;
+    const Tensor miss = nonzero(out.argmax(1).ne(g.y)).reshape({-1}).contiguous();
+    for (int64_t i = 0; i < miss.numel(); ++i) r.wrong.insert(miss.data_ptr<int64_t>()[i]);
   }
-  return {train_acc, all_acc};
+  return r;
 }
 
+std::string joined(const std::set<int64_t>& s) {
+  std::string r;
+  for (int64_t v : s) {
+    if (!r.empty()) r += ' ';
+    r += std::to_string(v);
+  }
+  return r;
+}
+
+// No model classifies all 34 members from these 4 labels: the communities are modularity
+// clusters, and some members sit closer (in the graph) to another community's labelled member.
+// Member 9 (community 1) has two friends, 2 (community 1) and the hub 33 (community 0): every
+// model in PyTorch misses it in every seed. tests/pytorch/karate_reference.py trains the same
+// models in PyTorch 1.13 (20 seeds): GCN 0.79 (0.76 to 0.82), SAGE 0.56 (0.50 to 0.76), GIN
+// 0.74 (0.59 to 0.85), GAT 0.84 (0.74 to 0.91); over 720 GCN runs varying depth (1 to 3),
+// width (4 to 64), weight decay, dropout and epochs the best single run reached 0.91. The
+// thresholds below sit under PyTorch's means, since the mean of 5 seeds moves with the
+// floating-point path (Release -march=native vs the sanitizer build); the majority community
+// alone is 13 of 34 (0.38).
 TEST(GnnTraining, KarateClubFromFourLabels) {
-  // The largest community has 13 of the 34 members (38%): a model that ignored the graph could
-  // not beat that from 4 labels. The means move with the floating-point path (rounding changes
-  // the training trajectory): gcn 0.74 / 0.80, sage 0.45 / 0.56, gin 0.68 / 0.76, gat 0.81 /
-  // 0.88 measured in the Release (-march=native) and the sanitizer builds; the thresholds sit
-  // below both, above the 0.38 baseline.
   const std::pair<const char*, double> cases[] = {
-      {"gcn", 0.65}, {"sage", 0.4}, {"gin", 0.6}, {"gat", 0.7}};
+      {"gcn", 0.76}, {"sage", 0.47}, {"gin", 0.65}, {"gat", 0.8}};
   for (const auto& [kind, min_acc] : cases) {
-    const auto [train_acc, all_acc] = karate_accuracy(kind);
-    std::cout << "karate " << kind << ": accuracy on the 4 labelled members " << train_acc
-              << ", on all 34 " << all_acc << " (mean of 5 seeds)\n";
-    EXPECT_EQ(train_acc, 1.0) << kind;
-    EXPECT_GE(all_acc, min_acc) << kind;
+    const KarateResult r = karate_accuracy(kind);
+    std::cout << "karate " << kind << ": accuracy on the 4 labelled members " << r.train_acc
+              << ", on all 34 " << r.all_acc
+              << " (mean of 5 seeds); misclassified in some seed: " << joined(r.wrong) << "\n";
+    EXPECT_NEAR(r.train_acc, 1.0, 1e-12) << kind;
+    EXPECT_GE(r.all_acc, min_acc) << kind;
+    if (std::string(kind) == "gcn") {
+      // GCN misses only members that PyTorch's GCN misses too (in some of its 20 seeds):
+      // 2, 9, 13, 19, 27 and 28 in all of them, 23 in 19, 7 in 3. Every other member, 26 of
+      // the 34, is classified in every seed.
+      for (int64_t m : r.wrong) {
+        EXPECT_TRUE(m == 2 || m == 7 || m == 9 || m == 13 || m == 19 || m == 23 || m == 27 ||
+                    m == 28)
+            << "GCN misclassifies member " << m;
+      }
+    }
+  }
+}
+
+// The same seed gives the same model and the same logits, bit for bit.
+TEST(GnnTraining, KarateClubIsDeterministic) {
+  for (const char* kind : {"gcn", "gat"}) {
+    const Tensor a = karate_accuracy(kind, 1).first_logits;
+    const Tensor b = karate_accuracy(kind, 1).first_logits;
+    EXPECT_TRUE(equal(a, b)) << kind;
   }
 }
 
@@ -142,8 +185,14 @@ TEST(GnnTraining, GcnOnCoraWhenGiven) {
   EXPECT_EQ(g.test_mask.sum().item<int64_t>(), 1000);
   g.x = g.x / g.x.sum({1}, true).clamp(1, std::nullopt);
   manual_seed(0);
-  nn::GNN model({.kind = "gcn", .in_channels = 1433, .hidden = 16, .out_channels = 7,
-                 .layers = 2, .dropout = 0.5, .heads = 1, .pool = ""});
+  nn::GNN model({.kind = "gcn",
+                 .in_channels = 1433,
+                 .hidden = 16,
+                 .out_channels = 7,
+                 .layers = 2,
+                 .dropout = 0.5,
+                 .heads = 1,
+                 .pool = ""});
   optim::Adam opt(model.parameters(), optim::AdamOptions(0.01).weight_decay(5e-4));
   const Tensor train_idx = nonzero(g.train_mask).reshape({-1});
   const Tensor test_idx = nonzero(g.test_mask).reshape({-1});

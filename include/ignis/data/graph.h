@@ -75,36 +75,52 @@ class InMemoryGraphDataset : public GraphDataset {
 };
 
 /// Iterates a graph dataset in GraphBatches: `for (const GraphBatch& b : loader)` is one epoch.
-/// Uses batch_size, shuffle (a permutation per epoch, a pure function of (seed, epoch)) and
-/// drop_last of the options; batches are collated on the calling thread.
+/// The tensor DataLoader's options and machinery: batch_size, shuffle (a permutation per epoch,
+/// a pure function of (seed, epoch)) or a sampler (e.g. DistributedSampler), drop_last, and
+/// num_workers threads that read and collate batches ahead of the consumer (prefetch_factor
+/// each), handed out in order: the batches are the same whatever num_workers is. An error while
+/// making a batch (an invalid graph) is rethrown when the loop reaches that batch.
 class GraphDataLoader {
  public:
-  GraphDataLoader(std::shared_ptr<GraphDataset> dataset, DataLoaderOptions options);
+  GraphDataLoader(std::shared_ptr<GraphDataset> dataset, DataLoaderOptions options,
+                  std::shared_ptr<Sampler> sampler = nullptr);
+  ~GraphDataLoader();
+  GraphDataLoader(const GraphDataLoader&) = delete;
+  GraphDataLoader& operator=(const GraphDataLoader&) = delete;
+
   class Iterator {
    public:
-    Iterator(const GraphDataLoader* loader, std::shared_ptr<const std::vector<int64_t>> order,
-             int64_t batch)
-        : loader_(loader), order_(std::move(order)), batch_(batch) {}
-    GraphBatch operator*() const;
-    Iterator& operator++() {
-      ++batch_;
-      return *this;
-    }
-    bool operator!=(const Iterator& o) const { return batch_ != o.batch_; }
+    const GraphBatch& operator*();
+    const GraphBatch* operator->() { return &**this; }
+    Iterator& operator++();
+    bool operator!=(const Iterator& o) const { return pos_ != o.pos_; }
+    bool operator==(const Iterator& o) const { return pos_ == o.pos_; }
 
    private:
-    const GraphDataLoader* loader_;
-    std::shared_ptr<const std::vector<int64_t>> order_;
-    int64_t batch_;
+    friend class GraphDataLoader;
+    Iterator(GraphDataLoader* l, int64_t pos) : loader_(l), pos_(pos) {}
+    GraphDataLoader* loader_;
+    int64_t pos_;
   };
   Iterator begin();
-  Iterator end() const;
-  int64_t num_batches() const;
+  Iterator end();
+  /// Batches per epoch.
+  int64_t size() const;
+  int64_t num_batches() const { return size(); }
+  int64_t epoch() const { return epoch_; }
+  void set_epoch(int64_t e) { epoch_ = e; }
+  const DataLoaderOptions& options() const { return options_; }
+  const GraphDataset& dataset() const { return *dataset_; }
+  /// The graph indices of each batch of epoch `epoch` (what the iteration will load).
+  std::vector<std::vector<int64_t>> batches(int64_t epoch) const;
 
  private:
+  struct Epoch;  // one pass: its batches and the prefetching workers
   std::shared_ptr<GraphDataset> dataset_;
   DataLoaderOptions options_;
+  std::shared_ptr<Sampler> sampler_;
   int64_t epoch_ = 0;
+  std::unique_ptr<Epoch> current_;
 };
 
 /// Zachary's karate club: 34 members, 78 friendships (156 directed edges), identity features
