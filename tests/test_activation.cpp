@@ -65,17 +65,26 @@ TEST(BinaryMath, FloatDivisionByZeroAndInfinityAsPyTorch) {
 }
 
 TEST(BinaryMath, IntegerDivisionByZeroIsAnError) {
-  EXPECT_THAT(error_of([] { fmod(ints({1, 2}), ints({1, 0})); }),
+  EXPECT_THAT(error_of([] {
+                fmod(ints({1, 2}), ints({1, 0}));
+              }),
               HasSubstr("fmod: integer division by zero (ZeroDivisionError): the divisor, of "
                         "dtype int64, has a zero"));
-  EXPECT_THAT(error_of([] { remainder(ints({1, 2}), 0); }),
+  EXPECT_THAT(error_of([] {
+                remainder(ints({1, 2}), 0);
+              }),
               HasSubstr("remainder: integer division by zero (ZeroDivisionError)"));
-  EXPECT_THAT(error_of([] { remainder(0, ints({1, 0}).to(kInt32)); }),
+  EXPECT_THAT(error_of([] {
+                remainder(0, ints({1, 0}).to(kInt32));
+              }),
               HasSubstr("remainder: integer division by zero (ZeroDivisionError): the divisor, "
                         "of dtype int32"));
   // In place: refused before anything is written.
   Tensor x = ints({5, 6});
-  EXPECT_THAT(error_of([&] { x.fmod_(ints({0, 1})); }), HasSubstr("fmod: integer division by zero"));
+  EXPECT_THAT(error_of([&] {
+                x.fmod_(ints({0, 1}));
+              }),
+              HasSubstr("fmod: integer division by zero"));
   EXPECT_EQ(vals(x), (std::vector<double>{5, 6}));
 }
 
@@ -87,7 +96,9 @@ TEST(BinaryMath, BoolAndInPlaceDtypeErrors) {
   EXPECT_THAT(error_of([&] { remainder(t, t); }), HasSubstr("remainder: not supported for bool"));
   Tensor i = ints({1, 2});
   EXPECT_THAT(error_of([&] { i.atan2_(tensor({1.0, 1.0})); }), HasSubstr("atan2_"));
-  EXPECT_THAT(error_of([&] { fmod(tensor({1.0, 2.0}), tensor({1.0, 2.0, 3.0})); }),
+  EXPECT_THAT(error_of([&] {
+                fmod(tensor({1.0, 2.0}), tensor({1.0, 2.0, 3.0}));
+              }),
               HasSubstr("[2] and [3]"));
 }
 
@@ -167,22 +178,34 @@ TEST(Activation, CompositeErrorsNameTheOpAndShapes) {
   EXPECT_THAT(error_of([] { celu(ones({2}), 0); }),
               HasSubstr("celu: alpha cannot be 0 (ZeroDivisionError)"));
   EXPECT_THAT(error_of([] { celu_(ones({2}), 0.0); }), HasSubstr("celu_: alpha cannot be 0"));
-  EXPECT_THAT(error_of([] { glu(ones({2, 3}), 1); }),
+  EXPECT_THAT(error_of([] {
+                glu(ones({2, 3}), 1);
+              }),
               HasSubstr("glu: halving dimension must be even, but dimension 1 is size 3 (input of "
                         "shape [2, 3])"));
   EXPECT_THAT(error_of([] { glu(ones({})); }), HasSubstr("glu: 0-d tensors are not supported"));
-  EXPECT_THAT(error_of([] { glu(ints({1, 2})); }),
+  EXPECT_THAT(error_of([] {
+                glu(ints({1, 2}));
+              }),
               HasSubstr("glu: expected a floating point tensor, but got int64 of shape [2]"));
   EXPECT_THAT(error_of([] { glu(ones({2, 4}), 2); }), HasSubstr("glu"));
-  EXPECT_THAT(error_of([] { softmin(ints({1, 2}), 0); }),
+  EXPECT_THAT(error_of([] {
+                softmin(ints({1, 2}), 0);
+              }),
               HasSubstr("softmin: expected a floating point tensor, but got int64 of shape [2]"));
-  EXPECT_THAT(error_of([] { prelu(ones({2, 3}), ones({1, 3})); }),
-              HasSubstr("prelu: expected weight to be a scalar or 1-D tensor, but got shape [1, 3]"));
-  EXPECT_THAT(error_of([] { prelu(ones({2, 3}), ones({2})); }),
+  EXPECT_THAT(
+      error_of([] {
+        prelu(ones({2, 3}), ones({1, 3}));
+      }),
+      HasSubstr("prelu: expected weight to be a scalar or 1-D tensor, but got shape [1, 3]"));
+  EXPECT_THAT(error_of([] {
+                prelu(ones({2, 3}), ones({2}));
+              }),
               HasSubstr("prelu: weight has 2 elements but the input of shape [2, 3] has 3 "
                         "channel(s) (dim 1)"));
-  EXPECT_THAT(error_of([] { prelu(ones({3}), ones({3})); }),
-              HasSubstr("prelu: weight has 3 elements but the input of shape [3] has 1 channel(s)"));
+  EXPECT_THAT(
+      error_of([] { prelu(ones({3}), ones({3})); }),
+      HasSubstr("prelu: weight has 3 elements but the input of shape [3] has 1 channel(s)"));
   EXPECT_THAT(error_of([] { prelu(ints({1}), ones({1})); }),
               HasSubstr("prelu: expected floating point tensors, but got input int64 and weight "
                         "float32"));
@@ -209,8 +232,8 @@ TEST(ActivationModules, OptionsAndForward) {
   EXPECT_TRUE(allclose(F::elu(x, F::ELUFuncOptions().alpha(0.5)), elu(x, 0.5)));
   EXPECT_TRUE(allclose(nn::SELU()(x), selu(x)));
   EXPECT_TRUE(allclose(nn::CELU(nn::CELUOptions().alpha(2))(x), celu(x, 2)));
-  EXPECT_TRUE(allclose(nn::Hardtanh(nn::HardtanhOptions().min_val(-0.5).max_val(2))(x),
-                       clamp(x, -0.5, 2)));
+  EXPECT_TRUE(
+      allclose(nn::Hardtanh(nn::HardtanhOptions().min_val(-0.5).max_val(2))(x), clamp(x, -0.5, 2)));
   EXPECT_TRUE(allclose(nn::ReLU6()(x), clamp(x, 0, 6)));
   EXPECT_TRUE(allclose(nn::Hardswish()(x), hardswish(x)));
   EXPECT_TRUE(allclose(nn::Hardsigmoid()(x), hardsigmoid(x)));
@@ -223,8 +246,8 @@ TEST(ActivationModules, OptionsAndForward) {
   EXPECT_EQ(F::softmin(m, F::SoftminFuncOptions(0).dtype(kFloat32)).dtype(), kFloat32);
   EXPECT_TRUE(allclose(nn::GLU()(m), m.narrow(1, 0, 1) * sigmoid(m.narrow(1, 1, 1))));
   EXPECT_TRUE(allclose(F::glu(m, 0), m.narrow(0, 0, 1) * sigmoid(m.narrow(0, 1, 1))));
-  EXPECT_TRUE(allclose(F::hardtanh(x, F::HardtanhFuncOptions().min_val(0).max_val(1)),
-                       clamp(x, 0, 1)));
+  EXPECT_TRUE(
+      allclose(F::hardtanh(x, F::HardtanhFuncOptions().min_val(0).max_val(1)), clamp(x, 0, 1)));
   EXPECT_TRUE(allclose(F::relu6(x), clamp(x, 0, 6)));
   EXPECT_TRUE(allclose(F::selu(x), selu(x)));
   EXPECT_TRUE(allclose(F::celu(x, F::CELUFuncOptions().alpha(0.5)), celu(x, 0.5)));
@@ -280,7 +303,8 @@ TEST(ActivationModules, PrintLikePyTorch) {
     return os.str();
   };
   EXPECT_EQ(repr(nn::ELU()), "ELU(alpha=1.0)");
-  EXPECT_EQ(repr(nn::ELU(nn::ELUOptions().alpha(0.5).inplace(true))), "ELU(alpha=0.5, inplace=True)");
+  EXPECT_EQ(repr(nn::ELU(nn::ELUOptions().alpha(0.5).inplace(true))),
+            "ELU(alpha=0.5, inplace=True)");
   EXPECT_EQ(repr(nn::Hardtanh()), "Hardtanh(min_val=-1.0, max_val=1.0)");
   EXPECT_EQ(repr(nn::ReLU6()), "ReLU6()");
   EXPECT_EQ(repr(nn::Softmin(1)), "Softmin(dim=1)");

@@ -102,9 +102,10 @@ TEST(PyTorchParity, ActivationsAndBinaryMathMatchTorchAtTheEdges) {
   const std::vector<Case> cases = load_cases();
   ASSERT_EQ(cases.size(), 32u);  // 16 (op, args) x (float32, float64)
   for (const Case& c : cases) {
-    std::string where = c.op + " " + std::string(dtype_name(c.dtype));
-    for (double a : c.args) where += " " + fmt(a);
-    SCOPED_TRACE(where);
+    std::ostringstream where;
+    where << c.op << " " << dtype_name(c.dtype);
+    for (double a : c.args) where << " " << fmt(a);
+    SCOPED_TRACE(where.str());
     ASSERT_NE(op::find(c.op), nullptr) << "no record named " << c.op;
     std::vector<Tensor> xs;
     std::vector<op::IValue> args;
@@ -127,9 +128,11 @@ TEST(PyTorchParity, ActivationsAndBinaryMathMatchTorchAtTheEdges) {
       return mismatch(got, exact_v, c.dtype, ulps).empty() ? std::string() : e;
     };
     auto args_at = [&](size_t i) {
-      std::string s = "(" + fmt(c.inputs[0][i]);
-      if (c.inputs.size() > 1) s += ", " + fmt(c.inputs[1][i]);
-      return s + ")";
+      std::ostringstream s;
+      s << "(" << fmt(c.inputs[0][i]);
+      if (c.inputs.size() > 1) s << ", " << fmt(c.inputs[1][i]);
+      s << ")";
+      return s.str();
     };
     for (size_t i = 0; i < yv.size(); ++i) {
       EXPECT_EQ(check(yv[i], c.y[i], c.exact_y[i], 8), "")
@@ -140,8 +143,8 @@ TEST(PyTorchParity, ActivationsAndBinaryMathMatchTorchAtTheEdges) {
           g[k].defined() ? vals(g[k]) : std::vector<double>(c.y.size(), 0.0);
       for (size_t i = 0; i < gv.size(); ++i) {
         EXPECT_EQ(check(gv[i], c.grads[k][i], c.exact_grads[k][i], 16), "")
-            << "d" << c.op << "/d" << (k == 0 ? "x" : "other") << args_at(i) << " = "
-            << fmt(gv[i]) << ", torch " << fmt(c.grads[k][i]);
+            << "d" << c.op << "/d" << (k == 0 ? "x" : "other") << args_at(i) << " = " << fmt(gv[i])
+            << ", torch " << fmt(c.grads[k][i]);
       }
     }
   }

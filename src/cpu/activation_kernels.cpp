@@ -17,8 +17,10 @@ void unary(const TensorIter& it, DType dt, OpArgs args) {
     dispatch_floating(dt, "activation", [&]<class T>() { cpu_kernel<T, T>(it, F{args}); });
   } else {
     dispatch_dtype(dt, "activation", [&]<class T>() {
-      if constexpr (std::is_same_v<T, bool>) IGNIS_FAIL("activation: not supported for bool");
-      else cpu_kernel<T, T>(it, F{args});
+      if constexpr (std::is_same_v<T, bool>)
+        IGNIS_FAIL("activation: not supported for bool");
+      else
+        cpu_kernel<T, T>(it, F{args});
     });
   }
 }
@@ -41,7 +43,9 @@ void check_divisor(const TensorIter& it, DType dt, const char* op) {
 }
 
 template <class F>
-constexpr bool integer_division_v = requires { F::kIntegerDivision; };
+constexpr bool integer_division_v = requires {
+  F::kIntegerDivision;
+};
 
 template <class F, Dtypes D>
 void binary(const TensorIter& it, DType dt, OpArgs args, const char* op) {
@@ -63,14 +67,14 @@ void binary(const TensorIter& it, DType dt, OpArgs args, const char* op) {
 
 }  // namespace
 
-#define IGNIS_ACTIVATION_OP(name, Functor, dtypes, ...)                                  \
-  IGNIS_REGISTER_KERNEL(name##_stub, CPU, (&unary<fn::Functor, Dtypes::dtypes>));         \
+#define IGNIS_ACTIVATION_OP(name, Functor, dtypes, ...)                           \
+  IGNIS_REGISTER_KERNEL(name##_stub, CPU, (&unary<fn::Functor, Dtypes::dtypes>)); \
   IGNIS_REGISTER_KERNEL(name##_backward_stub, CPU, &backward<fn::Functor##Backward>);
 #include "ignis/activation_ops.def"
 
-#define IGNIS_BINARY_OP(name, Functor, dtypes, ...)                          \
+#define IGNIS_BINARY_OP(name, Functor, dtypes, ...)                                           \
   IGNIS_REGISTER_KERNEL(name##_stub, CPU, (+[](const TensorIter& it, DType dt, OpArgs args) { \
-                          binary<fn::Functor, Dtypes::dtypes>(it, dt, args, #name);   \
+                          binary<fn::Functor, Dtypes::dtypes>(it, dt, args, #name);           \
                         }));
 #define IGNIS_BINARY_SCALAR_OP IGNIS_BINARY_OP
 #include "ignis/binary_ops.def"

@@ -13,12 +13,13 @@ constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
 constexpr double kSeluScale = 1.0507009873554804934193349852946;
 }  // namespace
 
-#define COMPOSITE {.differentiable = true, .kind = "composite"}
+#define COMPOSITE \
+  { .differentiable = true, .kind = "composite" }
 IGNIS_OP(selu, "selu(Tensor self) -> Tensor", Tensor(const Tensor&), selu, COMPOSITE);
 IGNIS_OP(selu_, "selu_(Tensor(a!) self) -> Tensor(a!)", const Tensor&(const Tensor&), selu_,
          COMPOSITE);
-IGNIS_OP(celu, "celu(Tensor self, Scalar alpha=1.0) -> Tensor", Tensor(const Tensor&, Scalar),
-         celu, COMPOSITE);
+IGNIS_OP(celu, "celu(Tensor self, Scalar alpha=1.0) -> Tensor", Tensor(const Tensor&, Scalar), celu,
+         COMPOSITE);
 IGNIS_OP(celu_, "celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)",
          const Tensor&(const Tensor&, Scalar), celu_, COMPOSITE);
 IGNIS_OP(relu6, "relu6(Tensor self) -> Tensor", Tensor(const Tensor&), relu6, COMPOSITE);
@@ -28,8 +29,8 @@ IGNIS_OP(softmin, "softmin(Tensor self, int dim) -> Tensor", Tensor(const Tensor
          softmin, COMPOSITE);
 IGNIS_OP(glu, "glu(Tensor self, int dim=-1) -> Tensor", Tensor(const Tensor&, int64_t), glu,
          COMPOSITE);
-IGNIS_OP(prelu, "prelu(Tensor self, Tensor weight) -> Tensor",
-         Tensor(const Tensor&, const Tensor&), prelu, COMPOSITE);
+IGNIS_OP(prelu, "prelu(Tensor self, Tensor weight) -> Tensor", Tensor(const Tensor&, const Tensor&),
+         prelu, COMPOSITE);
 IGNIS_OP(square, "square(Tensor self) -> Tensor", Tensor(const Tensor&), square, COMPOSITE);
 IGNIS_OP_METHOD(square_, "square_(Tensor(a!) self) -> Tensor(a!)", Tensor&(), square_, COMPOSITE);
 #undef COMPOSITE

@@ -18,8 +18,10 @@ IGNIS_HD IGNIS_FN_INLINE T clamp_0_6(T x) {
 }
 template <class T>
 IGNIS_HD IGNIS_FN_INLINE T fexpm1(T x) {
-  if constexpr (std::is_same_v<T, float>) return vmath::expm1(x);
-  else return std::expm1(x);
+  if constexpr (std::is_same_v<T, float>)
+    return vmath::expm1(x);
+  else
+    return std::expm1(x);
 }
 }  // namespace detail
 
@@ -83,7 +85,9 @@ struct HardswishBackward {  // 0 below -3, x / 3 + 1/2 on [-3, 3), 1 from 3 (PyT
 struct Hardsigmoid {
   OpArgs p;
   template <class T>
-  IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const { return detail::clamp_0_6(x + T(3)) / T(6); }
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const {
+    return detail::clamp_0_6(x + T(3)) / T(6);
+  }
 };
 struct HardsigmoidBackward {  // 1/6 strictly inside (-3, 3)
   OpArgs p;
@@ -124,7 +128,9 @@ struct LogSigmoid {
 struct LogSigmoidBackward {  // 1 - sigmoid(x) = sigmoid(-x)
   OpArgs p;
   template <class T>
-  IGNIS_HD IGNIS_FN_INLINE T operator()(T g, T x) const { return g * detail::fsigmoid(-x); }
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T g, T x) const {
+    return g * detail::fsigmoid(-x);
+  }
 };
 
 /// a / b rounded toward -inf, as PyTorch's div(rounding_mode="floor") computes it for floats:

@@ -55,23 +55,25 @@ Tensor mish_second_derivative(const Tensor& x) {
 #define IGNIS_ACTIVATION_OP(name, Functor, dtypes, dx_expr, ...)                                  \
   IGNIS_DEFINE_OP_STUB(name);                                                                     \
   IGNIS_DEFINE_OP_STUB(name##_backward);                                                          \
-  IGNIS_OP(name, #name "(Tensor self" IGNIS_PARAMS_MAP(IGNIS_PARAM_SCHEMA, __VA_ARGS__) ") -> Tensor", \
-           Tensor(const Tensor& IGNIS_PARAMS_MAP(IGNIS_PARAM_TYPE, __VA_ARGS__)), name,          \
+  IGNIS_OP(name,                                                                                  \
+           #name "(Tensor self" IGNIS_PARAMS_MAP(IGNIS_PARAM_SCHEMA, __VA_ARGS__) ") -> Tensor",  \
+           Tensor(const Tensor& IGNIS_PARAMS_MAP(IGNIS_PARAM_TYPE, __VA_ARGS__)), name,           \
            {.differentiable = true, .stubs = {&name##_stub}});                                    \
   IGNIS_OP(name##_,                                                                               \
-           #name "_(Tensor(a!) self" IGNIS_PARAMS_MAP(IGNIS_PARAM_SCHEMA, __VA_ARGS__)            \
-                 ") -> Tensor(a!)",                                                               \
+           #name "_(Tensor(a!) self" IGNIS_PARAMS_MAP(IGNIS_PARAM_SCHEMA,                         \
+                                                      __VA_ARGS__) ") -> Tensor(a!)",             \
            const Tensor&(const Tensor& IGNIS_PARAMS_MAP(IGNIS_PARAM_TYPE, __VA_ARGS__)), name##_, \
            {.differentiable = true, .stubs = {&name##_stub}});                                    \
-  Tensor name##_backward(const Tensor& g, const Tensor& x                                         \
-                             IGNIS_PARAMS_MAP(IGNIS_ACTIVATION_DOUBLE_PARAM, __VA_ARGS__)) {      \
+  Tensor name##_backward(const Tensor& g, const Tensor& x IGNIS_PARAMS_MAP(                       \
+                                              IGNIS_ACTIVATION_DOUBLE_PARAM, __VA_ARGS__)) {      \
     Tensor out = backward_kernel(name##_backward_stub, g, x,                                      \
                                  op_args(0 IGNIS_PARAMS_MAP(IGNIS_PARAM_ARG, __VA_ARGS__)));      \
     if (autograd::any_needs_grad({&g, &x})) {                                                     \
       autograd::record(                                                                           \
           #name "_backward", {&g, &x}, {&out},                                                    \
-          [sg = SavedVariable(g, false), sx = SavedVariable(x, false) IGNIS_PARAMS_MAP(          \
-               IGNIS_ACT_CAPTURE, __VA_ARGS__)](BackwardCtx& c, const TensorList& ggs) {          \
+          [sg = SavedVariable(g, false),                                                          \
+           sx = SavedVariable(x, false) IGNIS_PARAMS_MAP(IGNIS_ACT_CAPTURE, __VA_ARGS__)](        \
+              BackwardCtx& c, const TensorList& ggs) {                                            \
             const Tensor& gg = ggs[0];                                                            \
             const Tensor x = c.unpack(sx);                                                        \
             Tensor dg, dx;                                                                        \
@@ -86,29 +88,30 @@ Tensor mish_second_derivative(const Tensor& x) {
     }                                                                                             \
     return out;                                                                                   \
   }                                                                                               \
-  Tensor name(const Tensor& self IGNIS_PARAMS_MAP(IGNIS_PARAM_DEF, __VA_ARGS__)) {               \
+  Tensor name(const Tensor& self IGNIS_PARAMS_MAP(IGNIS_PARAM_DEF, __VA_ARGS__)) {                \
     IGNIS_DISPATCH(name, name, self IGNIS_PARAMS_MAP(IGNIS_PARAM_ARG, __VA_ARGS__));              \
     const DType t = activation_dtype<ActivationDtypes::dtypes>(self, #name);                      \
     Tensor out = unary_op(name##_stub, self, t, t,                                                \
                           op_args(0 IGNIS_PARAMS_MAP(IGNIS_ACT_DOUBLE, __VA_ARGS__)));            \
     if (autograd::any_needs_grad({&self})) {                                                      \
-      autograd::record(#name, {&self}, {&out},                                                    \
-                       [sx = SavedVariable(self, false) IGNIS_PARAMS_MAP(                         \
-                            IGNIS_ACT_CAPTURE_DOUBLE, __VA_ARGS__)](BackwardCtx& c,               \
-                                                                    const TensorList& g) {        \
-                         return TensorList{name##_backward(                                       \
-                             g[0], c.unpack(sx) IGNIS_PARAMS_MAP(IGNIS_PARAM_ARG, __VA_ARGS__))}; \
-                       });                                                                        \
+      autograd::record(                                                                           \
+          #name, {&self}, {&out},                                                                 \
+          [sx = SavedVariable(self, false) IGNIS_PARAMS_MAP(                                      \
+               IGNIS_ACT_CAPTURE_DOUBLE, __VA_ARGS__)](BackwardCtx& c, const TensorList& g) {     \
+            return TensorList{name##_backward(                                                    \
+                g[0], c.unpack(sx) IGNIS_PARAMS_MAP(IGNIS_PARAM_ARG, __VA_ARGS__))};              \
+          });                                                                                     \
     }                                                                                             \
     return out;                                                                                   \
   }                                                                                               \
-  const Tensor& name##_(const Tensor& self IGNIS_PARAMS_MAP(IGNIS_PARAM_DEF, __VA_ARGS__)) {     \
+  const Tensor& name##_(const Tensor& self IGNIS_PARAMS_MAP(IGNIS_PARAM_DEF, __VA_ARGS__)) {      \
     IGNIS_DISPATCH(name##_, name##_, self IGNIS_PARAMS_MAP(IGNIS_PARAM_ARG, __VA_ARGS__));        \
     /* A Tensor is a handle: the write goes to the shared data, as LibTorch's in-place ops. */    \
     Tensor& s = const_cast<Tensor&>(self);                                                        \
     const DType t = activation_dtype<ActivationDtypes::dtypes>(self, #name "_");                  \
-    return inplace_unary(s, name##_stub, t, op_args(0 IGNIS_PARAMS_MAP(IGNIS_ACT_DOUBLE, __VA_ARGS__)), \
-                         #name "_", true, [&](const Tensor& x) {                                  \
+    return inplace_unary(s, name##_stub, t,                                                       \
+                         op_args(0 IGNIS_PARAMS_MAP(IGNIS_ACT_DOUBLE, __VA_ARGS__)), #name "_",   \
+                         true, [&](const Tensor& x) {                                             \
                            return ignis::name(x IGNIS_PARAMS_MAP(IGNIS_PARAM_ARG, __VA_ARGS__));  \
                          });                                                                      \
   }

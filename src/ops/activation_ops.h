@@ -10,11 +10,11 @@ namespace ignis {
 // For each activation: `name_stub` (the forward, of x) and `name_backward_stub` (g * f'(x), of
 // g and x), and the differentiable backward op name_backward(g, x, params...) (params as doubles).
 #define IGNIS_ACTIVATION_DOUBLE_PARAM(n, d) , double n
-#define IGNIS_ACTIVATION_OP(name, Functor, dtypes, dx, ...)    \
-  IGNIS_DECLARE_STUB(name##_stub, ElementwiseFn);              \
-  IGNIS_DECLARE_STUB(name##_backward_stub, ElementwiseFn);     \
-  Tensor name##_backward(const Tensor& g, const Tensor& x      \
-                             IGNIS_PARAMS_MAP(IGNIS_ACTIVATION_DOUBLE_PARAM, __VA_ARGS__));
+#define IGNIS_ACTIVATION_OP(name, Functor, dtypes, dx, ...)                 \
+  IGNIS_DECLARE_STUB(name##_stub, ElementwiseFn);                           \
+  IGNIS_DECLARE_STUB(name##_backward_stub, ElementwiseFn);                  \
+  Tensor name##_backward(const Tensor& g, const Tensor& x IGNIS_PARAMS_MAP( \
+                                              IGNIS_ACTIVATION_DOUBLE_PARAM, __VA_ARGS__));
 #include "ignis/activation_ops.def"
 
 #define IGNIS_BINARY_OP(name, ...) IGNIS_DECLARE_STUB(name##_stub, ElementwiseFn);

@@ -54,9 +54,12 @@ Tensor floor_quotient(const Tensor& a, const Tensor& b) {
 
 IGNIS_DEFINE_OP_STUB(floor_quotient);
 
-#define IGNIS_BINARY_RECORD_OPTS(name) {.differentiable = true, .stubs = {&name##_stub}}
+#define IGNIS_BINARY_RECORD_OPTS(name)                \
+  {                                                   \
+    .differentiable = true, .stubs = { &name##_stub } \
+  }
 /// The tensor-tensor form; `ovl` is the overload name ("" or ".Tensor") and `id` its record id.
-#define IGNIS_BINARY_TENSOR(name, id, ovl, Functor, dtypes, ga_expr, gb_expr)                    \
+#define IGNIS_BINARY_TENSOR(name, id, ovl, Functor, dtypes, ga_expr, gb_expr)                     \
   IGNIS_OP(id, #name ovl "(Tensor self, Tensor other) -> Tensor",                                 \
            Tensor(const Tensor&, const Tensor&), name, IGNIS_BINARY_RECORD_OPTS(name));           \
   IGNIS_OP_METHOD(id##_inplace, #name "_" ovl "(Tensor(a!) self, Tensor other) -> Tensor(a!)",    \
