@@ -1,6 +1,7 @@
 // ignis::nn: modules, layers, losses, initialisers and the functional forms.
 #pragma once
 
+#include "ignis/nn/activation.h"
 #include "ignis/nn/conv.h"
 #include "ignis/nn/functional.h"
 #include "ignis/nn/graph.h"

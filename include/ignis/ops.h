@@ -83,6 +83,34 @@ Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
 Tensor gelu(const Tensor& x, const std::string& approximate = "none");
 Tensor silu(const Tensor& x);
 Tensor softplus(const Tensor& x, double beta = 1, double threshold = 20);
+// elu, hardtanh, hardswish, hardsigmoid, mish, log_sigmoid and their in-place forms name_
+// (ignis/activation_ops.def); the composites selu, celu, relu6 (elu and hardtanh with fixed
+// parameters), softmin, glu, prelu; square, trunc; atan2, fmod, remainder
+// (ignis/binary_ops.def: fmod's sign follows the dividend, remainder's the divisor).
+#define IGNIS_ACTIVATION_OP(name, Functor, dtypes, dx, ...)                            \
+  Tensor name(const Tensor& x IGNIS_PARAMS_MAP(IGNIS_PARAM_DECL, __VA_ARGS__));         \
+  const Tensor& name##_(const Tensor& x IGNIS_PARAMS_MAP(IGNIS_PARAM_DECL, __VA_ARGS__));
+#include "ignis/activation_ops.def"
+Tensor selu(const Tensor& x);
+const Tensor& selu_(const Tensor& x);
+Tensor celu(const Tensor& x, Scalar alpha = 1.0);
+const Tensor& celu_(const Tensor& x, Scalar alpha = 1.0);
+Tensor relu6(const Tensor& x);
+const Tensor& relu6_(const Tensor& x);
+/// softmax(-x, dim).
+Tensor softmin(const Tensor& x, int64_t dim);
+/// a * sigmoid(b), a and b the halves of x along dim (whose size must be even).
+Tensor glu(const Tensor& x, int64_t dim = -1);
+/// x where x > 0, else weight * x; weight: one slope, or one per channel (dim 1 of x).
+Tensor prelu(const Tensor& x, const Tensor& weight);
+Tensor square(const Tensor& x);
+Tensor trunc(const Tensor& x);
+#define IGNIS_BINARY_OP(name, ...) Tensor name(const Tensor& a, const Tensor& b);
+#define IGNIS_BINARY_SCALAR_OP(name, ...)       \
+  Tensor name(const Tensor& a, const Tensor& b); \
+  Tensor name(const Tensor& a, Scalar b);
+#include "ignis/binary_ops.def"
+Tensor remainder(Scalar a, const Tensor& b);
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
 Tensor sign(const Tensor& x);
 Tensor floor(const Tensor& x);

@@ -289,6 +289,21 @@ class Tensor {
   Tensor name() const;                  \
   Tensor& name##_();
 #include "ignis/float_unary_ops.def"
+  // square, trunc, prelu, and atan2, fmod, remainder (ignis/binary_ops.def) with their
+  // in-place forms.
+  Tensor square() const;
+  Tensor& square_();
+  Tensor trunc() const;
+  Tensor& trunc_();
+  Tensor prelu(const Tensor& weight) const;
+#define IGNIS_BINARY_OP(name, ...)           \
+  Tensor name(const Tensor& other) const; \
+  Tensor& name##_(const Tensor& other);
+#define IGNIS_BINARY_SCALAR_OP(name, ...) \
+  IGNIS_BINARY_OP(name)                   \
+  Tensor name(Scalar other) const;        \
+  Tensor& name##_(Scalar other);
+#include "ignis/binary_ops.def"
 
   // ---- in place (each bumps the version counter)
   Tensor& add_(const Tensor& o, Scalar alpha = 1);

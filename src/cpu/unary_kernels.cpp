@@ -64,6 +64,7 @@ IGNIS_REGISTER_KERNEL(sign_stub, CPU, &unary_kernel<fn::Sign>);
 IGNIS_REGISTER_KERNEL(floor_stub, CPU, &unary_float_kernel<fn::Floor>);
 IGNIS_REGISTER_KERNEL(ceil_stub, CPU, &unary_float_kernel<fn::Ceil>);
 IGNIS_REGISTER_KERNEL(round_stub, CPU, &unary_float_kernel<fn::Round>);
+IGNIS_REGISTER_KERNEL(trunc_stub, CPU, &unary_float_kernel<fn::Trunc>);
 IGNIS_REGISTER_KERNEL(pow_stub, CPU, &pow_kernel);
 IGNIS_REGISTER_KERNEL(pow_scalar_stub, CPU, &pow_scalar_kernel);
 IGNIS_REGISTER_KERNEL(clamp_stub, CPU, &unary_kernel<fn::Clamp>);

@@ -20,6 +20,7 @@ namespace ignis {
 struct OpArgs {
   double a = 0;
   double b = 0;
+  double c = 0;
 };
 
 namespace fn {
@@ -311,6 +312,60 @@ struct Round {  // half to even (the default rounding mode)
   OpArgs p;
   template <class T>
   IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const { return std::nearbyint(x); }
+};
+
+struct Trunc {  // toward zero
+  OpArgs p;
+  template <class T>
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const { return std::trunc(x); }
+};
+
+// ---- binary math of ignis/binary_ops.def. Integer fmod and remainder divide: functors with
+// kIntegerDivision have their divisor checked for zeros before the kernel runs (an error, as
+// PyTorch's ZeroDivisionError); the functor itself returns 0 there and for MIN % -1 rather than
+// trap.
+struct Atan2 {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T a, T b) const { return std::atan2(a, b); }
+};
+namespace detail {
+template <class T>
+IGNIS_HD IGNIS_FN_INLINE T int_mod(T a, T b) {  // a % b, truncated; 0 for b == 0 and b == -1
+  if constexpr (std::is_signed_v<T>) {
+    if (b == T(0) || b == T(-1)) return T(0);
+  } else {
+    if (b == T(0)) return T(0);
+  }
+  return static_cast<T>(a % b);
+}
+}  // namespace detail
+struct Fmod {  // the sign of the dividend a (C's fmod)
+  OpArgs p;
+  static constexpr bool kIntegerDivision = true;
+  template <class T>
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T a, T b) const {
+    if constexpr (is_float_v<T>) return std::fmod(a, b);
+    else return detail::int_mod(a, b);
+  }
+};
+struct Remainder {  // the sign of the divisor b (Python's %): fmod, shifted by b when signs differ
+  OpArgs p;
+  static constexpr bool kIntegerDivision = true;
+  template <class T>
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T a, T b) const {
+    if constexpr (is_float_v<T>) {
+      const T m = std::fmod(a, b);
+      return (m != T(0) && ((b < T(0)) != (m < T(0)))) ? m + b : m;
+    } else {
+      const T m = detail::int_mod(a, b);
+      if constexpr (std::is_signed_v<T>) {
+        return (m != T(0) && ((b < T(0)) != (m < T(0)))) ? static_cast<T>(m + b) : m;
+      } else {
+        return m;
+      }
+    }
+  }
 };
 
 // ---- powers: x^e for tensor e (Pow) or the scalar p.a (the others pick a cheap form of it)

@@ -17,6 +17,7 @@ IGNIS_DEFINE_OP_STUB(sign);
 IGNIS_DEFINE_OP_STUB(floor);
 IGNIS_DEFINE_OP_STUB(ceil);
 IGNIS_DEFINE_OP_STUB(round);
+IGNIS_DEFINE_OP_STUB(trunc);
 IGNIS_DEFINE_OP_STUB(pow);
 constinit DispatchStub<ElementwiseFn> pow_scalar_stub("pow");
 IGNIS_DEFINE_OP_STUB(clamp);
@@ -34,6 +35,7 @@ UNARY_OP(sign, sign_stub);
 UNARY_OP(floor, floor_stub);
 UNARY_OP(ceil, ceil_stub);
 UNARY_OP(round, round_stub);
+UNARY_OP(trunc, trunc_stub);
 #undef UNARY_OP
 IGNIS_OP(pow_Tensor_Tensor, "pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor",
          Tensor(const Tensor&, const Tensor&), pow, {.differentiable = true, .stubs = {&pow_stub}});
@@ -56,6 +58,7 @@ IGNIS_OP_METHOD(pow_, "pow_(Tensor(a!) self, Scalar exponent) -> Tensor(a!)", Te
   IGNIS_OP_METHOD(name, #name "(Tensor(a!) self) -> Tensor(a!)", Tensor&(), name, \
                   {.differentiable = true, .stubs = {&stub}})
 INPLACE_UNARY_OP(neg_, neg_stub);
+INPLACE_UNARY_OP(trunc_, trunc_stub);
 #undef INPLACE_UNARY_OP
 IGNIS_OP_METHOD(clamp_, "clamp_(Tensor(a!) self, Scalar? min, Scalar? max=None) -> Tensor(a!)",
                 Tensor&(std::optional<Scalar>, std::optional<Scalar>), clamp_,
@@ -128,6 +131,10 @@ Tensor ceil(const Tensor& x) {
 Tensor round(const Tensor& x) {
   IGNIS_DISPATCH(round, round, x);
   return rounding(round_stub, "round", x);
+}
+Tensor trunc(const Tensor& x) {
+  IGNIS_DISPATCH(trunc, trunc, x);
+  return rounding(trunc_stub, "trunc", x);
 }
 
 // ---- pow
@@ -260,6 +267,7 @@ Tensor Tensor::sign() const { return ignis::sign(*this); }
 Tensor Tensor::floor() const { return ignis::floor(*this); }
 Tensor Tensor::ceil() const { return ignis::ceil(*this); }
 Tensor Tensor::round() const { return ignis::round(*this); }
+Tensor Tensor::trunc() const { return ignis::trunc(*this); }
 Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const {
   return ignis::clamp(*this, min, max);
 }
@@ -284,6 +292,12 @@ Tensor& Tensor::neg_() {
               "if you are trying to invert a mask, use logical_not() or `!` instead");
   return inplace_unary(*this, neg_stub, dtype(), {}, "neg_", false,
                        [](const Tensor& x) { return ignis::neg(x); });
+}
+Tensor& Tensor::trunc_() {
+  IGNIS_DISPATCH_METHOD(trunc_, trunc_);
+  if (!is_floating_point()) return *this;  // integers are already whole
+  return inplace_unary(*this, trunc_stub, dtype(), {}, "trunc_", false,
+                       [](const Tensor& x) { return ignis::trunc(x); });
 }
 Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
   IGNIS_DISPATCH_METHOD(clamp_, clamp_, min, max);

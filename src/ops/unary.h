@@ -21,6 +21,7 @@ IGNIS_DECLARE_STUB(sign_stub, ElementwiseFn);
 IGNIS_DECLARE_STUB(floor_stub, ElementwiseFn);
 IGNIS_DECLARE_STUB(ceil_stub, ElementwiseFn);
 IGNIS_DECLARE_STUB(round_stub, ElementwiseFn);
+IGNIS_DECLARE_STUB(trunc_stub, ElementwiseFn);
 /// x ^ e with both tensors.
 IGNIS_DECLARE_STUB(pow_stub, ElementwiseFn);
 /// x ^ args.a (the kernel picks x*x, sqrt, 1/x, ... for common exponents).
