@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 #include "cpu/reduce.h"
@@ -32,12 +33,12 @@ bool less_nan(T a, T b) {
 
 /// Lines of a dense [outer, n, inner] block: line t starts at (t / inner) * n * inner + t % inner
 /// and steps by inner. Runs f(t, buf) for every line, over the pool when the work (lines *
-/// cost) is large; buf is n positions of scratch, one allocation per chunk of lines.
-template <class F>
+/// cost) is large; buf is n elements of scratch, one allocation per chunk of lines.
+template <class B, class F>
 void for_lines(int64_t outer, int64_t n, int64_t inner, int64_t cost, const F& f) {
   parallel_for(0, outer * inner, std::max<int64_t>(kGrainSize / std::max<int64_t>(cost, 1), 1),
                [&](int64_t b, int64_t e) {
-                 std::vector<int64_t> buf(static_cast<size_t>(n));
+                 std::vector<B> buf(static_cast<size_t>(n));
                  for (int64_t t = b; t < e; ++t) f(t, buf);
                });
 }
@@ -46,6 +47,40 @@ int64_t sort_cost(int64_t n) {
   int64_t lg = 1;
   while ((int64_t{1} << lg) < n) ++lg;
   return n * lg;
+}
+
+/// A line's elements as (value, position) pairs, contiguous for the sort.
+template <class T>
+using Key = std::pair<acc_t<T>, int64_t>;
+
+template <class T>
+void load_line(const T* line, int64_t inner, std::vector<Key<T>>& kv) {
+  for (size_t k = 0; k < kv.size(); ++k) {
+    kv[k] = {static_cast<acc_t<T>>(line[static_cast<int64_t>(k) * inner]), int64_t(k)};
+  }
+}
+
+/// Stable sort of the pairs by value, NaN above everything: the NaNs are moved to their end
+/// first (in order), so the numbers sort with a plain comparison.
+template <class T>
+void sort_keys(std::vector<Key<T>>& kv, bool descending) {
+  auto first = kv.begin(), last = kv.end();
+  if constexpr (std::is_floating_point_v<acc_t<T>>) {
+    auto is_num = [](const Key<T>& a) { return !std::isnan(a.first); };
+    if (descending) {
+      first =
+          std::stable_partition(kv.begin(), kv.end(), [&](const Key<T>& a) { return !is_num(a); });
+    } else {
+      last = std::stable_partition(kv.begin(), kv.end(), is_num);
+    }
+  }
+  if (descending) {
+    std::stable_sort(first, last,
+                     [](const Key<T>& a, const Key<T>& b) { return a.first > b.first; });
+  } else {
+    std::stable_sort(first, last,
+                     [](const Key<T>& a, const Key<T>& b) { return a.first < b.first; });
+  }
 }
 
 void sort_kernel(const Tensor& values, const Tensor& indices, const Tensor& x, int64_t dim,
@@ -57,22 +92,14 @@ void sort_kernel(const Tensor& values, const Tensor& indices, const Tensor& x, i
     const T* p = static_cast<const T*>(L.data);
     T* vo = values.defined() ? values.data_ptr<T>() : nullptr;
     int64_t* io = indices.data_ptr<int64_t>();
-    for_lines(L.outer, n, inner, sort_cost(n), [&](int64_t t, std::vector<int64_t>& idx) {
+    for_lines<Key<T>>(L.outer, n, inner, sort_cost(n), [&](int64_t t, std::vector<Key<T>>& kv) {
       const int64_t base = (t / inner) * n * inner + t % inner;
-      std::iota(idx.begin(), idx.end(), 0);
       const T* line = p + base;
-      if (descending) {
-        std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) {
-          return less_nan(line[b * inner], line[a * inner]);
-        });
-      } else {
-        std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) {
-          return less_nan(line[a * inner], line[b * inner]);
-        });
-      }
+      load_line(line, inner, kv);
+      sort_keys<T>(kv, descending);
       for (int64_t k = 0; k < n; ++k) {
-        io[base + k * inner] = idx[k];
-        if (vo) vo[base + k * inner] = line[idx[k] * inner];
+        io[base + k * inner] = kv[k].second;
+        if (vo) vo[base + k * inner] = line[kv[k].second * inner];
       }
     });
   });
@@ -87,22 +114,21 @@ void topk_kernel(const Tensor& values, const Tensor& indices, const Tensor& x, i
     const T* p = static_cast<const T*>(L.data);
     T* vo = values.data_ptr<T>();
     int64_t* io = indices.data_ptr<int64_t>();
-    for_lines(L.outer, n, inner, sort_cost(n), [&](int64_t t, std::vector<int64_t>& idx) {
+    for_lines<Key<T>>(L.outer, n, inner, sort_cost(n), [&](int64_t t, std::vector<Key<T>>& kv) {
       const int64_t o = t / inner, i = t % inner;
       const T* line = p + o * n * inner + i;
-      std::iota(idx.begin(), idx.end(), 0);
+      load_line(line, inner, kv);
       // Ties broken by position, so the order is total and the result deterministic.
-      auto cmp = [&](int64_t a, int64_t b) {
-        const T va = line[a * inner], vb = line[b * inner];
-        if (largest ? less_nan(vb, va) : less_nan(va, vb)) return true;
-        if (largest ? less_nan(va, vb) : less_nan(vb, va)) return false;
-        return a < b;
+      auto cmp = [&](const Key<T>& a, const Key<T>& b) {
+        if (largest ? less_nan(b.first, a.first) : less_nan(a.first, b.first)) return true;
+        if (largest ? less_nan(a.first, b.first) : less_nan(b.first, a.first)) return false;
+        return a.second < b.second;
       };
-      std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), cmp);
+      std::partial_sort(kv.begin(), kv.begin() + k, kv.end(), cmp);
       const int64_t ob = o * k * inner + i;
       for (int64_t j = 0; j < k; ++j) {
-        io[ob + j * inner] = idx[j];
-        vo[ob + j * inner] = line[idx[j] * inner];
+        io[ob + j * inner] = kv[j].second;
+        vo[ob + j * inner] = line[kv[j].second * inner];
       }
     });
   });
@@ -115,25 +141,18 @@ void mode_kernel(const Tensor& indices, const Tensor& x, int64_t dim) {
   dispatch_dtype(x.dtype(), "mode", [&]<class T>() {
     const T* p = static_cast<const T*>(L.data);
     int64_t* io = indices.data_ptr<int64_t>();
-    for_lines(L.outer, n, inner, sort_cost(n), [&](int64_t t, std::vector<int64_t>& idx) {
-      const T* line = p + (t / inner) * n * inner + t % inner;
-      std::iota(idx.begin(), idx.end(), 0);
-      std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) {
-        return less_nan(line[a * inner], line[b * inner]);
-      });
+    for_lines<Key<T>>(L.outer, n, inner, sort_cost(n), [&](int64_t t, std::vector<Key<T>>& kv) {
+      load_line(p + (t / inner) * n * inner + t % inner, inner, kv);
+      sort_keys<T>(kv, false);
       // Runs of equal values in ascending order; the first longest run wins (the smallest
       // value), and its last element is the last occurrence (the sort is stable). NaN != NaN.
       int64_t best = -1, best_len = 0;
       for (int64_t s = 0; s < n;) {
         int64_t e = s + 1;
-        const T v = line[idx[s] * inner];
-        while (e < n && !is_nan(v) &&
-               static_cast<acc_t<T>>(line[idx[e] * inner]) == static_cast<acc_t<T>>(v)) {
-          ++e;
-        }
+        while (e < n && kv[e].first == kv[s].first) ++e;
         if (e - s > best_len) {
           best_len = e - s;
-          best = idx[e - 1];
+          best = kv[e - 1].second;
         }
         s = e;
       }
