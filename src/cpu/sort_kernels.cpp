@@ -3,6 +3,7 @@
 // large. Sorting orders NaN above +inf, as PyTorch does.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <utility>
 #include <vector>
@@ -161,37 +162,48 @@ void mode_kernel(const Tensor& indices, const Tensor& x, int64_t dim) {
   });
 }
 
+/// log(exp(acc) + exp(v)) = max + log1p(exp(min - max)); NaN propagates, and when both are the
+/// same infinity (min - max would be NaN) the result is that infinity.
+template <class A>
+A log_add_exp(A acc, A v) {
+  if (std::isnan(v) || std::isnan(acc)) return std::numeric_limits<A>::quiet_NaN();
+  const A lo = std::min(acc, v), hi = std::max(acc, v);
+  return (lo != hi || std::isfinite(lo)) ? hi + std::log1p(std::exp(lo - hi)) : acc;
+}
+
+/// Scans along n of a dense [outer, n, inner] block, in double (int64 for integers) as PyTorch's
+/// CPU kernels. Columns are taken kTile at a time, so that each step reads a contiguous run of
+/// the block (rows when inner = 1); tiles are split over the pool.
 template <class T>
 void scan_lines(const T* p, T* o, int64_t outer, int64_t n, int64_t inner, int kind) {
   using A = std::conditional_t<std::is_floating_point_v<acc_t<T>>, double, int64_t>;
-  parallel_for(0, outer * inner, std::max<int64_t>(kGrainSize / std::max<int64_t>(n, 1), 1),
-               [&](int64_t b, int64_t e) {
-                 for (int64_t t = b; t < e; ++t) {
-                   const int64_t base = (t / inner) * n * inner + t % inner;
-                   if (kind == 0) {
-                     A acc = 1;
-                     for (int64_t k = 0; k < n; ++k) {
-                       acc *= static_cast<A>(static_cast<acc_t<T>>(p[base + k * inner]));
-                       o[base + k * inner] = static_cast<T>(acc);
-                     }
-                   } else if constexpr (std::is_floating_point_v<A>) {
-                     // log(exp(acc) + exp(v)) = max + log1p(exp(min - max)); when both are the same
-                     // infinity (min - max would be NaN) the result is that infinity.
-                     A acc = -std::numeric_limits<A>::infinity();
-                     for (int64_t k = 0; k < n; ++k) {
-                       const A v = static_cast<A>(static_cast<acc_t<T>>(p[base + k * inner]));
-                       if (std::isnan(v) || std::isnan(acc)) {
-                         acc = std::numeric_limits<A>::quiet_NaN();
-                       } else {
-                         const A lo = std::min(acc, v), hi = std::max(acc, v);
-                         acc = (lo != hi || std::isfinite(lo)) ? hi + std::log1p(std::exp(lo - hi))
-                                                               : acc;
-                       }
-                       o[base + k * inner] = static_cast<T>(acc);
-                     }
-                   }
-                 }
-               });
+  const int64_t tiles = (inner + kTile - 1) / kTile;
+  const int64_t work = std::max<int64_t>(n * std::min(inner, kTile), 1);
+  parallel_for(
+      0, outer * tiles, std::max<int64_t>(kGrainSize / work, 1), [&](int64_t b, int64_t e) {
+        A acc[kTile];
+        for (int64_t t = b; t < e; ++t) {
+          const int64_t ob = t / tiles, i0 = (t % tiles) * kTile;
+          const int64_t w = std::min(kTile, inner - i0);
+          for (int64_t i = 0; i < w; ++i) {
+            acc[i] = kind == 0 ? A(1) : A(-std::numeric_limits<double>::infinity());
+          }
+          for (int64_t k = 0; k < n; ++k) {
+            const int64_t off = (ob * n + k) * inner + i0;
+            if (kind == 0) {
+              for (int64_t i = 0; i < w; ++i) {
+                acc[i] *= static_cast<A>(static_cast<acc_t<T>>(p[off + i]));
+                o[off + i] = static_cast<T>(acc[i]);
+              }
+            } else if constexpr (std::is_floating_point_v<A>) {
+              for (int64_t i = 0; i < w; ++i) {
+                acc[i] = log_add_exp(acc[i], static_cast<A>(static_cast<acc_t<T>>(p[off + i])));
+                o[off + i] = static_cast<T>(acc[i]);
+              }
+            }
+          }
+        }
+      });
 }
 
 void scan_kernel(const Tensor& out, const Tensor& x, int64_t dim, int kind) {
