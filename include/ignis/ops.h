@@ -6,6 +6,9 @@
 #include <tuple>
 #include <vector>
 
+#include "ignis/einsum.h"
+#include "ignis/shape_extra.h"
+#include "ignis/sort.h"
 #include "ignis/tensor.h"
 
 namespace ignis {

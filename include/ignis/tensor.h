@@ -358,6 +358,36 @@ class Tensor {
   Tensor dot(const Tensor& o) const;
   Tensor outer(const Tensor& o) const;
 
+  // ---- sorting, scans, products and shape ops (ignis/sort.h, einsum.h, shape_extra.h)
+  std::tuple<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false) const;
+  std::tuple<Tensor, Tensor> sort(std::optional<bool> stable, int64_t dim = -1,
+                                  bool descending = false) const;
+  Tensor argsort(int64_t dim = -1, bool descending = false) const;
+  Tensor argsort(bool stable, int64_t dim, bool descending = false) const;
+  std::tuple<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true,
+                                  bool sorted = true) const;
+  Tensor median() const;
+  std::tuple<Tensor, Tensor> median(int64_t dim, bool keepdim = false) const;
+  std::tuple<Tensor, Tensor> mode(int64_t dim = -1, bool keepdim = false) const;
+  Tensor cumprod(int64_t dim, std::optional<DType> dtype = std::nullopt) const;
+  Tensor logcumsumexp(int64_t dim) const;
+  Tensor nansum(IntArrayRef dims = {}, bool keepdim = false,
+                std::optional<DType> dtype = std::nullopt) const;
+  Tensor nanmean(IntArrayRef dims = {}, bool keepdim = false,
+                 std::optional<DType> dtype = std::nullopt) const;
+  Tensor mv(const Tensor& vec) const;
+  Tensor baddbmm(const Tensor& batch1, const Tensor& batch2, Scalar beta = 1,
+                 Scalar alpha = 1) const;
+  Tensor index_fill(int64_t dim, const Tensor& index, Scalar value) const;
+  Tensor& index_fill_(int64_t dim, const Tensor& index, Scalar value);
+  Tensor roll(IntArrayRef shifts, IntArrayRef dims = {}) const;
+  Tensor tile(IntArrayRef dims) const;
+  std::vector<Tensor> unbind(int64_t dim = 0) const;
+  Tensor repeat_interleave(int64_t repeats, std::optional<int64_t> dim = std::nullopt,
+                           std::optional<int64_t> output_size = std::nullopt) const;
+  Tensor repeat_interleave(const Tensor& repeats, std::optional<int64_t> dim = std::nullopt,
+                           std::optional<int64_t> output_size = std::nullopt) const;
+
   // ---- operators (also free operators below)
   Tensor operator-() const { return neg(); }
   Tensor& operator+=(const Tensor& o) { return add_(o); }
