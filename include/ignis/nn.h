@@ -3,9 +3,11 @@
 
 #include "ignis/nn/conv.h"
 #include "ignis/nn/functional.h"
+#include "ignis/nn/functional_ops.h"
 #include "ignis/nn/graph.h"
 #include "ignis/nn/init.h"
 #include "ignis/nn/layers.h"
+#include "ignis/nn/layers_extra.h"
 #include "ignis/nn/loss.h"
 #include "ignis/nn/module.h"
 #include "ignis/nn/norm.h"
