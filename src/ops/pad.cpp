@@ -106,8 +106,8 @@ Tensor pad(const Tensor& x, IntArrayRef p, const std::string& mode, double value
                   s, " of dimension ", d, " of the input of shape ", x.sizes());
     } else if (mode == "circular") {
       IGNIS_CHECK(l <= s && r <= s, "pad: circular padding (", l, ", ", r,
-                  ") must be at most the size ", s, " of dimension ", d,
-                  " of the input of shape ", x.sizes());
+                  ") must be at most the size ", s, " of dimension ", d, " of the input of shape ",
+                  x.sizes());
     } else {
       IGNIS_CHECK(s > 0, "pad: cannot replicate-pad dimension ", d, " of size 0 (input of shape ",
                   x.sizes(), ")");

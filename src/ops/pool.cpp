@@ -235,8 +235,7 @@ IGNIS_OP(avg_pool2d,
          "bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor",
          Tensor(const Tensor&, IntArrayRef, IntArrayRef, IntArrayRef, bool, bool,
                 std::optional<int64_t>),
-         avg_pool2d,
-         POOL_OPTS(&avg_pool2d_stub, &avg_pool2d_backward_stub));
+         avg_pool2d, POOL_OPTS(&avg_pool2d_stub, &avg_pool2d_backward_stub));
 IGNIS_OP(adaptive_avg_pool2d, "adaptive_avg_pool2d(Tensor self, int[] output_size) -> Tensor",
          Tensor(const Tensor&, IntArrayRef), adaptive_avg_pool2d,
          POOL_OPTS(&avg_pool2d_stub, &avg_pool2d_backward_stub));
@@ -271,8 +270,7 @@ Tensor max_pool2d(const Tensor& x, IntArrayRef kernel, IntArrayRef stride, IntAr
 }
 
 Tensor avg_pool2d(const Tensor& x, IntArrayRef kernel, IntArrayRef stride, IntArrayRef padding,
-                  bool ceil_mode, bool count_include_pad,
-                  std::optional<int64_t> divisor_override) {
+                  bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
   IGNIS_DISPATCH(avg_pool2d, avg_pool2d, x, kernel, stride, padding, ceil_mode, count_include_pad,
                  divisor_override);
   const char* op = "avg_pool2d";
