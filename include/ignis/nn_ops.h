@@ -16,7 +16,7 @@ namespace ignis {
 // ---- convolution
 
 /// x [N, C, D, H, W], w [O, C / groups, kd, kh, kw], b [O] or undefined. Runs as one oneDNN 2-d
-/// convolution per depth tap of the kernel, over the output depths folded into the batch.
+/// convolution: the kd depth taps become input channels, the output depths fold into the batch.
 Tensor conv3d(const Tensor& x, const Tensor& w, const Tensor& b = {}, IntArrayRef stride = {1},
               IntArrayRef padding = {0}, IntArrayRef dilation = {1}, int64_t groups = 1);
 /// The transposed 1-d convolution: x [N, Cin, L], w [Cin, Cout / groups, k], output length

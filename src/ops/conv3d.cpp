@@ -1,10 +1,11 @@
 // conv3d and conv_transpose1d, composed from the oneDNN-backed 2-d convolutions (ops/conv.cpp), so
 // their gradients of every order come from conv2d's records:
 //   conv3d: for each depth tap kd of the kernel, the input depths it reads for every output depth
-//     (a strided slice) are folded into the batch and convolved in 2-d with w[:, :, kd]; the taps'
-//     results add up. One oneDNN convolution per tap over N * Do images.
+//     (a strided slice) become extra input channels, the output depths are folded into the batch,
+//     and one oneDNN 2-d convolution over N * Do images with KD * C input channels does the rest.
 //   conv_transpose1d: conv_transpose2d with a unit height.
 #include <array>
+#include <vector>
 
 #include "core/op_call.h"
 #include "ignis/conv.h"
@@ -101,15 +102,20 @@ Tensor conv3d(const Tensor& x, const Tensor& w, const Tensor& b, IntArrayRef str
   const int64_t O = w.size(0);
   // Zero-pad the depth here; conv2d pads height and width.
   const Tensor xp = p[0] > 0 ? pad(x5, {0, 0, 0, 0, p[0], p[0]}) : x5;
-  Tensor y;
-  for (int64_t kd = 0; kd < w.size(2); ++kd) {
+  // The depth taps become input channels of one 2-d convolution over N * Do images: tap kd reads
+  // input depths kd d + od s for output depth od. Channels are ordered (group, tap, channel), so
+  // conv2d's groups still split them by group; the weight's taps are ordered alike.
+  const int64_t KD = w.size(2), Cg = C / groups;
+  std::vector<Tensor> taps;
+  for (int64_t kd = 0; kd < KD; ++kd) {
     const int64_t first = kd * d[0];
     const Tensor xs = xp.slice(2, first, first + (Do - 1) * s[0] + 1, s[0]);  // [N, C, Do, H, W]
-    const Tensor x4 = xs.transpose(1, 2).reshape({N * Do, C, H, W});
-    const Tensor yk = conv2d(x4, w.select(2, kd), kd == 0 ? b : Tensor(), {s[1], s[2]},
-                             {p[1], p[2]}, {d[1], d[2]}, groups);
-    y = kd == 0 ? yk : y + yk;
+    taps.push_back(xs.view({N, groups, Cg, Do, H, W}).permute({0, 3, 1, 2, 4, 5}));
   }
+  // [N, Do, G, KD, Cg, H, W], contiguous: a view as [N Do, G KD Cg, H, W].
+  const Tensor x4 = stack(taps, 3).view({N * Do, groups * KD * Cg, H, W});
+  const Tensor w4 = w.permute({0, 2, 1, 3, 4}).reshape({O, KD * Cg, w.size(3), w.size(4)});
+  Tensor y = conv2d(x4, w4, b, {s[1], s[2]}, {p[1], p[2]}, {d[1], d[2]}, groups);
   y = y.view({N, Do, O, out[1], out[2]}).transpose(1, 2).contiguous();
   return unbatched ? y.squeeze(0) : y;
 }
