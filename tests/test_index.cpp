@@ -554,7 +554,8 @@ TEST(Pad, Modes) {
               HasSubstr("pad: reflect padding (3, 0) must be smaller than the size 3"));
   EXPECT_THAT(error_of([&] { pad(x, {1}); }),
               HasSubstr("pad: padding length must be divisible by 2"));
-  EXPECT_THAT(error_of([&] { pad(x, {1, 1}, "circular"); }), HasSubstr("pad: unknown mode"));
+  EXPECT_THAT(error_of([&] { pad(x, {1, 1}, "mirror"); }), HasSubstr("pad: unknown mode"));
+  EXPECT_EQ(vals(pad(x, {2, 1}, "circular")), (V{2, 3, 1, 2, 3, 1}));
   EXPECT_THAT(error_of([&] { pad(x, {1, 1, 1, 1, 1, 1}); }), HasSubstr("pads 3 dimensions"));
   // Gradients: reflect accumulates the mirrored positions.
   Tensor g = (seq({3}) + 1).requires_grad_(true);

@@ -618,10 +618,10 @@ TEST(NormErrors, DropoutProbability) {
 TEST(NormErrors, InterpolateArguments) {
   Tensor x = ones({1, 1, 2, 2});
   EXPECT_THAT(error_of([&] {
-                interpolate(x, {4, 4}, "bicubic");
+                interpolate(x, {4, 4}, "trilinear");
               }),
-              HasSubstr("interpolate: unsupported mode 'bicubic' (supported: 'nearest', "
-                        "'bilinear')"));
+              HasSubstr("interpolate: unsupported mode 'trilinear' (supported: 'nearest', "
+                        "'nearest-exact', 'area', 'bilinear', 'bicubic')"));
   EXPECT_THAT(error_of([&] { interpolate(x, IntArrayRef()); }),
               HasSubstr("interpolate: either size or scale_factor should be defined"));
   EXPECT_THAT(error_of([&] { interpolate(x, std::vector<double>{}); }),
@@ -649,9 +649,8 @@ TEST(NormErrors, InterpolateArguments) {
   EXPECT_THAT(error_of([&] {
                 interpolate(x, {4, 4}, "nearest", true);
               }),
-              HasSubstr("interpolate: align_corners can only be set with mode "
-                        "'bilinear', not "
-                        "'nearest'"));
+              HasSubstr("interpolate: align_corners can only be set with modes "
+                        "'bilinear' and 'bicubic', not 'nearest'"));
   EXPECT_THAT(error_of([&] {
                 interpolate(ones({1, 1, 2, 2}, kInt64), {4, 4}, "bilinear");
               }),

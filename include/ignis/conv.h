@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -75,9 +76,10 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, IntArrayRef 
                                                    IntArrayRef dilation = {1},
                                                    bool ceil_mode = false);
 /// count_include_pad: divide by the window size including zero padding (else only the elements
-/// inside the input).
+/// inside the input); divisor_override: divide every window's sum by this number instead.
 Tensor avg_pool2d(const Tensor& x, IntArrayRef kernel, IntArrayRef stride = {},
-                  IntArrayRef padding = {0}, bool ceil_mode = false, bool count_include_pad = true);
+                  IntArrayRef padding = {0}, bool ceil_mode = false, bool count_include_pad = true,
+                  std::optional<int64_t> divisor_override = std::nullopt);
 /// Windows [floor(i H / Ho), ceil((i + 1) H / Ho)) per output position.
 Tensor adaptive_avg_pool2d(const Tensor& x, IntArrayRef output_size);
 Tensor adaptive_max_pool2d(const Tensor& x, IntArrayRef output_size);

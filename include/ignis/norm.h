@@ -37,9 +37,11 @@ Tensor local_response_norm(const Tensor& x, int64_t size, double alpha = 1e-4, d
 Tensor dropout2d(const Tensor& x, double p = 0.5, bool training = true);
 
 /// Resizes the spatial dims of x to `size` (one value: every spatial dim).
-/// mode "nearest" (x [N, C, L] or [N, C, H, W]; source index floor(dst * in / out)) or
-/// "bilinear" (x [N, C, H, W]); align_corners only for bilinear (default false), with PyTorch's
-/// coordinate rules.
+/// mode "nearest" (x [N, C, L] or [N, C, H, W]; source index floor(dst * in / out)),
+/// "nearest-exact" (source index floor((dst + 0.5) * in / out), as PIL), "area" (adaptive average
+/// pooling; [N, C, L] or [N, C, H, W]), "bilinear" or "bicubic" (x [N, C, H, W]; cubic
+/// convolution with A = -0.75, borders clamped); align_corners only for bilinear and bicubic
+/// (default false), with PyTorch's coordinate rules.
 Tensor interpolate(const Tensor& x, IntArrayRef size, const std::string& mode = "nearest",
                    std::optional<bool> align_corners = {});
 /// The same with the output size floor(in * scale_factor); the source coordinates use

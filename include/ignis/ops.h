@@ -227,7 +227,7 @@ Tensor tril(const Tensor& x, int64_t diagonal = 0);
 Tensor triu(const Tensor& x, int64_t diagonal = 0);
 Tensor flip(const Tensor& x, IntArrayRef dims);
 /// Pads the last dims: pad = {left, right, top, bottom, ...} as torch.nn.functional.pad.
-/// mode: "constant" (value), "reflect", "replicate".
+/// mode: "constant" (value), "reflect" (pad < size), "replicate", "circular" (pad <= size).
 Tensor pad(const Tensor& x, IntArrayRef pad, const std::string& mode = "constant",
            double value = 0);
 Tensor one_hot(const Tensor& index, int64_t num_classes = -1);

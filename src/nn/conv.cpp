@@ -6,6 +6,7 @@
 
 #include "ignis/nn/init.h"
 #include "ignis/ops.h"
+#include "nn/conv_padding.h"
 
 namespace ignis::nn {
 
@@ -43,6 +44,7 @@ void check_options(const char* m, const detail::ConvOptions<D>& o, bool transpos
   IGNIS_CHECK(ps.empty() || (!transposed && (ps == "same" || ps == "valid")), m,
               ": padding must be integers", transposed ? "" : ", 'same' or 'valid'", ", but got '",
               ps, "'");
+  detail::check_padding_mode(m, o.padding_mode(), transposed);
 }
 
 // Weight and bias as PyTorch's _ConvNd.reset_parameters.
@@ -73,6 +75,7 @@ std::string conv_repr(const detail::ConvOptions<D>& o, bool transposed) {
   if (o.dilation() != ones) os << ", dilation=" << tup(o.dilation());
   if (o.groups() != 1) os << ", groups=" << o.groups();
   if (!o.bias()) os << ", bias=False";
+  if (o.padding_mode() != "zeros") os << ", padding_mode=" << o.padding_mode();
   return os.str();
 }
 
@@ -103,6 +106,10 @@ std::string Conv2d::extra_repr() const { return conv_repr(options, false); }
 
 Tensor Conv2d::forward(const Tensor& x) {
   const auto& o = options;
+  if (o.padding_mode() != "zeros") {
+    return conv2d(detail::mode_pad(x, o), weight, bias, ar(o.stride()), {0}, ar(o.dilation()),
+                  o.groups());
+  }
   if (!o.padding_mode_str().empty()) {
     return conv2d(x, weight, bias, ar(o.stride()), o.padding_mode_str(), ar(o.dilation()),
                   o.groups());
@@ -112,7 +119,7 @@ Tensor Conv2d::forward(const Tensor& x) {
 
 Tensor Conv2d::forward_relu(const Tensor& x) {
   const auto& o = options;
-  if (!o.padding_mode_str().empty()) return ignis::relu(forward(x));
+  if (!o.padding_mode_str().empty() || o.padding_mode() != "zeros") return ignis::relu(forward(x));
   return conv2d_relu(x, weight, bias, ar(o.stride()), ar(o.padding()), ar(o.dilation()),
                      o.groups());
 }
@@ -141,6 +148,10 @@ std::string Conv1d::extra_repr() const { return conv_repr(options, false); }
 
 Tensor Conv1d::forward(const Tensor& x) {
   const auto& o = options;
+  if (o.padding_mode() != "zeros") {
+    return conv1d(detail::mode_pad(x, o), weight, bias, ar(o.stride()), {0}, ar(o.dilation()),
+                  o.groups());
+  }
   if (!o.padding_mode_str().empty()) {
     return conv1d(x, weight, bias, ar(o.stride()), o.padding_mode_str(), ar(o.dilation()),
                   o.groups());
@@ -195,21 +206,25 @@ Tensor MaxPool2d::forward(const Tensor& x) {
   return max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode);
 }
 
-AvgPool2d::AvgPool2d(int64_t k, int64_t s, int64_t p, bool ceil, bool include_pad)
+AvgPool2d::AvgPool2d(int64_t k, int64_t s, int64_t p, bool ceil, bool include_pad,
+                     std::optional<int64_t> divisor)
     : kernel_size(k),
       stride(s < 0 ? k : s),
       padding(p),
       ceil_mode(ceil),
-      count_include_pad(include_pad) {}
+      count_include_pad(include_pad),
+      divisor_override(divisor) {}
 
 std::string AvgPool2d::extra_repr() const {
   std::ostringstream os;
   os << "kernel_size=" << kernel_size << ", stride=" << stride << ", padding=" << padding;
+  if (divisor_override) os << ", divisor_override=" << *divisor_override;
   return os.str();
 }
 
 Tensor AvgPool2d::forward(const Tensor& x) {
-  return avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad);
+  return avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                    divisor_override);
 }
 
 std::string AdaptiveAvgPool2d::extra_repr() const { return "output_size=" + tup(output_size); }

@@ -163,10 +163,18 @@ Embedding::Embedding(int64_t num, int64_t dim, std::optional<int64_t> padding_id
 
 std::string Embedding::extra_repr() const {
   return std::to_string(num_) + ", " + std::to_string(dim_) +
-         (padding_idx_ ? ", padding_idx=" + std::to_string(*padding_idx_) : "");
+         (padding_idx_ ? ", padding_idx=" + std::to_string(*padding_idx_) : "") +
+         (max_norm_ ? ", max_norm=" + fmt(*max_norm_) : "");
+}
+
+Embedding::Embedding(const EmbeddingOptions& o)
+    : Embedding(o.num_embeddings(), o.embedding_dim(), o.padding_idx()) {
+  max_norm_ = o.max_norm();
+  norm_type_ = o.norm_type();
 }
 
 Tensor Embedding::forward(const Tensor& indices) {
+  if (max_norm_) embedding_renorm_(weight, indices, *max_norm_, norm_type_);
   return functional::embedding(indices, weight, padding_idx_);
 }
 

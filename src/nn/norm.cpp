@@ -132,10 +132,12 @@ std::string Dropout2d::extra_repr() const { return "p=" + fmt(p_); }
 
 namespace {
 void check_upsample_mode(const std::string& mode, std::optional<bool> align_corners) {
-  IGNIS_CHECK(mode == "nearest" || mode == "bilinear", "Upsample: unsupported mode '", mode,
-              "' (supported: 'nearest', 'bilinear')");
-  IGNIS_CHECK(mode == "bilinear" || !align_corners.has_value(),
-              "Upsample: align_corners can only be set with mode 'bilinear', not '", mode, "'");
+  IGNIS_CHECK(mode == "nearest" || mode == "bilinear" || mode == "bicubic",
+              "Upsample: unsupported mode '", mode,
+              "' (supported: 'nearest', 'bilinear', 'bicubic')");
+  IGNIS_CHECK(mode == "bilinear" || mode == "bicubic" || !align_corners.has_value(),
+              "Upsample: align_corners can only be set with modes 'bilinear' and 'bicubic', not '",
+              mode, "'");
 }
 }  // namespace
 

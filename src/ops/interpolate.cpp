@@ -1,4 +1,5 @@
-// interpolate (torch.nn.functional.interpolate), modes "nearest" and "bilinear".
+// interpolate (torch.nn.functional.interpolate), modes "nearest", "nearest-exact" and "bilinear";
+// "bicubic" (ops/interpolate_bicubic.cpp) and "area" (adaptive average pooling) are compositions.
 // Both are separable: each spatial dim gets a table of source indices and weights, and one
 // kernel reads the output from them. The backward is the transposed interpolation written in
 // ignis ops: per dim, index_add of the (weighted) gradient at the source indices, so it is
@@ -11,6 +12,7 @@
 
 #include "autograd/node.h"
 #include "core/op_call.h"
+#include "ignis/conv.h"
 #include "ignis/norm.h"
 #include "ignis/ops.h"
 
@@ -25,7 +27,11 @@ constexpr const char* kOp = "interpolate";
 
 /// Source index of output index `dst` in PyTorch's "nearest" mode (float arithmetic, like PyTorch's
 /// CPU kernel, so that the floor lands on the same side).
-int64_t nearest_index(int64_t dst, int64_t in, int64_t out, float scale) {
+int64_t nearest_index(int64_t dst, int64_t in, int64_t out, float scale, bool exact) {
+  if (exact) {  // "nearest-exact": the source pixel whose centre is nearest
+    const auto s = static_cast<int64_t>(std::floor((static_cast<float>(dst) + 0.5f) * scale));
+    return std::min(s, in - 1);
+  }
   if (out == in) return dst;
   if (out == 2 * in) return dst >> 1;
   const auto s = static_cast<int64_t>(std::floor(static_cast<float>(dst) * scale));
@@ -34,14 +40,15 @@ int64_t nearest_index(int64_t dst, int64_t in, int64_t out, float scale) {
 
 /// The table of one spatial dim resampled from `in` to `out` elements. `scale` is the ratio of
 /// source to output coordinates (in / out, or 1 / scale_factor when one was given).
-ResampleTable make_table(int64_t in, int64_t out, double scale, bool bilinear, bool align_corners) {
+ResampleTable make_table(int64_t in, int64_t out, double scale, bool bilinear, bool align_corners,
+                         bool exact) {
   ResampleTable t;
   t.i0.resize(static_cast<size_t>(out));
   t.i1.resize(t.i0.size());
   t.lam.assign(t.i0.size(), 0.0);
   for (int64_t o = 0; o < out; ++o) {
     if (!bilinear) {
-      t.i0[o] = t.i1[o] = nearest_index(o, in, out, static_cast<float>(scale));
+      t.i0[o] = t.i1[o] = nearest_index(o, in, out, static_cast<float>(scale), exact);
       continue;
     }
     double src;
@@ -76,22 +83,22 @@ Tensor scatter_back(const Tensor& g, int64_t d, int64_t in, const ResampleTable&
 
 /// Checks the mode, rank and align_corners; returns whether the mode is bilinear.
 bool check_mode(const Tensor& x, const std::string& mode, std::optional<bool> align_corners) {
-  IGNIS_CHECK(mode == "nearest" || mode == "bilinear", kOp, ": unsupported mode '", mode,
-              "' (supported: 'nearest', 'bilinear')");
+  IGNIS_CHECK(mode == "nearest" || mode == "nearest-exact" || mode == "bilinear" ||
+                  mode == "bicubic" || mode == "area",
+              kOp, ": unsupported mode '", mode,
+              "' (supported: 'nearest', 'nearest-exact', 'area', 'bilinear', 'bicubic')");
   const bool bilinear = mode == "bilinear";
-  if (bilinear) {
-    IGNIS_CHECK(x.dim() == 4, kOp,
-                ": mode 'bilinear' expects a 4-D input [N, C, H, W], but got shape ", x.sizes());
-    IGNIS_CHECK(x.is_floating_point(), kOp,
-                ": mode 'bilinear' expects a floating point input, but got ", x.dtype());
+  if (bilinear || mode == "bicubic") {
+    IGNIS_CHECK(x.dim() == 4, kOp, ": mode '", mode,
+                "' expects a 4-D input [N, C, H, W], but got shape ", x.sizes());
+    IGNIS_CHECK(x.is_floating_point(), kOp, ": mode '", mode,
+                "' expects a floating point input, but got ", x.dtype());
   } else {
-    IGNIS_CHECK(x.dim() == 3 || x.dim() == 4, kOp,
-                ": mode 'nearest' expects a 3-D [N, C, L] or 4-D [N, C, H, W] "
-                "input, but got "
-                "shape ",
-                x.sizes());
+    IGNIS_CHECK(x.dim() == 3 || x.dim() == 4, kOp, ": mode '", mode,
+                "' expects a 3-D [N, C, L] or 4-D [N, C, H, W] input, but got shape ", x.sizes());
     IGNIS_CHECK(!align_corners.has_value(), kOp,
-                ": align_corners can only be set with mode 'bilinear', not '", mode, "'");
+                ": align_corners can only be set with modes 'bilinear' and 'bicubic', not '", mode,
+                "'");
   }
   return bilinear;
 }
@@ -106,7 +113,7 @@ ResampleTable identity_table(int64_t n) {
 }
 
 Tensor resample(const Tensor& x, const std::vector<int64_t>& out, const std::vector<double>& scale,
-                bool bilinear, bool align_corners) {
+                bool bilinear, bool align_corners, bool exact) {
   const bool is_2d = x.dim() == 4;
   const int64_t planes = x.size(0) * x.size(1);
   const int64_t h = is_2d ? x.size(2) : 1, w = x.size(-1);
@@ -118,9 +125,9 @@ Tensor resample(const Tensor& x, const std::vector<int64_t>& out, const std::vec
   const bool same_h = !is_2d || is_identity(0), same_w = is_identity(out.size() - 1);
   if (same_h && same_w) return x.clone();  // always a new tensor, as in PyTorch
   const ResampleTable th =
-      same_h ? identity_table(h) : make_table(h, oh, scale[0], bilinear, align_corners);
+      same_h ? identity_table(h) : make_table(h, oh, scale[0], bilinear, align_corners, exact);
   const ResampleTable tw =
-      same_w ? identity_table(w) : make_table(w, ow, scale.back(), bilinear, align_corners);
+      same_w ? identity_table(w) : make_table(w, ow, scale.back(), bilinear, align_corners, exact);
   Shape out_shape = x.sizes().shape();
   if (is_2d) out_shape[2] = oh;
   out_shape.back() = ow;
@@ -148,6 +155,19 @@ Tensor resample(const Tensor& x, const std::vector<int64_t>& out, const std::vec
                      });
   }
   return y;
+}
+
+// Resamples x to `out` in `mode` (checked): bicubic and area are compositions, the rest one
+// table-driven kernel.
+Tensor resample_mode(const Tensor& x, const std::vector<int64_t>& out,
+                     const std::vector<double>& scale, const std::string& mode, bool bilinear,
+                     bool align_corners) {
+  if (mode == "bicubic") return interpolate_bicubic(x, out, scale, align_corners);
+  if (mode == "area") {  // adaptive average pooling to the output size, as PyTorch
+    if (x.dim() == 4) return adaptive_avg_pool2d(x, IntArrayRef(out));
+    return adaptive_avg_pool2d(x.unsqueeze(2), {1, out[0]}).squeeze(2);
+  }
+  return resample(x, out, scale, bilinear, align_corners, mode == "nearest-exact");
 }
 
 }  // namespace
@@ -186,7 +206,7 @@ Tensor interpolate(const Tensor& x, IntArrayRef size, const std::string& mode,
                 x.sizes(), " and size ", size);
     scale[k] = static_cast<double>(in) / static_cast<double>(out[k]);
   }
-  return resample(x, out, scale, bilinear, align_corners.value_or(false));
+  return resample_mode(x, out, scale, mode, bilinear, align_corners.value_or(false));
 }
 
 Tensor interpolate(const Tensor& x, std::vector<double> scale_factor, const std::string& mode,
@@ -211,7 +231,7 @@ Tensor interpolate(const Tensor& x, std::vector<double> scale_factor, const std:
                 x.sizes(), " and output size ", out[k], " (scale_factor ", f, ")");
     scale[k] = 1.0 / f;
   }
-  return resample(x, out, scale, bilinear, align_corners.value_or(false));
+  return resample_mode(x, out, scale, mode, bilinear, align_corners.value_or(false));
 }
 
 }  // namespace ignis

@@ -25,4 +25,9 @@ using ResampleBackwardFn = void (*)(const Tensor& grad_x, const Tensor& grad,
                                     const ResampleTable& h, const ResampleTable& w, bool bilinear);
 IGNIS_DECLARE_STUB(resample2d_backward_stub, ResampleBackwardFn);
 
+/// interpolate's mode "bicubic" on x [N, C, H, W] (checked) to out = {OH, OW}; scale: the source
+/// to output coordinate ratio per dim (in / out, or 1 / scale_factor).
+Tensor interpolate_bicubic(const Tensor& x, const std::vector<int64_t>& out,
+                          const std::vector<double>& scale, bool align_corners);
+
 }  // namespace ignis

@@ -1,6 +1,6 @@
 // pad (torch.nn.functional.pad): constant padding is a copy into a filled tensor (its backward
-// pads again with the negated widths, which crops); reflect and replicate are index_select along
-// each padded dim, so their backward accumulates through index_add.
+// pads again with the negated widths, which crops); reflect, replicate and circular are
+// index_select along each padded dim, so their backward accumulates through index_add.
 #include "autograd/node.h"
 #include "core/op_call.h"
 #include "ops/copy.h"
@@ -55,13 +55,15 @@ Tensor constant_pad(const Tensor& x, IntArrayRef p, double value) {
 }
 
 // Source coordinates of each output position along one dim.
-Tensor pad_index(int64_t s, int64_t l, int64_t r, bool reflect, Device device) {
+Tensor pad_index(int64_t s, int64_t l, int64_t r, const std::string& mode, Device device) {
   std::vector<int64_t> idx(static_cast<size_t>(s + l + r));
   for (int64_t o = 0; o < s + l + r; ++o) {
     int64_t i = o - l;
-    if (reflect) {
+    if (mode == "reflect") {
       if (i < 0) i = -i;
       if (i >= s) i = 2 * (s - 1) - i;
+    } else if (mode == "circular") {
+      i = ((i % s) + s) % s;
     } else {
       i = std::clamp<int64_t>(i, 0, s - 1);
     }
@@ -86,8 +88,8 @@ Tensor pad(const Tensor& x, IntArrayRef p, const std::string& mode, double value
               x.sizes(), " has only ", nd);
   if (mode == "constant") return constant_pad(x, p, value);
   const bool reflect = mode == "reflect";
-  IGNIS_CHECK(reflect || mode == "replicate", "pad: unknown mode '", mode,
-              "' (expected constant, reflect or replicate)");
+  IGNIS_CHECK(reflect || mode == "replicate" || mode == "circular", "pad: unknown mode '", mode,
+              "' (expected constant, reflect, replicate or circular)");
   Tensor out = x;
   for (int64_t j = 0; j < np; ++j) {
     const int64_t d = nd - 1 - j;
@@ -102,11 +104,15 @@ Tensor pad(const Tensor& x, IntArrayRef p, const std::string& mode, double value
                   ") must be smaller than "
                   "the size ",
                   s, " of dimension ", d, " of the input of shape ", x.sizes());
+    } else if (mode == "circular") {
+      IGNIS_CHECK(l <= s && r <= s, "pad: circular padding (", l, ", ", r,
+                  ") must be at most the size ", s, " of dimension ", d, " of the input of shape ",
+                  x.sizes());
     } else {
       IGNIS_CHECK(s > 0, "pad: cannot replicate-pad dimension ", d, " of size 0 (input of shape ",
                   x.sizes(), ")");
     }
-    out = out.index_select(d, pad_index(s, l, r, reflect, x.device()));
+    out = out.index_select(d, pad_index(s, l, r, mode, x.device()));
   }
   return out.is_same(x) ? x.clone() : out;
 }

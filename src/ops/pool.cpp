@@ -232,9 +232,10 @@ IGNIS_OP(max_pool2d,
          max_pool2d, {.differentiable = true, .kind = "composite"});
 IGNIS_OP(avg_pool2d,
          "avg_pool2d(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=[0], "
-         "bool ceil_mode=False, bool count_include_pad=True) -> Tensor",
-         Tensor(const Tensor&, IntArrayRef, IntArrayRef, IntArrayRef, bool, bool), avg_pool2d,
-         POOL_OPTS(&avg_pool2d_stub, &avg_pool2d_backward_stub));
+         "bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor",
+         Tensor(const Tensor&, IntArrayRef, IntArrayRef, IntArrayRef, bool, bool,
+                std::optional<int64_t>),
+         avg_pool2d, POOL_OPTS(&avg_pool2d_stub, &avg_pool2d_backward_stub));
 IGNIS_OP(adaptive_avg_pool2d, "adaptive_avg_pool2d(Tensor self, int[] output_size) -> Tensor",
          Tensor(const Tensor&, IntArrayRef), adaptive_avg_pool2d,
          POOL_OPTS(&avg_pool2d_stub, &avg_pool2d_backward_stub));
@@ -269,14 +270,20 @@ Tensor max_pool2d(const Tensor& x, IntArrayRef kernel, IntArrayRef stride, IntAr
 }
 
 Tensor avg_pool2d(const Tensor& x, IntArrayRef kernel, IntArrayRef stride, IntArrayRef padding,
-                  bool ceil_mode, bool count_include_pad) {
-  IGNIS_DISPATCH(avg_pool2d, avg_pool2d, x, kernel, stride, padding, ceil_mode, count_include_pad);
+                  bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+  IGNIS_DISPATCH(avg_pool2d, avg_pool2d, x, kernel, stride, padding, ceil_mode, count_include_pad,
+                 divisor_override);
   const char* op = "avg_pool2d";
   Tensor x4 = as_4d(op, x);
   const WindowArgs a = window_args(op, kernel, stride, padding, {1}, ceil_mode);
   auto g = std::make_shared<PoolGeom>();
   g->h = window_dim(op, x4, 0, a, count_include_pad);
   g->w = window_dim(op, x4, 1, a, count_include_pad);
+  if (divisor_override) {  // the kernel divides by div_h * div_w
+    IGNIS_CHECK(*divisor_override != 0, op, ": divisor_override must be non-zero, but got 0");
+    g->h.div.assign(g->h.div.size(), *divisor_override);
+    g->w.div.assign(g->w.div.size(), 1);
+  }
   return from_4d(x, avg_pool_apply(op, x4, g));
 }
 

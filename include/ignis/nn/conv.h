@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <string>
 
 #include "ignis/conv.h"
@@ -62,6 +63,12 @@ class ConvOptions {
     return *this;
   }
   ConvOptions& padding(const char* v) { return padding(std::string(v)); }
+  /// How the padding is filled: "zeros" (default), "reflect", "replicate" or "circular" (F::pad's
+  /// modes; transposed convolutions take only "zeros").
+  ConvOptions& padding_mode(const std::string& v) {
+    padding_mode_ = v;
+    return *this;
+  }
   ConvOptions& output_padding(IntArrayRef v) {
     output_padding_ = dims(v);
     return *this;
@@ -86,6 +93,7 @@ class ConvOptions {
   const Dims& padding() const { return padding_; }
   /// "same", "valid", or empty when the padding is given as integers.
   const std::string& padding_mode_str() const { return padding_str_; }
+  const std::string& padding_mode() const { return padding_mode_; }
   const Dims& output_padding() const { return output_padding_; }
   const Dims& dilation() const { return dilation_; }
   int64_t groups() const { return groups_; }
@@ -108,6 +116,7 @@ class ConvOptions {
   Dims kernel_size_;
   Dims stride_ = fill(1), padding_ = fill(0), output_padding_ = fill(0), dilation_ = fill(1);
   std::string padding_str_;
+  std::string padding_mode_ = "zeros";
   int64_t groups_ = 1;
   bool bias_ = true;
 };
@@ -178,12 +187,14 @@ class MaxPool2d : public Module {
 class AvgPool2d : public Module {
  public:
   AvgPool2d(int64_t kernel_size, int64_t stride = -1, int64_t padding = 0, bool ceil_mode = false,
-            bool count_include_pad = true);
+            bool count_include_pad = true,
+            std::optional<int64_t> divisor_override = std::nullopt);
   std::string type_name() const override { return "AvgPool2d"; }
   std::string extra_repr() const override;
   Tensor forward(const Tensor& x) override;
   int64_t kernel_size, stride, padding;
   bool ceil_mode, count_include_pad;
+  std::optional<int64_t> divisor_override;
 };
 
 class AdaptiveAvgPool2d : public Module {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ignis/nn/functional.h"
+#include "ignis/nn/functional_ops.h"
 #include "ignis/nn/module.h"
 
 namespace ignis::nn {
@@ -135,6 +136,8 @@ class Embedding : public Module {
  public:
   Embedding(int64_t num_embeddings, int64_t embedding_dim,
             std::optional<int64_t> padding_idx = std::nullopt);
+  /// LibTorch's form; with max_norm, forward renormalises the looked-up rows in place first.
+  explicit Embedding(const EmbeddingOptions& options);
   std::string type_name() const override { return "Embedding"; }
   std::string extra_repr() const override;
   Tensor forward(const Tensor& indices) override;
@@ -143,6 +146,8 @@ class Embedding : public Module {
  private:
   int64_t num_, dim_;
   std::optional<int64_t> padding_idx_;
+  std::optional<double> max_norm_;
+  double norm_type_ = 2;
 };
 
 class LayerNorm : public Module {
