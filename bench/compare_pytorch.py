@@ -25,7 +25,7 @@ import sys
 import time
 
 WORKLOADS = ("op_overhead", "sgemm", "seed_jit_mlp", "mnist_mlp", "mnist_lenet", "train_step",
-             "gcn", "gin", "ddp_mnist_mlp")
+             "gcn", "gin", "ddp_mnist_mlp", "jit_fusion")
 # The CNN training workloads take minutes: run them when asked for.
 DEFAULT_WORKLOADS = ("op_overhead", "sgemm", "seed_jit_mlp", "mnist_mlp")
 
@@ -52,6 +52,10 @@ SPECS = {
                       "title": "s per data-parallel MNIST MLP epoch, global batch 128, by ranks "
                                "(ignis: MPI, ring all-reduce, its best overlap/bucket setting; PyTorch: DDP over "
                                "gloo) (lower is better)"},
+    "jit_fusion": {"keys": ("shape",), "metric": "ms_per_forward", "higher": False,
+                   "title": "ms per gelu(x * a + b) * g + r on [4096, 1024] float32 (ignis: its "
+                            "best mode, see ignis mode; PyTorch: eager and scripted) (lower is "
+                            "better)", "extra": ("mode",)},
     "gin": {"keys": (), "metric": "s_per_epoch", "higher": False,
             "title": "s per GIN epoch on 10000 MNIST graphs, batch 64 (lower is better)",
             "extra": ("test_acc",)},
@@ -217,6 +221,37 @@ def torch_seed_jit_mlp(torch, threads, repeat):
                 us.append((time.perf_counter() - t0) / forwards * 1e6)
         out.append({"workload": "seed_jit_mlp", "batch": 1, "forwards": forwards,
                     "threads": threads, "variant": name, "us_per_forward": statistics.median(us)})
+    return out
+
+
+def torch_jit_fusion(torch, threads, repeat):
+    """The elementwise block of `ignis bench jit_fusion`, eager and as TorchScript (whose
+    profiling executor fuses elementwise chains after its first runs)."""
+    rows, cols = 4096, 1024
+    torch.manual_seed(0)
+    x, r = torch.randn(rows, cols), torch.randn(rows, cols)
+    a, b, g = torch.randn(cols), torch.randn(cols), torch.randn(cols)
+
+    def block(x, r, a, b, g):
+        return torch.nn.functional.gelu(x * a + b) * g + r
+
+    variants = [("eager", block)]
+    try:
+        variants.append(("torchscript", torch.jit.script(block)))
+    except Exception as e:  # pragma: no cover - depends on the torch build
+        print(f"compare_pytorch: TorchScript variant skipped: {e}", file=sys.stderr)
+    out = []
+    with torch.no_grad():
+        for name, f in variants:
+            for _ in range(5):  # warm-up (TorchScript profiles, then fuses)
+                f(x, r, a, b, g)
+            ms = []
+            for _ in range(repeat):
+                t0 = time.perf_counter()
+                f(x, r, a, b, g)
+                ms.append((time.perf_counter() - t0) * 1e3)
+            out.append({"workload": "jit_fusion", "shape": f"{rows}x{cols}", "threads": threads,
+                        "variant": name, "ms_per_forward": statistics.median(ms)})
     return out
 
 
@@ -661,7 +696,8 @@ def ignis_extra_args(workload, args):
 TORCH_WORKLOADS = {"op_overhead": torch_op_overhead, "sgemm": torch_sgemm,
                    "seed_jit_mlp": torch_seed_jit_mlp, "mnist_mlp": torch_mnist_mlp,
                    "mnist_lenet": torch_mnist_lenet, "train_step": torch_train_step,
-                   "gcn": torch_gcn, "gin": torch_gin, "ddp_mnist_mlp": torch_ddp_mnist_mlp}
+                   "gcn": torch_gcn, "gin": torch_gin, "ddp_mnist_mlp": torch_ddp_mnist_mlp,
+                   "jit_fusion": torch_jit_fusion}
 # Workloads whose PyTorch function also takes this script's options.
 TAKES_ARGS = ("mnist_mlp", "mnist_lenet", "train_step", "gin", "ddp_mnist_mlp")
 
@@ -723,7 +759,7 @@ def fmt(v, digits=1):
 
 
 LABELS = {"case": "case", "requires_grad": "grad", "n": "n", "batch": "batch", "model": "model",
-          "image_size": "size", "ranks": "ranks"}
+          "image_size": "size", "ranks": "ranks", "shape": "shape"}
 
 
 def print_table(workload, rows):
@@ -733,7 +769,8 @@ def print_table(workload, rows):
     cols.append(("PyTorch variant", lambda r: fmt(r.get("pytorch_variant"))))
     cols.append(("ignis", lambda r: f"{fmt(r['ignis'])} ({r['ignis_threads']}T)"))
     cols.append(("PyTorch", lambda r: f"{fmt(r.get('pytorch'))} ({r.get('pytorch_threads', '-')}T)"))
-    if workload in ("mnist_mlp", "mnist_lenet", "train_step", "gcn", "gin", "ddp_mnist_mlp"):
+    if workload in ("mnist_mlp", "mnist_lenet", "train_step", "gcn", "gin", "ddp_mnist_mlp",
+                    "jit_fusion"):
         cols[-2] = ("ignis", lambda r: f"{fmt(r['ignis'], 3)} ({r['ignis_threads']}T)")
         cols[-1] = ("PyTorch",
                     lambda r: f"{fmt(r.get('pytorch'), 3)} ({r.get('pytorch_threads', '-')}T)")

@@ -27,7 +27,8 @@ namespace {
 std::vector<std::string> compile_flags() {
   std::vector<std::string> f = {"-std=c++20", "-O3", "-fno-math-errno", "-fPIC", "-shared", "-w"};
 #ifdef IGNIS_JIT_NATIVE
-  f.emplace_back("-march=native");  // as the library's own kernels
+  f.emplace_back("-march=native");  // as the library's own kernels (see CMakeLists.txt)
+  f.emplace_back("-mtune=generic");
 #endif
   return f;
 }
