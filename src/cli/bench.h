@@ -103,6 +103,20 @@ double seconds_per_iter(const F& body, int repeat, double target_s) {
   return median(per_iter);
 }
 
+/// Median over `repeat` calls of forward(), in milliseconds, after two warm-up calls (oneDNN's
+/// primitives, packed weights, a fused kernel's compile, the allocator).
+template <class F>
+double median_ms(const F& forward, int repeat) {
+  for (int i = 0; i < 2; ++i) forward();
+  std::vector<double> ms;
+  for (int r = 0; r < repeat; ++r) {
+    const double t0 = now_s();
+    forward();
+    ms.push_back((now_s() - t0) * 1e3);
+  }
+  return median(ms);
+}
+
 /// A float32 tensor of `shape` with values drawn from U(-bound, bound) by a fixed-seed engine
 /// (the benchmarks' inputs and weights; kept independent of ignis's own generator).
 Tensor uniform_tensor(IntArrayRef shape, float bound, uint32_t seed);

@@ -28,16 +28,7 @@ void bench_jit_inference(const BenchOptions& opts) {
   const Tensor eager_out = model->forward(x);
   IGNIS_CHECK(allclose(exec.run({x})[0], eager_out, 1e-3, 1e-3),
               "bench jit_inference: the frozen graph's output differs from eager");
-  auto time = [&](const auto& forward) {
-    for (int i = 0; i < 2; ++i) forward();  // warm-up (primitives, packed weights)
-    std::vector<double> ms;
-    for (int r = 0; r < opts.repeat; ++r) {
-      const double t0 = now_s();
-      forward();
-      ms.push_back((now_s() - t0) * 1e3);
-    }
-    return median(ms);
-  };
+  auto time = [&](const auto& forward) { return median_ms(forward, opts.repeat); };
   const double eager = time([&] { return model->forward(x); });
   const double frozen = time([&] { return exec.run({x}); });
   for (const char* mode : {"eager", "graph"}) {
@@ -75,16 +66,7 @@ void bench_jit_fusion(const BenchOptions& opts) {
   jit::fuse_elementwise(*graph);
   jit::Executor exec(graph);
   const Tensor eager_out = block(inputs)[0];
-  auto time = [&](const auto& forward) {
-    for (int i = 0; i < 2; ++i) forward();  // warm-up (the kernel's compile, the allocator)
-    std::vector<double> ms;
-    for (int r = 0; r < opts.repeat; ++r) {
-      const double t0 = now_s();
-      forward();
-      ms.push_back((now_s() - t0) * 1e3);
-    }
-    return median(ms);
-  };
+  auto time = [&](const auto& forward) { return median_ms(forward, opts.repeat); };
   const double eager = time([&] { return block(inputs); });
   const double bytes = 3.0 * static_cast<double>(rows * cols) * 4;  // x, residual in; y out
   auto report = [&](const char* mode, size_t nodes, double ms) {
