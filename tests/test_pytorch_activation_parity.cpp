@@ -9,17 +9,17 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <fstream>
 #include <sstream>
 
+#include "parity_util.h"
 #include "test_util.h"
-
-#ifndef IGNIS_SOURCE_DIR
-#define IGNIS_SOURCE_DIR "."
-#endif
 
 namespace ignis {
 namespace {
+
+using parity::fmt;
+using parity::mismatch;
+using parity::parse_values;
 
 struct Case {
   std::string op;
@@ -29,34 +29,9 @@ struct Case {
   std::vector<double> y, exact_y;
 };
 
-std::vector<double> parse_values(const std::string& s) {
-  std::vector<double> v;
-  std::istringstream in(s);
-  std::string tok;
-  while (in >> tok) {  // "nan", "inf", "-inf"; "none" (no exact value) as NaN
-    v.push_back(tok == "none" ? std::nan("") : std::strtod(tok.c_str(), nullptr));
-  }
-  return v;
-}
-
 std::vector<Case> load_cases() {
-  const std::string path =
-      std::string(IGNIS_SOURCE_DIR) + "/tests/data/pytorch_activation_cases.txt";
-  std::ifstream f(path);
-  EXPECT_TRUE(f.good()) << "cannot read " << path;
   std::vector<Case> cases;
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::vector<std::string> p;
-    for (size_t start = 0;;) {
-      const size_t bar = line.find(" | ", start);
-      p.push_back(line.substr(start, bar == std::string::npos ? bar : bar - start));
-      if (bar == std::string::npos) break;
-      start = bar + 3;
-    }
-    EXPECT_EQ(p.size(), 10u) << line;
-    if (p.size() != 10) continue;
+  for (const std::vector<std::string>& p : parity::case_lines("pytorch_activation_cases.txt", 10)) {
     Case c;
     std::istringstream head(p[0]);
     std::string dtype;
@@ -74,28 +49,6 @@ std::vector<Case> load_cases() {
     cases.push_back(std::move(c));
   }
   return cases;
-}
-
-/// "" when `got` matches `want`: both NaN, the same infinity, zeros of the same sign, or finite
-/// values within `ulps` units in the last place of the dtype (relative), or within the dtype's
-/// smallest normal magnitude.
-std::string mismatch(double got, double want, DType dt, double ulps) {
-  if (std::isnan(want)) return std::isnan(got) ? "" : "expected NaN";
-  if (std::isinf(want)) return got == want ? "" : "expected " + std::to_string(want);
-  if (want == 0 && got == 0) {
-    return std::signbit(got) == std::signbit(want) ? "" : "zero of the other sign";
-  }
-  const double eps = dt == kFloat64 ? 2.220446049250313e-16 : 1.1920928955078125e-07;
-  const double tiny = dt == kFloat64 ? 2.2250738585072014e-308 : 1.1754943508222875e-38;
-  const double err = std::fabs(got - want);
-  return std::isfinite(got) && err <= tiny + ulps * eps * std::fabs(want) ? "" : "too far";
-}
-
-std::string fmt(double v) {
-  std::ostringstream s;
-  s.precision(17);
-  s << v;
-  return s.str();
 }
 
 TEST(PyTorchParity, ActivationsAndBinaryMathMatchTorchAtTheEdges) {
