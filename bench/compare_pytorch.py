@@ -25,7 +25,7 @@ import sys
 import time
 
 WORKLOADS = ("op_overhead", "sgemm", "seed_jit_mlp", "mnist_mlp", "mnist_lenet", "train_step",
-             "gcn", "gin", "ddp_mnist_mlp", "jit_fusion")
+             "gcn", "gin", "ddp_mnist_mlp", "jit_fusion", "jit_inference")
 # The CNN training workloads take minutes: run them when asked for.
 DEFAULT_WORKLOADS = ("op_overhead", "sgemm", "seed_jit_mlp", "mnist_mlp")
 
@@ -56,6 +56,10 @@ SPECS = {
                    "title": "ms per gelu(x * a + b) * g + r on [4096, 1024] float32 (ignis: its "
                             "best mode, see ignis mode; PyTorch: eager and scripted) (lower is "
                             "better)", "extra": ("mode",)},
+    "jit_inference": {"keys": ("model", "batch"), "metric": "ms_per_forward", "higher": False,
+                      "title": "ms per batch-1 224x224 inference, channels-last (ignis: its best "
+                               "mode, eager or frozen graph; PyTorch: eager and frozen TorchScript) "
+                               "(lower is better)", "extra": ("mode",)},
     "gin": {"keys": (), "metric": "s_per_epoch", "higher": False,
             "title": "s per GIN epoch on 10000 MNIST graphs, batch 64 (lower is better)",
             "extra": ("test_acc",)},
@@ -252,6 +256,34 @@ def torch_jit_fusion(torch, threads, repeat):
                 ms.append((time.perf_counter() - t0) * 1e3)
             out.append({"workload": "jit_fusion", "shape": f"{rows}x{cols}", "threads": threads,
                         "variant": name, "ms_per_forward": statistics.median(ms)})
+    return out
+
+
+def torch_jit_inference(torch, threads, repeat, args):
+    """ResNet inference at batch 1, 224x224, channels-last (PyTorch's best CPU inference here),
+    eager and frozen TorchScript, for the models of --jit-models."""
+    out = []
+    for name in args.jit_models.split(","):
+        torch.manual_seed(0)
+        model = zoo_model(torch, name, 3, 224, 1000).eval().to(memory_format=torch.channels_last)
+        x = torch.rand(1, 3, 224, 224).contiguous(memory_format=torch.channels_last)
+        variants = [("eager", model)]
+        with torch.no_grad():
+            try:
+                variants.append(("torchscript", torch.jit.freeze(torch.jit.script(model))))
+            except Exception as e:  # pragma: no cover - depends on the torch build
+                print(f"compare_pytorch: TorchScript variant skipped: {e}", file=sys.stderr)
+            for variant, m in variants:
+                for _ in range(3):  # warm-up (TorchScript profiles its first runs)
+                    m(x)
+                ms = []
+                for _ in range(repeat):
+                    t0 = time.perf_counter()
+                    m(x)
+                    ms.append((time.perf_counter() - t0) * 1e3)
+                out.append({"workload": "jit_inference", "model": name, "batch": 1,
+                            "threads": threads, "variant": variant,
+                            "ms_per_forward": statistics.median(ms)})
     return out
 
 
@@ -679,6 +711,9 @@ def ignis_extra_args(workload, args):
         return [["--data", args.data]]
     if workload == "ddp_mnist_mlp":  # ignis launches itself under mpirun -np N
         return [["--data", args.data, "--ranks", "1"], ["--data", args.data, "--ranks", "2"]]
+    if workload == "jit_inference":  # ignis reports eager and graph; the best is compared
+        return [["--model", name, "--batch", "1", "--memory-format", "channels_last"]
+                for name in args.jit_models.split(",")]
     if workload == "train_step":
         runs = []
         for name in args.train_step_models.split(","):
@@ -697,9 +732,9 @@ TORCH_WORKLOADS = {"op_overhead": torch_op_overhead, "sgemm": torch_sgemm,
                    "seed_jit_mlp": torch_seed_jit_mlp, "mnist_mlp": torch_mnist_mlp,
                    "mnist_lenet": torch_mnist_lenet, "train_step": torch_train_step,
                    "gcn": torch_gcn, "gin": torch_gin, "ddp_mnist_mlp": torch_ddp_mnist_mlp,
-                   "jit_fusion": torch_jit_fusion}
+                   "jit_fusion": torch_jit_fusion, "jit_inference": torch_jit_inference}
 # Workloads whose PyTorch function also takes this script's options.
-TAKES_ARGS = ("mnist_mlp", "mnist_lenet", "train_step", "gin", "ddp_mnist_mlp")
+TAKES_ARGS = ("mnist_mlp", "mnist_lenet", "train_step", "gin", "ddp_mnist_mlp", "jit_inference")
 
 
 # ---------------------------------------------------------------- comparison
@@ -720,7 +755,8 @@ def compare(workload, ignis_records, torch_records):
     """Rows pairing ignis's and PyTorch's best measurement of each case."""
     spec = SPECS[workload]
     metric = spec["metric"]
-    ig = best_by_key(ignis_records, spec)
+    # Summary lines (a workload's speedup line) carry no metric: not measurements.
+    ig = best_by_key([r for r in ignis_records if metric in r], spec)
     pt = best_by_key(torch_records, spec, "variant")
     rows = []
     for ident, r in ig.items():
@@ -770,7 +806,7 @@ def print_table(workload, rows):
     cols.append(("ignis", lambda r: f"{fmt(r['ignis'])} ({r['ignis_threads']}T)"))
     cols.append(("PyTorch", lambda r: f"{fmt(r.get('pytorch'))} ({r.get('pytorch_threads', '-')}T)"))
     if workload in ("mnist_mlp", "mnist_lenet", "train_step", "gcn", "gin", "ddp_mnist_mlp",
-                    "jit_fusion"):
+                    "jit_fusion", "jit_inference"):
         cols[-2] = ("ignis", lambda r: f"{fmt(r['ignis'], 3)} ({r['ignis_threads']}T)")
         cols[-1] = ("PyTorch",
                     lambda r: f"{fmt(r.get('pytorch'), 3)} ({r.get('pytorch_threads', '-')}T)")
@@ -805,6 +841,8 @@ def main():
     ap.add_argument("--train-step-models", default="resnet18",
                     help="train_step: comma-separated zoo models (lenet, alexnet, vgg11, vgg16, "
                          "resnet18, resnet34, resnet50, ...)")
+    ap.add_argument("--jit-models", default="resnet18,resnet50",
+                    help="jit_inference: the zoo models (default resnet18,resnet50)")
     ap.add_argument("--batch", type=int, default=32, help="train_step: batch size")
     ap.add_argument("--memory-format", default="channels_last",
                     choices=("channels_last", "contiguous"),
