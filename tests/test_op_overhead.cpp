@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "autograd/accumulate_grad.h"
-#include "core/object_pool.h"
+#include "ignis/detail/object_pool.h"
 #include "ignis/ignis.h"
 #include "test_util.h"
 

@@ -10,6 +10,7 @@
 #include <typeinfo>
 #include <vector>
 
+#include "ignis/autograd_node.h"
 #include "ignis/tensor.h"
 
 namespace ignis {
@@ -56,6 +57,18 @@ variable_list grad(const variable_list& outputs, const variable_list& inputs,
                    const variable_list& grad_outputs = {},
                    std::optional<bool> retain_graph = std::nullopt, bool create_graph = false,
                    bool allow_unused = false);
+
+/// autograd::grad's options by name: `grad({y}, {x}, {}, {.create_graph = true})`.
+struct GradOptions {
+  /// Keep the graph for another backward (default: create_graph).
+  std::optional<bool> retain_graph;
+  /// Give the results history, so they can be differentiated again.
+  bool create_graph = false;
+  /// An input the outputs do not depend on gets an undefined gradient instead of an error.
+  bool allow_unused = false;
+};
+variable_list grad(const variable_list& outputs, const variable_list& inputs,
+                   const variable_list& grad_outputs, const GradOptions& options);
 
 /// Queues `fn` to run on this thread once the running backward has finished its graph (call it
 /// from a hook during backward), like PyTorch's Variable._execution_engine.queue_callback.
@@ -143,10 +156,9 @@ struct Function {
     } else {
       outputs = result;
     }
-    detail::record_custom(typeid(Derived).name(), ctx, inputs, outputs,
-                          [](AutogradContext* c, variable_list g) {
-                            return Derived::backward(c, std::move(g));
-                          });
+    detail::record_custom(
+        typeid(Derived).name(), ctx, inputs, outputs,
+        [](AutogradContext* c, variable_list g) { return Derived::backward(c, std::move(g)); });
     if constexpr (std::is_same_v<Out, Tensor>) {
       return outputs[0];
     } else {

@@ -32,9 +32,21 @@ class TensorOptions {
   TensorOptions() = default;
   TensorOptions(DType d) : dtype_(d) {}    // NOLINT: implicit
   TensorOptions(Device d) : device_(d) {}  // NOLINT: implicit
-  TensorOptions dtype(DType d) const { auto o = *this; o.dtype_ = d; return o; }
-  TensorOptions device(Device d) const { auto o = *this; o.device_ = d; return o; }
-  TensorOptions requires_grad(bool r) const { auto o = *this; o.requires_grad_ = r; return o; }
+  TensorOptions dtype(DType d) const {
+    auto o = *this;
+    o.dtype_ = d;
+    return o;
+  }
+  TensorOptions device(Device d) const {
+    auto o = *this;
+    o.device_ = d;
+    return o;
+  }
+  TensorOptions requires_grad(bool r) const {
+    auto o = *this;
+    o.requires_grad_ = r;
+    return o;
+  }
   DType dtype() const { return dtype_.value_or(default_dtype()); }
   bool has_dtype() const { return dtype_.has_value(); }
   Device device() const { return device_; }
@@ -124,16 +136,16 @@ class Tensor {
 
   // ---- autograd
   bool requires_grad() const;
-  Tensor& requires_grad_(bool r = true);
-  Tensor& set_requires_grad(bool r) { return requires_grad_(r); }
+  Tensor& requires_grad_(bool r = true) const;
+  Tensor& set_requires_grad(bool r) const { return requires_grad_(r); }
   bool is_leaf() const;
   /// The gradient accumulated by backward (undefined until then).
   const Tensor& grad() const;
-  Tensor& mutable_grad();
-  void set_grad(const Tensor& g);
+  Tensor& mutable_grad() const;
+  void set_grad(const Tensor& g) const;
   std::shared_ptr<autograd::Node> grad_fn() const;
   int64_t output_nr() const;
-  void retain_grad();
+  void retain_grad() const;
   bool retains_grad() const;
   /// With create_graph, each leaf's .grad() is a graph that may save the leaf itself (a reference
   /// cycle, as in PyTorch): reset the leaves' grads (mutable_grad() = Tensor()) when done, or
@@ -159,10 +171,10 @@ class Tensor {
   size_t register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const;
   void remove_hook(size_t handle) const;
   Tensor detach() const;
-  Tensor& detach_();
+  Tensor& detach_() const;
   /// Makes this tensor use new_data's storage, shape and dtype, keeping its identity and autograd
   /// flags (what Module::to and optimizers rely on; PyTorch's `param.data = ...`).
-  void set_data(const Tensor& new_data);
+  void set_data(const Tensor& new_data) const;
   /// Internal: the autograd record of this tensor (nullptr when it has none).
   struct AutogradMeta* autograd_meta() const;
 
@@ -187,7 +199,7 @@ class Tensor {
   Tensor contiguous() const;
   /// This tensor when already dense in `format`, else a copy laid out so (differentiable).
   Tensor contiguous(MemoryFormat format) const;
-  Tensor& copy_(const Tensor& src);
+  Tensor& copy_(const Tensor& src) const;
 
   // ---- views (zero-copy)
   Tensor view(IntArrayRef shape) const;
@@ -215,12 +227,13 @@ class Tensor {
 
   // ---- indexing
   Tensor index(const std::vector<TensorIndex>& indices) const;
-  Tensor& index_put_(const std::vector<TensorIndex>& indices, const Tensor& value);
-  Tensor& index_put_(const std::vector<TensorIndex>& indices, Scalar value);
+  Tensor& index_put_(const std::vector<TensorIndex>& indices, const Tensor& value) const;
+  Tensor& index_put_(const std::vector<TensorIndex>& indices, Scalar value) const;
   /// PyTorch's index_put_ / index_put (the registry ops under the two above): indices[d] indexes
   /// dim d (an undefined tensor leaves it whole; a bool mask covers as many dims as it has);
   /// `accumulate` adds the values, duplicates included, instead of writing them.
-  Tensor& index_put_(const std::vector<Tensor>& indices, const Tensor& values, bool accumulate);
+  Tensor& index_put_(const std::vector<Tensor>& indices, const Tensor& values,
+                     bool accumulate) const;
   Tensor index_put(const std::vector<Tensor>& indices, const Tensor& values,
                    bool accumulate = false) const;
   Tensor index_select(int64_t dim, const Tensor& index) const;
@@ -233,12 +246,13 @@ class Tensor {
   Tensor index_add(int64_t dim, const Tensor& index, const Tensor& source, Scalar alpha = 1) const;
   Tensor masked_fill(const Tensor& mask, Scalar value) const;
   Tensor masked_select(const Tensor& mask) const;
-  Tensor& masked_fill_(const Tensor& mask, Scalar value);
-  Tensor& index_add_(int64_t dim, const Tensor& index, const Tensor& source, Scalar alpha = 1);
-  Tensor& scatter_(int64_t dim, const Tensor& index, const Tensor& src);
-  Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src);
+  Tensor& masked_fill_(const Tensor& mask, Scalar value) const;
+  Tensor& index_add_(int64_t dim, const Tensor& index, const Tensor& source,
+                     Scalar alpha = 1) const;
+  Tensor& scatter_(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) const;
   Tensor& scatter_reduce_(int64_t dim, const Tensor& index, const Tensor& src,
-                          const std::string& reduce, bool include_self = true);
+                          const std::string& reduce, bool include_self = true) const;
   Tensor repeat(IntArrayRef repeats) const;
   Tensor flip(IntArrayRef dims) const;
   Tensor tril(int64_t diagonal = 0) const;
@@ -287,45 +301,46 @@ class Tensor {
   // The floating unary ops (exp, log, sin, tanh, sigmoid, erf, ...) and their in-place forms.
 #define IGNIS_FLOAT_UNARY_OP(name, ...) \
   Tensor name() const;                  \
-  Tensor& name##_();
+  Tensor& name##_() const;
 #include "ignis/float_unary_ops.def"
   // square, trunc, prelu, and atan2, fmod, remainder (ignis/binary_ops.def) with their
   // in-place forms.
   Tensor square() const;
-  Tensor& square_();
+  Tensor& square_() const;
   Tensor trunc() const;
-  Tensor& trunc_();
+  Tensor& trunc_() const;
   Tensor prelu(const Tensor& weight) const;
-#define IGNIS_BINARY_OP(name, ...)           \
+#define IGNIS_BINARY_OP(name, ...)        \
   Tensor name(const Tensor& other) const; \
-  Tensor& name##_(const Tensor& other);
+  Tensor& name##_(const Tensor& other) const;
 #define IGNIS_BINARY_SCALAR_OP(name, ...) \
   IGNIS_BINARY_OP(name)                   \
   Tensor name(Scalar other) const;        \
-  Tensor& name##_(Scalar other);
+  Tensor& name##_(Scalar other) const;
 #include "ignis/binary_ops.def"
 
   // ---- in place (each bumps the version counter)
-  Tensor& add_(const Tensor& o, Scalar alpha = 1);
-  Tensor& add_(Scalar o, Scalar alpha = 1);
-  Tensor& sub_(const Tensor& o, Scalar alpha = 1);
-  Tensor& sub_(Scalar o, Scalar alpha = 1);
-  Tensor& mul_(const Tensor& o);
-  Tensor& mul_(Scalar o);
-  Tensor& div_(const Tensor& o);
-  Tensor& div_(Scalar o);
-  Tensor& pow_(Scalar e);
-  Tensor& neg_();
-  Tensor& relu_();
-  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
-  Tensor& zero_();
-  Tensor& fill_(Scalar v);
-  Tensor& uniform_(double from = 0, double to = 1);
-  Tensor& normal_(double mean = 0, double std = 1);
+  Tensor& add_(const Tensor& o, Scalar alpha = 1) const;
+  Tensor& add_(Scalar o, Scalar alpha = 1) const;
+  Tensor& sub_(const Tensor& o, Scalar alpha = 1) const;
+  Tensor& sub_(Scalar o, Scalar alpha = 1) const;
+  Tensor& mul_(const Tensor& o) const;
+  Tensor& mul_(Scalar o) const;
+  Tensor& div_(const Tensor& o) const;
+  Tensor& div_(Scalar o) const;
+  Tensor& pow_(Scalar e) const;
+  Tensor& neg_() const;
+  Tensor& relu_() const;
+  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
+  Tensor& zero_() const;
+  Tensor& fill_(Scalar v) const;
+  Tensor& uniform_(double from = 0, double to = 1) const;
+  Tensor& normal_(double mean = 0, double std = 1) const;
 
   // ---- reductions (an empty dims list means all dims)
   Tensor sum(std::optional<DType> dtype = std::nullopt) const;
-  Tensor sum(IntArrayRef dims, bool keepdim = false, std::optional<DType> dtype = std::nullopt) const;
+  Tensor sum(IntArrayRef dims, bool keepdim = false,
+             std::optional<DType> dtype = std::nullopt) const;
   Tensor mean() const;
   Tensor mean(IntArrayRef dims, bool keepdim = false) const;
   Tensor prod() const;
@@ -379,7 +394,7 @@ class Tensor {
   Tensor baddbmm(const Tensor& batch1, const Tensor& batch2, Scalar beta = 1,
                  Scalar alpha = 1) const;
   Tensor index_fill(int64_t dim, const Tensor& index, Scalar value) const;
-  Tensor& index_fill_(int64_t dim, const Tensor& index, Scalar value);
+  Tensor& index_fill_(int64_t dim, const Tensor& index, Scalar value) const;
   Tensor roll(IntArrayRef shifts, IntArrayRef dims = {}) const;
   Tensor tile(IntArrayRef dims) const;
   std::vector<Tensor> unbind(int64_t dim = 0) const;
@@ -390,18 +405,23 @@ class Tensor {
 
   // ---- operators (also free operators below)
   Tensor operator-() const { return neg(); }
-  Tensor& operator+=(const Tensor& o) { return add_(o); }
-  Tensor& operator+=(Scalar o) { return add_(o); }
-  Tensor& operator-=(const Tensor& o) { return sub_(o); }
-  Tensor& operator-=(Scalar o) { return sub_(o); }
-  Tensor& operator*=(const Tensor& o) { return mul_(o); }
-  Tensor& operator*=(Scalar o) { return mul_(o); }
-  Tensor& operator/=(const Tensor& o) { return div_(o); }
-  Tensor& operator/=(Scalar o) { return div_(o); }
+  Tensor& operator+=(const Tensor& o) const { return add_(o); }
+  Tensor& operator+=(Scalar o) const { return add_(o); }
+  Tensor& operator-=(const Tensor& o) const { return sub_(o); }
+  Tensor& operator-=(Scalar o) const { return sub_(o); }
+  Tensor& operator*=(const Tensor& o) const { return mul_(o); }
+  Tensor& operator*=(Scalar o) const { return mul_(o); }
+  Tensor& operator/=(const Tensor& o) const { return div_(o); }
+  Tensor& operator/=(Scalar o) const { return div_(o); }
 
   std::string toString() const;
 
  private:
+  // In-place methods are const, as in LibTorch: a Tensor is a handle, and writing through it
+  // does not change the handle. They return the handle by non-const reference, so chaining
+  // (`t.zero_().add_(1)`) and `Tensor& r = t.add_(1)` read as in LibTorch.
+  Tensor& mut() const { return const_cast<Tensor&>(*this); }
+
   std::shared_ptr<TensorImpl> impl_;
 };
 
@@ -409,12 +429,12 @@ class Tensor {
 class TensorIndex {
  public:
   enum class Kind { Integer, Slice, None, Ellipsis, Tensor, Bool };
-  TensorIndex(int64_t i) : kind_(Kind::Integer), integer_(i) {}  // NOLINT: implicit
-  TensorIndex(int i) : kind_(Kind::Integer), integer_(i) {}      // NOLINT: implicit
-  TensorIndex(bool b) : kind_(Kind::Bool), integer_(b) {}        // NOLINT: implicit
-  TensorIndex(Slice s) : kind_(Kind::Slice), slice_(s) {}        // NOLINT: implicit
-  TensorIndex(NoneIndex) : kind_(Kind::None) {}                  // NOLINT: implicit
-  TensorIndex(EllipsisIndex) : kind_(Kind::Ellipsis) {}          // NOLINT: implicit
+  TensorIndex(int64_t i) : kind_(Kind::Integer), integer_(i) {}          // NOLINT: implicit
+  TensorIndex(int i) : kind_(Kind::Integer), integer_(i) {}              // NOLINT: implicit
+  TensorIndex(bool b) : kind_(Kind::Bool), integer_(b) {}                // NOLINT: implicit
+  TensorIndex(Slice s) : kind_(Kind::Slice), slice_(s) {}                // NOLINT: implicit
+  TensorIndex(NoneIndex) : kind_(Kind::None) {}                          // NOLINT: implicit
+  TensorIndex(EllipsisIndex) : kind_(Kind::Ellipsis) {}                  // NOLINT: implicit
   TensorIndex(Tensor t) : kind_(Kind::Tensor), tensor_(std::move(t)) {}  // NOLINT: implicit
   Kind kind() const { return kind_; }
   int64_t integer() const { return integer_; }

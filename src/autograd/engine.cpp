@@ -6,9 +6,9 @@
 #include <unordered_set>
 
 #include "autograd/accumulate_grad.h"
-#include "profiler/profiler_hooks.h"
 #include "ignis/ops.h"
 #include "ops/copy.h"
+#include "profiler/profiler_hooks.h"
 
 namespace ignis::autograd {
 
@@ -65,9 +65,9 @@ Tensor validate(const Node& node, size_t i, Tensor g) {
     g = sum_to_size(g, meta.shape);
   }
   if (g.dtype() != meta.dtype) {
-    IGNIS_CHECK(g.is_floating_point() || !is_floating_point(meta.dtype), "backward: ",
-                node.name(), " returned an invalid gradient at index ", i, ": expected dtype ",
-                meta.dtype, " but got ", g.dtype());
+    IGNIS_CHECK(g.is_floating_point() || !is_floating_point(meta.dtype), "backward: ", node.name(),
+                " returned an invalid gradient at index ", i, ": expected dtype ", meta.dtype,
+                " but got ", g.dtype());
     g = g.to(meta.dtype);
   }
   return g;
@@ -194,8 +194,8 @@ void execute(const std::vector<Edge>& roots, const variable_list& root_grads, bo
     for (auto& [nr, weak] : node->retained) {
       if (auto impl = weak.lock(); impl && nr < grads.size() && grads[nr].defined()) {
         auto& m = impl->ensure_autograd();
-        m.grad = m.grad.defined() ? add(m.grad, grads[nr]) : (create_graph ? grads[nr]
-                                                                           : grads[nr].detach());
+        m.grad = m.grad.defined() ? add(m.grad, grads[nr])
+                                  : (create_graph ? grads[nr] : grads[nr].detach());
       }
     }
     auto* acc = dynamic_cast<AccumulateGrad*>(node);
@@ -256,9 +256,10 @@ Tensor root_grad(const Tensor& out, const Tensor& given, size_t i) {
                 given.dtype(), " but the output has dtype ", out.dtype());
     return given;
   }
-  IGNIS_CHECK(out.numel() == 1, "backward: grad can be implicitly created only for outputs with "
-              "one element, but output ", i, " has shape ", out.sizes(),
-              "; pass a gradient of that shape");
+  IGNIS_CHECK(out.numel() == 1,
+              "backward: grad can be implicitly created only for outputs with "
+              "one element, but output ",
+              i, " has shape ", out.sizes(), "; pass a gradient of that shape");
   return ones_like(out);
 }
 
@@ -269,7 +270,8 @@ void prepare_roots(const variable_list& outputs, const variable_list& grads,
   for (size_t i = 0; i < outputs.size(); ++i) {
     const Tensor& out = outputs[i];
     IGNIS_CHECK(out.defined(), fn, ": output ", i, " is an undefined tensor");
-    IGNIS_CHECK(out.requires_grad(), fn, ": element ", i, " of tensors does not require grad "
+    IGNIS_CHECK(out.requires_grad(), fn, ": element ", i,
+                " of tensors does not require grad "
                 "and does not have a grad_fn");
     roots.push_back(gradient_edge(out));
     root_grads.push_back(root_grad(out, grads.empty() ? Tensor() : grads[i], i));
@@ -280,7 +282,8 @@ void prepare_roots(const variable_list& outputs, const variable_list& grads,
 bool backward_keeps_graph() { return t_keep_graph; }
 
 void queue_callback(std::function<void()> fn) {
-  IGNIS_CHECK(t_callbacks != nullptr, "queue_callback: no backward is running on this thread "
+  IGNIS_CHECK(t_callbacks != nullptr,
+              "queue_callback: no backward is running on this thread "
               "(queue callbacks from a hook during backward)");
   t_callbacks->push_back(std::move(fn));
 }
@@ -305,8 +308,7 @@ variable_list grad(const variable_list& outputs, const variable_list& inputs,
   std::vector<Capture> captures;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& in = inputs[i];
-    IGNIS_CHECK(in.defined() && in.requires_grad(), "grad: input ", i,
-                " does not require grad");
+    IGNIS_CHECK(in.defined() && in.requires_grad(), "grad: input ", i, " does not require grad");
     Edge e = gradient_edge(in);
     captures.push_back({e.fn.get(), e.input_nr, in.is_leaf(), Tensor()});
   }
@@ -317,13 +319,19 @@ variable_list grad(const variable_list& outputs, const variable_list& inputs,
   variable_list result;
   for (size_t i = 0; i < captures.size(); ++i) {
     IGNIS_CHECK(captures[i].grad.defined() || allow_unused, "grad: input ", i,
-                " was not used in the graph (pass allow_unused=true to get an undefined "
-                "gradient for it)");
+                " was not used in the graph (pass allow_unused=true, or {.allow_unused = true}, to "
+                "get an undefined gradient for it)");
     Tensor g = captures[i].grad;
     if (g.defined() && !create_graph) g = g.detach();
     result.push_back(g);
   }
   return result;
+}
+
+variable_list grad(const variable_list& outputs, const variable_list& inputs,
+                   const variable_list& grad_outputs, const GradOptions& options) {
+  return grad(outputs, inputs, grad_outputs, options.retain_graph, options.create_graph,
+              options.allow_unused);
 }
 
 variable_list AccumulateGrad::apply(variable_list&& grads) {

@@ -10,63 +10,9 @@
 
 #include "core/tensor_impl.h"
 #include "ignis/autograd.h"
+#include "ignis/autograd_node.h"
 
 namespace ignis::autograd {
-
-class Node;
-
-/// Where the gradient of one input of a node goes: input `input_nr` of node `fn`.
-struct Edge {
-  std::shared_ptr<Node> fn;
-  uint32_t input_nr = 0;
-  bool valid() const { return fn != nullptr; }
-};
-
-/// What a gradient flowing to an input must look like. The engine un-broadcasts (sum_to_size)
-/// and casts every gradient to this, in one place, so that backward formulas stay one-liners.
-struct InputMeta {
-  Edge edge;
-  Shape shape;
-  DType dtype;
-};
-
-/// A node: the backward of one forward op. Its inputs (in backward) are the gradients of the
-/// forward op's outputs; it returns the gradients of the forward op's inputs.
-class Node : public std::enable_shared_from_this<Node> {
- public:
-  Node();
-  virtual ~Node() = default;
-  virtual variable_list apply(variable_list&& grad_outputs) = 0;
-  /// PyTorch's node names: "MulBackward0", "LogSoftmaxBackward0" (the forward op's name in
-  /// CamelCase + "Backward0"); a custom Function's is its class name + "Backward".
-  virtual std::string name() const = 0;
-  /// Frees saved tensors once backward ran without retain_graph.
-  virtual void release_variables() {}
-
-  /// Pool-allocated, as the node itself: recording an op allocates nothing from malloc.
-  using InputList = std::vector<InputMeta, pool::Allocator<InputMeta>>;
-  InputList& inputs() { return inputs_; }
-  const InputList& inputs() const { return inputs_; }
-  size_t num_inputs() const { return inputs_.size(); }
-  const Edge& next_edge(size_t i) const { return inputs_[i].edge; }
-  bool needs_input_grad(size_t i) const { return i < inputs_.size() && inputs_[i].edge.valid(); }
-  uint64_t sequence_nr() const { return sequence_nr_; }
-  uint32_t num_outputs = 1;
-
-  /// Hooks on the gradient of output i (tensor hooks and retain_grad of non-leaf tensors).
-  struct Hook {
-    size_t handle;
-    uint32_t output_nr;
-    GradHook fn;
-  };
-  std::vector<Hook> pre_hooks;
-  /// Non-leaf tensors that retain their gradient: output_nr -> tensor impl (weak).
-  std::vector<std::pair<uint32_t, std::weak_ptr<TensorImpl>>> retained;
-
- private:
-  InputList inputs_;
-  uint64_t sequence_nr_;
-};
 
 /// A tensor saved for backward. Records the storage version at save time and refuses to unpack
 /// if it changed. An op's own output is saved without its grad_fn (which would be a reference
@@ -77,7 +23,10 @@ class SavedVariable {
   SavedVariable(const Tensor& t, bool is_output);
   /// `node` is the node that owns this saved variable (for saved outputs).
   Tensor unpack(const Node* node = nullptr) const;
-  void reset() { data_ = Tensor(); was_reset_ = true; }
+  void reset() {
+    data_ = Tensor();
+    was_reset_ = true;
+  }
   bool defined() const { return data_.defined(); }
 
  private:
@@ -125,10 +74,12 @@ class LambdaNode final : public Node {
 
  private:
   [[noreturn]] void throw_freed() const {
-    IGNIS_FAIL("backward: trying to backward through the graph a second time (or to access saved "
-               "tensors after they were freed) at ", name(),
-               "; the saved tensors were freed by the first backward. Pass retain_graph=true to "
-               "the first backward if you need to backward twice.");
+    IGNIS_FAIL(
+        "backward: trying to backward through the graph a second time (or to access saved "
+        "tensors after they were freed) at ",
+        name(),
+        "; the saved tensors were freed by the first backward. Pass retain_graph=true to "
+        "the first backward if you need to backward twice.");
   }
   const char* op_;
   std::optional<F> f_;
@@ -146,7 +97,8 @@ void connect(const std::shared_ptr<Node>& node, const variable_list& inputs,
 
 /// Records one differentiable op: `backward(BackwardCtx&, const variable_list& grads)` returns
 /// one gradient per input (undefined where none). Call only when any_needs_grad(inputs).
-///   record("mul", {&a, &b}, {&out}, [sa = SavedVariable(a, false), ...](auto& ctx, auto& g) {...});
+///   record("mul", {&a, &b}, {&out}, [sa = SavedVariable(a, false), ...](auto& ctx, auto& g)
+///   {...});
 template <class F>
 void record(const char* op, std::initializer_list<const Tensor*> inputs,
             std::initializer_list<Tensor*> outputs, F&& backward) {

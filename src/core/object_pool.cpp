@@ -1,6 +1,6 @@
 // The slow paths of the object pool: operator new/delete, and freeing a thread's lists when it
 // exits.
-#include "core/object_pool.h"
+#include "ignis/detail/object_pool.h"
 
 namespace ignis::pool {
 

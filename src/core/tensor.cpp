@@ -113,21 +113,21 @@ bool Tensor::requires_grad() const {
   return m != nullptr && m->requires_grad;
 }
 
-Tensor& Tensor::requires_grad_(bool r) {
-  check_defined(*this, "requires_grad_");
+Tensor& Tensor::requires_grad_(bool r) const {
+  check_defined(mut(), "requires_grad_");
   AutogradMeta* m = autograd_meta();
   if (m && m->grad_fn) {
     IGNIS_CHECK(r,
                 "requires_grad_: you can only change requires_grad flags of leaf tensors; "
                 "use detach() to get a tensor that does not require grad");
-    return *this;
+    return mut();
   }
   IGNIS_CHECK(!r || is_floating_point(),
               "requires_grad_: only tensors of floating point dtype "
               "can require gradients, but this tensor has dtype ",
               dtype());
   if (r || m) impl_->ensure_autograd().requires_grad = r;
-  return *this;
+  return mut();
 }
 
 bool Tensor::is_leaf() const {
@@ -140,15 +140,16 @@ const Tensor& Tensor::grad() const {
   if (m == nullptr) return undefined_tensor();
   if (m->grad_fn && !m->retains_grad && !m->grad.defined()) {
     IGNIS_WARN_ONCE("grad: reading .grad() of a tensor that is not a leaf (it has a grad_fn, ",
-                    m->grad_fn->name(), "); backward() does not fill it. Call retain_grad() on "
+                    m->grad_fn->name(),
+                    "); backward() does not fill it. Call retain_grad() on "
                     "it before backward() to keep its gradient, or read a leaf's .grad().");
   }
   return m->grad;
 }
 
-Tensor& Tensor::mutable_grad() { return impl_->ensure_autograd().grad; }
+Tensor& Tensor::mutable_grad() const { return impl_->ensure_autograd().grad; }
 
-void Tensor::set_grad(const Tensor& g) {
+void Tensor::set_grad(const Tensor& g) const {
   if (g.defined()) {
     IGNIS_CHECK(g.sizes().equals(sizes()), "set_grad: gradient of shape ", g.sizes(),
                 " does not match the tensor's shape ", sizes());
@@ -168,7 +169,7 @@ int64_t Tensor::output_nr() const {
   return m ? m->output_nr : 0;
 }
 
-void Tensor::retain_grad() {
+void Tensor::retain_grad() const {
   IGNIS_CHECK(requires_grad(),
               "retain_grad: can't retain_grad on a tensor that has "
               "requires_grad=false");
@@ -212,7 +213,8 @@ size_t Tensor::register_hook(GradHook hook) const {
 }
 
 size_t Tensor::register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const {
-  IGNIS_CHECK(requires_grad() && is_leaf(), "register_post_accumulate_grad_hook: post accumulate "
+  IGNIS_CHECK(requires_grad() && is_leaf(),
+              "register_post_accumulate_grad_hook: post accumulate "
               "grad hooks can only be registered on leaf tensors that require grad");
   autograd::Edge e = autograd::gradient_edge(*this);  // the leaf's AccumulateGrad, kept by it
   size_t h = next_hook_handle();
@@ -244,7 +246,7 @@ Tensor Tensor::detach() const {
   return make_view(*this, impl_->sizes().shape(), impl_->strides().shape(), impl_->offset());
 }
 
-void Tensor::set_data(const Tensor& d) {
+void Tensor::set_data(const Tensor& d) const {
   check_defined(*this, "set_data");
   check_defined(d, "set_data");
   TensorImpl* src = d.impl();
@@ -252,11 +254,11 @@ void Tensor::set_data(const Tensor& d) {
                   src->dtype());
 }
 
-Tensor& Tensor::detach_() {
+Tensor& Tensor::detach_() const {
   AutogradMeta* m = autograd_meta();
   IGNIS_CHECK(m == nullptr || !m->is_view, "detach_: can't detach a view in place; use detach()");
   impl_->reset_autograd();
-  return *this;
+  return mut();
 }
 
 }  // namespace ignis

@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "core/object_pool.h"
+#include "ignis/detail/object_pool.h"
 #include "ignis/allocator.h"
 #include "ignis/tensor.h"
 

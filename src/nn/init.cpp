@@ -9,8 +9,10 @@
 namespace ignis::nn::init {
 
 std::pair<int64_t, int64_t> calculate_fan_in_and_fan_out(const Tensor& w) {
-  IGNIS_CHECK(w.dim() >= 2, "init: fan in and fan out can not be computed for a tensor with "
-              "fewer than 2 dimensions (shape ", w.sizes(), ")");
+  IGNIS_CHECK(w.dim() >= 2,
+              "init: fan in and fan out can not be computed for a tensor with "
+              "fewer than 2 dimensions (shape ",
+              w.sizes(), ")");
   int64_t field = 1;
   for (int64_t d = 2; d < w.dim(); ++d) field *= w.size(d);
   return {w.size(1) * field, w.size(0) * field};
@@ -25,38 +27,40 @@ double calculate_gain(const std::string& nl, double param) {
   IGNIS_FAIL("calculate_gain: unsupported nonlinearity '", nl, "'");
 }
 
-Tensor& uniform_(Tensor& t, double a, double b) {
+Tensor uniform_(Tensor t, double a, double b) {
   NoGradGuard ng;
   t.uniform_(a, b);
   return t;
 }
-Tensor& normal_(Tensor& t, double mean, double std) {
+Tensor normal_(Tensor t, double mean, double std) {
   NoGradGuard ng;
   t.normal_(mean, std);
   return t;
 }
-Tensor& constant_(Tensor& t, double value) {
+Tensor constant_(Tensor t, double value) {
   NoGradGuard ng;
   t.fill_(value);
   return t;
 }
-Tensor& zeros_(Tensor& t) { return constant_(t, 0); }
-Tensor& ones_(Tensor& t) { return constant_(t, 1); }
+Tensor zeros_(Tensor t) { return constant_(t, 0); }
+Tensor ones_(Tensor t) { return constant_(t, 1); }
 
-Tensor& xavier_uniform_(Tensor& t, double gain) {
+Tensor xavier_uniform_(Tensor t, double gain) {
   auto [in, out] = calculate_fan_in_and_fan_out(t);
   const double a = gain * std::sqrt(6.0 / static_cast<double>(in + out));
   return uniform_(t, -a, a);
 }
-Tensor& xavier_normal_(Tensor& t, double gain) {
+Tensor xavier_normal_(Tensor t, double gain) {
   auto [in, out] = calculate_fan_in_and_fan_out(t);
   return normal_(t, 0, gain * std::sqrt(2.0 / static_cast<double>(in + out)));
 }
 
 namespace {
 double kaiming_std(const Tensor& t, double a, const std::string& mode, const std::string& nl) {
-  IGNIS_CHECK(mode == "fan_in" || mode == "fan_out", "kaiming init: mode must be fan_in or "
-              "fan_out, got '", mode, "'");
+  IGNIS_CHECK(mode == "fan_in" || mode == "fan_out",
+              "kaiming init: mode must be fan_in or "
+              "fan_out, got '",
+              mode, "'");
   auto [in, out] = calculate_fan_in_and_fan_out(t);
   const int64_t fan = mode == "fan_in" ? in : out;
   IGNIS_CHECK(fan > 0, "kaiming init: initializing a zero-element tensor (shape ", t.sizes(), ")");
@@ -64,17 +68,19 @@ double kaiming_std(const Tensor& t, double a, const std::string& mode, const std
 }
 }  // namespace
 
-Tensor& kaiming_uniform_(Tensor& t, double a, const std::string& mode, const std::string& nl) {
+Tensor kaiming_uniform_(Tensor t, double a, const std::string& mode, const std::string& nl) {
   const double bound = std::sqrt(3.0) * kaiming_std(t, a, mode, nl);
   return uniform_(t, -bound, bound);
 }
-Tensor& kaiming_normal_(Tensor& t, double a, const std::string& mode, const std::string& nl) {
+Tensor kaiming_normal_(Tensor t, double a, const std::string& mode, const std::string& nl) {
   return normal_(t, 0, kaiming_std(t, a, mode, nl));
 }
 
-Tensor& orthogonal_(Tensor& t, double gain) {
-  IGNIS_CHECK(t.dim() >= 2, "orthogonal_: only tensors with 2 or more dimensions are supported, "
-              "got shape ", t.sizes());
+Tensor orthogonal_(Tensor t, double gain) {
+  IGNIS_CHECK(t.dim() >= 2,
+              "orthogonal_: only tensors with 2 or more dimensions are supported, "
+              "got shape ",
+              t.sizes());
   const int64_t rows = t.size(0);
   const int64_t cols = t.numel() / rows;
   // Modified Gram-Schmidt on the rows (or columns) of a normal matrix, in float64; sign-fixed

@@ -41,8 +41,8 @@ IGNIS_OP(gelu, "gelu(Tensor self, *, str approximate='none') -> Tensor",
 IGNIS_OP(softplus, "softplus(Tensor self, float beta=1, float threshold=20) -> Tensor",
          Tensor(const Tensor&, double, double), softplus,
          {.differentiable = true, .stubs = {&softplus_stub}});
-#define INPLACE_ACTIVATION(name, stub)                                            \
-  IGNIS_OP_METHOD(name, #name "(Tensor(a!) self) -> Tensor(a!)", Tensor&(), name, \
+#define INPLACE_ACTIVATION(name, stub)                                                  \
+  IGNIS_OP_METHOD(name, #name "(Tensor(a!) self) -> Tensor(a!)", Tensor&() const, name, \
                   {.differentiable = true, .stubs = {&stub}})
 INPLACE_ACTIVATION(relu_, relu_stub);
 #undef INPLACE_ACTIVATION
@@ -265,10 +265,10 @@ Tensor softplus_backward(const Tensor& g, const Tensor& x, double beta, double t
 
 Tensor Tensor::relu() const { return ignis::relu(*this); }
 
-Tensor& Tensor::relu_() {
+Tensor& Tensor::relu_() const {
   IGNIS_DISPATCH_METHOD(relu_, relu_);
   IGNIS_CHECK(dtype() != kBool, "relu_: not supported for bool tensors");
-  return inplace_unary(*this, relu_stub, dtype(), {}, "relu_", false,
+  return inplace_unary(mut(), relu_stub, dtype(), {}, "relu_", false,
                        [](const Tensor& x) { return ignis::relu(x); });
 }
 

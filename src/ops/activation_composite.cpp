@@ -32,7 +32,8 @@ IGNIS_OP(glu, "glu(Tensor self, int dim=-1) -> Tensor", Tensor(const Tensor&, in
 IGNIS_OP(prelu, "prelu(Tensor self, Tensor weight) -> Tensor", Tensor(const Tensor&, const Tensor&),
          prelu, COMPOSITE);
 IGNIS_OP(square, "square(Tensor self) -> Tensor", Tensor(const Tensor&), square, COMPOSITE);
-IGNIS_OP_METHOD(square_, "square_(Tensor(a!) self) -> Tensor(a!)", Tensor&(), square_, COMPOSITE);
+IGNIS_OP_METHOD(square_, "square_(Tensor(a!) self) -> Tensor(a!)", Tensor&() const, square_,
+                COMPOSITE);
 #undef COMPOSITE
 
 Tensor selu(const Tensor& x) {
@@ -117,7 +118,7 @@ Tensor square(const Tensor& x) {
   return pow(x.dtype() == kBool ? cast(x, kInt64) : x, 2);
 }
 Tensor Tensor::square() const { return ignis::square(*this); }
-Tensor& Tensor::square_() {
+Tensor& Tensor::square_() const {
   IGNIS_DISPATCH_METHOD(square_, square_);
   return pow_(2);
 }

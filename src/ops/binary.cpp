@@ -41,24 +41,24 @@ IGNIS_OP(div_Scalar_Tensor, "div.Scalar_Tensor(Scalar self, Tensor other) -> Ten
          Tensor(Scalar, const Tensor&), div, BINARY_STUBS(div_stub));
 IGNIS_OP_METHOD(add__Tensor,
                 "add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",
-                Tensor&(const Tensor&, Scalar), add_, BINARY_STUBS(add_stub));
+                Tensor&(const Tensor&, Scalar) const, add_, BINARY_STUBS(add_stub));
 IGNIS_OP_METHOD(add__Scalar,
                 "add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)",
-                Tensor&(Scalar, Scalar), add_, BINARY_STUBS(add_stub));
+                Tensor&(Scalar, Scalar) const, add_, BINARY_STUBS(add_stub));
 IGNIS_OP_METHOD(sub__Tensor,
                 "sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",
-                Tensor&(const Tensor&, Scalar), sub_, BINARY_STUBS(sub_stub));
+                Tensor&(const Tensor&, Scalar) const, sub_, BINARY_STUBS(sub_stub));
 IGNIS_OP_METHOD(sub__Scalar,
                 "sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)",
-                Tensor&(Scalar, Scalar), sub_, BINARY_STUBS(sub_stub));
+                Tensor&(Scalar, Scalar) const, sub_, BINARY_STUBS(sub_stub));
 IGNIS_OP_METHOD(mul__Tensor, "mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
-                Tensor&(const Tensor&), mul_, BINARY_STUBS(mul_stub));
+                Tensor&(const Tensor&) const, mul_, BINARY_STUBS(mul_stub));
 IGNIS_OP_METHOD(mul__Scalar, "mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)",
-                Tensor&(Scalar), mul_, BINARY_STUBS(mul_stub));
+                Tensor&(Scalar) const, mul_, BINARY_STUBS(mul_stub));
 IGNIS_OP_METHOD(div__Tensor, "div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
-                Tensor&(const Tensor&), div_, BINARY_STUBS(div_stub));
+                Tensor&(const Tensor&) const, div_, BINARY_STUBS(div_stub));
 IGNIS_OP_METHOD(div__Scalar, "div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)",
-                Tensor&(Scalar), div_, BINARY_STUBS(div_stub));
+                Tensor&(Scalar) const, div_, BINARY_STUBS(div_stub));
 #undef BINARY_STUBS
 
 Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
@@ -186,41 +186,41 @@ Tensor& inplace_binary(Tensor& self, const Tensor& other, const DispatchStub<Ele
 }
 }  // namespace
 
-Tensor& Tensor::add_(const Tensor& o, Scalar alpha) {
+Tensor& Tensor::add_(const Tensor& o, Scalar alpha) const {
   IGNIS_DISPATCH_METHOD(add__Tensor, add_, o, alpha);
-  return inplace_binary(*this, o, add_stub, result_type(*this, o), {alpha.to_double()}, "add_",
+  return inplace_binary(mut(), o, add_stub, result_type(mut(), o), {alpha.to_double()}, "add_",
                         [&](const Tensor& a, const Tensor& b) { return ignis::add(a, b, alpha); });
 }
-Tensor& Tensor::add_(Scalar o, Scalar alpha) {
+Tensor& Tensor::add_(Scalar o, Scalar alpha) const {
   IGNIS_DISPATCH_METHOD(add__Scalar, add_, o, alpha);
-  return add_(wrap_scalar(o, result_type(*this, o), device()), alpha);
+  return add_(wrap_scalar(o, result_type(mut(), o), device()), alpha);
 }
-Tensor& Tensor::sub_(const Tensor& o, Scalar alpha) {
+Tensor& Tensor::sub_(const Tensor& o, Scalar alpha) const {
   IGNIS_DISPATCH_METHOD(sub__Tensor, sub_, o, alpha);
-  return inplace_binary(*this, o, sub_stub, result_type(*this, o), {alpha.to_double()}, "sub_",
+  return inplace_binary(mut(), o, sub_stub, result_type(mut(), o), {alpha.to_double()}, "sub_",
                         [&](const Tensor& a, const Tensor& b) { return ignis::sub(a, b, alpha); });
 }
-Tensor& Tensor::sub_(Scalar o, Scalar alpha) {
+Tensor& Tensor::sub_(Scalar o, Scalar alpha) const {
   IGNIS_DISPATCH_METHOD(sub__Scalar, sub_, o, alpha);
-  return sub_(wrap_scalar(o, result_type(*this, o), device()), alpha);
+  return sub_(wrap_scalar(o, result_type(mut(), o), device()), alpha);
 }
-Tensor& Tensor::mul_(const Tensor& o) {
+Tensor& Tensor::mul_(const Tensor& o) const {
   IGNIS_DISPATCH_METHOD(mul__Tensor, mul_, o);
-  return inplace_binary(*this, o, mul_stub, result_type(*this, o), {}, "mul_",
+  return inplace_binary(mut(), o, mul_stub, result_type(mut(), o), {}, "mul_",
                         [](const Tensor& a, const Tensor& b) { return ignis::mul(a, b); });
 }
-Tensor& Tensor::mul_(Scalar o) {
+Tensor& Tensor::mul_(Scalar o) const {
   IGNIS_DISPATCH_METHOD(mul__Scalar, mul_, o);
-  return mul_(wrap_scalar(o, result_type(*this, o), device()));
+  return mul_(wrap_scalar(o, result_type(mut(), o), device()));
 }
-Tensor& Tensor::div_(const Tensor& o) {
+Tensor& Tensor::div_(const Tensor& o) const {
   IGNIS_DISPATCH_METHOD(div__Tensor, div_, o);
-  return inplace_binary(*this, o, div_stub, to_floating(result_type(*this, o)), {}, "div_",
+  return inplace_binary(mut(), o, div_stub, to_floating(result_type(mut(), o)), {}, "div_",
                         [](const Tensor& a, const Tensor& b) { return ignis::div(a, b); });
 }
-Tensor& Tensor::div_(Scalar o) {
+Tensor& Tensor::div_(Scalar o) const {
   IGNIS_DISPATCH_METHOD(div__Scalar, div_, o);
-  return div_(wrap_scalar(o, result_type(*this, o), device()));
+  return div_(wrap_scalar(o, result_type(mut(), o), device()));
 }
 
 }  // namespace ignis

@@ -63,7 +63,7 @@ IGNIS_DEFINE_OP_STUB(floor_quotient);
   IGNIS_OP(id, #name ovl "(Tensor self, Tensor other) -> Tensor",                                 \
            Tensor(const Tensor&, const Tensor&), name, IGNIS_BINARY_RECORD_OPTS(name));           \
   IGNIS_OP_METHOD(id##_inplace, #name "_" ovl "(Tensor(a!) self, Tensor other) -> Tensor(a!)",    \
-                  Tensor&(const Tensor&), name##_, IGNIS_BINARY_RECORD_OPTS(name));               \
+                  Tensor&(const Tensor&) const, name##_, IGNIS_BINARY_RECORD_OPTS(name));         \
   Tensor name(const Tensor& self, const Tensor& other) {                                          \
     IGNIS_DISPATCH(id, name, self, other);                                                        \
     const DType t = binary_dtype<BinaryDtypes::dtypes>(self, other, #name);                       \
@@ -81,10 +81,10 @@ IGNIS_DEFINE_OP_STUB(floor_quotient);
     return out;                                                                                   \
   }                                                                                               \
   Tensor Tensor::name(const Tensor& other) const { return ignis::name(*this, other); }            \
-  Tensor& Tensor::name##_(const Tensor& other) {                                                  \
+  Tensor& Tensor::name##_(const Tensor& other) const {                                            \
     IGNIS_DISPATCH_METHOD(id##_inplace, name##_, other);                                          \
-    return inplace_binary(*this, other, name##_stub,                                              \
-                          binary_dtype<BinaryDtypes::dtypes>(*this, other, #name "_"), #name "_", \
+    return inplace_binary(mut(), other, name##_stub,                                              \
+                          binary_dtype<BinaryDtypes::dtypes>(mut(), other, #name "_"), #name "_", \
                           [](const Tensor& a, const Tensor& b) { return ignis::name(a, b); });    \
   }
 
@@ -98,16 +98,16 @@ IGNIS_DEFINE_OP_STUB(floor_quotient);
   IGNIS_OP(name##_Scalar, #name ".Scalar(Tensor self, Scalar other) -> Tensor",                   \
            Tensor(const Tensor&, Scalar), name, {.differentiable = true, .kind = "composite"});   \
   IGNIS_OP_METHOD(name##_Scalar_inplace,                                                          \
-                  #name "_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)", Tensor&(Scalar), \
-                  name##_, {.differentiable = true, .kind = "composite"});                        \
+                  #name "_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)",                  \
+                  Tensor&(Scalar) const, name##_, {.differentiable = true, .kind = "composite"}); \
   Tensor name(const Tensor& self, Scalar other) {                                                 \
     IGNIS_DISPATCH(name##_Scalar, name, self, other);                                             \
     return name(self, wrap_scalar(other, result_type(self, other), self.device()));               \
   }                                                                                               \
   Tensor Tensor::name(Scalar other) const { return ignis::name(*this, other); }                   \
-  Tensor& Tensor::name##_(Scalar other) {                                                         \
+  Tensor& Tensor::name##_(Scalar other) const {                                                   \
     IGNIS_DISPATCH_METHOD(name##_Scalar_inplace, name##_, other);                                 \
-    return name##_(wrap_scalar(other, result_type(*this, other), device()));                      \
+    return name##_(wrap_scalar(other, result_type(mut(), other), device()));                      \
   }
 #include "ignis/binary_ops.def"
 

@@ -325,9 +325,9 @@ IGNIS_OP(conv_transpose2d,
          Tensor(const Tensor&, const Tensor&, const Tensor&, IntArrayRef, IntArrayRef, IntArrayRef,
                 int64_t, IntArrayRef),
          conv_transpose2d, CONV_OPTS);
-#define CONV_STR_SIG                                                                          \
-  Tensor(const Tensor&, const Tensor&, const Tensor&, IntArrayRef, const PaddingMode&, IntArrayRef, \
-         int64_t)
+#define CONV_STR_SIG                                                                   \
+  Tensor(const Tensor&, const Tensor&, const Tensor&, IntArrayRef, const PaddingMode&, \
+         IntArrayRef, int64_t)
 IGNIS_OP(conv2d_padding,
          "conv2d.padding(Tensor input, Tensor weight, Tensor? bias, int[] stride, str padding, "
          "int[] dilation=[1], int groups=1) -> Tensor",

@@ -100,11 +100,12 @@ IGNIS_OP_METHOD(contiguous_memory_format,
                 "contiguous.memory_format(Tensor(a) self, MemoryFormat memory_format) -> Tensor(a)",
                 Tensor(MemoryFormat) const, contiguous,
                 {.differentiable = true, .stubs = {&copy_stub}});
-IGNIS_OP_METHOD(copy_, "copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)", Tensor&(const Tensor&),
-                copy_, {.differentiable = true, .stubs = {&copy_stub}});
-IGNIS_OP_METHOD(fill_, "fill_(Tensor(a!) self, Scalar value) -> Tensor(a!)", Tensor&(Scalar), fill_,
-                {.stubs = {&copy_stub}});
-IGNIS_OP_METHOD(zero_, "zero_(Tensor(a!) self) -> Tensor(a!)", Tensor&(), zero_,
+IGNIS_OP_METHOD(copy_, "copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)",
+                Tensor&(const Tensor&) const, copy_,
+                {.differentiable = true, .stubs = {&copy_stub}});
+IGNIS_OP_METHOD(fill_, "fill_(Tensor(a!) self, Scalar value) -> Tensor(a!)", Tensor&(Scalar) const,
+                fill_, {.stubs = {&copy_stub}});
+IGNIS_OP_METHOD(zero_, "zero_(Tensor(a!) self) -> Tensor(a!)", Tensor&() const, zero_,
                 {.kind = "composite"});
 
 Tensor Tensor::clone() const {
@@ -133,34 +134,34 @@ Tensor Tensor::contiguous(MemoryFormat format) const {
 }
 Tensor contiguous(const Tensor& x) { return x.contiguous(); }
 
-Tensor& Tensor::copy_(const Tensor& src) {
+Tensor& Tensor::copy_(const Tensor& src) const {
   IGNIS_DISPATCH_METHOD(copy_, copy_, src);
   IGNIS_CHECK(defined() && src.defined(), "copy_: undefined tensor");
   if (autograd::any_needs_grad({this, &src})) {
     Tensor r = src.expand(sizes()).to(dtype(), false, true);
-    return inplace_from(*this, r, "copy_");
+    return inplace_from(mut(), r, "copy_");
   }
   Shape s = broadcast_shapes(sizes(), src.sizes());
   IGNIS_CHECK(IntArrayRef(s).equals(sizes()), "copy_: source of shape ", src.sizes(),
               " can't be broadcast to the destination's shape ", sizes());
-  copy_into(*this, src);
+  copy_into(mut(), src);
   impl()->bump_version();
-  return *this;
+  return mut();
 }
 
-Tensor& Tensor::fill_(Scalar v) {
+Tensor& Tensor::fill_(Scalar v) const {
   IGNIS_DISPATCH_METHOD(fill_, fill_, v);
-  check_inplace(*this, "fill_");
-  copy_into(*this, wrap_scalar(v, dtype(), device()));
+  check_inplace(mut(), "fill_");
+  copy_into(mut(), wrap_scalar(v, dtype(), device()));
   impl()->bump_version();
   if (AutogradMeta* m = autograd_meta(); m && m->grad_fn && is_grad_enabled()) {
     m->grad_fn.reset();  // a constant now: no history
     m->requires_grad = false;
   }
-  return *this;
+  return mut();
 }
 
-Tensor& Tensor::zero_() {
+Tensor& Tensor::zero_() const {
   IGNIS_DISPATCH_METHOD(zero_, zero_);
   return fill_(0);
 }

@@ -37,23 +37,24 @@ Tensor float_unary_op(const DispatchStub<ElementwiseFn>& stub, const char* op, c
 
 }  // namespace
 
-#define IGNIS_FLOAT_UNARY_OP(name, Functor, saves, grad_expr)                                   \
-  IGNIS_DEFINE_OP_STUB(name);                                                                   \
-  IGNIS_OP(name, #name "(Tensor self) -> Tensor", Tensor(const Tensor&), name,                  \
-           {.differentiable = true, .stubs = {&name##_stub}});                                  \
-  IGNIS_OP_METHOD(name##_, #name "_(Tensor(a!) self) -> Tensor(a!)", Tensor&(), name##_,       \
-                  {.differentiable = true, .stubs = {&name##_stub}});                           \
-  Tensor name(const Tensor& self) {                                                             \
-    IGNIS_DISPATCH(name, name, self);                                                           \
-    return float_unary_op<Saves::saves>(                                                        \
-        name##_stub, #name,                                                                     \
-        self, [](const Tensor& g, const Tensor& x, const Tensor& y) { return grad_expr; });     \
-  }                                                                                             \
-  Tensor Tensor::name() const { return ignis::name(*this); }                                    \
-  Tensor& Tensor::name##_() {                                                                   \
-    IGNIS_DISPATCH_METHOD(name##_, name##_);                                                    \
-    return inplace_unary(*this, name##_stub, to_floating(dtype()), {}, #name "_",               \
-                         Saves::saves == Saves::X, [](const Tensor& x) { return ignis::name(x); }); \
+#define IGNIS_FLOAT_UNARY_OP(name, Functor, saves, grad_expr)                                  \
+  IGNIS_DEFINE_OP_STUB(name);                                                                  \
+  IGNIS_OP(name, #name "(Tensor self) -> Tensor", Tensor(const Tensor&), name,                 \
+           {.differentiable = true, .stubs = {&name##_stub}});                                 \
+  IGNIS_OP_METHOD(name##_, #name "_(Tensor(a!) self) -> Tensor(a!)", Tensor&() const, name##_, \
+                  {.differentiable = true, .stubs = {&name##_stub}});                          \
+  Tensor name(const Tensor& self) {                                                            \
+    IGNIS_DISPATCH(name, name, self);                                                          \
+    return float_unary_op<Saves::saves>(                                                       \
+        name##_stub, #name, self,                                                              \
+        [](const Tensor& g, const Tensor& x, const Tensor& y) { return grad_expr; });          \
+  }                                                                                            \
+  Tensor Tensor::name() const { return ignis::name(*this); }                                   \
+  Tensor& Tensor::name##_() const {                                                            \
+    IGNIS_DISPATCH_METHOD(name##_, name##_);                                                   \
+    return inplace_unary(mut(), name##_stub, to_floating(dtype()), {}, #name "_",              \
+                         Saves::saves == Saves::X,                                             \
+                         [](const Tensor& x) { return ignis::name(x); });                      \
   }
 #include "ignis/float_unary_ops.def"
 

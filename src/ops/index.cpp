@@ -318,14 +318,15 @@ IGNIS_OP(
     Tensor(const Tensor&, int64_t, const Tensor&, const Tensor&, Scalar), index_add, INDEX_ADD_OP);
 IGNIS_OP_METHOD(scatter__src,
                 "scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)",
-                Tensor&(int64_t, const Tensor&, const Tensor&), scatter_, SCATTER_OP);
+                Tensor&(int64_t, const Tensor&, const Tensor&) const, scatter_, SCATTER_OP);
 IGNIS_OP_METHOD(scatter_add_,
                 "scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)",
-                Tensor&(int64_t, const Tensor&, const Tensor&), scatter_add_, SCATTER_ADD_OP);
+                Tensor&(int64_t, const Tensor&, const Tensor&) const, scatter_add_, SCATTER_ADD_OP);
 IGNIS_OP_METHOD(index_add_,
                 "index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, "
                 "Scalar alpha=1) -> Tensor(a!)",
-                Tensor&(int64_t, const Tensor&, const Tensor&, Scalar), index_add_, INDEX_ADD_OP);
+                Tensor&(int64_t, const Tensor&, const Tensor&, Scalar) const, index_add_,
+                INDEX_ADD_OP);
 #undef SCATTER_OP
 #undef SCATTER_ADD_OP
 #undef INDEX_ADD_OP
@@ -404,40 +405,41 @@ Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor
   return out;
 }
 
-Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Tensor& src) {
+Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Tensor& src) const {
   IGNIS_DISPATCH_METHOD(scatter__src, scatter_, dim, index, src);
   if (autograd::any_needs_grad({this, &src})) {
-    check_inplace(*this, "scatter_");
-    return inplace_from(*this, ignis::scatter(*this, dim, index, src), "scatter_");
+    check_inplace(mut(), "scatter_");
+    return inplace_from(mut(), ignis::scatter(mut(), dim, index, src), "scatter_");
   }
-  check_scatter(*this, dim, index, src, "scatter_");
-  scatter_into(*this, dim, index, src, false, "scatter_");
+  check_scatter(mut(), dim, index, src, "scatter_");
+  scatter_into(mut(), dim, index, src, false, "scatter_");
   impl()->bump_version();
-  return *this;
+  return mut();
 }
 
-Tensor& Tensor::scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) {
+Tensor& Tensor::scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) const {
   IGNIS_DISPATCH_METHOD(scatter_add_, scatter_add_, dim, index, src);
   if (autograd::any_needs_grad({this, &src})) {
-    check_inplace(*this, "scatter_add_");
-    return inplace_from(*this, ignis::scatter_add(*this, dim, index, src), "scatter_add_");
+    check_inplace(mut(), "scatter_add_");
+    return inplace_from(mut(), ignis::scatter_add(mut(), dim, index, src), "scatter_add_");
   }
-  check_scatter(*this, dim, index, src, "scatter_add_");
-  scatter_into(*this, dim, index, src, true, "scatter_add_");
+  check_scatter(mut(), dim, index, src, "scatter_add_");
+  scatter_into(mut(), dim, index, src, true, "scatter_add_");
   impl()->bump_version();
-  return *this;
+  return mut();
 }
 
-Tensor& Tensor::index_add_(int64_t dim, const Tensor& index, const Tensor& source, Scalar alpha) {
+Tensor& Tensor::index_add_(int64_t dim, const Tensor& index, const Tensor& source,
+                           Scalar alpha) const {
   IGNIS_DISPATCH_METHOD(index_add_, index_add_, dim, index, source, alpha);
   if (autograd::any_needs_grad({this, &source})) {
-    check_inplace(*this, "index_add_");
-    return inplace_from(*this, ignis::index_add(*this, dim, index, source, alpha), "index_add_");
+    check_inplace(mut(), "index_add_");
+    return inplace_from(mut(), ignis::index_add(mut(), dim, index, source, alpha), "index_add_");
   }
-  Tensor idx = check_index_add(*this, dim, index, source, "index_add_");
-  index_add_into(*this, dim, idx, source, alpha, "index_add_");
+  Tensor idx = check_index_add(mut(), dim, index, source, "index_add_");
+  index_add_into(mut(), dim, idx, source, alpha, "index_add_");
   impl()->bump_version();
-  return *this;
+  return mut();
 }
 
 // ---- masks
@@ -469,7 +471,7 @@ IGNIS_OP(masked_fill_Scalar, "masked_fill.Scalar(Tensor self, Tensor mask, Scala
          {.differentiable = true, .stubs = {&masked_fill_stub}});
 IGNIS_OP_METHOD(masked_fill__Scalar,
                 "masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)",
-                Tensor&(const Tensor&, Scalar), masked_fill_,
+                Tensor&(const Tensor&, Scalar) const, masked_fill_,
                 {.differentiable = true, .stubs = {&masked_fill_stub}});
 IGNIS_OP(masked_select, "masked_select(Tensor self, Tensor mask) -> Tensor",
          Tensor(const Tensor&, const Tensor&), masked_select,
@@ -494,23 +496,23 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
   return out;
 }
 
-Tensor& Tensor::masked_fill_(const Tensor& mask, Scalar value) {
+Tensor& Tensor::masked_fill_(const Tensor& mask, Scalar value) const {
   IGNIS_DISPATCH_METHOD(masked_fill__Scalar, masked_fill_, mask, value);
-  Tensor m = check_mask(mask, *this, "masked_fill_");
-  IGNIS_CHECK(IntArrayRef(mask_shape(*this, m, "masked_fill_")).equals(sizes()),
+  Tensor m = check_mask(mask, mut(), "masked_fill_");
+  IGNIS_CHECK(IntArrayRef(mask_shape(mut(), m, "masked_fill_")).equals(sizes()),
               "masked_fill_: the mask of shape ", mask.sizes(),
               " cannot be broadcast to the "
               "input's shape ",
               sizes());
   if (autograd::any_needs_grad({this})) {
-    check_inplace(*this, "masked_fill_");
-    return inplace_from(*this, ignis::masked_fill(*this, m, value), "masked_fill_");
+    check_inplace(mut(), "masked_fill_");
+    return inplace_from(mut(), ignis::masked_fill(mut(), m, value), "masked_fill_");
   }
-  check_inplace(*this, "masked_fill_");
-  TensorIter it = TensorIter::build(*this, {this, &m});
+  check_inplace(mut(), "masked_fill_");
+  TensorIter it = TensorIter::build(mut(), {this, &m});
   if (numel()) masked_fill_stub[device()](it, dtype(), value);
   impl()->bump_version();
-  return *this;
+  return mut();
 }
 
 Tensor masked_select(const Tensor& x, const Tensor& mask) {

@@ -17,8 +17,8 @@ namespace {
 // ---- basic indexing
 
 struct Parsed {
-  Tensor view;                                   // self after basic indexing
-  std::vector<std::pair<int64_t, Tensor>> adv;   // (dim of view, integer index tensor)
+  Tensor view;                                  // self after basic indexing
+  std::vector<std::pair<int64_t, Tensor>> adv;  // (dim of view, integer index tensor)
 };
 
 Tensor bool_index(bool b, Device device) {
@@ -92,10 +92,12 @@ Parsed apply_basic(const Tensor& self, const std::vector<TensorIndex>& indices, 
           break;
         }
         for (int64_t k = 0; k < m.dim(); ++k) {
-          IGNIS_CHECK(m.sizes()[k] == v.sizes()[dim + k], op, ": the shape of the mask ",
-                      m.sizes(), " at index ", pos, " does not match the shape of the indexed "
-                      "tensor ", v.sizes(), " at dimension ", dim + k, " (", m.sizes()[k],
-                      " vs ", v.sizes()[dim + k], ")");
+          IGNIS_CHECK(m.sizes()[k] == v.sizes()[dim + k], op, ": the shape of the mask ", m.sizes(),
+                      " at index ", pos,
+                      " does not match the shape of the indexed "
+                      "tensor ",
+                      v.sizes(), " at dimension ", dim + k, " (", m.sizes()[k], " vs ",
+                      v.sizes()[dim + k], ")");
         }
         Tensor nz = nonzero(m);  // [n, m.dim()]: one index tensor per masked dim
         for (int64_t k = 0; k < m.dim(); ++k) p.adv.emplace_back(dim + k, nz.select(1, k));
@@ -121,9 +123,12 @@ AdvancedIndex make_advanced(const std::vector<std::pair<int64_t, Tensor>>& adv, 
       a.shape = broadcast_shapes(a.shape, a.indices[k].sizes());
     } catch (const Error&) {
       std::string shapes;
-      for (const Tensor& t : a.indices) shapes += (shapes.empty() ? "" : ", ") + shape_str(t.sizes());
-      IGNIS_FAIL(op, ": shape mismatch: indexing tensors could not be broadcast together with "
-                 "shapes ", shapes);
+      for (const Tensor& t : a.indices)
+        shapes += (shapes.empty() ? "" : ", ") + shape_str(t.sizes());
+      IGNIS_FAIL(op,
+                 ": shape mismatch: indexing tensors could not be broadcast together with "
+                 "shapes ",
+                 shapes);
     }
   }
   return a;
@@ -132,9 +137,9 @@ AdvancedIndex make_advanced(const std::vector<std::pair<int64_t, Tensor>>& adv, 
 // ---- the geometry of an advanced-indexing result
 
 struct Layout {
-  Shape shape;         // result shape
-  Shape self_strides;  // self's strides at the result's non-indexed dims, 0 at the index dims
-  int64_t b_start = 0; // first result dim of the broadcast index shape
+  Shape shape;          // result shape
+  Shape self_strides;   // self's strides at the result's non-indexed dims, 0 at the index dims
+  int64_t b_start = 0;  // first result dim of the broadcast index shape
 };
 
 Layout make_layout(const Tensor& self, const AdvancedIndex& adv) {
@@ -257,8 +262,8 @@ Tensor advanced_gather(const Tensor& self, const AdvancedIndex& adv) {
   }
   if (autograd::any_needs_grad({&self})) {
     autograd::record("index", {&self}, {&out},
-                     [sa = SavedAdvanced(adv), shape = self.sizes().shape()](
-                         BackwardCtx& c, const TensorList& g) {
+                     [sa = SavedAdvanced(adv), shape = self.sizes().shape()](BackwardCtx& c,
+                                                                             const TensorList& g) {
                        return TensorList{advanced_put_zeros(shape, sa.unpack(c), g[0])};
                      });
   }
@@ -284,8 +289,7 @@ void advanced_put_(const Tensor& self, const AdvancedIndex& adv, const Tensor& v
     std::vector<Tensor> cols{adv.indices[0].to(kInt64).reshape({-1}).contiguous()};
     Tensor flat = make_tensor({cols[0].numel()}, kInt64, self.device());
     int64_t bad_k = 0;
-    throw_if_bad(linear_index_stub[self.device()](flat, cols, {1}, {n}, bad_k), "index_put_", d,
-                 n);
+    throw_if_bad(linear_index_stub[self.device()](flat, cols, {1}, {n}, bad_k), "index_put_", d, n);
     Shape src_shape = self.sizes().shape();
     src_shape[d] = flat.numel();
     NoGradGuard ng;
@@ -330,9 +334,9 @@ std::vector<std::pair<int64_t, Tensor>> list_to_advanced(const Tensor& self,
   int64_t dim = 0;
   for (size_t pos = 0; pos < indices.size(); ++pos) {
     const Tensor& t = indices[pos];
-    const int64_t span = !t.defined() ? 1
+    const int64_t span = !t.defined()                                  ? 1
                          : (t.dtype() == kBool || t.dtype() == kUInt8) ? t.dim()
-                                                                         : 1;
+                                                                       : 1;
     IGNIS_CHECK(dim + span <= self.dim(), op, ": too many indices for a tensor of dimension ",
                 self.dim(), " (index ", pos, " reaches dimension ", dim + span - 1, ")");
     if (!t.defined()) {
@@ -352,8 +356,8 @@ std::vector<std::pair<int64_t, Tensor>> list_to_advanced(const Tensor& self,
                 " adds a dimension; use Tensor::index (x[mask]) for it");
     const Tensor m = dt == kBool ? t : t.to(kBool);
     for (int64_t k = 0; k < m.dim(); ++k) {
-      IGNIS_CHECK(m.sizes()[k] == self.sizes()[dim + k], op, ": the shape of the mask ",
-                  m.sizes(), " at index ", pos, " does not match the shape of the indexed tensor ",
+      IGNIS_CHECK(m.sizes()[k] == self.sizes()[dim + k], op, ": the shape of the mask ", m.sizes(),
+                  " at index ", pos, " does not match the shape of the indexed tensor ",
                   self.sizes(), " at dimension ", dim + k, " (", m.sizes()[k], " vs ",
                   self.sizes()[dim + k], ")");
     }
@@ -376,8 +380,8 @@ Tensor flat_positions(const Tensor& self) {
 /// differentiable in self and the values; self then takes the result (inplace_from).
 Tensor& put_at_positions(Tensor& self, const Tensor& at, const Tensor& values, bool accumulate) {
   check_inplace(self, "index_put_");
-  IGNIS_CHECK(self.is_floating_point(),
-              "index_put_: autograd needs a floating point tensor, got ", self.dtype());
+  IGNIS_CHECK(self.is_floating_point(), "index_put_: autograd needs a floating point tensor, got ",
+              self.dtype());
   const Tensor v = cast(values, self.dtype());
   Shape b;
   try {
@@ -385,12 +389,14 @@ Tensor& put_at_positions(Tensor& self, const Tensor& at, const Tensor& values, b
   } catch (const Error&) {
     b = Shape();
   }
-  IGNIS_CHECK(IntArrayRef(b).equals(at.sizes()), "index_put_: shape mismatch: value tensor of "
-              "shape ", values.sizes(), " cannot be broadcast to indexing result of shape ",
-              at.sizes());
+  IGNIS_CHECK(IntArrayRef(b).equals(at.sizes()),
+              "index_put_: shape mismatch: value tensor of "
+              "shape ",
+              values.sizes(), " cannot be broadcast to indexing result of shape ", at.sizes());
   const Tensor flat = self.reshape({-1}), pos = at.reshape({-1});
   const Tensor vf = v.expand(at.sizes()).reshape({-1});
-  const Tensor out = accumulate ? ignis::index_add(flat, 0, pos, vf) : ignis::scatter(flat, 0, pos, vf);
+  const Tensor out =
+      accumulate ? ignis::index_add(flat, 0, pos, vf) : ignis::scatter(flat, 0, pos, vf);
   return inplace_from(self, out.view(self.sizes()), "index_put_");
 }
 
@@ -405,11 +411,13 @@ std::vector<Tensor> advanced_to_list(const std::vector<std::pair<int64_t, Tensor
 IGNIS_OP(index_Tensor, "index.Tensor(Tensor self, Tensor?[] indices) -> Tensor",
          Tensor(const Tensor&, const std::vector<Tensor>&), index,
          {.differentiable = true, .stubs = {&index_gather_stub}});
-IGNIS_OP_METHOD(index_put_, "index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, "
+IGNIS_OP_METHOD(index_put_,
+                "index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, "
                 "bool accumulate=False) -> Tensor(a!)",
-                Tensor&(const std::vector<Tensor>&, const Tensor&, bool), index_put_,
+                Tensor&(const std::vector<Tensor>&, const Tensor&, bool) const, index_put_,
                 {.differentiable = true, .stubs = {&index_put_stub}});
-IGNIS_OP_METHOD(index_put, "index_put(Tensor self, Tensor?[] indices, Tensor values, "
+IGNIS_OP_METHOD(index_put,
+                "index_put(Tensor self, Tensor?[] indices, Tensor values, "
                 "bool accumulate=False) -> Tensor",
                 Tensor(const std::vector<Tensor>&, const Tensor&, bool) const, index_put,
                 {.differentiable = true, .kind = "composite"});
@@ -423,28 +431,28 @@ Tensor index(const Tensor& self, const std::vector<Tensor>& indices) {
 }
 
 Tensor& Tensor::index_put_(const std::vector<Tensor>& indices, const Tensor& values,
-                           bool accumulate) {
+                           bool accumulate) const {
   IGNIS_DISPATCH_METHOD(index_put_, index_put_, indices, values, accumulate);
   IGNIS_CHECK(defined() && values.defined(), "index_put_: undefined tensor");
   IGNIS_CHECK(values.device() == device(), "index_put_: values on ", values.device().str(),
               " for a tensor on ", device().str());
   if (autograd::any_needs_grad({this, &values})) {
-    return put_at_positions(*this, ignis::index(flat_positions(*this), indices), values,
+    return put_at_positions(mut(), ignis::index(flat_positions(mut()), indices), values,
                             accumulate);
   }
-  const auto adv = list_to_advanced(*this, indices, "index_put_");
+  const auto adv = list_to_advanced(mut(), indices, "index_put_");
   if (adv.empty()) {
     if (accumulate) {
       add_(values);
     } else {
       copy_(values);
     }
-    return *this;
+    return mut();
   }
-  check_inplace(*this, "index_put_");
-  advanced_put_(*this, make_advanced(adv, "index_put_"), values, accumulate);
+  check_inplace(mut(), "index_put_");
+  advanced_put_(mut(), make_advanced(adv, "index_put_"), values, accumulate);
   impl()->bump_version();
-  return *this;
+  return mut();
 }
 
 Tensor Tensor::index_put(const std::vector<Tensor>& indices, const Tensor& values,
@@ -469,19 +477,19 @@ Tensor Tensor::index(const std::vector<TensorIndex>& indices) const {
   return ignis::index(p.view, advanced_to_list(p.adv));
 }
 
-Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor& value) {
+Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor& value) const {
   IGNIS_CHECK(defined() && value.defined(), "index_put_: undefined tensor");
   IGNIS_CHECK(value.device() == device(), "index_put_: value on ", value.device().str(),
               " for a tensor on ", device().str());
   if (autograd::any_needs_grad({this, &value})) {
-    return put_at_positions(*this, flat_positions(*this).index(indices), value, false);
+    return put_at_positions(mut(), flat_positions(mut()).index(indices), value, false);
   }
   // x[mask] = scalar: a masked fill.
   if (indices.size() == 1 && value.dim() == 0 && indices[0].kind() == TensorIndex::Kind::Tensor &&
       indices[0].tensor().dtype() == kBool && indices[0].tensor().sizes().equals(sizes())) {
     return masked_fill_(indices[0].tensor(), value.item());
   }
-  Parsed p = apply_basic(*this, indices, "index_put_");
+  Parsed p = apply_basic(mut(), indices, "index_put_");
   if (p.adv.empty()) {
     Shape s;
     try {
@@ -489,17 +497,18 @@ Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor
     } catch (const Error&) {
       s = Shape();
     }
-    IGNIS_CHECK(IntArrayRef(s).equals(p.view.sizes()), "index_put_: shape mismatch: value tensor "
-                "of shape ", value.sizes(), " cannot be broadcast to indexing result of shape ",
-                p.view.sizes());
+    IGNIS_CHECK(IntArrayRef(s).equals(p.view.sizes()),
+                "index_put_: shape mismatch: value tensor "
+                "of shape ",
+                value.sizes(), " cannot be broadcast to indexing result of shape ", p.view.sizes());
     p.view.copy_(value);  // a registry op (it bumps the shared version counter)
   } else {
     p.view.index_put_(advanced_to_list(p.adv), value, false);
   }
-  return *this;
+  return mut();
 }
 
-Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, Scalar value) {
+Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, Scalar value) const {
   return index_put_(indices, wrap_scalar(value, dtype(), device()));
 }
 

@@ -166,7 +166,8 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
                        momentum);
       }
     } else {
-      mean = running_mean.to(sd, /*non_blocking=*/false, /*copy=*/true);  // a snapshot: the buffer may change later
+      mean = running_mean.to(sd, /*non_blocking=*/false,
+                             /*copy=*/true);  // a snapshot: the buffer may change later
       invstd = rsqrt(cast(running_var, sd) + eps);
       const Tensor scale = weight.defined() ? invstd * cast(weight, sd) : invstd;
       const Tensor shift = bias.defined() ? cast(bias, sd) - mean * scale : -(mean * scale);

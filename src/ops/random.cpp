@@ -116,9 +116,11 @@ IGNIS_OP(randint, "randint(int high, int[] size, TensorOptions options=int64) ->
 IGNIS_OP(randperm, "randperm(int n, TensorOptions options=int64) -> Tensor",
          Tensor(int64_t, TensorOptions), randperm, {.kind = "random"});
 IGNIS_OP_METHOD(uniform_, "uniform_(Tensor(a!) self, float from=0, float to=1) -> Tensor(a!)",
-                Tensor&(double, double), uniform_, {.kind = "random", .stubs = {&uniform_stub}});
+                Tensor&(double, double) const, uniform_,
+                {.kind = "random", .stubs = {&uniform_stub}});
 IGNIS_OP_METHOD(normal_, "normal_(Tensor(a!) self, float mean=0, float std=1) -> Tensor(a!)",
-                Tensor&(double, double), normal_, {.kind = "random", .stubs = {&normal_stub}});
+                Tensor&(double, double) const, normal_,
+                {.kind = "random", .stubs = {&normal_stub}});
 
 Tensor rand(IntArrayRef size, TensorOptions opts) {
   IGNIS_DISPATCH(rand, rand, size, opts);
@@ -205,7 +207,7 @@ Tensor randperm(int64_t n, TensorOptions opts) {
   return finish(out, opts);
 }
 
-Tensor& Tensor::uniform_(double from, double to) {
+Tensor& Tensor::uniform_(double from, double to) const {
   IGNIS_DISPATCH_METHOD(uniform_, uniform_, from, to);
   check_floating(dtype(), "uniform_");
   IGNIS_CHECK(std::isfinite(from) && std::isfinite(to),
@@ -213,24 +215,24 @@ Tensor& Tensor::uniform_(double from, double to) {
               "got from=",
               from, " and to=", to);
   IGNIS_CHECK(from <= to, "uniform_: expected from <= to, but got from=", from, " > to=", to);
-  check_inplace(*this, "uniform_");
+  check_inplace(mut(), "uniform_");
   RandomArgs a;
   a.a = from;
   a.b = to;
-  fill_random(*this, uniform_stub, a);
-  return after_fill(*this);
+  fill_random(mut(), uniform_stub, a);
+  return after_fill(mut());
 }
 
-Tensor& Tensor::normal_(double mean, double std) {
+Tensor& Tensor::normal_(double mean, double std) const {
   IGNIS_DISPATCH_METHOD(normal_, normal_, mean, std);
   check_floating(dtype(), "normal_");
   IGNIS_CHECK(std >= 0, "normal_: expected std >= 0, but got std=", std);
-  check_inplace(*this, "normal_");
+  check_inplace(mut(), "normal_");
   RandomArgs a;
   a.a = mean;
   a.b = std;
-  fill_random(*this, normal_stub, a);
-  return after_fill(*this);
+  fill_random(mut(), normal_stub, a);
+  return after_fill(mut());
 }
 
 }  // namespace ignis

@@ -45,8 +45,9 @@ Tensor prod_of_others(const Tensor& x, std::optional<int64_t> dim) {
 
 /// d prod / dx_i = the product of the other elements, correct with zeros: with no zero it is
 /// out / x_i; with one zero that element gets the product of the rest and the others 0 (NaN
-/// beside an inf or NaN); with two or more, nothing. When the backward itself is differentiated, zeros need the product of the others as
-/// a function of every element (not a constant 0), so that case builds it explicitly.
+/// beside an inf or NaN); with two or more, nothing. When the backward itself is differentiated,
+/// zeros need the product of the others as a function of every element (not a constant 0), so that
+/// case builds it explicitly.
 Tensor prod_backward(const Tensor& g, const Tensor& x, std::optional<int64_t> dim,
                      const Shape& keep) {
   const Tensor gk = g.reshape(keep);
@@ -60,8 +61,8 @@ Tensor prod_backward(const Tensor& g, const Tensor& x, std::optional<int64_t> di
   // elements but the zero) holds an inf or a NaN, as PyTorch's exclusive products give.
   const Tensor nonfinite = logical_not(isfinite(x)).to(x.dtype());
   const Tensor nf_count = dim ? sum(nonfinite, *dim, true) : sum(nonfinite).reshape(keep);
-  const Tensor times_zero = where((nf_count - nonfinite) > 0,
-                                  std::numeric_limits<double>::quiet_NaN(), zeros_like(x));
+  const Tensor times_zero =
+      where((nf_count - nonfinite) > 0, std::numeric_limits<double>::quiet_NaN(), zeros_like(x));
   const Tensor one_zero = where(eq(nzero, 1), where(zero, others, times_zero), 0);
   return gk * where(eq(nzero, 0), others / xs, one_zero);
 }

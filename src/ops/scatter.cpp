@@ -172,11 +172,12 @@ IGNIS_OP(scatter_reduce_two,
          {.differentiable = true,
           .stubs = {&coo_to_csr_stub, &segment_reduce_stub, &scatter_reduce_stub}});
 
-IGNIS_OP_METHOD(scatter_reduce__two,
-                "scatter_reduce_.two(Tensor(a!) self, int dim, Tensor index, Tensor src, str reduce, "
-                "*, bool include_self=True) -> Tensor(a!)",
-                Tensor&(int64_t, const Tensor&, const Tensor&, const std::string&, bool),
-                scatter_reduce_, {.differentiable = true, .kind = "composite"});
+IGNIS_OP_METHOD(
+    scatter_reduce__two,
+    "scatter_reduce_.two(Tensor(a!) self, int dim, Tensor index, Tensor src, str reduce, "
+    "*, bool include_self=True) -> Tensor(a!)",
+    Tensor&(int64_t, const Tensor&, const Tensor&, const std::string&, bool) const, scatter_reduce_,
+    {.differentiable = true, .kind = "composite"});
 
 Tensor Tensor::scatter_reduce(int64_t dim, const Tensor& index, const Tensor& src,
                               const std::string& reduce, bool include_self) const {
@@ -186,17 +187,17 @@ Tensor Tensor::scatter_reduce(int64_t dim, const Tensor& index, const Tensor& sr
 // In place: self takes the out-of-place result's values (and, under autograd, its history; the
 // backward saves self, so the op then runs on a clone that the write does not touch).
 Tensor& Tensor::scatter_reduce_(int64_t dim, const Tensor& index, const Tensor& src,
-                                const std::string& reduce, bool include_self) {
+                                const std::string& reduce, bool include_self) const {
   IGNIS_DISPATCH_METHOD(scatter_reduce__two, scatter_reduce_, dim, index, src, reduce,
                         include_self);
   if (autograd::any_needs_grad({this, &src})) {
-    check_inplace(*this, "scatter_reduce_");
-    return inplace_from(
-        *this, ignis::scatter_reduce(clone(), dim, index, src, reduce, include_self),
-        "scatter_reduce_");
+    check_inplace(mut(), "scatter_reduce_");
+    return inplace_from(mut(),
+                        ignis::scatter_reduce(clone(), dim, index, src, reduce, include_self),
+                        "scatter_reduce_");
   }
-  copy_(ignis::scatter_reduce(*this, dim, index, src, reduce, include_self));
-  return *this;
+  copy_(ignis::scatter_reduce(mut(), dim, index, src, reduce, include_self));
+  return mut();
 }
 
 Tensor scatter_reduce(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,

@@ -18,7 +18,7 @@ IGNIS_OP(index_fill_int_Scalar,
 IGNIS_OP_METHOD(index_fill__int_Scalar,
                 "index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> "
                 "Tensor(a!)",
-                Tensor&(int64_t, const Tensor&, Scalar), index_fill_,
+                Tensor&(int64_t, const Tensor&, Scalar) const, index_fill_,
                 {.differentiable = true, .kind = "composite"});
 IGNIS_OP(roll, "roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor",
          Tensor(const Tensor&, IntArrayRef, IntArrayRef), roll,
@@ -91,10 +91,10 @@ Tensor index_fill(const Tensor& x, int64_t dim, const Tensor& index, Scalar valu
   return masked_fill(x, index_fill_mask(x, dim, index, "index_fill"), value);
 }
 
-Tensor& Tensor::index_fill_(int64_t dim, const Tensor& index, Scalar value) {
+Tensor& Tensor::index_fill_(int64_t dim, const Tensor& index, Scalar value) const {
   IGNIS_DISPATCH_METHOD(index_fill__int_Scalar, index_fill_, dim, index, value);
-  check_inplace(*this, "index_fill_");
-  return masked_fill_(index_fill_mask(*this, dim, index, "index_fill_"), value);
+  check_inplace(mut(), "index_fill_");
+  return masked_fill_(index_fill_mask(mut(), dim, index, "index_fill_"), value);
 }
 
 Tensor roll(const Tensor& x, IntArrayRef shifts, IntArrayRef dims) {

@@ -52,16 +52,16 @@ IGNIS_OP(maximum, "maximum(Tensor self, Tensor other) -> Tensor",
 IGNIS_OP(minimum, "minimum(Tensor self, Tensor other) -> Tensor",
          Tensor(const Tensor&, const Tensor&), minimum,
          {.differentiable = true, .stubs = {&minimum_stub}});
-IGNIS_OP_METHOD(pow_, "pow_(Tensor(a!) self, Scalar exponent) -> Tensor(a!)", Tensor&(Scalar), pow_,
-                {.differentiable = true, .stubs = {&pow_scalar_stub}});
-#define INPLACE_UNARY_OP(name, stub)                                              \
-  IGNIS_OP_METHOD(name, #name "(Tensor(a!) self) -> Tensor(a!)", Tensor&(), name, \
+IGNIS_OP_METHOD(pow_, "pow_(Tensor(a!) self, Scalar exponent) -> Tensor(a!)", Tensor&(Scalar) const,
+                pow_, {.differentiable = true, .stubs = {&pow_scalar_stub}});
+#define INPLACE_UNARY_OP(name, stub)                                                    \
+  IGNIS_OP_METHOD(name, #name "(Tensor(a!) self) -> Tensor(a!)", Tensor&() const, name, \
                   {.differentiable = true, .stubs = {&stub}})
 INPLACE_UNARY_OP(neg_, neg_stub);
 INPLACE_UNARY_OP(trunc_, trunc_stub);
 #undef INPLACE_UNARY_OP
 IGNIS_OP_METHOD(clamp_, "clamp_(Tensor(a!) self, Scalar? min, Scalar? max=None) -> Tensor(a!)",
-                Tensor&(std::optional<Scalar>, std::optional<Scalar>), clamp_,
+                Tensor&(std::optional<Scalar>, std::optional<Scalar>) const, clamp_,
                 {.differentiable = true, .stubs = {&clamp_stub, &clamp_min_stub, &clamp_max_stub}});
 
 namespace {
@@ -276,30 +276,30 @@ Tensor Tensor::minimum(const Tensor& o) const { return ignis::minimum(*this, o);
 
 // ---- in place
 
-Tensor& Tensor::pow_(Scalar e) {
+Tensor& Tensor::pow_(Scalar e) const {
   IGNIS_DISPATCH_METHOD(pow_, pow_, e);
-  const DType t = result_type(*this, e);
+  const DType t = result_type(mut(), e);
   IGNIS_CHECK(!(is_integral(t) && e.is_integral() && e.to_int() < 0),
               "pow_: integers to negative integer powers are not allowed (", t, " tensor ^ ",
               e.to_int(), ")");
-  return inplace_unary(*this, pow_scalar_stub, t, {e.to_double()}, "pow_", true,
+  return inplace_unary(mut(), pow_scalar_stub, t, {e.to_double()}, "pow_", true,
                        [&](const Tensor& x) { return ignis::pow(x, e); });
 }
-Tensor& Tensor::neg_() {
+Tensor& Tensor::neg_() const {
   IGNIS_DISPATCH_METHOD(neg_, neg_);
   IGNIS_CHECK(dtype() != kBool,
               "neg_: negation, the `-` operator, on a bool tensor is not supported; "
               "if you are trying to invert a mask, use logical_not() or `!` instead");
-  return inplace_unary(*this, neg_stub, dtype(), {}, "neg_", false,
+  return inplace_unary(mut(), neg_stub, dtype(), {}, "neg_", false,
                        [](const Tensor& x) { return ignis::neg(x); });
 }
-Tensor& Tensor::trunc_() {
+Tensor& Tensor::trunc_() const {
   IGNIS_DISPATCH_METHOD(trunc_, trunc_);
-  if (!is_floating_point()) return *this;  // integers are already whole
-  return inplace_unary(*this, trunc_stub, dtype(), {}, "trunc_", false,
+  if (!is_floating_point()) return mut();  // integers are already whole
+  return inplace_unary(mut(), trunc_stub, dtype(), {}, "trunc_", false,
                        [](const Tensor& x) { return ignis::trunc(x); });
 }
-Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
+Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) const {
   IGNIS_DISPATCH_METHOD(clamp_, clamp_, min, max);
   IGNIS_CHECK(min || max, "clamp_: at least one of 'min' or 'max' must not be None");
   DType t = dtype();
@@ -309,7 +309,7 @@ Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
   const auto& stub = min && max ? clamp_stub : min ? clamp_min_stub : clamp_max_stub;
   const OpArgs args = min && max ? OpArgs{min->to_double(), max->to_double()}
                                  : OpArgs{(min ? *min : *max).to_double()};
-  return inplace_unary(*this, stub, t, args, "clamp_", true,
+  return inplace_unary(mut(), stub, t, args, "clamp_", true,
                        [&](const Tensor& x) { return ignis::clamp(x, min, max); });
 }
 

@@ -15,21 +15,21 @@ std::pair<int64_t, int64_t> calculate_fan_in_and_fan_out(const Tensor& w);
 /// (param: the negative slope), "selu" 3/4.
 double calculate_gain(const std::string& nonlinearity, double param = 0.01);
 
-Tensor& uniform_(Tensor& t, double a = 0, double b = 1);
-Tensor& normal_(Tensor& t, double mean = 0, double std = 1);
-Tensor& constant_(Tensor& t, double value);
-Tensor& zeros_(Tensor& t);
-Tensor& ones_(Tensor& t);
-Tensor& xavier_uniform_(Tensor& t, double gain = 1);
-Tensor& xavier_normal_(Tensor& t, double gain = 1);
+Tensor uniform_(Tensor t, double a = 0, double b = 1);
+Tensor normal_(Tensor t, double mean = 0, double std = 1);
+Tensor constant_(Tensor t, double value);
+Tensor zeros_(Tensor t);
+Tensor ones_(Tensor t);
+Tensor xavier_uniform_(Tensor t, double gain = 1);
+Tensor xavier_normal_(Tensor t, double gain = 1);
 /// mode "fan_in" or "fan_out"; nonlinearity as calculate_gain.
-Tensor& kaiming_uniform_(Tensor& t, double a = 0, const std::string& mode = "fan_in",
-                         const std::string& nonlinearity = "leaky_relu");
-Tensor& kaiming_normal_(Tensor& t, double a = 0, const std::string& mode = "fan_in",
+Tensor kaiming_uniform_(Tensor t, double a = 0, const std::string& mode = "fan_in",
                         const std::string& nonlinearity = "leaky_relu");
+Tensor kaiming_normal_(Tensor t, double a = 0, const std::string& mode = "fan_in",
+                       const std::string& nonlinearity = "leaky_relu");
 /// A (semi-)orthogonal matrix, times gain: modified Gram-Schmidt (in float64) on the rows of a
 /// standard normal matrix when it has fewer rows than columns, else on its columns (not a QR
 /// factorisation, but the same distribution). More than 2 dims: [size(0), numel / size(0)].
-Tensor& orthogonal_(Tensor& t, double gain = 1);
+Tensor orthogonal_(Tensor t, double gain = 1);
 
 }  // namespace ignis::nn::init

@@ -1,3 +1,4 @@
+// Internal (used by ignis/autograd_node.h): not part of the API.
 // A per-thread free-list allocator for the small objects that every op creates and drops: the
 // TensorImpl and StorageImpl of its output (each with its shared_ptr control block), and with
 // autograd its AutogradMeta and graph node. Handing a block back to a thread-local list and
