@@ -25,6 +25,8 @@
 #include "ignis/optim.h"
 #include "ignis/profiler.h"
 #include "ignis/scalar.h"
+#include "ignis/loss_aten.h"
+#include "ignis/save_load.h"
 #include "ignis/scatter.h"
 #include "ignis/serialize.h"
 #include "ignis/shape_extra.h"

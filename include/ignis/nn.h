@@ -6,6 +6,7 @@
 #include "ignis/nn/functional.h"
 #include "ignis/nn/functional_ops.h"
 #include "ignis/nn/graph.h"
+#include "ignis/nn/impl_names.h"
 #include "ignis/nn/init.h"
 #include "ignis/nn/layers.h"
 #include "ignis/nn/layers_extra.h"

@@ -50,6 +50,8 @@ Tensor tensor(const std::vector<int>& values, TensorOptions opts = kInt64);
 Tensor tensor(const std::vector<bool>& values, TensorOptions opts = kBool);
 Tensor tensor(std::initializer_list<double> values, TensorOptions opts = {});
 Tensor tensor(std::initializer_list<std::initializer_list<double>> rows, TensorOptions opts = {});
+Tensor tensor(std::initializer_list<float> values, TensorOptions opts = {});
+Tensor tensor(std::initializer_list<std::initializer_list<float>> rows, TensorOptions opts = {});
 Tensor tensor(std::initializer_list<int> values, TensorOptions opts = kInt64);
 Tensor tensor(std::initializer_list<std::initializer_list<int>> rows, TensorOptions opts = kInt64);
 Tensor tensor(double value, TensorOptions opts = {});
@@ -90,8 +92,8 @@ Tensor softplus(const Tensor& x, double beta = 1, double threshold = 20);
 // (ignis/activation_ops.def); the composites selu, celu, relu6 (elu and hardtanh with fixed
 // parameters), softmin, glu, prelu; square, trunc; atan2, fmod, remainder
 // (ignis/binary_ops.def: fmod's sign follows the dividend, remainder's the divisor).
-#define IGNIS_ACTIVATION_OP(name, Functor, dtypes, dx, ...)                            \
-  Tensor name(const Tensor& x IGNIS_PARAMS_MAP(IGNIS_PARAM_DECL, __VA_ARGS__));         \
+#define IGNIS_ACTIVATION_OP(name, Functor, dtypes, dx, ...)                     \
+  Tensor name(const Tensor& x IGNIS_PARAMS_MAP(IGNIS_PARAM_DECL, __VA_ARGS__)); \
   const Tensor& name##_(const Tensor& x IGNIS_PARAMS_MAP(IGNIS_PARAM_DECL, __VA_ARGS__));
 #include "ignis/activation_ops.def"
 Tensor selu(const Tensor& x);
@@ -109,7 +111,7 @@ Tensor prelu(const Tensor& x, const Tensor& weight);
 Tensor square(const Tensor& x);
 Tensor trunc(const Tensor& x);
 #define IGNIS_BINARY_OP(name, ...) Tensor name(const Tensor& a, const Tensor& b);
-#define IGNIS_BINARY_SCALAR_OP(name, ...)       \
+#define IGNIS_BINARY_SCALAR_OP(name, ...)        \
   Tensor name(const Tensor& a, const Tensor& b); \
   Tensor name(const Tensor& a, Scalar b);
 #include "ignis/binary_ops.def"

@@ -184,6 +184,13 @@ class IntArrayRef {
   size_t size_ = 0;
 };
 
+/// Element-wise comparison, as c10::ArrayRef's: `t.sizes() == other.sizes()`,
+/// `t.sizes() == std::vector<int64_t>{2, 3}`.
+inline bool operator==(IntArrayRef a, IntArrayRef b) { return a.equals(b); }
+inline bool operator==(IntArrayRef a, const std::vector<int64_t>& b) {
+  return a.equals(IntArrayRef(b));
+}
+
 /// Prints `[2, 3]`.
 inline std::ostream& operator<<(std::ostream& os, IntArrayRef s) {
   os << '[';

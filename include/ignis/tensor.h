@@ -58,23 +58,39 @@ class TensorOptions {
   bool requires_grad_ = false;
 };
 
+/// LibTorch's option factories: `ones({2}, dtype(kFloat64).requires_grad(true))`,
+/// `ones({2}, requires_grad())`.
+inline TensorOptions dtype(DType d) { return TensorOptions(d); }
+inline TensorOptions device(Device d) { return TensorOptions(d); }
+inline TensorOptions requires_grad(bool r = true) { return TensorOptions().requires_grad(r); }
+
 /// A hook on a tensor's gradient: may return a replacement gradient, or an undefined Tensor to
 /// keep it.
 using GradHook = std::function<Tensor(const Tensor&)>;
 
 /// Elements of `x.index({...})`: an integer, a Slice, None (new axis), Ellipsis, or an integer or
 /// boolean Tensor.
-struct Slice {
-  std::optional<int64_t> start, stop;
-  int64_t step = 1;
-  Slice(std::optional<int64_t> start_ = std::nullopt, std::optional<int64_t> stop_ = std::nullopt,
-        int64_t step_ = 1)
-      : start(start_), stop(stop_), step(step_) {}
-};
 struct NoneIndex {};
 struct EllipsisIndex {};
 constexpr NoneIndex None{};
 constexpr EllipsisIndex Ellipsis{};
+/// A bound of a Slice: an integer, or None / std::nullopt for "from the start" / "to the end",
+/// so that LibTorch's `Slice(None, 2)` and `Slice(1)` both read as in LibTorch.
+struct SliceBound {
+  std::optional<int64_t> value;
+  SliceBound() = default;
+  SliceBound(int64_t v) : value(v) {}                 // NOLINT: implicit
+  SliceBound(int v) : value(v) {}                     // NOLINT: implicit
+  SliceBound(std::optional<int64_t> v) : value(v) {}  // NOLINT: implicit
+  SliceBound(std::nullopt_t) {}                       // NOLINT: implicit
+  SliceBound(NoneIndex) {}                            // NOLINT: implicit
+};
+struct Slice {
+  std::optional<int64_t> start, stop;
+  int64_t step = 1;
+  Slice(SliceBound start_ = {}, SliceBound stop_ = {}, int64_t step_ = 1)
+      : start(start_.value), stop(stop_.value), step(step_) {}
+};
 class TensorIndex;
 
 /// How a 4-d [N, C, H, W] tensor lies in memory, as PyTorch's torch.memory_format: Contiguous
@@ -478,5 +494,15 @@ Tensor operator!(const Tensor& a);
 
 /// Prints like PyTorch: `tensor([[1., 2.], [3., 4.]], dtype=float64, requires_grad=True)`.
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+/// `using namespace ignis::indexing;` brings Slice, None and Ellipsis, as torch::indexing does.
+namespace indexing {
+using ignis::Ellipsis;
+using ignis::EllipsisIndex;
+using ignis::None;
+using ignis::NoneIndex;
+using ignis::Slice;
+using ignis::TensorIndex;
+}  // namespace indexing
 
 }  // namespace ignis

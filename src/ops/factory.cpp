@@ -134,8 +134,11 @@ Tensor tensor(std::initializer_list<double> v, TensorOptions opts) {
 Tensor tensor(std::initializer_list<int> v, TensorOptions opts) {
   return tensor(std::vector<int>(v), opts);
 }
-Tensor tensor(std::initializer_list<std::initializer_list<double>> rows, TensorOptions opts) {
-  std::vector<double> flat;
+namespace {
+// Rows of equal length, flattened into T (float64 for floating lists, int64 for integers).
+template <class T, class R>
+Tensor tensor_from_rows(std::initializer_list<std::initializer_list<R>> rows, TensorOptions opts) {
+  std::vector<T> flat;
   const size_t cols = rows.size() ? rows.begin()->size() : 0;
   for (const auto& r : rows) {
     IGNIS_CHECK(r.size() == cols, "tensor: rows have different lengths (", cols, " and ", r.size(),
@@ -145,16 +148,19 @@ Tensor tensor(std::initializer_list<std::initializer_list<double>> rows, TensorO
   return from_data(flat.data(), flat.size(),
                    {static_cast<int64_t>(rows.size()), static_cast<int64_t>(cols)}, opts);
 }
+}  // namespace
+
+Tensor tensor(std::initializer_list<float> v, TensorOptions opts) {
+  return tensor(std::vector<double>(v.begin(), v.end()), opts);
+}
+Tensor tensor(std::initializer_list<std::initializer_list<double>> rows, TensorOptions opts) {
+  return tensor_from_rows<double>(rows, opts);
+}
+Tensor tensor(std::initializer_list<std::initializer_list<float>> rows, TensorOptions opts) {
+  return tensor_from_rows<double>(rows, opts);
+}
 Tensor tensor(std::initializer_list<std::initializer_list<int>> rows, TensorOptions opts) {
-  std::vector<int64_t> flat;
-  const size_t cols = rows.size() ? rows.begin()->size() : 0;
-  for (const auto& r : rows) {
-    IGNIS_CHECK(r.size() == cols, "tensor: rows have different lengths (", cols, " and ", r.size(),
-                ")");
-    flat.insert(flat.end(), r.begin(), r.end());
-  }
-  return from_data(flat.data(), flat.size(),
-                   {static_cast<int64_t>(rows.size()), static_cast<int64_t>(cols)}, opts);
+  return tensor_from_rows<int64_t>(rows, opts);
 }
 Tensor tensor(double value, TensorOptions opts) { return scalar_tensor(value, opts); }
 

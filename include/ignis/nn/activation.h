@@ -70,6 +70,18 @@ using CELUFuncOptions = CELUOptions;
 using HardtanhFuncOptions = HardtanhOptions;
 using ReLU6FuncOptions = ReLU6Options;
 using GLUFuncOptions = GLUOptions;
+/// F::softmax(x, F::SoftmaxFuncOptions(1)), F::log_softmax(x, F::LogSoftmaxFuncOptions(1)).
+struct SoftmaxFuncOptions {
+  /* implicit */ SoftmaxFuncOptions(int64_t dim) : dim_(dim) {}
+  IGNIS_ACTIVATION_ARG(int64_t, dim);
+  /// The dtype the input is cast to first.
+  IGNIS_ACTIVATION_ARG(std::optional<DType>, dtype) = std::nullopt;
+};
+struct LogSoftmaxFuncOptions {
+  /* implicit */ LogSoftmaxFuncOptions(int64_t dim) : dim_(dim) {}
+  IGNIS_ACTIVATION_ARG(int64_t, dim);
+  IGNIS_ACTIVATION_ARG(std::optional<DType>, dtype) = std::nullopt;
+};
 struct SoftminFuncOptions {
   /* implicit */ SoftminFuncOptions(int64_t dim) : dim_(dim) {}
   IGNIS_ACTIVATION_ARG(int64_t, dim);
@@ -79,7 +91,8 @@ struct SoftminFuncOptions {
 
 // The tensor is taken by value, as in LibTorch: with inplace(true) the op writes into its data.
 inline Tensor elu(Tensor input, const ELUFuncOptions& options = {}) {
-  return options.inplace() ? ignis::elu_(input, options.alpha()) : ignis::elu(input, options.alpha());
+  return options.inplace() ? ignis::elu_(input, options.alpha())
+                           : ignis::elu(input, options.alpha());
 }
 inline Tensor selu(Tensor input, const SELUFuncOptions& options = {}) {
   return options.inplace() ? ignis::selu_(input) : ignis::selu(input);
@@ -104,13 +117,21 @@ inline Tensor hardsigmoid(Tensor input, bool inplace = false) {
 inline Tensor mish(const Tensor& input) { return ignis::mish(input); }
 /// log(sigmoid(x)), stable for large |x| (the op log_sigmoid).
 inline Tensor logsigmoid(const Tensor& input) { return ignis::log_sigmoid(input); }
+inline Tensor softmax(const Tensor& input, const SoftmaxFuncOptions& options) {
+  return ignis::softmax(options.dtype() ? input.to(*options.dtype()) : input, options.dim());
+}
+inline Tensor log_softmax(const Tensor& input, const LogSoftmaxFuncOptions& options) {
+  return ignis::log_softmax(options.dtype() ? input.to(*options.dtype()) : input, options.dim());
+}
 inline Tensor softmin(const Tensor& input, const SoftminFuncOptions& options) {
   return ignis::softmin(options.dtype() ? input.to(*options.dtype()) : input, options.dim());
 }
 inline Tensor glu(const Tensor& input, const GLUFuncOptions& options = {}) {
   return ignis::glu(input, options.dim());
 }
-inline Tensor prelu(const Tensor& input, const Tensor& weight) { return ignis::prelu(input, weight); }
+inline Tensor prelu(const Tensor& input, const Tensor& weight) {
+  return ignis::prelu(input, weight);
+}
 
 }  // namespace functional
 
