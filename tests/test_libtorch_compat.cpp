@@ -93,6 +93,29 @@ TEST(LibTorchCompat, ToAndCopySemantics) {
   EXPECT_EQ(d.dtype(), torch::kFloat64);
 }
 
+TEST(LibTorchCompat, ReductionsWithLibTorchOverloads) {
+  torch::Tensor x = torch::tensor({{1.0, 2.0}, {3.0, 5.0}});
+  // x.std(false) is unbiased=false over all elements (not "dim 0"), as in LibTorch.
+  const double mean = 11.0 / 4;
+  double ss = 0;
+  for (double v : {1.0, 2.0, 3.0, 5.0}) ss += (v - mean) * (v - mean);
+  EXPECT_NEAR(x.var(false).item<double>(), ss / 4, 1e-6);
+  EXPECT_NEAR(x.var(true).item<double>(), ss / 3, 1e-6);
+  EXPECT_NEAR(x.std(false).item<double>(), std::sqrt(ss / 4), 1e-6);
+  EXPECT_NEAR(torch::std(x, true).item<double>(), std::sqrt(ss / 3), 1e-6);
+  EXPECT_EQ(x.var(false).dim(), 0);
+  // max(dim) returns (values, indices); sum/mean over a dim; item() as a Scalar.
+  auto [values, indices] = x.max(1);
+  EXPECT_FLOAT_EQ(values[1].item<float>(), 5);
+  EXPECT_EQ(indices[0].item<int64_t>(), 1);
+  EXPECT_FLOAT_EQ(x.sum(1)[1].item<float>(), 8);
+  EXPECT_FLOAT_EQ(x.mean(0)[0].item<float>(), 2);
+  EXPECT_FLOAT_EQ(x.sum().item().toFloat(), 11);
+  EXPECT_EQ(x.argmax().item().toLong(), 3);
+  EXPECT_EQ(torch::cat({x, x}, 1).sizes(), (std::vector<int64_t>{2, 4}));
+  EXPECT_TRUE(x.sizes() == torch::zeros({2, 2}).sizes());
+}
+
 // ---- indexing (torch::indexing)
 
 TEST(LibTorchCompat, Indexing) {

@@ -159,6 +159,9 @@ Tensor argmax(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool k
 Tensor argmin(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
 Tensor var(const Tensor& x, IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false);
 Tensor std(const Tensor& x, IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false);
+/// LibTorch's torch::var(x, /*unbiased=*/false): over all elements.
+Tensor var(const Tensor& x, bool unbiased);
+Tensor std(const Tensor& x, bool unbiased);
 Tensor norm(const Tensor& x, double p = 2, IntArrayRef dims = {}, bool keepdim = false);
 Tensor logsumexp(const Tensor& x, IntArrayRef dims, bool keepdim = false);
 Tensor softmax(const Tensor& x, int64_t dim);

@@ -35,6 +35,12 @@ class Scalar {
   bool is_bool() const { return kind_ == DType::Bool; }
   double to_double() const { return kind_ == DType::Float64 ? d_ : static_cast<double>(i_); }
   int64_t to_int() const { return kind_ == DType::Float64 ? static_cast<int64_t>(d_) : i_; }
+  /// LibTorch's accessors: `loss.item().toFloat()`.
+  double toDouble() const { return to_double(); }
+  float toFloat() const { return static_cast<float>(to_double()); }
+  int64_t toLong() const { return to_int(); }
+  int toInt() const { return static_cast<int>(to_int()); }
+  bool toBool() const { return to_double() != 0; }
   template <class T>
   T to() const {
     if constexpr (std::is_same_v<T, bool>) return to_double() != 0;

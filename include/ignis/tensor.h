@@ -371,6 +371,10 @@ class Tensor {
   Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
   Tensor var(IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false) const;
   Tensor std(IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false) const;
+  /// LibTorch's `x.var(/*unbiased=*/false)`: over all elements, correction 1 or 0. (Without
+  /// these a bool would convert to a one-dim list and mean "dim 0".)
+  Tensor var(bool unbiased) const;
+  Tensor std(bool unbiased) const;
   Tensor norm(double p = 2, IntArrayRef dims = {}, bool keepdim = false) const;
   Tensor logsumexp(IntArrayRef dims, bool keepdim = false) const;
   Tensor softmax(int64_t dim) const;
