@@ -150,10 +150,11 @@ OpInfo inplace_unary(std::string name, std::function<void(Tensor&)> f,
 
 /// An op of ignis/float_unary_ops.def: entries for the function and for its in-place method.
 std::vector<OpInfo> float_unary(std::string name, Tensor (*f)(const Tensor&),
-                                Tensor& (Tensor::*inplace)(), std::function<double(double)> r,
+                                Tensor& (Tensor::*inplace)() const, std::function<double(double)> r,
                                 double lo = -2, double hi = 2) {
   return {unary(name, f, r, lo, hi),
-          inplace_unary(name + "_", [inplace](Tensor& x) { (x.*inplace)(); }, r, lo, hi)};
+          inplace_unary(
+              name + "_", [inplace](Tensor& x) { (x.*inplace)(); }, r, lo, hi)};
 }
 
 /// erfinv's reference: erf inverted by bisection (independent of the kernel's approximation).

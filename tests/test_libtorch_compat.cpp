@@ -104,6 +104,9 @@ TEST(LibTorchCompat, ReductionsWithLibTorchOverloads) {
   EXPECT_NEAR(x.std(false).item<double>(), std::sqrt(ss / 4), 1e-6);
   EXPECT_NEAR(torch::std(x, true).item<double>(), std::sqrt(ss / 3), 1e-6);
   EXPECT_EQ(x.var(false).dim(), 0);
+  // Only a bool picks unbiased: a braced dim list stays a reduction over that dim.
+  EXPECT_EQ(x.var({0}).sizes(), (std::vector<int64_t>{2}));
+  EXPECT_NEAR(torch::var(x, {1})[1].item<double>(), 2.0, 1e-6);
   // max(dim) returns (values, indices); sum/mean over a dim; item() as a Scalar.
   auto [values, indices] = x.max(1);
   EXPECT_FLOAT_EQ(values[1].item<float>(), 5);
@@ -291,13 +294,26 @@ TEST(LibTorchCompat, InitAndFunctional) {
   torch::Tensor x = torch::tensor({-1.0, 0.0, 2.0});
   EXPECT_DOUBLE_EQ(torch::relu(x).sum().item<double>(), 2);
   EXPECT_DOUBLE_EQ(F::relu(x).sum().item<double>(), 2);
+  // float32 (the default dtype): within 2 ulp of the exact value (-0.3132617, not -0.3132324).
   torch::Tensor logits = torch::tensor({{1000.0, 999.0, 0.0}});
+  EXPECT_EQ(logits.dtype(), torch::kFloat32);
   EXPECT_NEAR(F::log_softmax(logits, F::LogSoftmaxFuncOptions(1))[0][0].item<double>(),
-              -0.31326168751822286, 1e-12);
+              -0.31326168751822286, 6e-8);
   torch::Tensor target = torch::tensor({1});
-  EXPECT_NEAR(F::cross_entropy(logits, target).item<double>(), 1.3132616875182228, 1e-12);
-  EXPECT_NEAR(torch::nll_loss(torch::log_softmax(logits, 1), target).item<double>(),
+  EXPECT_NEAR(F::cross_entropy(logits, target).item<double>(), 1.3132616875182228, 2.4e-7);
+  // float64, with ATen's argument order: weight, reduction, ignore_index.
+  torch::Tensor l64 = logits.to(torch::kFloat64);
+  EXPECT_NEAR(torch::nll_loss(torch::log_softmax(l64, 1), target).item<double>(),
               1.3132616875182228, 1e-12);
+  torch::Tensor two = torch::tensor({1, 0});
+  torch::Tensor l2 = torch::cat({l64, l64});
+  EXPECT_NEAR(
+      torch::nll_loss(torch::log_softmax(l2, 1), two, {}, torch::Reduction::Sum, 0).item<double>(),
+      1.3132616875182228, 1e-12);  // target 0 ignored
+  EXPECT_NEAR(torch::mse_loss(l64, torch::zeros_like(l64), torch::Reduction::Sum).item<double>(),
+              1000.0 * 1000 + 999.0 * 999, 1e-6);
+  expect_error([&] { torch::mse_loss(l64, l64, 3); },
+               "mse_loss: reduction must be 0 (None), 1 (Mean) or 2 (Sum), got 3");
 }
 
 // ---- optimizers

@@ -42,7 +42,7 @@ std::vector<UnaryCase> load_cases() {
     c.exact_grad = parse_values(parts[5]);
     EXPECT_TRUE(c.x.size() == c.y.size() && c.x.size() == c.grad.size() &&
                 c.x.size() == c.exact_y.size() && c.x.size() == c.exact_grad.size())
-        << line;
+        << parts[0];
     cases.push_back(std::move(c));
   }
   return cases;

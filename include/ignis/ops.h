@@ -1,6 +1,7 @@
 // The op set as free functions (ignis::add, ignis::matmul, ...), mirroring torch::*.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <optional>
 #include <tuple>
@@ -159,9 +160,16 @@ Tensor argmax(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool k
 Tensor argmin(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
 Tensor var(const Tensor& x, IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false);
 Tensor std(const Tensor& x, IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false);
-/// LibTorch's torch::var(x, /*unbiased=*/false): over all elements.
-Tensor var(const Tensor& x, bool unbiased);
-Tensor std(const Tensor& x, bool unbiased);
+/// LibTorch's torch::var(x, /*unbiased=*/false): over all elements. Only a bool argument picks
+/// these (`var(x, {0})` is over dim 0).
+template <class B>
+requires std::same_as<B, bool> Tensor var(const Tensor& x, B unbiased) {
+  return var(x, {}, unbiased ? 1 : 0);
+}
+template <class B>
+requires std::same_as<B, bool> Tensor std(const Tensor& x, B unbiased) {
+  return std(x, {}, unbiased ? 1 : 0);
+}
 Tensor norm(const Tensor& x, double p = 2, IntArrayRef dims = {}, bool keepdim = false);
 Tensor logsumexp(const Tensor& x, IntArrayRef dims, bool keepdim = false);
 Tensor softmax(const Tensor& x, int64_t dim);

@@ -1,6 +1,7 @@
 // Tensor: a strided view of typed storage on a device, with an optional autograd history.
 #pragma once
 
+#include <concepts>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -372,9 +373,14 @@ class Tensor {
   Tensor var(IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false) const;
   Tensor std(IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false) const;
   /// LibTorch's `x.var(/*unbiased=*/false)`: over all elements, correction 1 or 0. (Without
-  /// these a bool would convert to a one-dim list and mean "dim 0".)
-  Tensor var(bool unbiased) const;
-  Tensor std(bool unbiased) const;
+  /// these a bool would convert to a one-dim list and mean "dim 0".) Only a bool argument picks
+  /// them: `x.var({0})` and `x.var(1)` stay reductions over that dim.
+  template <class B>
+  requires std::same_as<B, bool> Tensor var(B unbiased)
+  const { return var_all(unbiased); }
+  template <class B>
+  requires std::same_as<B, bool> Tensor std(B unbiased)
+  const { return std_all(unbiased); }
   Tensor norm(double p = 2, IntArrayRef dims = {}, bool keepdim = false) const;
   Tensor logsumexp(IntArrayRef dims, bool keepdim = false) const;
   Tensor softmax(int64_t dim) const;
@@ -441,6 +447,8 @@ class Tensor {
   // does not change the handle. They return the handle by non-const reference, so chaining
   // (`t.zero_().add_(1)`) and `Tensor& r = t.add_(1)` read as in LibTorch.
   Tensor& mut() const { return const_cast<Tensor&>(*this); }
+  Tensor var_all(bool unbiased) const;
+  Tensor std_all(bool unbiased) const;
 
   std::shared_ptr<TensorImpl> impl_;
 };

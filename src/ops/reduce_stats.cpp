@@ -135,10 +135,8 @@ Tensor logsumexp(const Tensor& x, IntArrayRef dims, bool keepdim) {
   return out;
 }
 
-Tensor var(const Tensor& x, bool unbiased) { return var(x, {}, unbiased ? 1 : 0); }
-Tensor std(const Tensor& x, bool unbiased) { return std(x, {}, unbiased ? 1 : 0); }
-Tensor Tensor::var(bool unbiased) const { return ignis::var(*this, unbiased); }
-Tensor Tensor::std(bool unbiased) const { return ignis::std(*this, unbiased); }
+Tensor Tensor::var_all(bool unbiased) const { return ignis::var(*this, {}, unbiased ? 1 : 0); }
+Tensor Tensor::std_all(bool unbiased) const { return ignis::std(*this, {}, unbiased ? 1 : 0); }
 
 Tensor Tensor::var(IntArrayRef dims, int64_t correction, bool keepdim) const {
   return ignis::var(*this, dims, correction, keepdim);
