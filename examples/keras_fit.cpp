@@ -1,76 +1,72 @@
-// The lecture notes' Keras-style model, in ignis: Sequential(Flatten(28x28), Dense(512, relu),
-// Dropout(0.2), Dense(10, softmax)), compiled with Adam, sparse categorical cross-entropy and
-// accuracy, fitted for 5 epochs and evaluated on the test set.
+// The lecture notes' Keras example, line for line in ignis:
 //
-// PyTorch's (and ignis's) spelling of the same model: the softmax is folded into the loss
-// (cross_entropy takes logits, as Keras's from_logits=True), and "compile" is choosing the
-// optimizer, the loss and the metrics that fit() reports.
+//   (x_train, y_train), (x_test, y_test) = mnist.load_data()
+//   x_train, x_test = x_train / 255.0, x_test / 255.0
+//   model = Sequential([Flatten(input_shape=(28, 28)), Dense(512, activation='relu'),
+//                       Dropout(0.2), Dense(10, activation='softmax')])
+//   model.compile(optimizer='adam', loss='sparse_categorical_crossentropy', metrics=['accuracy'])
+//   model.fit(x_train, y_train, epochs=5)
+//   model.evaluate(x_test, y_test)
+//
+// A Dense layer is a Linear with its activation after it; as in Keras, the loss of the softmax
+// output is computed from the logits before the softmax (docs/training.md, "Keras-style models").
 //
 //   ./keras_fit [MNIST_DIR] [EPOCHS]   (without a directory: synthetic 10-class "images")
+#include <ignis/ignis.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
-#include <ignis/ignis.h>
-
 using namespace ignis;
-
-namespace {
-
-// 10 Gaussian blobs in 28x28 "images" (the labels the blob each image was drawn around):
-// learnable, so the loss falls and the accuracy rises like MNIST's.
-std::shared_ptr<data::Dataset> blobs(const Tensor& centers, int64_t n) {
-  Tensor labels = randint(0, 10, {n});
-  Tensor images = index_select(centers, 0, labels) + randn({n, 1, 28, 28});
-  return std::make_shared<data::TensorDataset>(images, labels);
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   manual_seed(0);
   const int64_t epochs = argc > 2 ? std::atoll(argv[2]) : 5;
-  std::shared_ptr<data::Dataset> train_set, test_set;
+
+  // (x_train, y_train), (x_test, y_test) = mnist.load_data()
+  // x_train, x_test = x_train / 255.0, x_test / 255.0     (data::MNIST's images are in [0, 1])
+  Tensor x_train, y_train, x_test, y_test;
   if (argc > 1 && std::filesystem::exists(argv[1])) {
-    auto normalize = data::transforms::Normalize({0.1307}, {0.3081});
-    train_set = std::make_shared<data::MapDataset>(
-        std::make_shared<data::MNIST>(argv[1], /*train=*/true), normalize);
-    test_set = std::make_shared<data::MapDataset>(
-        std::make_shared<data::MNIST>(argv[1], /*train=*/false), normalize);
-    std::cout << "MNIST: " << train_set->size() << " training, " << test_set->size()
+    data::MNIST train(argv[1], /*train=*/true), test(argv[1], /*train=*/false);
+    x_train = train.data(), y_train = train.targets();
+    x_test = test.data(), y_test = test.targets();
+    std::cout << "MNIST: " << x_train.size(0) << " training, " << x_test.size(0)
               << " test images\n";
   } else {
-    const Tensor centers = 0.1 * randn({10, 1, 28, 28});  // near each other: noise matters
-    train_set = blobs(centers, 6000);
-    test_set = blobs(centers, 1000);
-    std::cout << "synthetic data: " << train_set->size() << " training, " << test_set->size()
+    // 10 Gaussian blobs in 28x28 "images", labelled by the blob each was drawn around: near
+    // each other, so that the noise matters and the model overfits as on a small data set.
+    const Tensor centers = 0.1 * randn({10, 1, 28, 28});
+    y_train = randint(0, 10, {6000});
+    x_train = index_select(centers, 0, y_train) + randn({6000, 1, 28, 28});
+    y_test = randint(0, 10, {1000});
+    x_test = index_select(centers, 0, y_test) + randn({1000, 1, 28, 28});
+    std::cout << "synthetic data: " << x_train.size(0) << " training, " << x_test.size(0)
               << " test samples\n";
   }
 
   // model = Sequential([Flatten(input_shape=(28, 28)), Dense(512, activation='relu'),
   //                     Dropout(0.2), Dense(10, activation='softmax')])
-  nn::Sequential model(nn::Flatten(), nn::Linear(784, 512), nn::ReLU(), nn::Dropout(0.2),
-                       nn::Linear(512, 10));
+  nn::Sequential net(nn::Flatten(), nn::Linear(28 * 28, 512), nn::ReLU(), nn::Dropout(0.2),
+                     nn::Linear(512, 10), nn::Softmax(1));
+
+  // model.compile(optimizer='adam', loss='sparse_categorical_crossentropy', metrics=['accuracy'])
+  auto model = train::compile(net, {.optimizer = "adam",
+                                    .loss = "sparse_categorical_crossentropy",
+                                    .metrics = {"accuracy"},
+                                    .input_shape = {28, 28}});
   std::cout << model.summary();
 
-  // model.compile(optimizer='adam', loss='sparse_categorical_crossentropy',
-  //               metrics=['accuracy'])
-  optim::Adam optimizer(model.parameters(), optim::AdamOptions(1e-3));
-  auto loss = [](const Tensor& logits, const Tensor& labels) {
-    return nn::functional::cross_entropy(logits, labels);
-  };
-  data::DataLoader train_loader(train_set, {.batch_size = 32, .shuffle = true, .seed = 0});
-  data::DataLoader test_loader(test_set, {.batch_size = 1000});
-
-  // model.fit(x_train, y_train, epochs=5): one summary line per epoch (loss, accuracy).
-  train::History history =
-      train::fit(model, loss, optimizer, train_loader, nullptr, {.epochs = epochs},
-                 {std::make_shared<train::ProgressLogger>("", /*print_every=*/1000)});
+  // model.fit(x_train, y_train, epochs=5)
+  train::KerasHistory history = model.fit(x_train, y_train, {.epochs = epochs});
 
   // model.evaluate(x_test, y_test)
-  const train::Metrics m = train::evaluate(model, loss, test_loader);
-  std::printf("test loss %.4f accuracy %.4f (first epoch's training loss %.4f, last %.4f)\n",
-              m.loss, m.accuracy, history.train.front().loss, history.train.back().loss);
+  train::Logs test = model.evaluate(x_test, y_test);
+
+  std::printf(
+      "test loss %.4f accuracy %.4f (training loss %.4f after the first epoch, %.4f after "
+      "the last)\n",
+      test["loss"], test["accuracy"], history["loss"].front(), history["loss"].back());
   return 0;
 }

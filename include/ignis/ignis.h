@@ -16,6 +16,7 @@
 #include "ignis/error.h"
 #include "ignis/generator.h"
 #include "ignis/jit.h"
+#include "ignis/keras.h"
 #include "ignis/models.h"
 #include "ignis/nn.h"
 #include "ignis/nn/parallel.h"
