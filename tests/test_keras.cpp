@@ -75,6 +75,13 @@ TEST(Keras, OptimizerNamesUseKerasDefaults) {
   EXPECT_DOUBLE_EQ(adamw.optimizer().defaults().get("weight_decay"), 0.004);
   auto ada = train::compile(lin, {.optimizer = "adagrad", .loss = "mse"});
   EXPECT_DOUBLE_EQ(ada.optimizer().defaults().get("initial_accumulator_value"), 0.1);
+  // A temporary module is kept by the CompiledModel.
+  auto owned = train::compile(nn::Sequential(nn::Linear(2, 3), nn::Softmax(1)),
+                              {.optimizer = "adam", .loss = "sparse_categorical_crossentropy"});
+  EXPECT_EQ(owned.module().type_name(), "Sequential");
+  EXPECT_EQ(owned.module().num_parameters(), 9);
+  EXPECT_TRUE(owned.uses_logits());
+  EXPECT_EQ(owned.predict(zeros({4, 2})).size(1), 3);
 }
 
 TEST(Keras, OptimizerObjects) {
@@ -299,20 +306,22 @@ TEST(Keras, AccuracyFollowsTheLoss) {
   // An identity model: the outputs are the inputs, so every metric is known in closed form.
   Tensor x = tensor({0.9, 0.1, 0.2, 0.8, 0.6, 0.4}).reshape({3, 2});
   Tensor labels = tensor({0, 0, 0}, kInt64);
-  auto sparse = train::compile(identity_linear(2), {.optimizer = "sgd",
-                                                    .loss = "sparse_categorical_crossentropy",
-                                                    .metrics = {"accuracy", "mse"}});
+  auto sparse = train::compile(
+      identity_linear(2),
+      {.optimizer = "sgd", .loss = "sparse_categorical_crossentropy", .metrics = {"accuracy"}});
   // Batches of 2 and 1: the sample-weighted means over the 3 samples.
   train::Logs l = sparse.evaluate(x, labels, {.batch_size = 2, .verbose = 0});
-  EXPECT_EQ(sparse.metrics_names(), (std::vector<std::string>{"loss", "accuracy", "mse"}));
-  ASSERT_EQ(l.items().size(), 3u);
+  EXPECT_EQ(sparse.metrics_names(), (std::vector<std::string>{"loss", "accuracy"}));
+  ASSERT_EQ(l.items().size(), 2u);
   EXPECT_EQ(l.items()[0].first, "loss");
   EXPECT_NEAR(l["accuracy"], 2.0 / 3, 1e-12);
   EXPECT_NEAR(l["loss"], train::losses::sparse_categorical_crossentropy(x, labels).item<double>(),
               1e-6);
-  EXPECT_EQ(error_of([&] {
-              sparse.evaluate(x, tensor({0.0, 1.0, 1.0}), {.verbose = 0});
-            }),
+  // A metric that does not fit the target (mse of class labels) names the shapes.
+  auto wrong = train::compile(
+      identity_linear(2),
+      {.optimizer = "sgd", .loss = "sparse_categorical_crossentropy", .metrics = {"mse"}});
+  EXPECT_EQ(error_of([&] { wrong.evaluate(x, labels, {.verbose = 0}); }),
             "mean_squared_error: target of shape [3] does not match the output's shape [3, 2]");
   Tensor onehot = tensor({0.0, 1.0, 0.0, 1.0, 0.0, 1.0}).reshape({3, 2});
   auto cat = train::compile(
@@ -619,8 +628,12 @@ TEST(Keras, SummaryOfOtherModules) {
       register_parameter("scale", ones({2}), /*requires_grad=*/false);
     }
     std::string type_name() const override { return "Net"; }
-    Tensor forward(const Tensor& x) override { return fc2->forward(relu(fc1->forward(x))); }
+    Tensor forward(const Tensor& x) override {
+      seen = x.device();
+      return fc2->forward(relu(fc1->forward(x)));
+    }
     std::shared_ptr<nn::Linear> fc1, fc2;
+    Device seen;
   };
   auto net = std::make_shared<Net>();
   auto model = train::compile(net, {.optimizer = "sgd", .loss = "mse"});
@@ -631,6 +644,24 @@ TEST(Keras, SummaryOfOtherModules) {
   EXPECT_THAT(s, HasSubstr("Total params: 28 (112.00 B)\nTrainable params: 26 (104.00 B)\n"
                            "Non-trainable params: 2 (8.00 B)\n"));
   EXPECT_THAT(s, HasSubstr("Input (None, 3) -> output (None, 2)\n"));
+  EXPECT_TRUE(net->seen.is_meta());  // the shapes came from a forward on the meta device
+  EXPECT_TRUE(net->fc1->weight.device().is_cpu());
+  // A module that reads data on the host cannot run on meta: one real zero sample instead.
+  struct HostRead : nn::Module {
+    std::string type_name() const override { return "HostRead"; }
+    Tensor forward(const Tensor& x) override {
+      seen = x.device();
+      sum = x.sum().item<double>();
+      return x;
+    }
+    Device seen{kMeta};
+    double sum = -1;
+  };
+  auto host = std::make_shared<HostRead>();
+  auto seq = std::make_shared<nn::Sequential>(nn::Linear(3, 4), host);
+  const std::string hs = train::compile(seq, {.optimizer = "sgd", .loss = "mse"}).summary({3});
+  EXPECT_THAT(hs, HasSubstr(" 1 (HostRead)                (None, 4)                 0\n"));
+  EXPECT_TRUE(host->seen.is_cpu());
   // A leaf module is one row.
   nn::Linear lin(3, 5);
   auto m2 = train::compile(lin, {.optimizer = "sgd", .loss = "mse"});

@@ -349,7 +349,8 @@ class KerasCallback : public Callback {
   void on_epoch_end(FitState& s) override {
     Logs logs = st_.logs(s.train.loss, true);
     if (s.val) {
-      for (const auto& [n, v] : st_.logs(s.val->loss, false, "val_").items()) logs.set(n, v);
+      const Logs val = st_.logs(s.val->loss, false, "val_");
+      for (const auto& [n, v] : val.items()) logs.set(n, v);
     }
     // The FitState's accuracy (what EarlyStopping and ProgressLogger read) becomes the compiled
     // accuracy metric, which may be binary or categorical.
