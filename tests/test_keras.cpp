@@ -134,6 +134,26 @@ TEST(Keras, UnknownNamesListTheKnownOnes) {
         train::compile(lin, {.loss = "mse", .metrics = {"mae", "mean_absolute_error", "mae"}});
       }),
       "compile: metric 'mae' given twice");
+  EXPECT_EQ(error_of([&] { train::compile(std::shared_ptr<nn::Module>(), {.loss = "mse"}); }),
+            "compile: the module is null");
+  EXPECT_EQ(error_of([&] {
+              train::compile(lin, {.loss = "mse", .metrics = {train::Metric{"m", nullptr}}});
+            }),
+            "compile: a Metric needs a name and a function");
+  EXPECT_EQ(error_of([&] {
+              train::compile(lin, {.loss = "mse",
+                                   .metrics = {train::Metric{
+                                       "loss", [](const Tensor&, const Tensor&) { return 0.0; }}}});
+            }),
+            "compile: a metric cannot be named 'loss'");
+  EXPECT_EQ(error_of([&] {
+              train::compile(lin, {.optimizer =
+                                       [](const std::vector<Tensor>&) {
+                                         return std::shared_ptr<optim::Optimizer>();
+                                       },
+                                   .loss = "mse"});
+            }),
+            "compile: the optimizer factory returned no optimizer");
   EXPECT_EQ(error_of([&] {
               train::compile(lin, {.loss = "mse", .input_shape = {3, 0}});
             }),
@@ -296,6 +316,14 @@ TEST(Keras, LossErrorsNameTheShapes) {
               train::losses::mean_squared_error(zeros({4, 2}), zeros({4}));
             }),
             "mean_squared_error: target of shape [4] does not match the output's shape [4, 2]");
+  EXPECT_EQ(error_of([&] { train::losses::sparse_categorical_crossentropy(Tensor(), zeros({2})); }),
+            "sparse_categorical_crossentropy: output and target must be defined");
+  EXPECT_EQ(error_of([&] { train::losses::sparse_categorical_crossentropy(zeros({}), zeros({})); }),
+            "sparse_categorical_crossentropy: the output needs a class dim, got shape []");
+  EXPECT_EQ(error_of([&] { train::losses::categorical_crossentropy(zeros({}), zeros({})); }),
+            "categorical_crossentropy: the output needs a class dim, got shape []");
+  EXPECT_EQ(error_of([&] { train::losses::binary_crossentropy(zeros({2}), Tensor()); }),
+            "binary_crossentropy: output and target must be defined");
   EXPECT_EQ(error_of([&] { train::losses::mean_absolute_error(zeros({2}), zeros({3})); }),
             "mean_absolute_error: target of shape [3] does not match the output's shape [2]");
 }
@@ -346,6 +374,21 @@ TEST(Keras, AccuracyFollowsTheLoss) {
   auto shp = train::compile(identity_linear(1),
                             {.optimizer = "sgd", .loss = "mse", .metrics = {"accuracy"}});
   EXPECT_NEAR(shp.evaluate(bx, by, {.verbose = 0})["accuracy"], 0.75, 1e-12);
+  // Metrics whose target does not fit name the shapes.
+  auto sca = train::compile(
+      identity_linear(2),
+      {.optimizer = "sgd", .loss = "mse", .metrics = {"sparse_categorical_accuracy"}});
+  EXPECT_EQ(error_of([&] { sca.evaluate(x, onehot, {.verbose = 0}); }),
+            "sparse_categorical_accuracy: labels of shape [3, 2] do not match the output's shape "
+            "[3, 2]");
+  auto zero_loss = [](const Tensor& o, const Tensor&) { return o.sum() * 0; };
+  auto ca =
+      train::compile(identity_linear(2),
+                     {.optimizer = "sgd", .loss = zero_loss, .metrics = {"categorical_accuracy"}});
+  EXPECT_EQ(error_of([&] { ca.evaluate(x, labels, {.verbose = 0}); }),
+            "categorical_accuracy: target of shape [3] does not match the output's shape [3, 2]");
+  // A custom loss is used as it is.
+  EXPECT_DOUBLE_EQ(ca.evaluate(x, onehot, {.verbose = 0})["loss"], 0.0);
   // A custom metric.
   train::Metric max_out{"max_output",
                         [](const Tensor& o, const Tensor&) { return amax(o).item<double>(); }};
@@ -535,6 +578,11 @@ TEST(Keras, FitEvaluatePredictErrors) {
             "evaluate: batch_size must be positive, got 0");
   EXPECT_EQ(error_of([&] { model.evaluate(loader, 7); }),
             "evaluate: verbose must be 0, 1 or 2, got 7");
+  data::DataLoader empty(
+      std::make_shared<data::TensorDataset>(x.narrow(0, 0, 0), y.narrow(0, 0, 0)),
+      {.batch_size = 4});
+  EXPECT_EQ(error_of([&] { model.evaluate(empty, 0); }), "evaluate: the data has no samples");
+  EXPECT_EQ(error_of([&] { model.predict(empty); }), "predict: the loader has no batches");
   EXPECT_EQ(error_of([&] { model.predict(x, -1); }),
             "predict: batch_size must be positive, got -1");
   EXPECT_EQ(error_of([&] { model.predict(zeros({})); }), "predict: x needs a batch dim, got []");
