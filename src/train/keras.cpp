@@ -245,8 +245,10 @@ std::string seconds_str(double s) {
   char buf[32];
   if (s >= 1 || s == 0) {
     std::snprintf(buf, sizeof(buf), "%.0fs", s);
+  } else if (s >= 1e-3) {
+    std::snprintf(buf, sizeof(buf), "%.0fms", s * 1e3);
   } else {
-    std::snprintf(buf, sizeof(buf), "%.0fms", s * 1000);
+    std::snprintf(buf, sizeof(buf), "%.0fus", s * 1e6);
   }
   return buf;
 }
