@@ -233,7 +233,10 @@ class CompiledModel {
   /// "loss" then the metrics' names: the keys of evaluate's logs.
   std::vector<std::string> metrics_names() const;
   /// True when the loss is computed from the logits before the model's trailing Softmax (or
-  /// Sigmoid), as Keras does for a softmax output compiled with a cross-entropy.
+  /// Sigmoid), as Keras does for a softmax output compiled with a cross-entropy: the module is a
+  /// Sequential ending in nn::Softmax (nn::Sigmoid) and the loss the matching named
+  /// cross-entropy without from_logits. A softmax over another dim than the output's last keeps
+  /// the probability loss at run time (Keras's class axis is the last).
   bool uses_logits() const;
 
   /// Trains on x [N, ...] and y [N, ...] (Keras's model.fit(x, y, ...)).
