@@ -200,6 +200,16 @@ TEST(Keras, SoftmaxModelLossComesFromTheLogits) {
   // predict gives the softmax's probabilities.
   Tensor p = model.predict(x);
   EXPECT_TRUE(allclose(p, softmax(x, 1)));
+  // The same in float32, the usual dtype: the softmax's 0 is exact there too.
+  auto net32 = std::make_shared<nn::Sequential>(identity_linear(3), nn::Softmax(1));
+  auto model32 =
+      train::compile(net32, {.optimizer = "adam", .loss = "sparse_categorical_crossentropy"});
+  Tensor x32 = x.to(kFloat32);
+  EXPECT_TRUE(std::isinf(-log(softmax(x32, 1)).gather(1, y.unsqueeze(1)).mean().item<double>()));
+  Tensor l32 = model32.compute_loss(x32, y);
+  EXPECT_NEAR(l32.item<double>(), 900.0, 1e-3);
+  l32.backward();
+  EXPECT_TRUE(isfinite(net32->at<nn::Linear>(0)->weight.grad()).all().item<bool>());
 }
 
 TEST(Keras, CategoricalAndBinaryFromTheLogitsOfTheTail) {
