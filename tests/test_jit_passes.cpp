@@ -392,3 +392,99 @@ TEST(JitPasses, ResultsWrittenLaterAreNeitherMergedNorFolded) {
     for (size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(equal(after[i], before[i])) << i;
   }
 }
+
+// ---- fuse_linear_pointwise
+
+namespace {
+
+void expect_close(const Tensor& a, const Tensor& b, double tol, const std::string& what) {
+  ASSERT_TRUE(a.sizes().equals(b.sizes())) << what;
+  EXPECT_TRUE(allclose(a, b, tol, tol))
+      << what << ": max |diff| " << (a.to(kFloat64) - b.to(kFloat64)).abs().max().item<double>();
+}
+
+}  // namespace
+
+TEST(JitPasses, FuseLinearActivationAndResidualIntoLinearPointwise) {
+  manual_seed(11);
+  Tensor w1 = randn({16, 8}) * 0.3, b1 = randn({16}) * 0.1;
+  Tensor w2 = randn({8, 16}) * 0.3, b2 = randn({8}) * 0.1;
+  Tensor w3 = randn({8, 8}) * 0.3;
+  // A transformer MLP: x + linear2(gelu(linear1(x))); then silu(linear3(.)) and relu(linear(.)).
+  auto fn = [&](const TensorList& in) {
+    Tensor h = gelu(linear(in[0], w1, b1));
+    Tensor y = in[0] + linear(h, w2, b2);  // the residual on the left: add(x, linear)
+    Tensor s = silu(linear(y, w3));
+    Tensor t = gelu(linear(s, w3), "tanh") + y;  // activation, then the residual
+    return TensorList{t};
+  };
+  Tensor x = randn({5, 8});
+  jit::Graph g = jit::trace(fn, {x}, {{"w1", w1}, {"b1", b1}, {"w2", w2}, {"b2", b2}, {"w3", w3}});
+  EXPECT_EQ(op_names(g), (Names{"linear", "gelu", "linear", "add.Tensor", "linear", "silu",
+                                "linear", "gelu", "add.Tensor"}));
+  NoGradGuard ng;
+  const Tensor before = g.run({x})[0];
+  EXPECT_EQ(jit::fuse_linear_pointwise(g), 5);
+  EXPECT_EQ(op_names(g), (Names{"linear_pointwise", "linear_pointwise", "linear_pointwise",
+                                "linear_pointwise"}));
+  const std::string printed = g.str();
+  EXPECT_THAT(printed, HasSubstr("linear_pointwise(%x0, %w1, %b1, None, activation='gelu')"));
+  EXPECT_THAT(printed, HasSubstr("linear_pointwise(%0, %w2, %b2, %x0, activation='none')"));
+  EXPECT_THAT(printed, HasSubstr("activation='silu'"));
+  EXPECT_THAT(printed, HasSubstr("activation='gelu_tanh'"));
+  // oneDNN's GELU and SiLU post-ops approximate erf and exp their own way.
+  expect_close(g.run({x})[0], before, 1e-5, "fused");
+  EXPECT_EQ(jit::fuse_linear_pointwise(g), 0);
+}
+
+TEST(JitPasses, FuseLinearPointwiseStopsAtOtherUsesAndBroadcastResiduals) {
+  manual_seed(12);
+  Tensor w = randn({6, 4}), b = randn({6});
+  auto fn = [&](const TensorList& in) {
+    Tensor a = linear(in[0], w, b);
+    Tensor g1 = gelu(a);                 // a is also returned: not fused
+    Tensor c = linear(in[0], w, b) + b;  // other [6] broadcast against [3, 6]: not fused
+    Tensor d = linear(in[0], w) * 2.0;   // not an activation nor an add
+    return TensorList{a, g1, c, d};
+  };
+  Tensor x = randn({3, 4});
+  jit::Graph g = jit::trace(fn, {x}, {{"w", w}, {"b", b}});
+  const size_t nodes = g.nodes.size();
+  EXPECT_EQ(jit::fuse_linear_pointwise(g), 0);
+  EXPECT_EQ(g.nodes.size(), nodes);
+}
+
+TEST(JitPasses, LinearPointwiseTrainsAndRunsFloat64AsTheComposite) {
+  // With grad (or in float64) the fused op is its ops one by one: the same results and
+  // gradients as eager, bit for bit.
+  manual_seed(13);
+  for (DType dt : {kFloat32, kFloat64}) {
+    Tensor w = randn({5, 4}, dt).requires_grad_(true), b = randn({5}, dt).requires_grad_(true);
+    Tensor x = randn({3, 4}, dt).requires_grad_(true), r = randn({3, 5}, dt);
+    auto fn = [&](const TensorList& in) { return TensorList{silu(linear(in[0], w, b)) + in[1]}; };
+    jit::Graph g = jit::trace(fn, {x, r}, {{"w", w}, {"b", b}});
+    fn({x, r})[0].sum().backward();
+    const Tensor gx = x.grad().clone(), gw = w.grad().clone(), gb = b.grad().clone();
+    x.grad().zero_();
+    w.grad().zero_();
+    b.grad().zero_();
+    EXPECT_EQ(jit::fuse_linear_pointwise(g), 2);
+    EXPECT_EQ(op_names(g), (Names{"linear_pointwise"}));
+    Tensor out = g.run({x, r})[0];
+    EXPECT_TRUE(equal(out, fn({x, r})[0])) << dtype_name(dt);
+    out.sum().backward();
+    EXPECT_TRUE(equal(x.grad(), gx)) << dtype_name(dt);
+    EXPECT_TRUE(equal(w.grad(), gw)) << dtype_name(dt);
+    EXPECT_TRUE(equal(b.grad(), gb)) << dtype_name(dt);
+    if (dt == kFloat64) {
+      NoGradGuard ng;
+      EXPECT_TRUE(equal(g.run({x, r})[0], fn({x, r})[0]));
+    }
+  }
+  EXPECT_THAT(
+      error_of([] {
+        (void)jit::linear_pointwise(ones({2, 2}), ones({2, 2}), Tensor(), Tensor(), "swish");
+      }),
+      HasSubstr("linear_pointwise: unknown activation 'swish' (expected none, relu, gelu, "
+                "gelu_tanh or silu)"));
+}

@@ -133,8 +133,12 @@ Tensor fused_reduction(const std::vector<Tensor>& inputs, const std::string& red
               "' (expected layer_norm, softmax or log_softmax)");
   const int n = static_cast<int>(inputs.size());
   std::shared_ptr<const FusedProgram> pro, epi;
-  if (!prologue.empty()) pro = detail::parsed_program(prologue, n);
-  if (!epilogue.empty()) epi = detail::parsed_program(epilogue, n + 1);
+  try {
+    if (!prologue.empty()) pro = detail::parsed_program(prologue, n);
+    if (!epilogue.empty()) epi = detail::parsed_program(epilogue, n + 1);
+  } catch (const Error& e) {
+    IGNIS_FAIL(op, ": the ", pro || prologue.empty() ? "epilogue" : "prologue", ": ", e.what());
+  }
   Shape shape;
   const DType dtype = inputs[0].defined() ? inputs[0].dtype() : kFloat32;
   for (size_t i = 0; i < inputs.size(); ++i) {
