@@ -41,20 +41,36 @@ struct InterpOperand {
   int64_t stride;  // 0: one element for the whole tile
 };
 
+// Contiguous operands take loops of their own, which the compiler vectorises (a runtime stride
+// keeps it from doing so).
 template <class T, class F>
-void interp_apply1(const F& f, InterpOperand<T> a, T* out, int64_t n) {
+void interp_apply1(const F& f, InterpOperand<T> a, T* __restrict out, int64_t n) {
   if constexpr (requires(T x) { f.needs_exact(x); }) {
     for (int64_t i = 0; i < n; ++i) {
       const T x = a.p[i * a.stride];
       out[i] = f.needs_exact(x) ? f.exact(x) : f(x);
     }
+  } else if (a.stride == 1) {
+    const T* __restrict p = a.p;
+    for (int64_t i = 0; i < n; ++i) out[i] = f(p[i]);
   } else {
     for (int64_t i = 0; i < n; ++i) out[i] = f(a.p[i * a.stride]);
   }
 }
 template <class T, class F>
-void interp_apply2(const F& f, InterpOperand<T> a, InterpOperand<T> b, T* out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = f(a.p[i * a.stride], b.p[i * b.stride]);
+void interp_apply2(const F& f, InterpOperand<T> a, InterpOperand<T> b, T* __restrict out,
+                   int64_t n) {
+  if (a.stride == 1 && b.stride == 1) {
+    const T* __restrict p = a.p;
+    const T* __restrict q = b.p;
+    for (int64_t i = 0; i < n; ++i) out[i] = f(p[i], q[i]);
+  } else if (a.stride == 1 && b.stride == 0) {
+    const T* __restrict p = a.p;
+    const T y = *b.p;
+    for (int64_t i = 0; i < n; ++i) out[i] = f(p[i], y);
+  } else {
+    for (int64_t i = 0; i < n; ++i) out[i] = f(a.p[i * a.stride], b.p[i * b.stride]);
+  }
 }
 
 /// Runs the program over out[begin, end) (rows of `cols`), inputs laid out as `layouts` says
