@@ -488,3 +488,31 @@ TEST(JitPasses, LinearPointwiseTrainsAndRunsFloat64AsTheComposite) {
       HasSubstr("linear_pointwise: unknown activation 'swish' (expected none, relu, gelu, "
                 "gelu_tanh or silu)"));
 }
+
+// ---- eliminate_identities
+
+TEST(JitPasses, IdentityDropoutIsRemovedSoThatBiasReluDropoutFuses) {
+  // bias + relu + dropout in eval mode: the dropout returns its input itself; once it is gone
+  // the chain is one fused node. Training-mode dropout draws numbers: kept.
+  Tensor b = full({6}, 0.25);
+  auto fn = [&](const TensorList& in) {
+    Tensor y = nn::functional::dropout(relu(in[0] + b), 0.5, /*train=*/false) * 2.0;
+    Tensor z = nn::functional::dropout(in[0], 0.0, /*train=*/true);  // p = 0: the identity too
+    Tensor r = nn::functional::dropout(in[0], 0.5, /*train=*/true);  // random: kept
+    return TensorList{y, z, r};
+  };
+  Tensor x = randn({4, 6});
+  jit::Graph g = jit::trace(fn, {x}, {{"b", b}});
+  EXPECT_EQ(g.count("dropout"), 3);
+  manual_seed(5);
+  const TensorList before = g.run({x});
+  EXPECT_EQ(jit::eliminate_identities(g), 2);
+  EXPECT_EQ(op_names(g), (Names{"add.Tensor", "relu", "mul.Scalar", "dropout"}));
+  EXPECT_EQ(g.outputs[1], g.inputs[0]);  // z is x itself, as in eager
+  EXPECT_EQ(jit::fuse_elementwise(g), 1);
+  EXPECT_EQ(op_names(g), (Names{"fused_elementwise", "dropout"}));
+  manual_seed(5);
+  const TensorList after = g.run({x});
+  for (size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(equal(before[i], after[i])) << i;
+  EXPECT_EQ(jit::eliminate_identities(g), 0);
+}

@@ -192,6 +192,10 @@ Graph trace(const std::shared_ptr<nn::Module>& module, const std::vector<Tensor>
 
 // ---- passes: each rewrites the graph in place and returns the number of rewrites.
 
+/// Removes nodes that return their input itself (dropout with train=False or p=0): their
+/// readers read the input, so that elementwise chains run through them (bias + relu + dropout in
+/// eval mode fuses into one node).
+int eliminate_identities(Graph& g);
 /// Dead-code elimination: removes nodes none of whose outputs are used (ops that write into
 /// their inputs, random ops and training-mode batch norm are kept), then unused held values.
 int eliminate_dead_code(Graph& g);
@@ -266,12 +270,12 @@ Tensor fused_reduction(const std::vector<Tensor>& inputs, const std::string& red
 Tensor linear_pointwise(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(),
                         const Tensor& other = Tensor(), const std::string& activation = "none");
 
-/// Inference freeze (torch.jit.freeze): freeze_parameters, fold_batch_norm, fold_constants,
-/// fuse_ops, fuse_linear_pointwise, CSE, fuse_elementwise, fuse_reductions and DCE. The graph's
-/// results are those of the module in eval mode.
+/// Inference freeze (torch.jit.freeze): eliminate_identities, freeze_parameters,
+/// fold_batch_norm, fold_constants, fuse_ops, fuse_linear_pointwise, CSE, fuse_elementwise,
+/// fuse_reductions and DCE. The graph's results are those of the module in eval mode.
 void freeze(Graph& g);
-/// The passes that keep a graph trainable: CSE, fuse_ops, fuse_linear_pointwise,
-/// fuse_elementwise, fuse_reductions, DCE.
+/// The passes that keep a graph trainable: eliminate_identities, CSE, fuse_ops,
+/// fuse_linear_pointwise, fuse_elementwise, fuse_reductions, DCE.
 void optimize(Graph& g);
 
 // ---- memory

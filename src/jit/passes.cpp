@@ -549,7 +549,30 @@ int fuse_linear_pointwise(Graph& g) {
   return fused;
 }
 
+int eliminate_identities(Graph& g) {
+  std::vector<char> dead(g.nodes.size(), 0);
+  int removed = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    if (n.name() != "dropout" || n.outputs.size() != 1 || n.args[0].value < 0) continue;
+    // dropout(x, p, train=False) and dropout(x, 0, ...) return x itself (eager returns the same
+    // tensor), so its readers may read x.
+    const op::IValue& train = arg(n, "train").attr;
+    const op::IValue& p = arg(n, "p").attr;
+    const bool identity =
+        (train.is<bool>() && !train.get<bool>()) || (p.is<double>() && p.get<double>() == 0.0);
+    if (!identity) continue;
+    g.replace_uses(n.outputs[0], n.args[0].value);
+    dead[i] = 1;
+    ++removed;
+  }
+  erase_nodes(g, dead);
+  g.compact();
+  return removed;
+}
+
 void optimize(Graph& g) {
+  eliminate_identities(g);
   eliminate_common_subexpressions(g);
   fuse_ops(g);
   fuse_linear_pointwise(g);
@@ -559,6 +582,7 @@ void optimize(Graph& g) {
 }
 
 void freeze(Graph& g) {
+  eliminate_identities(g);
   freeze_parameters(g);
   fold_batch_norm(g);
   fold_constants(g);
