@@ -122,8 +122,9 @@ IGNIS_OP_INFO(OpInfo{
 
 // linear_pointwise (fuse_linear_pointwise's node): activation(x w^T + b) + other. Inputs: x,
 // w, b (or none), other (or none), and the activation's index (a host parameter: none, relu,
-// gelu, gelu_tanh, silu). Float32 samples with `other` of the output's shape run one oneDNN
-// matmul with post-ops; float64, gradchecks and broadcast residuals the ops one by one.
+// gelu, gelu_tanh, silu). Float32 samples of 8 rows or more with `other` of the output's shape
+// (or none) run one oneDNN matmul with post-ops; float64, gradchecks, fewer rows and broadcast
+// residuals the ops one by one.
 const char* const kActivations[] = {"none", "relu", "gelu", "gelu_tanh", "silu"};
 
 double activate(int act, double v) {
@@ -171,14 +172,15 @@ IGNIS_OP_INFO(OpInfo{
           const Tensor none;
           return std::vector<OpSample>{
               {"gelu, residual",
-               {n({3, 4}, 31), n({5, 4}, 32), n({5}, 33), n({3, 5}, 34), params({2})}},
+               {n({9, 4}, 31), n({5, 4}, 32), n({5}, 33), n({9, 5}, 34), params({2})}},
               {"silu, 3-d input, no bias",
-               {n({2, 3, 4}, 35), n({5, 4}, 36), none, none, params({4})}},
+               {n({2, 5, 4}, 35), n({5, 4}, 36), none, none, params({4})}},
               {"relu, residual",
-               {n({4, 3}, 37), n({2, 3}, 38), n({2}, 39), n({4, 2}, 40), params({1})}},
-              {"gelu_tanh", {n({2, 6}, 41), n({3, 6}, 42), n({3}, 43), none, params({3})}},
+               {n({12, 3}, 37), n({2, 3}, 38), n({2}, 39), n({12, 2}, 40), params({1})}},
+              {"gelu_tanh, 2 rows (the composite)",
+               {n({2, 6}, 41), n({3, 6}, 42), n({3}, 43), none, params({3})}},
               {"no activation, residual non-contiguous",
-               {n({3, 4}, 44), n({2, 4}, 45), n({2}, 46), make_noncontiguous({3, 2}, 47),
+               {n({8, 4}, 44), n({2, 4}, 45), n({2}, 46), make_noncontiguous({8, 2}, 47),
                 params({0})}},
               {"residual broadcast", {n({3, 4}, 48), n({2, 4}, 49), none, n({2}, 50), params({2})}},
               {"empty rows", {n({0, 4}, 51), n({3, 4}, 52), n({3}, 53), none, params({4})}},
