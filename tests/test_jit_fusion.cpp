@@ -443,6 +443,31 @@ TEST(FuseReductions, WithoutACompilerTheInterpreterRunsTheFusedNode) {
                "interpreted");
 }
 
+TEST(FuseReductions, FrozenLinearGeluLayerNormResidualBlockIsTwoNodesEqualToEager) {
+  // The block of `ignis bench jit_block`, at 32 rows: freeze makes it linear_pointwise (oneDNN's
+  // matmul with a GELU post-op) and one fused_reduction (layer norm, affine part, residual).
+  manual_seed(31);
+  const int64_t cols = 64;
+  Tensor x = uniform({32, cols}, -1, 1), w = uniform({cols, cols}, -0.125, 0.125);
+  Tensor b = uniform({cols}, -0.1, 0.1), gamma = uniform({cols}, 0.5, 1.5);
+  Tensor beta = uniform({cols}, -0.5, 0.5);
+  auto block = [&](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{
+        nn::functional::layer_norm(gelu(linear(in[0], w, b)), {cols}, gamma, beta) + in[0]};
+  };
+  NoGradGuard ng;
+  jit::Graph g = jit::trace(block, {x}, {{"w", w}, {"b", b}, {"gamma", gamma}, {"beta", beta}});
+  const Tensor eager = block({x})[0];
+  jit::freeze(g);
+  ASSERT_EQ(g.nodes.size(), 2u) << g.str();
+  EXPECT_EQ(g.nodes[0].name(), "linear_pointwise");
+  EXPECT_EQ(g.nodes[1].name(), "fused_reduction");
+  for (const char* backend : {"interpreter", "compiler"}) {
+    Backend guard(backend);
+    expect_close(g.run({x})[0], eager, 1e-5, backend);
+  }
+}
+
 // ---- the compiler: cache on disk, failures
 
 TEST(FusionCompiler, KernelsAreCachedOnDiskByTheirSource) {
