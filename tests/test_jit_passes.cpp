@@ -516,3 +516,32 @@ TEST(JitPasses, IdentityDropoutIsRemovedSoThatBiasReluDropoutFuses) {
   for (size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(equal(before[i], after[i])) << i;
   EXPECT_EQ(jit::eliminate_identities(g), 0);
 }
+
+TEST(JitRun, FrozenLinearPointwiseKeepsItsPackedWeightUntilItChanges) {
+  // A constant weight (after freeze): the executor keeps it in the layout oneDNN's matmul picks
+  // from the first run on, and packs it again after a write into it.
+  manual_seed(14);
+  Tensor w = randn({24, 16}) * 0.25, b = randn({24}) * 0.1, r = randn({32, 24});
+  auto fn = [&](const TensorList& in) { return TensorList{gelu(linear(in[0], w, b)) + r}; };
+  Tensor x = randn({32, 16});
+  auto g = std::make_shared<jit::Graph>(jit::trace(fn, {x}));
+  EXPECT_EQ(jit::fuse_linear_pointwise(*g), 2);
+  ASSERT_EQ(op_names(*g), (Names{"linear_pointwise"}));
+  jit::Executor ex(g);
+  NoGradGuard ng;
+  Tensor first;
+  for (int rep = 0; rep < 2; ++rep) {  // the second run uses the packed weight
+    first = ex.run({x})[0];
+    expect_close(first, fn({x})[0], 1e-5, "run " + std::to_string(rep));
+  }
+  w.mul_(2);  // its version changes: the next run packs it again
+  const Tensor again = ex.run({x})[0];
+  expect_close(again, fn({x})[0], 1e-5, "after a write into the weight");
+  EXPECT_FALSE(allclose(again, first, 1e-3, 1e-3));
+  CallLog log;  // with an interposer the op's front end runs, so profilers see it
+  {
+    op::InterposerGuard guard(&log);
+    ex.run({x});
+  }
+  EXPECT_EQ(log.names[0], "linear_pointwise");
+}

@@ -6,6 +6,8 @@
 // pass over memory of its own. Otherwise (autograd, other dtypes, the meta device, broadcasting
 // `other`, fewer than 8 rows, no oneDNN implementation other than the reference one) it is the
 // composite add(activation(linear(x, w, b)), other), whose ops carry the checks and the backward.
+#include "jit/fused_linear.h"
+
 #include <cstring>
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -28,7 +30,7 @@ using Tag = memory::format_tag;
 struct MatmulPrim {
   bool ok = false;
   dnnl::matmul prim;
-  memory::desc x, w, b, y, other;
+  memory::desc x, w, wi, b, y, other;  // wi: the weight's layout inside the primitive
 };
 
 onednn::LruCache<MatmulPrim>& cache() {
@@ -46,9 +48,8 @@ int activation_code(const std::string& a) {
   return -1;
 }
 
-std::shared_ptr<const MatmulPrim> get_prim(int64_t M, int64_t K, int64_t N, bool bias, int act,
-                                           bool sum) {
-  const std::string key = onednn::make_key({M, K, N, bias, act, sum});
+std::shared_ptr<const MatmulPrim> get_prim(const std::string& key, int64_t M, int64_t K, int64_t N,
+                                           bool bias, int act, bool sum, bool any_weight) {
   return cache().get(key, [&] {
     MatmulPrim r;
     try {
@@ -58,7 +59,9 @@ std::shared_ptr<const MatmulPrim> get_prim(int64_t M, int64_t K, int64_t N, bool
       r.b = memory::desc({1, N}, f32, Tag::ab);
       r.y = memory::desc({M, N}, f32, Tag::ab);
       r.other = r.y;
-      auto d = bias ? dnnl::matmul::desc(r.x, r.w, r.b, r.y) : dnnl::matmul::desc(r.x, r.w, r.y);
+      // With a pre-packed weight the primitive picks the weight's layout.
+      const memory::desc wa = any_weight ? memory::desc({K, N}, f32, Tag::any) : r.w;
+      auto d = bias ? dnnl::matmul::desc(r.x, wa, r.b, r.y) : dnnl::matmul::desc(r.x, wa, r.y);
       dnnl::post_ops ops;
       switch (act) {
         case 1: ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f); break;
@@ -74,6 +77,7 @@ std::shared_ptr<const MatmulPrim> get_prim(int64_t M, int64_t K, int64_t N, bool
       // The reference implementation is far slower than the ops run one by one.
       if (std::strncmp(pd.impl_info_str(), "ref", 3) == 0) return r;
       r.prim = dnnl::matmul(pd);
+      r.wi = pd.weights_desc();
       r.ok = true;
     } catch (const dnnl::error&) {
       r = MatmulPrim();  // no oneDNN implementation: the composite runs
@@ -84,8 +88,8 @@ std::shared_ptr<const MatmulPrim> get_prim(int64_t M, int64_t K, int64_t N, bool
 
 /// The fused product, or an undefined tensor when the case is not one oneDNN runs here.
 Tensor linear_onednn(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& other,
-                     int act) {
-  if (autograd::any_needs_grad({&x, &w, &b, &other})) return Tensor();
+                     int act, detail::PackedLinearWeight* packed) {
+  if (act < 0 || autograd::any_needs_grad({&x, &w, &b, &other})) return Tensor();
   for (const Tensor* t : {&x, &w, &b, &other}) {
     if (t->defined() && (t->dtype() != kFloat32 || !t->device().is_cpu())) return Tensor();
   }
@@ -101,15 +105,37 @@ Tensor linear_onednn(const Tensor& x, const Tensor& w, const Tensor& b, const Te
   // oneDNN's matmul took 50 us where linear + gelu took 18 us for one row (40 vs 58 us for 4 rows,
   // 113 vs 158 us for 16): the composite runs below 8 rows.
   if (M < 8 || K == 0 || N == 0) return Tensor();
-  auto prim = get_prim(M, K, N, b.defined(), act, other.defined());
+  const bool pack = packed != nullptr;
+  const std::string key = onednn::make_key({M, K, N, b.defined(), act, other.defined(), pack});
+  auto prim = get_prim(key, M, K, N, b.defined(), act, other.defined(), pack);
   if (!prim->ok) return Tensor();
   const Tensor xc = x.contiguous();
   const Tensor oc = other.defined() ? other.contiguous() : Tensor();
   Tensor out = make_tensor(out_shape, kFloat32, kCPU);
   auto& eng = onednn::engine();
+  auto& s = onednn::stream();
   std::unordered_map<int, memory> args;
   args.emplace(DNNL_ARG_SRC, memory(prim->x, eng, const_cast<void*>(xc.data_ptr())));
-  args.emplace(DNNL_ARG_WEIGHTS, memory(prim->w, eng, const_cast<void*>(w.data_ptr())));
+  if (pack && prim->wi != prim->w) {
+    const void* data = w.data_ptr();
+    if (packed->key != key || packed->data != data || packed->version != w._version() ||
+        !packed->weight.defined()) {
+      packed->weight =
+          make_tensor({static_cast<int64_t>((prim->wi.get_size() + 3) / 4)}, kFloat32, kCPU);
+      memory user(prim->w, eng, const_cast<void*>(data));
+      memory inner(prim->wi, eng, packed->weight.data_ptr());
+      dnnl::reorder(user, inner).execute(s, user, inner);
+      packed->key = key;
+      packed->data = data;
+      packed->version = w._version();
+      ++packed->packs;
+    }
+    args.emplace(DNNL_ARG_WEIGHTS, memory(prim->wi, eng, packed->weight.data_ptr()));
+  } else if (prim->wi == prim->w) {
+    args.emplace(DNNL_ARG_WEIGHTS, memory(prim->w, eng, const_cast<void*>(w.data_ptr())));
+  } else {
+    return Tensor();  // a primitive made for packed weights, called without: not cached so
+  }
   if (b.defined())
     args.emplace(DNNL_ARG_BIAS, memory(prim->b, eng, const_cast<void*>(b.data_ptr())));
   args.emplace(DNNL_ARG_DST, memory(prim->y, eng, out.data_ptr()));
@@ -118,7 +144,6 @@ Tensor linear_onednn(const Tensor& x, const Tensor& w, const Tensor& b, const Te
     args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(slot) | DNNL_ARG_SRC_1,
                  memory(prim->other, eng, const_cast<void*>(oc.data_ptr())));
   }
-  auto& s = onednn::stream();
   prim->prim.execute(s, args);
   s.wait();
   return out;
@@ -138,7 +163,7 @@ Tensor linear_pointwise(const Tensor& x, const Tensor& w, const Tensor& b, const
   const int act = activation_code(activation);
   IGNIS_CHECK(act >= 0, "linear_pointwise: unknown activation '", activation.substr(0, 64),
               "' (expected none, relu, gelu, gelu_tanh or silu)");
-  if (Tensor fused = linear_onednn(x, w, b, other, act); fused.defined()) return fused;
+  if (Tensor fused = linear_onednn(x, w, b, other, act, nullptr); fused.defined()) return fused;
   Tensor y = linear(x, w, b);
   switch (act) {
     case 1: y = relu(y); break;
@@ -149,6 +174,16 @@ Tensor linear_pointwise(const Tensor& x, const Tensor& w, const Tensor& b, const
   }
   return other.defined() ? add(y, other) : y;
 }
+
+namespace detail {
+
+Tensor linear_pointwise_onednn(const Tensor& x, const Tensor& w, const Tensor& b,
+                               const Tensor& other, const std::string& activation,
+                               PackedLinearWeight* packed) {
+  return linear_onednn(x, w, b, other, activation_code(activation), packed);
+}
+
+}  // namespace detail
 
 }  // namespace jit
 }  // namespace ignis
