@@ -32,6 +32,10 @@ endforeach()
 add_test(NAME cli_bench_jit_fusion COMMAND ignis_cli bench jit_fusion --batch 64 --repeat 1 --threads 1)
 set_tests_properties(cli_bench_jit_fusion PROPERTIES PASS_REGULAR_EXPRESSION
   "mode=eager nodes=5 .*mode=compiler nodes=1 .*mode=interpreter nodes=1 ")
+# jit_block on 64 rows: eager (4 nodes), then the frozen graph of 2 fused nodes both ways.
+add_test(NAME cli_bench_jit_block COMMAND ignis_cli bench jit_block --batch 64 --repeat 1 --threads 1)
+set_tests_properties(cli_bench_jit_block PROPERTIES PASS_REGULAR_EXPRESSION
+  "mode=eager nodes=4 .*graph_ops=linear_pointwise,fused_reduction.*mode=compiler nodes=2 .*mode=interpreter nodes=2 ")
 # mnist_mlp without its data names the missing file and says how to get it.
 add_test(NAME cli_bench_mnist_mlp_missing_data
          COMMAND ignis_cli bench mnist_mlp --data ${CMAKE_CURRENT_BINARY_DIR}/no_such_mnist)

@@ -25,7 +25,7 @@ import sys
 import time
 
 WORKLOADS = ("op_overhead", "sgemm", "seed_jit_mlp", "mnist_mlp", "mnist_lenet", "train_step",
-             "gcn", "gin", "ddp_mnist_mlp", "jit_fusion", "jit_inference")
+             "gcn", "gin", "ddp_mnist_mlp", "jit_fusion", "jit_inference", "jit_block")
 # The CNN training workloads take minutes: run them when asked for.
 DEFAULT_WORKLOADS = ("op_overhead", "sgemm", "seed_jit_mlp", "mnist_mlp")
 
@@ -36,7 +36,9 @@ SPECS = {
     "sgemm": {"keys": ("n",), "metric": "gflops", "higher": True,
               "title": "GFLOP/s (higher is better)"},
     "seed_jit_mlp": {"keys": ("batch",), "metric": "us_per_forward", "higher": False,
-                     "title": "us per forward (lower is better)"},
+                     "title": "us per forward (ignis: its best mode, eager or frozen graph; "
+                              "PyTorch: eager and frozen TorchScript) (lower is better)",
+                     "extra": ("mode",)},
     "mnist_mlp": {"keys": (), "metric": "s_per_epoch", "higher": False,
                   "title": "seconds per training epoch (lower is better)",
                   "extra": ("test_acc", "peak_rss_mb")},
@@ -60,6 +62,12 @@ SPECS = {
                       "title": "ms per batch-1 224x224 inference, channels-last (ignis: its best "
                                "mode, eager or frozen graph; PyTorch: eager and frozen TorchScript) "
                                "(lower is better)", "extra": ("mode",)},
+    "jit_block": {"keys": ("shape", "part"), "metric": "ms_per_forward", "higher": False,
+                  "title": "ms per layer_norm(gelu(linear(x))) + x on [4096, 1024] float32 (part "
+                           "-: the block; tail: after the product, layer_norm(gelu(h)) + x; "
+                           "linear: the product alone) (ignis: its best mode, eager or frozen "
+                           "graph; PyTorch: eager and frozen TorchScript) (lower is better)",
+                  "extra": ("mode",)},
     "gin": {"keys": (), "metric": "s_per_epoch", "higher": False,
             "title": "s per GIN epoch on 10000 MNIST graphs, batch 64 (lower is better)",
             "extra": ("test_acc",)},
@@ -256,6 +264,60 @@ def torch_jit_fusion(torch, threads, repeat):
                 ms.append((time.perf_counter() - t0) * 1e3)
             out.append({"workload": "jit_fusion", "shape": f"{rows}x{cols}", "threads": threads,
                         "variant": name, "ms_per_forward": statistics.median(ms)})
+    return out
+
+
+def torch_jit_block(torch, threads, repeat):
+    """The block of `ignis bench jit_block`, layer_norm(gelu(linear(x))) + x, its tail after the
+    product and the product alone, eager and as frozen TorchScript."""
+    rows, cols = 4096, 1024
+    torch.manual_seed(0)
+    nn = torch.nn
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(cols, cols)
+            self.ln = nn.LayerNorm(cols)
+
+        def forward(self, x):
+            return self.ln(torch.nn.functional.gelu(self.linear(x))) + x
+
+    class Tail(nn.Module):
+        def __init__(self, ln):
+            super().__init__()
+            self.ln = ln
+
+        def forward(self, h, x):
+            return self.ln(torch.nn.functional.gelu(h)) + x
+
+    block = Block().eval()
+    tail = Tail(block.ln).eval()
+    x = torch.randn(rows, cols)
+    with torch.no_grad():
+        h = block.linear(x)
+    cases = [(None, block, (x,)), ("tail", tail, (h, x)), ("linear", block.linear, (x,))]
+    out = []
+    with torch.no_grad():
+        for part, module, inputs in cases:
+            variants = [("eager", module)]
+            try:
+                variants.append(("torchscript", torch.jit.freeze(torch.jit.script(module))))
+            except Exception as e:  # pragma: no cover - depends on the torch build
+                print(f"compare_pytorch: TorchScript variant skipped: {e}", file=sys.stderr)
+            for name, f in variants:
+                for _ in range(5):  # warm-up (TorchScript profiles, then optimises)
+                    f(*inputs)
+                ms = []
+                for _ in range(repeat):
+                    t0 = time.perf_counter()
+                    f(*inputs)
+                    ms.append((time.perf_counter() - t0) * 1e3)
+                rec = {"workload": "jit_block", "shape": f"{rows}x{cols}", "threads": threads,
+                       "variant": name, "ms_per_forward": statistics.median(ms)}
+                if part:
+                    rec["part"] = part
+                out.append(rec)
     return out
 
 
@@ -732,7 +794,8 @@ TORCH_WORKLOADS = {"op_overhead": torch_op_overhead, "sgemm": torch_sgemm,
                    "seed_jit_mlp": torch_seed_jit_mlp, "mnist_mlp": torch_mnist_mlp,
                    "mnist_lenet": torch_mnist_lenet, "train_step": torch_train_step,
                    "gcn": torch_gcn, "gin": torch_gin, "ddp_mnist_mlp": torch_ddp_mnist_mlp,
-                   "jit_fusion": torch_jit_fusion, "jit_inference": torch_jit_inference}
+                   "jit_fusion": torch_jit_fusion, "jit_inference": torch_jit_inference,
+                   "jit_block": torch_jit_block}
 # Workloads whose PyTorch function also takes this script's options.
 TAKES_ARGS = ("mnist_mlp", "mnist_lenet", "train_step", "gin", "ddp_mnist_mlp", "jit_inference")
 
@@ -795,7 +858,7 @@ def fmt(v, digits=1):
 
 
 LABELS = {"case": "case", "requires_grad": "grad", "n": "n", "batch": "batch", "model": "model",
-          "image_size": "size", "ranks": "ranks", "shape": "shape"}
+          "image_size": "size", "ranks": "ranks", "shape": "shape", "part": "part"}
 
 
 def print_table(workload, rows):
@@ -806,7 +869,7 @@ def print_table(workload, rows):
     cols.append(("ignis", lambda r: f"{fmt(r['ignis'])} ({r['ignis_threads']}T)"))
     cols.append(("PyTorch", lambda r: f"{fmt(r.get('pytorch'))} ({r.get('pytorch_threads', '-')}T)"))
     if workload in ("mnist_mlp", "mnist_lenet", "train_step", "gcn", "gin", "ddp_mnist_mlp",
-                    "jit_fusion", "jit_inference"):
+                    "jit_fusion", "jit_inference", "jit_block", "seed_jit_mlp"):
         cols[-2] = ("ignis", lambda r: f"{fmt(r['ignis'], 3)} ({r['ignis_threads']}T)")
         cols[-1] = ("PyTorch",
                     lambda r: f"{fmt(r.get('pytorch'), 3)} ({r.get('pytorch_threads', '-')}T)")
@@ -902,6 +965,9 @@ def main():
             print(f"compare_pytorch: {w}, {t} thread(s)...", file=sys.stderr, flush=True)
             for extra in ignis_extra_args(w, args):
                 ig += run_ignis(args.ignis, w, t, args.repeat, extra)
+            if w == "seed_jit_mlp":  # the graph's line is workload=seed_jit_mlp_graph
+                for r in ig:
+                    r.setdefault("mode", "graph" if r["workload"].endswith("_graph") else "eager")
             torch.set_num_threads(t)
             if w in TAKES_ARGS:
                 pt += TORCH_WORKLOADS[w](torch, t, args.repeat, args)

@@ -1,5 +1,6 @@
-// Op table entries of the fused ops that graph mode's passes produce (src/jit/fused_conv.cpp),
-// and graph mode checked against eager over every entry of the table.
+// Op table entries of the fused ops that graph mode's passes produce (src/jit/fused_conv.cpp,
+// fused_elementwise.cpp, fused_linear.cpp, fused_reduction.cpp), and graph mode checked against
+// eager over every entry of the table.
 // The float32 samples of the same shape run the fused oneDNN kernel; float64 (gradchecks),
 // bfloat16, broadcast, grouped and meta samples run the composite.
 #include <gtest/gtest.h>
@@ -104,16 +105,153 @@ IGNIS_OP_INFO(conv_add_relu_entry());
 // compiler); gradchecks run the ops one by one.
 IGNIS_OP_INFO(OpInfo{
     .name = "fused_elementwise",
-    .fn = [](const Inputs& in) {
-      return jit::fused_elementwise(in, "mul(i0,i1);add(v0,i2,0.5);tanh(v1);sub(v2,i0,2);"
+    .fn =
+        [](const Inputs& in) {
+          return jit::fused_elementwise(in,
+                                        "mul(i0,i1);add(v0,i2,0.5);tanh(v1);sub(v2,i0,2);"
                                         "mul(v3,1.5);sigmoid(v4)");
-    },
-    .ref = [](const Inputs& in) {
-      return ref_elementwise(in, [](const std::vector<double>& v) {
-        return 1 / (1 + std::exp(-1.5 * (std::tanh(v[0] * v[1] + 0.5 * v[2]) - 2 * v[0])));
-      });
-    },
+        },
+    .ref =
+        [](const Inputs& in) {
+          return ref_elementwise(in, [](const std::vector<double>& v) {
+            return 1 / (1 + std::exp(-1.5 * (std::tanh(v[0] * v[1] + 0.5 * v[2]) - 2 * v[0])));
+          });
+        },
     .samples = [] { return elementwise_samples(3); },
+});
+
+// linear_pointwise (fuse_linear_pointwise's node): activation(x w^T + b) + other. Inputs: x,
+// w, b (or none), other (or none), and the activation's index (a host parameter: none, relu,
+// gelu, gelu_tanh, silu). Float32 samples of 8 rows or more with `other` of the output's shape
+// (or none) run one oneDNN matmul with post-ops; float64, gradchecks, fewer rows and broadcast
+// residuals the ops one by one.
+const char* const kActivations[] = {"none", "relu", "gelu", "gelu_tanh", "silu"};
+
+double activate(int act, double v) {
+  switch (act) {
+    case 1: return std::max(v, 0.0);
+    case 2: return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+    case 3: {
+      const double k = std::sqrt(2.0 / M_PI);
+      return 0.5 * v * (1 + std::tanh(k * (v + 0.044715 * v * v * v)));
+    }
+    case 4: return v / (1 + std::exp(-v));
+    default: return v;
+  }
+}
+
+Tensor ref_linear_pointwise(const Inputs& in) {
+  const Tensor &x = in[0], &w = in[1], &b = in[2], &other = in[3];
+  const int act = static_cast<int>(ints(in[4])[0]);
+  const int64_t K = w.size(1), N = w.size(0), M = x.numel() / K;
+  Shape out_shape(x.sizes().begin(), x.sizes().end() - 1);
+  out_shape.push_back(N);
+  const std::vector<double> xv = values(x), wv = values(w);
+  const std::vector<double> bv = b.defined() ? values(b) : std::vector<double>(N, 0.0);
+  const std::vector<double> ov = other.defined() ? values(other.expand(out_shape).contiguous())
+                                                 : std::vector<double>(M * N, 0.0);
+  std::vector<double> y(static_cast<size_t>(M * N));
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double acc = bv[n];
+      for (int64_t k = 0; k < K; ++k) acc += xv[m * K + k] * wv[n * K + k];
+      y[m * N + n] = activate(act, acc) + ov[m * N + n];
+    }
+  return from_values(y, out_shape);
+}
+
+IGNIS_OP_INFO(OpInfo{
+    .name = "linear_pointwise",
+    .fn =
+        [](const Inputs& x) {
+          return jit::linear_pointwise(x[0], x[1], x[2], x[3], kActivations[ints(x[4])[0]]);
+        },
+    .ref = ref_linear_pointwise,
+    .samples =
+        [] {
+          const Tensor none;
+          return std::vector<OpSample>{
+              {"gelu, residual",
+               {n({9, 4}, 31), n({5, 4}, 32), n({5}, 33), n({9, 5}, 34), params({2})}},
+              {"silu, 3-d input, no bias",
+               {n({2, 5, 4}, 35), n({5, 4}, 36), none, none, params({4})}},
+              {"relu, residual",
+               {n({12, 3}, 37), n({2, 3}, 38), n({2}, 39), n({12, 2}, 40), params({1})}},
+              {"gelu_tanh, 2 rows (the composite)",
+               {n({2, 6}, 41), n({3, 6}, 42), n({3}, 43), none, params({3})}},
+              {"no activation, residual non-contiguous",
+               {n({8, 4}, 44), n({2, 4}, 45), n({2}, 46), make_noncontiguous({8, 2}, 47),
+                params({0})}},
+              {"residual broadcast", {n({3, 4}, 48), n({2, 4}, 49), none, n({2}, 50), params({2})}},
+              {"empty rows", {n({0, 4}, 51), n({3, 4}, 52), n({3}, 53), none, params({4})}},
+          };
+        },
+    .dtypes = {kFloat32, kFloat64},
+    .atol32 = 1e-4,
+    .rtol32 = 1e-4,
+    .host_params = {-1},
+});
+
+// fused_reduction (fuse_reductions' node): over rows of the last dim, t = tanh(x * s), the
+// reduction of t (a host parameter: layer_norm, softmax, log_softmax), then y * s + r.
+const char* const kReductions[] = {"layer_norm", "softmax", "log_softmax"};
+
+Tensor ref_fused_reduction(const Inputs& in) {
+  const Tensor &x = in[0], &s = in[1], &r = in[2];
+  const int kind = static_cast<int>(ints(in[3])[0]);
+  const Shape shape = x.sizes().shape();
+  const int64_t C = shape.empty() ? 1 : shape.back(), R = C == 0 ? 0 : x.numel() / C;
+  const std::vector<double> xv = values(x), sv = values(s.expand(shape).contiguous()),
+                            rv = values(r.expand(shape).contiguous());
+  std::vector<double> out(xv.size()), t(static_cast<size_t>(C));
+  for (int64_t i = 0; i < R; ++i) {
+    const size_t o = static_cast<size_t>(i * C);
+    double mean = 0, var = 0, mx = -INFINITY, sum = 0;
+    for (int64_t c = 0; c < C; ++c) {
+      t[c] = std::tanh(xv[o + c] * sv[o + c]);
+      mean += t[c] / C;
+      mx = std::max(mx, t[c]);
+    }
+    for (int64_t c = 0; c < C; ++c) {
+      var += (t[c] - mean) * (t[c] - mean) / C;
+      sum += std::exp(t[c] - mx);
+    }
+    for (int64_t c = 0; c < C; ++c) {
+      const double y = kind == 0   ? (t[c] - mean) / std::sqrt(var + 1e-5)
+                       : kind == 1 ? std::exp(t[c] - mx) / sum
+                                   : t[c] - mx - std::log(sum);
+      out[o + c] = y * sv[o + c] + rv[o + c];
+    }
+  }
+  return from_values(out, shape);
+}
+
+IGNIS_OP_INFO(OpInfo{
+    .name = "fused_reduction",
+    .fn =
+        [](const Inputs& x) {
+          return jit::fused_reduction({x[0], x[1], x[2]}, kReductions[ints(x[3])[0]], 1,
+                                      "mul(i0,i1);tanh(v0)", "mul(i3,i1);add(v0,i2,1)");
+        },
+    .ref = ref_fused_reduction,
+    .samples =
+        [] {
+          return std::vector<OpSample>{
+              {"layer_norm [4, 7]", {n({4, 7}, 61), n({7}, 62), n({4, 7}, 63), params({0})}},
+              {"softmax [4, 7]", {n({4, 7}, 64), n({7}, 65), n({4, 7}, 66), params({1})}},
+              {"log_softmax [4, 7]", {n({4, 7}, 67), n({7}, 68), n({4, 7}, 69), params({2})}},
+              {"layer_norm 3-d, per-row residual",
+               {n({2, 3, 20}, 70), n({20}, 71), n({2, 3, 1}, 72), params({0})}},
+              {"softmax, non-contiguous input",
+               {make_noncontiguous({5, 6}, 73), n({6}, 74), n({1}, 75), params({1})}},
+              {"log_softmax, rows of 1", {n({3, 1}, 76), n({1}, 77), n({3, 1}, 78), params({2})}},
+              {"empty rows", {n({0, 5}, 79), n({5}, 80), n({0, 5}, 81), params({0})}},
+          };
+        },
+    .dtypes = {kFloat32, kFloat64},
+    .atol32 = 1e-5,
+    .rtol32 = 1e-4,
+    .host_params = {-1},
 });
 
 }  // namespace

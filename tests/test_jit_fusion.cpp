@@ -63,9 +63,13 @@ TEST(FusedProgram, RefusesMalformedProgramsNamingTheFault) {
   std::string many = "exp(i0)";
   for (int i = 0; i < 256; ++i) many += ";exp(v" + std::to_string(i) + ")";
   fails(many, 1, "more than 256 instructions");
-  EXPECT_THAT(error_of([&] { (void)jit::fused_elementwise({x, ones({2}, kFloat64)}, "add(i0,i1,1)"); }), HasSubstr("fused_elementwise: inputs must all be float32 or all float64; input 0 "
-                         "is float32, input 1 is float64"));
-  EXPECT_THAT(error_of([&] { (void)jit::fused_elementwise({}, "exp(i0)"); }), HasSubstr("fused_elementwise: expected 1 to 64 inputs, got 0"));
+  EXPECT_THAT(error_of([&] {
+                (void)jit::fused_elementwise({x, ones({2}, kFloat64)}, "add(i0,i1,1)");
+              }),
+              HasSubstr("fused_elementwise: inputs must all be float32 or all float64; input 0 "
+                        "is float32, input 1 is float64"));
+  EXPECT_THAT(error_of([&] { (void)jit::fused_elementwise({}, "exp(i0)"); }),
+              HasSubstr("fused_elementwise: expected 1 to 64 inputs, got 0"));
 }
 
 TEST(FusedProgram, NumbersAndBroadcastOperands) {
@@ -115,9 +119,9 @@ TEST(FusedProgram, RunsOnTheMetaDevice) {
 // Chains f(x * y + b) for every fusible unary op f (inputs inside every op's domain).
 TEST(FuseElementwise, ChainsOfEveryOpEqualEagerWithBothBackends) {
   const std::vector<std::string> unary = {
-      "neg",  "abs",   "relu",  "silu", "sigmoid", "tanh",  "exp",   "exp2",  "expm1", "log",
-      "log2", "log10", "log1p", "sqrt", "rsqrt",   "sin",   "cos",   "tan",   "asin",  "acos",
-      "atan", "sinh",  "cosh",  "asinh", "atanh",  "erf",   "erfc",  "erfinv", "reciprocal"};
+      "neg",  "abs",   "relu",  "silu",  "sigmoid", "tanh", "exp",  "exp2",   "expm1",     "log",
+      "log2", "log10", "log1p", "sqrt",  "rsqrt",   "sin",  "cos",  "tan",    "asin",      "acos",
+      "atan", "sinh",  "cosh",  "asinh", "atanh",   "erf",  "erfc", "erfinv", "reciprocal"};
   for (DType dt : {kFloat32, kFloat64}) {
     Tensor x = uniform({6, 7}, 0.3, 0.9, dt), y = uniform({6, 7}, 0.3, 0.9, dt);
     Tensor b = uniform({7}, 0.0, 0.1, dt);
@@ -163,9 +167,9 @@ TEST(FuseElementwise, ParametrisedOpsAndScalarsKeepTheirValues) {
 TEST(FuseElementwise, KeepsValuesReadOutsideTheChainAndStopsAtOtherOps) {
   Tensor x = uniform({4, 4}, -1, 1);
   auto fn = [](const std::vector<Tensor>& in) {
-    Tensor a = exp(in[0]);               // read twice below: by the chain and by matmul
-    Tensor b = sigmoid(a * 2.0) + 1.0;   // a chain of three
-    Tensor m = matmul(a, b);             // not elementwise: ends the chain
+    Tensor a = exp(in[0]);              // read twice below: by the chain and by matmul
+    Tensor b = sigmoid(a * 2.0) + 1.0;  // a chain of three
+    Tensor m = matmul(a, b);            // not elementwise: ends the chain
     return std::vector<Tensor>{relu(m) * 0.5, a};
   };
   jit::Graph g = jit::trace(fn, {x});
@@ -219,7 +223,249 @@ TEST(FuseElementwise, SavedAndLoadedGraphsKeepTheProgramAndRefuseHostileOnes) {
   expect_close(back.run({x})[0], g.run({x})[0], 0, "reloaded");
   std::string hostile = json;
   hostile.replace(hostile.find("relu(v1)"), 8, "relu(v9)");
-  EXPECT_THAT(error_of([&] { (void)jit::graph_from_json(hostile, {}); }), HasSubstr("value v9 used before it is defined"));
+  EXPECT_THAT(error_of([&] { (void)jit::graph_from_json(hostile, {}); }),
+              HasSubstr("value v9 used before it is defined"));
+}
+
+// ---- fused_reduction: a row reduction with a prologue and an epilogue
+
+// The reduction of fused_reduction as the unfused ops.
+Tensor reference_reduction(const std::string& kind, const Tensor& x, int64_t dims) {
+  if (kind == "softmax") return softmax(x, -1);
+  if (kind == "log_softmax") return log_softmax(x, -1);
+  std::vector<int64_t> shape(x.sizes().end() - dims, x.sizes().end());
+  return nn::functional::layer_norm(x, shape);
+}
+
+TEST(FusedReduction, EveryReductionWithPrologueAndEpilogueEqualsTheOps) {
+  // Rows of 37 (not a multiple of the 16 partial sums) and of 1024; a weight row, a per-row
+  // column, a scalar and a full residual.
+  for (int64_t cols : {37, 1024}) {
+    for (DType dt : {kFloat32, kFloat64}) {
+      Tensor x = uniform({6, cols}, -3, 3, dt), s = uniform({cols}, 0.5, 1.5, dt);
+      Tensor col = uniform({6, 1}, -1, 1, dt), r = uniform({6, cols}, -1, 1, dt);
+      Tensor half = full({}, 0.5, dt);
+      for (const std::string kind : {"layer_norm", "softmax", "log_softmax"}) {
+        const Tensor y = reference_reduction(kind, gelu(x * s + col), 1);
+        const Tensor expected = y * s + half + r;
+        for (const char* backend : {"interpreter", "compiler"}) {
+          Backend guard(backend);
+          // inputs: x, s, col, half, r; the reduction's result is i5.
+          Tensor out = jit::fused_reduction({x, s, col, half, r}, kind, 1,
+                                            "mul(i0,i1);add(v0,i2,1);gelu(v1)",
+                                            "mul(i5,i1);add(v0,i3,1);add(v1,i4,1)");
+          expect_close(out, expected, dt == kFloat32 ? 1e-5 : 1e-12,
+                       kind + " " + backend + " " + std::string(dtype_name(dt)) + " cols " +
+                           std::to_string(cols));
+        }
+      }
+    }
+  }
+}
+
+TEST(FusedReduction, WithoutProgramsOverSeveralTrailingDimsAndBroadcastInputs) {
+  Tensor x = uniform({3, 4, 5}, -2, 2);
+  Tensor big = uniform({2, 3, 4, 5}, -1, 1);  // broadcasts the output to [2, 3, 4, 5]
+  for (const char* backend : {"interpreter", "compiler"}) {
+    Backend guard(backend);
+    expect_close(jit::fused_reduction({x}, "layer_norm", 2, "", ""),
+                 nn::functional::layer_norm(x, {4, 5}), 1e-5, std::string("dims 2 ") + backend);
+    expect_close(jit::fused_reduction({x}, "softmax", 1, "", ""), softmax(x, -1), 1e-6,
+                 std::string("bare softmax ") + backend);
+    // Input 0 without a prologue is the reduction's input, expanded to the output's shape.
+    expect_close(jit::fused_reduction({x, big}, "log_softmax", 1, "", "sub(i2,i1,1)"),
+                 log_softmax(x.expand({2, 3, 4, 5}), -1) - big, 1e-5,
+                 std::string("broadcast ") + backend);
+  }
+}
+
+TEST(FusedReduction, RefusesWhatItCannotRunNamingTheFault) {
+  Tensor x = ones({2, 3});
+  EXPECT_THAT(error_of([&] { (void)jit::fused_reduction({x}, "variance", 1, "", ""); }),
+              HasSubstr("fused_reduction: unknown reduction 'variance' (expected layer_norm, "
+                        "softmax or log_softmax)"));
+  EXPECT_THAT(error_of([&] { (void)jit::fused_reduction({x}, "softmax", 2, "", ""); }),
+              HasSubstr("fused_reduction: softmax over 2 trailing dims of an output of shape "
+                        "[2, 3] (layer_norm takes 1 to 2, softmax and log_softmax 1)"));
+  EXPECT_THAT(error_of([&] { (void)jit::fused_reduction({x}, "layer_norm", 3, "", ""); }),
+              HasSubstr("fused_reduction: layer_norm over 3 trailing dims"));
+  EXPECT_THAT(error_of([&] { (void)jit::fused_reduction({x}, "layer_norm", 1, "", "exp(i2)"); }),
+              HasSubstr("input i2 of a node with 2 input(s)"));
+  EXPECT_THAT(error_of([&] { (void)jit::fused_reduction({x}, "layer_norm", 1, "exp(i1)", ""); }),
+              HasSubstr("input i1 of a node with 1 input(s)"));
+  EXPECT_THAT(error_of([&] {
+                (void)jit::fused_reduction({x, ones({3}, kFloat64)}, "softmax", 1, "", "");
+              }),
+              HasSubstr("fused_reduction: inputs must all be float32 or all float64"));
+  Tensor m = empty({4, 5}, TensorOptions(kFloat32).device(kMeta));
+  Tensor out = jit::fused_reduction({m}, "layer_norm", 1, "exp(i0)", "mul(i1,2)");
+  EXPECT_TRUE(out.device().is_meta());
+  EXPECT_TRUE(out.sizes().equals({4, 5}));
+}
+
+TEST(FuseReductions, LayerNormWithItsProloguesEpilogueAndResidualBecomesOneNode) {
+  // A transformer block's tail: layer_norm(gelu(h * a + c)) * 2 + residual; fuse_elementwise
+  // first makes the prologue one node, then fuse_reductions takes it, the layer norm (with its
+  // weight and bias) and the epilogue.
+  manual_seed(21);
+  Tensor h = uniform({8, 64}, -2, 2), res = uniform({8, 64}, -1, 1);
+  Tensor a = uniform({64}, 0.5, 1.5), c = uniform({64}, -0.5, 0.5);
+  Tensor gamma = uniform({64}, 0.5, 1.5), beta = uniform({64}, -0.5, 0.5);
+  auto fn = [&](const std::vector<Tensor>& in) {
+    Tensor t = gelu(in[0] * a + c);
+    Tensor y = nn::functional::layer_norm(t, {64}, gamma, beta, 1e-6);
+    return std::vector<Tensor>{y * 2.0 + in[1]};
+  };
+  jit::Graph g = jit::trace(fn, {h, res}, {{"a", a}, {"c", c}, {"gamma", gamma}, {"beta", beta}});
+  NoGradGuard ng;
+  const Tensor eager = fn({h, res})[0];
+  EXPECT_EQ(jit::fuse_elementwise(g), 2);  // the prologue chain and the epilogue chain
+  EXPECT_EQ(jit::fuse_reductions(g), 1);
+  ASSERT_EQ(g.nodes.size(), 1u) << g.str();
+  EXPECT_EQ(g.nodes[0].name(), "fused_reduction");
+  EXPECT_THAT(g.str(), HasSubstr("reduction='layer_norm', dims=1, prologue='mul(i0,i1);"
+                                 "add(v0,i2,1);gelu(v1)', epilogue='mul(i6,i3);add(v0,i4,1);"
+                                 "mul(v1,2);add(v2,i5,1)', eps=1e-06"));
+  for (const char* backend : {"interpreter", "compiler"}) {
+    Backend guard(backend);
+    expect_close(g.run({h, res})[0], eager, 1e-5, backend);
+  }
+  EXPECT_EQ(jit::fuse_reductions(g), 0);
+}
+
+TEST(FuseReductions, SingleOpsAroundASoftmaxWithoutFuseElementwise) {
+  // Attention scores: softmax(s * scale + mask) * v-like gate; single ops on both sides.
+  Tensor s = uniform({4, 3, 10}, -3, 3), mask = uniform({10}, -1, 0);
+  auto fn = [&](const std::vector<Tensor>& in) {
+    Tensor p = softmax(in[0] + mask, -1);
+    return std::vector<Tensor>{log_softmax(exp(p), 2), softmax(in[0], -1)};
+  };
+  jit::Graph g = jit::trace(fn, {s}, {{"mask", mask}});
+  NoGradGuard ng;
+  const std::vector<Tensor> eager = fn({s});
+  // softmax(add) takes the add as its prologue and exp as its epilogue; log_softmax (dim 2, the
+  // last) then reads the fused node, and has no epilogue (a graph output): it stays, as does the
+  // bare softmax.
+  EXPECT_EQ(jit::fuse_reductions(g), 1);
+  EXPECT_EQ(g.count("fused_reduction"), 1);
+  EXPECT_EQ(g.count("log_softmax.int"), 1);
+  EXPECT_EQ(g.count("softmax.int"), 1);
+  EXPECT_THAT(g.str(), HasSubstr("reduction='softmax', dims=1, prologue='add(i0,i1,1)', "
+                                 "epilogue='exp(i2)'"));
+  for (const char* backend : {"interpreter", "compiler"}) {
+    Backend guard(backend);
+    const std::vector<Tensor> out = g.run({s});
+    expect_close(out[0], eager[0], 1e-6, backend);
+    expect_close(out[1], eager[1], 0, backend);
+  }
+}
+
+TEST(FuseReductions, StopsWhereValuesAreReadElsewhere) {
+  Tensor x = uniform({5, 16}, -1, 1);
+  auto fn = [&](const std::vector<Tensor>& in) {
+    Tensor t = tanh(in[0]);                          // read twice: not a prologue
+    Tensor y = nn::functional::layer_norm(t, {16});  // a graph output: no epilogue
+    Tensor z = softmax(in[0] * 2.0, 0);              // not over the last dim: kept
+    return std::vector<Tensor>{y, relu(y) + t, z};
+  };
+  jit::Graph g = jit::trace(fn, {x});
+  NoGradGuard ng;
+  const std::vector<Tensor> eager = fn({x});
+  EXPECT_EQ(jit::fuse_reductions(g), 1);  // the layer norm alone (its composite is many passes)
+  EXPECT_EQ(g.count("tanh"), 1);
+  EXPECT_EQ(g.count("relu"), 1);
+  EXPECT_EQ(g.count("softmax.int"), 1);
+  EXPECT_THAT(g.str(), HasSubstr("reduction='layer_norm', dims=1, prologue='', epilogue=''"));
+  const std::vector<Tensor> out = g.run({x});
+  for (size_t i = 0; i < out.size(); ++i) expect_close(out[i], eager[i], 1e-5, std::to_string(i));
+}
+
+TEST(FuseReductions, TrainingThroughAFusedNodeGivesEagerGradients) {
+  Tensor x = uniform({4, 9}, -1, 1, kFloat64).requires_grad_(true);
+  Tensor w = uniform({9}, 0.5, 1.5, kFloat64).requires_grad_(true);
+  Tensor b = uniform({9}, -0.5, 0.5, kFloat64).requires_grad_(true);
+  auto fn = [&](const std::vector<Tensor>& in) {
+    Tensor y = nn::functional::layer_norm(sigmoid(in[0]), {9}, w, b);
+    return std::vector<Tensor>{log_softmax(y * in[0], -1) + in[0]};
+  };
+  jit::Graph g = jit::trace(fn, {x}, {{"w", w}, {"b", b}});
+  Tensor out = fn({x})[0];
+  (out * out).sum().backward();
+  const Tensor gx = x.grad().clone(), gw = w.grad().clone(), gb = b.grad().clone();
+  x.grad().zero_();
+  w.grad().zero_();
+  b.grad().zero_();
+  // layer_norm(sigmoid(x)) * w + b, then * x: its epilogue; log_softmax stays (its input is the
+  // fused node's output, not an elementwise op), then takes + x as its own epilogue.
+  EXPECT_EQ(jit::fuse_reductions(g), 2);
+  EXPECT_EQ(g.count("fused_reduction"), 2) << g.str();
+  Tensor fused = g.run({x})[0];
+  (fused * fused).sum().backward();
+  expect_close(x.grad(), gx, 1e-13, "d/dx");
+  expect_close(w.grad(), gw, 1e-13, "d/dw");
+  expect_close(b.grad(), gb, 1e-13, "d/db");
+}
+
+TEST(FuseReductions, SavedAndLoadedGraphsKeepTheProgramsAndRefuseHostileOnes) {
+  Tensor x = uniform({3, 8}, -1, 1);
+  auto fn = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{softmax(in[0] * 3.0, -1) * 2.0};
+  };
+  jit::Graph g = jit::trace(fn, {x});
+  EXPECT_EQ(jit::fuse_reductions(g), 1);
+  const std::string json = jit::graph_to_json(g);
+  ASSERT_NE(json.find("\"mul(i1,2)\""), std::string::npos) << json;
+  jit::Graph back = jit::graph_from_json(json, {});
+  NoGradGuard ng;
+  expect_close(back.run({x})[0], g.run({x})[0], 0, "reloaded");
+  std::string hostile = json;
+  hostile.replace(hostile.find("\"mul(i1,2)\""), 11, "\"mul(i7,2)\"");
+  EXPECT_THAT(error_of([&] { (void)jit::graph_from_json(hostile, {}); }),
+              HasSubstr("input i7 of a node with 2 input(s)"));
+}
+
+TEST(FuseReductions, WithoutACompilerTheInterpreterRunsTheFusedNode) {
+  setenv("IGNIS_JIT_CXX", "/nonexistent/ignis-no-such-compiler", 1);
+  Tensor x = uniform({4, 33}, -2, 2), r = uniform({4, 33}, -1, 1);
+  // A program no other test compiles, so that this process tries the (missing) compiler now.
+  const std::string epilogue = "add(i2,i1,0.375)";
+  {
+    Backend guard("compiler");
+    EXPECT_THAT(error_of([&] {
+                  (void)jit::fused_reduction({x, r}, "layer_norm", 1, "", epilogue, 1e-3);
+                }),
+                HasSubstr("fused_reduction: the compiler backend was asked for, but compiling a "
+                          "fused kernel with '/nonexistent/ignis-no-such-compiler' failed"));
+  }
+  Tensor out = jit::fused_reduction({x, r}, "layer_norm", 1, "", epilogue, 1e-3);
+  unsetenv("IGNIS_JIT_CXX");
+  expect_close(out, nn::functional::layer_norm(x, {33}, Tensor(), Tensor(), 1e-3) + r * 0.375, 1e-5,
+               "interpreted");
+}
+
+TEST(FuseReductions, FrozenLinearGeluLayerNormResidualBlockIsTwoNodesEqualToEager) {
+  // The block of `ignis bench jit_block`, at 32 rows: freeze makes it linear_pointwise (oneDNN's
+  // matmul with a GELU post-op) and one fused_reduction (layer norm, affine part, residual).
+  manual_seed(31);
+  const int64_t cols = 64;
+  Tensor x = uniform({32, cols}, -1, 1), w = uniform({cols, cols}, -0.125, 0.125);
+  Tensor b = uniform({cols}, -0.1, 0.1), gamma = uniform({cols}, 0.5, 1.5);
+  Tensor beta = uniform({cols}, -0.5, 0.5);
+  auto block = [&](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{
+        nn::functional::layer_norm(gelu(linear(in[0], w, b)), {cols}, gamma, beta) + in[0]};
+  };
+  NoGradGuard ng;
+  jit::Graph g = jit::trace(block, {x}, {{"w", w}, {"b", b}, {"gamma", gamma}, {"beta", beta}});
+  const Tensor eager = block({x})[0];
+  jit::freeze(g);
+  ASSERT_EQ(g.nodes.size(), 2u) << g.str();
+  EXPECT_EQ(g.nodes[0].name(), "linear_pointwise");
+  EXPECT_EQ(g.nodes[1].name(), "fused_reduction");
+  for (const char* backend : {"interpreter", "compiler"}) {
+    Backend guard(backend);
+    expect_close(g.run({x})[0], eager, 1e-5, backend);
+  }
 }
 
 // ---- the compiler: cache on disk, failures
@@ -252,8 +498,9 @@ TEST(FusionCompiler, WithoutACompilerAutoInterpretsAndCompilerFails) {
   const std::string program = "mul(i0,0.75);sigmoid(v0);neg(v1)";
   {
     Backend guard("compiler");
-    EXPECT_THAT(error_of([&] { (void)jit::fused_elementwise({x}, program); }), HasSubstr("fused_elementwise: the compiler backend was asked for, but compiling "
-                           "a fused kernel with '/nonexistent/ignis-no-such-compiler' failed"));
+    EXPECT_THAT(error_of([&] { (void)jit::fused_elementwise({x}, program); }),
+                HasSubstr("fused_elementwise: the compiler backend was asked for, but compiling "
+                          "a fused kernel with '/nonexistent/ignis-no-such-compiler' failed"));
   }
   Tensor out = jit::fused_elementwise({x}, program);  // auto: the interpreter
   expect_close(out, -sigmoid(x * 0.75), 1e-6, "interpreted");
@@ -261,8 +508,9 @@ TEST(FusionCompiler, WithoutACompilerAutoInterpretsAndCompilerFails) {
             std::string::npos)
       << jit::fusion_backend();
   unsetenv("IGNIS_JIT_CXX");
-  EXPECT_THAT(error_of([&] { (void)jit::set_fusion_backend("gpu"); }), HasSubstr("jit::set_fusion_backend: unknown backend 'gpu' (expected auto, "
-                         "compiler or interpreter)"));
+  EXPECT_THAT(error_of([&] { (void)jit::set_fusion_backend("gpu"); }),
+              HasSubstr("jit::set_fusion_backend: unknown backend 'gpu' (expected auto, "
+                        "compiler or interpreter)"));
 }
 
 }  // namespace

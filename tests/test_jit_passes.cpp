@@ -392,3 +392,156 @@ TEST(JitPasses, ResultsWrittenLaterAreNeitherMergedNorFolded) {
     for (size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(equal(after[i], before[i])) << i;
   }
 }
+
+// ---- fuse_linear_pointwise
+
+namespace {
+
+void expect_close(const Tensor& a, const Tensor& b, double tol, const std::string& what) {
+  ASSERT_TRUE(a.sizes().equals(b.sizes())) << what;
+  EXPECT_TRUE(allclose(a, b, tol, tol))
+      << what << ": max |diff| " << (a.to(kFloat64) - b.to(kFloat64)).abs().max().item<double>();
+}
+
+}  // namespace
+
+TEST(JitPasses, FuseLinearActivationAndResidualIntoLinearPointwise) {
+  manual_seed(11);
+  Tensor w1 = randn({16, 8}) * 0.3, b1 = randn({16}) * 0.1;
+  Tensor w2 = randn({8, 16}) * 0.3, b2 = randn({8}) * 0.1;
+  Tensor w3 = randn({8, 8}) * 0.3;
+  // A transformer MLP: x + linear2(gelu(linear1(x))); then silu(linear3(.)) and relu(linear(.)).
+  auto fn = [&](const TensorList& in) {
+    Tensor h = gelu(linear(in[0], w1, b1));
+    Tensor y = in[0] + linear(h, w2, b2);  // the residual on the left: add(x, linear)
+    Tensor s = silu(linear(y, w3));
+    Tensor t = gelu(linear(s, w3), "tanh") + y;  // activation, then the residual
+    return TensorList{t};
+  };
+  Tensor x = randn({24, 8});  // 8 rows or more: oneDNN's matmul with post-ops
+  jit::Graph g = jit::trace(fn, {x}, {{"w1", w1}, {"b1", b1}, {"w2", w2}, {"b2", b2}, {"w3", w3}});
+  EXPECT_EQ(op_names(g), (Names{"linear", "gelu", "linear", "add.Tensor", "linear", "silu",
+                                "linear", "gelu", "add.Tensor"}));
+  NoGradGuard ng;
+  const Tensor before = g.run({x})[0];
+  EXPECT_EQ(jit::fuse_linear_pointwise(g), 5);
+  EXPECT_EQ(op_names(g), (Names{"linear_pointwise", "linear_pointwise", "linear_pointwise",
+                                "linear_pointwise"}));
+  const std::string printed = g.str();
+  EXPECT_THAT(printed, HasSubstr("linear_pointwise(%x0, %w1, %b1, None, activation='gelu')"));
+  EXPECT_THAT(printed, HasSubstr("linear_pointwise(%0, %w2, %b2, %x0, activation='none')"));
+  EXPECT_THAT(printed, HasSubstr("activation='silu'"));
+  EXPECT_THAT(printed, HasSubstr("activation='gelu_tanh'"));
+  // oneDNN's GELU and SiLU post-ops approximate erf and exp their own way.
+  expect_close(g.run({x})[0], before, 1e-5, "fused");
+  EXPECT_EQ(jit::fuse_linear_pointwise(g), 0);
+}
+
+TEST(JitPasses, FuseLinearPointwiseStopsAtOtherUsesAndBroadcastResiduals) {
+  manual_seed(12);
+  Tensor w = randn({6, 4}), b = randn({6});
+  auto fn = [&](const TensorList& in) {
+    Tensor a = linear(in[0], w, b);
+    Tensor g1 = gelu(a);                 // a is also returned: not fused
+    Tensor c = linear(in[0], w, b) + b;  // other [6] broadcast against [3, 6]: not fused
+    Tensor d = linear(in[0], w) * 2.0;   // not an activation nor an add
+    return TensorList{a, g1, c, d};
+  };
+  Tensor x = randn({3, 4});
+  jit::Graph g = jit::trace(fn, {x}, {{"w", w}, {"b", b}});
+  const size_t nodes = g.nodes.size();
+  EXPECT_EQ(jit::fuse_linear_pointwise(g), 0);
+  EXPECT_EQ(g.nodes.size(), nodes);
+}
+
+TEST(JitPasses, LinearPointwiseTrainsAndRunsFloat64AsTheComposite) {
+  // With grad (or in float64) the fused op is its ops one by one: the same results and
+  // gradients as eager, bit for bit.
+  manual_seed(13);
+  for (DType dt : {kFloat32, kFloat64}) {
+    Tensor w = randn({5, 4}, dt).requires_grad_(true), b = randn({5}, dt).requires_grad_(true);
+    Tensor x = randn({3, 4}, dt).requires_grad_(true), r = randn({3, 5}, dt);
+    auto fn = [&](const TensorList& in) { return TensorList{silu(linear(in[0], w, b)) + in[1]}; };
+    jit::Graph g = jit::trace(fn, {x, r}, {{"w", w}, {"b", b}});
+    fn({x, r})[0].sum().backward();
+    const Tensor gx = x.grad().clone(), gw = w.grad().clone(), gb = b.grad().clone();
+    x.grad().zero_();
+    w.grad().zero_();
+    b.grad().zero_();
+    EXPECT_EQ(jit::fuse_linear_pointwise(g), 2);
+    EXPECT_EQ(op_names(g), (Names{"linear_pointwise"}));
+    Tensor out = g.run({x, r})[0];
+    EXPECT_TRUE(equal(out, fn({x, r})[0])) << dtype_name(dt);
+    out.sum().backward();
+    EXPECT_TRUE(equal(x.grad(), gx)) << dtype_name(dt);
+    EXPECT_TRUE(equal(w.grad(), gw)) << dtype_name(dt);
+    EXPECT_TRUE(equal(b.grad(), gb)) << dtype_name(dt);
+    if (dt == kFloat64) {
+      NoGradGuard ng;
+      EXPECT_TRUE(equal(g.run({x, r})[0], fn({x, r})[0]));
+    }
+  }
+  EXPECT_THAT(
+      error_of([] {
+        (void)jit::linear_pointwise(ones({2, 2}), ones({2, 2}), Tensor(), Tensor(), "swish");
+      }),
+      HasSubstr("linear_pointwise: unknown activation 'swish' (expected none, relu, gelu, "
+                "gelu_tanh or silu)"));
+}
+
+// ---- eliminate_identities
+
+TEST(JitPasses, IdentityDropoutIsRemovedSoThatBiasReluDropoutFuses) {
+  // bias + relu + dropout in eval mode: the dropout returns its input itself; once it is gone
+  // the chain is one fused node. Training-mode dropout draws numbers: kept.
+  Tensor b = full({6}, 0.25);
+  auto fn = [&](const TensorList& in) {
+    Tensor y = nn::functional::dropout(relu(in[0] + b), 0.5, /*train=*/false) * 2.0;
+    Tensor z = nn::functional::dropout(in[0], 0.0, /*train=*/true);  // p = 0: the identity too
+    Tensor r = nn::functional::dropout(in[0], 0.5, /*train=*/true);  // random: kept
+    return TensorList{y, z, r};
+  };
+  Tensor x = randn({4, 6});
+  jit::Graph g = jit::trace(fn, {x}, {{"b", b}});
+  EXPECT_EQ(g.count("dropout"), 3);
+  manual_seed(5);
+  const TensorList before = g.run({x});
+  EXPECT_EQ(jit::eliminate_identities(g), 2);
+  EXPECT_EQ(op_names(g), (Names{"add.Tensor", "relu", "mul.Scalar", "dropout"}));
+  EXPECT_EQ(g.outputs[1], g.inputs[0]);  // z is x itself, as in eager
+  EXPECT_EQ(jit::fuse_elementwise(g), 1);
+  EXPECT_EQ(op_names(g), (Names{"fused_elementwise", "dropout"}));
+  manual_seed(5);
+  const TensorList after = g.run({x});
+  for (size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(equal(before[i], after[i])) << i;
+  EXPECT_EQ(jit::eliminate_identities(g), 0);
+}
+
+TEST(JitRun, FrozenLinearPointwiseKeepsItsPackedWeightUntilItChanges) {
+  // A constant weight (after freeze): the executor keeps it in the layout oneDNN's matmul picks
+  // from the first run on, and packs it again after a write into it.
+  manual_seed(14);
+  Tensor w = randn({24, 16}) * 0.25, b = randn({24}) * 0.1, r = randn({32, 24});
+  auto fn = [&](const TensorList& in) { return TensorList{gelu(linear(in[0], w, b)) + r}; };
+  Tensor x = randn({32, 16});
+  auto g = std::make_shared<jit::Graph>(jit::trace(fn, {x}));
+  EXPECT_EQ(jit::fuse_linear_pointwise(*g), 2);
+  ASSERT_EQ(op_names(*g), (Names{"linear_pointwise"}));
+  jit::Executor ex(g);
+  NoGradGuard ng;
+  Tensor first;
+  for (int rep = 0; rep < 2; ++rep) {  // the second run uses the packed weight
+    first = ex.run({x})[0];
+    expect_close(first, fn({x})[0], 1e-5, "run " + std::to_string(rep));
+  }
+  w.mul_(2);  // its version changes: the next run packs it again
+  const Tensor again = ex.run({x})[0];
+  expect_close(again, fn({x})[0], 1e-5, "after a write into the weight");
+  EXPECT_FALSE(allclose(again, first, 1e-3, 1e-3));
+  CallLog log;  // with an interposer the op's front end runs, so profilers see it
+  {
+    op::InterposerGuard guard(&log);
+    ex.run({x});
+  }
+  EXPECT_EQ(log.names[0], "linear_pointwise");
+}

@@ -192,6 +192,10 @@ Graph trace(const std::shared_ptr<nn::Module>& module, const std::vector<Tensor>
 
 // ---- passes: each rewrites the graph in place and returns the number of rewrites.
 
+/// Removes nodes that return their input itself (dropout with train=False or p=0): their
+/// readers read the input, so that elementwise chains run through them (bias + relu + dropout in
+/// eval mode fuses into one node).
+int eliminate_identities(Graph& g);
 /// Dead-code elimination: removes nodes none of whose outputs are used (ops that write into
 /// their inputs, random ops and training-mode batch norm are kept), then unused held values.
 int eliminate_dead_code(Graph& g);
@@ -222,23 +226,56 @@ int fuse_ops(Graph& g);
 /// interpreter over the same functors (see set_fusion_backend).
 int fuse_elementwise(Graph& g);
 
-/// Runs a fused elementwise program (the fusion pass's node; the program's syntax is in
-/// docs/graph-mode.md) on inputs of one float dtype that broadcast together. With an input that
-/// requires grad the ops run one by one, so each records its own backward.
-Tensor fused_elementwise(const std::vector<Tensor>& inputs, const std::string& program);
-/// How fused_elementwise runs on the CPU: "auto" (compile generated C++ with the system
-/// compiler — $IGNIS_JIT_CXX, else c++ — into the cache $IGNIS_JIT_CACHE, else
+/// How fused_elementwise and fused_reduction run on the CPU: "auto" (compile generated C++ with the
+/// system compiler — $IGNIS_JIT_CXX, else c++ — into the cache $IGNIS_JIT_CACHE, else
 /// ~/.cache/ignis/jit; the interpreter when that fails), "compiler" (an error when it fails),
 /// "interpreter" (no compiler: the program tile by tile through the functors; same results).
 void set_fusion_backend(const std::string& backend);
 /// The backend in effect; for "auto" after a compiler failure, also why.
 std::string fusion_backend();
 
-/// Inference freeze (torch.jit.freeze): freeze_parameters, fold_batch_norm, fold_constants,
-/// fuse_ops, fuse_elementwise, CSE and DCE. The graph's results are those of the module in eval
-/// mode.
+/// A linear whose output only feeds a gelu (either approximation), silu or relu becomes a
+/// `linear_pointwise` with that activation; a linear, linear_relu or linear_pointwise without a
+/// residual whose output only feeds an add (alpha 1) of a tensor of the output's shape and dtype
+/// becomes a `linear_pointwise` with that tensor as its residual `other`, placed where the add
+/// was. For float32 inference the fused op is one oneDNN matmul with post-ops.
+int fuse_linear_pointwise(Graph& g);
+
+/// Reduction fusion: each layer_norm (over trailing dims), softmax and log_softmax over the last
+/// dim, together with the elementwise op or fused_elementwise node computing its input (the
+/// prologue: its output read by nothing else) and the chain of elementwise ops / fused nodes
+/// consuming its result (the epilogue: each value read by the next alone; layer_norm's weight
+/// and bias become its first ops), becomes one `fused_reduction` node: one pass over memory per
+/// row. A layer_norm is fused even alone (its composite makes several passes); a softmax only
+/// with a prologue or an epilogue.
+int fuse_reductions(Graph& g);
+
+/// Runs a fused elementwise program (the fusion pass's node; the program's syntax is in
+/// docs/graph-mode.md) on inputs of one float dtype that broadcast together. With an input that
+/// requires grad the ops run one by one, so each records its own backward.
+Tensor fused_elementwise(const std::vector<Tensor>& inputs, const std::string& program);
+/// A row-wise reduction with an elementwise prologue and epilogue (fuse_reductions' node): over
+/// rows of the output's trailing `dims` dims, x = prologue(inputs) (empty: input 0), y =
+/// `reduction`(x) — "layer_norm" ((x - mean) / sqrt(var + eps), no affine part), "softmax" or
+/// "log_softmax" (dims 1) — and out = epilogue(inputs..., y) (y is its input i<n>, n the number of
+/// inputs; empty: out = y). Programs as fused_elementwise's. With an input that requires grad the
+/// prologue's ops, the reduction's op and the epilogue's ops run one by one.
+Tensor fused_reduction(const std::vector<Tensor>& inputs, const std::string& reduction,
+                       int64_t dims, const std::string& prologue, const std::string& epilogue,
+                       double eps = 1e-5);
+/// activation(linear(input, weight, bias)) + other (fuse_linear_pointwise's node; activation
+/// "none", "relu", "gelu", "gelu_tanh" or "silu"; other may be undefined). Float32 CPU inference
+/// with `other` of the output's shape runs one oneDNN matmul with post-ops; otherwise the ops
+/// one by one.
+Tensor linear_pointwise(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(),
+                        const Tensor& other = Tensor(), const std::string& activation = "none");
+
+/// Inference freeze (torch.jit.freeze): eliminate_identities, freeze_parameters,
+/// fold_batch_norm, fold_constants, fuse_ops, fuse_linear_pointwise, CSE, fuse_elementwise,
+/// fuse_reductions and DCE. The graph's results are those of the module in eval mode.
 void freeze(Graph& g);
-/// The passes that keep a graph trainable: CSE, fuse_ops, fuse_elementwise, DCE.
+/// The passes that keep a graph trainable: eliminate_identities, CSE, fuse_ops,
+/// fuse_linear_pointwise, fuse_elementwise, fuse_reductions, DCE.
 void optimize(Graph& g);
 
 // ---- memory

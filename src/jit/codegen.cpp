@@ -16,6 +16,8 @@
 #include <sstream>
 #include <vector>
 
+#include "jit/row_reduce.h"
+
 extern char** environ;
 
 namespace ignis::jit::detail {
@@ -88,7 +90,7 @@ int run(const std::vector<std::string>& argv, const std::string& log) {
 
 struct Cache {
   std::mutex mu;
-  std::map<uint64_t, FusedKernelFn> kernels;
+  std::map<uint64_t, void*> kernels;
   std::map<std::string, std::string> broken;  // per compiler: why it failed (no more tries)
 };
 Cache& cache() {
@@ -127,55 +129,141 @@ std::string jit_cache_dir() {
   return "/tmp/ignis-jit-" + std::to_string(getuid());
 }
 
+namespace {
+
+const char* const kApply =
+    // A functor with an exact path for rare inputs (see cpu/loops.h) takes it here too.
+    "template <class F, class T> inline T ignis_apply(const F& f, T x) {\n"
+    "  if constexpr (requires { f.needs_exact(x); }) return f.needs_exact(x) ? f.exact(x) : "
+    "f(x);\n"
+    "  else return f(x);\n}\n"
+    "template <class F, class T> inline T ignis_apply(const F& f, T x, T y) { return f(x, y); "
+    "}\n";
+
+/// The input pointers in0, in1, ... of the kernel's arguments.
+void emit_inputs(std::ostream& s, int num_inputs) {
+  for (int i = 0; i < num_inputs; ++i) {
+    s << "  const T* __restrict in" << i << " = static_cast<const T*>(in[" << i << "]);\n";
+  }
+}
+
+/// Per row r: full and row inputs as pointers p<i> into the row, column and scalar ones as
+/// values b<i>.
+void emit_row_pointers(std::ostream& s, const std::string& layouts, const std::string& indent) {
+  for (size_t i = 0; i < layouts.size(); ++i) {
+    const std::string n = std::to_string(i);
+    switch (layouts[i]) {
+      case 'f':
+        s << indent << "const T* __restrict p" << n << " = in" << n << " + r * cols;\n";
+        break;
+      case 'r': s << indent << "const T* __restrict p" << n << " = in" << n << ";\n"; break;
+      case 'c': s << indent << "const T b" << n << " = in" << n << "[r];\n"; break;
+      default: s << indent << "const T b" << n << " = in" << n << "[0];\n"; break;
+    }
+  }
+}
+
+/// Inside the loop over c: the element of each input (a<i>), then the instructions (v<j>).
+/// Returns the name of the program's result.
+std::string emit_body(std::ostream& s, const FusedProgram& p, const std::string& layouts,
+                      const std::string& indent) {
+  for (int i = 0; i < p.num_inputs && i < static_cast<int>(layouts.size()); ++i) {
+    const std::string n = std::to_string(i);
+    const char l = layouts[static_cast<size_t>(i)];
+    s << indent << "const T a" << n << " = " << (l == 'f' || l == 'r' ? "p" + n + "[c]" : "b" + n)
+      << ";\n";
+  }
+  for (size_t j = 0; j < p.code.size(); ++j) {
+    const FusedInstr& in = p.code[j];
+    const FusedOpInfo& info = fused_op_info(in.op);
+    s << indent << "const T v" << j << " = ignis_apply(ignis::fn::" << info.functor
+      << "{ignis::OpArgs{" << format_number(in.param) << ", 0}}, " << operand(in.a);
+    if (info.arity == 2) s << ", " << operand(in.b);
+    s << ");\n";
+  }
+  return "v" + std::to_string(p.code.size() - 1);
+}
+
+}  // namespace
+
 std::string fused_kernel_source(const FusedProgram& p, DType dtype, const std::string& layouts) {
   std::ostringstream s;
   s << kPrelude << "\n// ---- the kernel: " << p.str() << " (inputs: " << layouts << ")\n";
-  // A functor with an exact path for rare inputs (see cpu/loops.h) takes it here too.
-  s << "template <class F, class T> inline T ignis_apply(const F& f, T x) {\n"
-       "  if constexpr (requires { f.needs_exact(x); }) return f.needs_exact(x) ? f.exact(x) : f(x);\n"
-       "  else return f(x);\n}\n"
-       "template <class F, class T> inline T ignis_apply(const F& f, T x, T y) { return f(x, y); }\n";
+  s << kApply;
   s << "extern \"C\" void ignis_fused_kernel(const void* const* in, void* out_, long long begin, "
        "long long end, long long cols) {\n";
   s << "  using T = " << c_type(dtype) << ";\n";
-  for (int i = 0; i < p.num_inputs; ++i) {
-    s << "  const T* __restrict in" << i << " = static_cast<const T*>(in[" << i << "]);\n";
-  }
+  emit_inputs(s, p.num_inputs);
   s << "  T* __restrict out = static_cast<T*>(out_);\n";
   // Row segments: within one, full and row inputs are contiguous, column and scalar ones fixed.
   s << "  for (long long k = begin; k < end;) {\n"
        "    const long long r = k / cols, c0 = k - r * cols;\n"
        "    const long long c1 = c0 + (end - k < cols - c0 ? end - k : cols - c0);\n"
        "    T* __restrict o = out + r * cols;\n";
-  for (int i = 0; i < p.num_inputs; ++i) {
-    const std::string n = std::to_string(i);
-    switch (layouts[static_cast<size_t>(i)]) {
-      case 'f': s << "    const T* __restrict p" << n << " = in" << n << " + r * cols;\n"; break;
-      case 'r': s << "    const T* __restrict p" << n << " = in" << n << ";\n"; break;
-      case 'c': s << "    const T b" << n << " = in" << n << "[r];\n"; break;
-      default: s << "    const T b" << n << " = in" << n << "[0];\n"; break;
-    }
-  }
+  emit_row_pointers(s, layouts, "    ");
   s << "    for (long long c = c0; c < c1; ++c) {\n";
-  for (int i = 0; i < p.num_inputs; ++i) {
-    const std::string n = std::to_string(i);
-    const char l = layouts[static_cast<size_t>(i)];
-    s << "      const T a" << n << " = " << (l == 'f' || l == 'r' ? "p" + n + "[c]" : "b" + n)
-      << ";\n";
-  }
-  for (size_t j = 0; j < p.code.size(); ++j) {
-    const FusedInstr& in = p.code[j];
-    const FusedOpInfo& info = fused_op_info(in.op);
-    s << "      const T v" << j << " = ignis_apply(ignis::fn::" << info.functor << "{ignis::OpArgs{"
-      << format_number(in.param) << ", 0}}, " << operand(in.a);
-    if (info.arity == 2) s << ", " << operand(in.b);
-    s << ");\n";
-  }
-  s << "      o[c] = v" << p.code.size() - 1 << ";\n    }\n    k += c1 - c0;\n  }\n}\n";
+  const std::string result = emit_body(s, p, layouts, "      ");
+  s << "      o[c] = " << result << ";\n    }\n    k += c1 - c0;\n  }\n}\n";
   return s.str();
 }
 
-FusedKernelFn compiled_kernel(const std::string& source, std::string& why) {
+std::string fused_reduction_source(const FusedProgram* prologue, const std::string& reduction,
+                                   const FusedProgram* epilogue, int num_inputs, DType dtype,
+                                   const std::string& layouts) {
+  std::ostringstream s;
+  s << kPrelude << "\n// ---- the kernel: " << reduction << " of "
+    << (prologue ? prologue->str() : std::string("i0")) << ", then "
+    << (epilogue ? epilogue->str() : std::string("nothing")) << " (inputs: " << layouts << ")\n";
+  s << kApply << IGNIS_JIT_STRINGIFY(IGNIS_JIT_ROW_REDUCE_CODE) << "\n";
+  s << "extern \"C\" void ignis_fused_kernel(const void* const* in, void* out_, long long r0, "
+       "long long r1, long long cols, double eps_, void* scratch_) {\n";
+  s << "  using T = " << c_type(dtype) << ";\n";
+  emit_inputs(s, num_inputs);
+  s << "  T* __restrict out = static_cast<T*>(out_);\n"
+       "  T* __restrict xb = static_cast<T*>(scratch_);\n"
+       "  T* __restrict xe = xb + cols;\n"
+       "  const T eps = static_cast<T>(eps_);\n"
+       "  (void)eps;\n"
+       "  for (long long r = r0; r < r1; ++r) {\n"
+       "    T* __restrict o = out + r * cols;\n";
+  emit_row_pointers(s, layouts, "    ");
+  // Pass 1: the prologue into the row buffer (without one, the reduction reads input 0).
+  if (prologue != nullptr) {
+    s << "    for (long long c = 0; c < cols; ++c) {\n";
+    const std::string v = emit_body(s, *prologue, layouts, "      ");
+    s << "      xb[c] = " << v << ";\n    }\n    const T* x = xb;\n";
+  } else {
+    s << "    const T* x = p0;\n";
+  }
+  // Pass 2: the row's statistics; pass 3: the normalised value a<n> and the epilogue.
+  std::string value;
+  if (reduction == "layer_norm") {
+    s << "    T mean, rstd;\n    ignis_layer_norm_stats(x, cols, eps, mean, rstd);\n";
+    value = "(x[c] - mean) * rstd";
+  } else {
+    s << "    const T m = ignis_row_max(x, cols);\n"
+         "    const T sum = ignis_row_exp_sum(x, xe, cols, m);\n";
+    if (reduction == "softmax") {
+      s << "    const T inv = T(1) / sum;\n";
+      value = "xe[c] * inv";
+    } else {
+      s << "    const T ls = std::log(sum);\n";
+      value = "(x[c] - m) - ls";
+    }
+  }
+  s << "    for (long long c = 0; c < cols; ++c) {\n"
+    << "      const T a" << num_inputs << " = " << value << ";\n";
+  if (epilogue != nullptr) {
+    const std::string v = emit_body(s, *epilogue, layouts, "      ");
+    s << "      o[c] = " << v << ";\n";
+  } else {
+    s << "      o[c] = a" << num_inputs << ";\n";
+  }
+  s << "    }\n  }\n}\n";
+  return s.str();
+}
+
+void* compiled_symbol(const std::string& source, std::string& why) {
   Cache& c = cache();
   const std::string compiler = jit_compiler();
   std::string flags;
@@ -198,7 +286,8 @@ FusedKernelFn compiled_kernel(const std::string& source, std::string& why) {
     // Written under names of this process, then renamed: a concurrent process compiling the
     // same kernel, or a crash, never leaves a partial file under the final name.
     const std::string tag = "." + std::to_string(getpid());
-    const std::string cpp = base + tag + ".cpp", tmp = base + tag + ".so", log = base + tag + ".log";
+    const std::string cpp = base + tag + ".cpp", tmp = base + tag + ".so",
+                      log = base + tag + ".log";
     {
       std::ofstream f(cpp);
       f << source;
@@ -212,9 +301,10 @@ FusedKernelFn compiled_kernel(const std::string& source, std::string& why) {
     argv.insert(argv.end(), {"-o", tmp, cpp});
     const int rc = run(argv, log);
     if (rc != 0) {
-      why = c.broken[compiler] = "compiling a fused kernel with '" + compiler + "' failed (" +
-                       (rc < 0 ? std::string("could not run it") : "exit status " + std::to_string(rc)) +
-                       "): " + read_head(log, 400);
+      why = c.broken[compiler] =
+          "compiling a fused kernel with '" + compiler + "' failed (" +
+          (rc < 0 ? std::string("could not run it") : "exit status " + std::to_string(rc)) +
+          "): " + read_head(log, 400);
       std::remove(cpp.c_str());
       std::remove(tmp.c_str());
       std::remove(log.c_str());
@@ -233,9 +323,8 @@ FusedKernelFn compiled_kernel(const std::string& source, std::string& why) {
     std::remove(so.c_str());  // a damaged cache entry: compiled again next time
     return nullptr;
   }
-  auto fn = reinterpret_cast<FusedKernelFn>(sym);
-  c.kernels.emplace(key, fn);
-  return fn;
+  c.kernels.emplace(key, sym);
+  return sym;
 }
 
 }  // namespace ignis::jit::detail

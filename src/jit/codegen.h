@@ -23,9 +23,24 @@ using FusedKernelFn = void (*)(const void* const* in, void* out, int64_t begin, 
 /// segments, vectorisable along the row.
 std::string fused_kernel_source(const FusedProgram& p, DType dtype, const std::string& layouts);
 
-/// The compiled kernel for `source`: from this process's table, else from the on-disk cache,
-/// else compiled now. Null when there is no working compiler; `why` then says what failed.
-FusedKernelFn compiled_kernel(const std::string& source, std::string& why);
+/// A generated row-wise reduction kernel (fused_reduction): for each row r in [row_begin,
+/// row_end) of `cols` elements, x = prologue(inputs) (or input 0), the reduction of x along the
+/// row (layer_norm: (x - mean) * rsqrt(var + eps); softmax; log_softmax), then
+/// out = epilogue(inputs, that) (or that). `scratch` holds 2 * `cols` elements.
+using FusedReductionFn = void (*)(const void* const* in, void* out, int64_t row_begin,
+                                  int64_t row_end, int64_t cols, double eps, void* scratch);
+
+/// The C++ source of the kernel for a fused reduction (`prologue`, `epilogue` may be null: none)
+/// over `num_inputs` inputs laid out as `layouts` (one letter each, against rows of `cols`; the
+/// epilogue's extra input, the reduction's result, is full).
+std::string fused_reduction_source(const FusedProgram* prologue, const std::string& reduction,
+                                   const FusedProgram* epilogue, int num_inputs, DType dtype,
+                                   const std::string& layouts);
+
+/// The symbol ignis_fused_kernel of the compiled `source`: from this process's table, else from
+/// the on-disk cache, else compiled now. Null when there is no working compiler; `why` then says
+/// what failed.
+void* compiled_symbol(const std::string& source, std::string& why);
 
 /// The compiler command graph mode runs ($IGNIS_JIT_CXX, else c++) and the cache directory
 /// ($IGNIS_JIT_CACHE, else $XDG_CACHE_HOME/ignis/jit, else ~/.cache/ignis/jit).

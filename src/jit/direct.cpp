@@ -12,6 +12,7 @@
 #include "ignis/norm.h"
 #include "ignis/ops.h"
 #include "jit/fused_conv.h"
+#include "jit/fused_linear.h"
 
 namespace ignis::jit::detail {
 
@@ -61,6 +62,17 @@ Tensor d_conv2d_add_relu(const Node& n, const std::vector<Tensor>& e, void* stat
   return conv2d_add_relu(in(n, e, 0), in(n, e, 1), in(n, e, 2), in(n, e, 3), ints(n, 4), ints(n, 5),
                          ints(n, 6), integer(n, 7));
 }
+// A frozen linear_pointwise keeps its weight in the layout oneDNN's matmul picks, as convolutions
+// do (not with an interposer installed).
+Tensor d_linear_pointwise(const Node& n, const std::vector<Tensor>& e, void* state) {
+  const std::string& act = n.args[4].attr.get<std::string>();
+  if (state != nullptr && !op::detail::tls_state.interposing) {
+    Tensor r = linear_pointwise_onednn(in(n, e, 0), in(n, e, 1), in(n, e, 2), in(n, e, 3), act,
+                                       static_cast<PackedLinearWeight*>(state));
+    if (r.defined()) return r;
+  }
+  return linear_pointwise(in(n, e, 0), in(n, e, 1), in(n, e, 2), in(n, e, 3), act);
+}
 Tensor d_add(const Node& n, const std::vector<Tensor>& e, void*) {
   return add(in(n, e, 0), in(n, e, 1), n.args[2].attr.get<Scalar>());
 }
@@ -86,6 +98,7 @@ DirectFn find_direct(const op::Record& rec) {
   static const std::unordered_map<std::string, DirectFn> table = {
       {"linear", &d_linear},
       {"linear_relu", &d_linear_relu},
+      {"linear_pointwise", &d_linear_pointwise},
       {"relu", &d_relu},
       {"conv2d", &d_conv2d},
       {"conv2d_relu", &d_conv2d_relu},
@@ -102,6 +115,11 @@ DirectFn find_direct(const op::Record& rec) {
 
 std::shared_ptr<void> make_direct_state(const Graph& g, const Node& n) {
   const std::string name = n.name();
+  if (name == "linear_pointwise") {
+    const int w = n.args[1].value;
+    if (w < 0 || g.values[static_cast<size_t>(w)].kind != ValueKind::Constant) return nullptr;
+    return std::make_shared<PackedLinearWeight>();
+  }
   if (name != "conv2d" && name != "conv2d_relu" && name != "conv2d_add_relu") return nullptr;
   const int w = n.args[1].value;
   if (w < 0 || g.values[static_cast<size_t>(w)].kind != ValueKind::Constant) return nullptr;

@@ -15,7 +15,8 @@ using DirectFn = Tensor (*)(const Node& n, const std::vector<Tensor>& env, void*
 /// have the schema's types (the tracer and the loader guarantee it).
 DirectFn find_direct(const op::Record& rec);
 /// State a node's direct call keeps between runs: a pre-packed weight for a convolution
-/// (conv2d, conv2d_relu, conv2d_add_relu) whose weight is a constant of the graph; else null.
+/// (conv2d, conv2d_relu, conv2d_add_relu) or a linear_pointwise whose weight is a constant of
+/// the graph; else null.
 std::shared_ptr<void> make_direct_state(const Graph& g, const Node& n);
 
 }  // namespace ignis::jit::detail

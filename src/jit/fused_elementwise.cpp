@@ -3,8 +3,9 @@
 // stores the program as the node's attribute.
 //
 // - Inference (no input requires grad, or grad mode off): a kernel generated as C++ from the
-//   shared functors and compiled at run time (codegen.cpp), else the interpreter below, which
-//   runs the program tile by tile through the same functors. Both run over both cores.
+//   shared functors and compiled at run time (codegen.cpp), else the interpreter
+//   (fused_runtime.h), which runs the program tile by tile through the same functors. Both run over
+//   both cores.
 // - Training: the chain runs op by op through the ops' front ends, so autograd records each
 //   op's own backward: a fused node's backward is its composite's.
 #include <atomic>
@@ -16,11 +17,11 @@
 #include "core/tensor_impl.h"
 #include "cpu/parallel.h"
 #include "ignis/autograd.h"
-#include "ignis/ops.h"
 #include "ignis/jit.h"
+#include "ignis/ops.h"
 #include "jit/codegen.h"
 #include "jit/fused_program.h"
-#include "ops/functors.h"
+#include "jit/fused_runtime.h"
 
 namespace ignis {
 namespace jit {
@@ -34,10 +35,16 @@ using detail::FusedProgram;
 
 std::atomic<int> g_backend{0};  // FusionBackend
 enum FusionBackend : int { kAuto = 0, kCompiler = 1, kInterpreter = 2 };
+std::mutex g_why_mu;
+std::string g_why;  // why the compiler is not used (empty when it is)
+
+}  // namespace
+
+namespace detail {
 
 // ---- the composite: the ops' front ends, one by one (autograd records each)
 
-Tensor run_composite(const FusedProgram& p, const std::vector<Tensor>& in) {
+Tensor run_fused_composite(const FusedProgram& p, const std::vector<Tensor>& in) {
   std::vector<Tensor> v;
   v.reserve(p.code.size());
   auto ref = [&](const FusedOperand& o) -> const Tensor& {
@@ -48,16 +55,16 @@ Tensor run_composite(const FusedProgram& p, const std::vector<Tensor>& in) {
     const bool num = ins.b.kind == FusedOperand::Kind::Number;
     Tensor r;
     switch (ins.op) {
-      case FusedOp::add: r = num ? add(a, ins.b.number, ins.param) : add(a, ref(ins.b), ins.param); break;
-      case FusedOp::sub: r = num ? sub(a, ins.b.number, ins.param) : sub(a, ref(ins.b), ins.param); break;
+      case FusedOp::add:
+        r = num ? add(a, ins.b.number, ins.param) : add(a, ref(ins.b), ins.param);
+        break;
+      case FusedOp::sub:
+        r = num ? sub(a, ins.b.number, ins.param) : sub(a, ref(ins.b), ins.param);
+        break;
       case FusedOp::mul: r = num ? mul(a, ins.b.number) : mul(a, ref(ins.b)); break;
       case FusedOp::div: r = num ? div(a, ins.b.number) : div(a, ref(ins.b)); break;
-      case FusedOp::maximum:
-        r = maximum(a, num ? full_like(a, ins.b.number) : ref(ins.b));
-        break;
-      case FusedOp::minimum:
-        r = minimum(a, num ? full_like(a, ins.b.number) : ref(ins.b));
-        break;
+      case FusedOp::maximum: r = maximum(a, num ? full_like(a, ins.b.number) : ref(ins.b)); break;
+      case FusedOp::minimum: r = minimum(a, num ? full_like(a, ins.b.number) : ref(ins.b)); break;
       case FusedOp::neg: r = neg(a); break;
       case FusedOp::abs: r = abs(a); break;
       case FusedOp::relu: r = relu(a); break;
@@ -66,7 +73,9 @@ Tensor run_composite(const FusedProgram& p, const std::vector<Tensor>& in) {
       case FusedOp::silu: r = silu(a); break;
       case FusedOp::leaky_relu: r = leaky_relu(a, ins.param); break;
 #define IGNIS_FLOAT_UNARY_OP(name, F, saves, grad) \
-  case FusedOp::name: r = ignis::name(a); break;
+  case FusedOp::name:                              \
+    r = ignis::name(a);                            \
+    break;
 #include "ignis/float_unary_ops.def"
     }
     v.push_back(std::move(r));
@@ -74,101 +83,31 @@ Tensor run_composite(const FusedProgram& p, const std::vector<Tensor>& in) {
   return v.back();
 }
 
-// ---- the interpreter: the program over tiles of a row segment, each op through its functor
+// ---- the kernels: per key the compiled one, or none (interpreter)
 
-constexpr int64_t kTile = 512;
-
-template <class T>
-struct Operand {
-  const T* p;
-  int64_t stride;  // 0: one element for the whole tile
-};
-
-template <class T, class F>
-void apply1(const F& f, Operand<T> a, T* out, int64_t n) {
-  if constexpr (requires(T x) { f.needs_exact(x); }) {
-    for (int64_t i = 0; i < n; ++i) {
-      const T x = a.p[i * a.stride];
-      out[i] = f.needs_exact(x) ? f.exact(x) : f(x);
-    }
-  } else {
-    for (int64_t i = 0; i < n; ++i) out[i] = f(a.p[i * a.stride]);
-  }
-}
-template <class T, class F>
-void apply2(const F& f, Operand<T> a, Operand<T> b, T* out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = f(a.p[i * a.stride], b.p[i * b.stride]);
-}
-
-/// Runs the program over out[begin, end) (rows of `cols`), inputs laid out as `layouts` says.
-template <class T>
-void interpret(const FusedProgram& p, const std::vector<const T*>& in, const std::string& layouts,
-               T* out, int64_t begin, int64_t end, int64_t cols) {
-  const size_t m = p.code.size();
-  std::vector<T> vals(m * kTile);
-  std::vector<T> numbers(m * 2);
-  for (int64_t k = begin; k < end;) {
-    const int64_t r = k / cols, c0 = k - r * cols;
-    const int64_t len = std::min({kTile, end - k, cols - c0});
-    for (size_t j = 0; j < m; ++j) {
-      const FusedInstr& ins = p.code[j];
-      auto operand = [&](const FusedOperand& o, size_t slot) -> Operand<T> {
-        switch (o.kind) {
-          case FusedOperand::Kind::Input:
-            switch (layouts[static_cast<size_t>(o.index)]) {
-              case 'f': return {in[o.index] + k, 1};
-              case 'r': return {in[o.index] + c0, 1};
-              case 'c': return {in[o.index] + r, 0};
-              default: return {in[o.index], 0};
-            }
-          case FusedOperand::Kind::Value: return {vals.data() + o.index * kTile, 1};
-          case FusedOperand::Kind::Number:
-            numbers[j * 2 + slot] = static_cast<T>(o.number);
-            return {numbers.data() + j * 2 + slot, 0};
-        }
-        return {nullptr, 0};
-      };
-      T* dst = j + 1 == m ? out + k : vals.data() + j * kTile;
-      const OpArgs args{ins.param, 0};
-      switch (ins.op) {
-#define IGNIS_X(name, F, arity, params)                                       \
-  case FusedOp::name:                                                        \
-    if constexpr (arity == 2) {                                              \
-      apply2<T>(fn::F{args}, operand(ins.a, 0), operand(ins.b, 1), dst, len); \
-    } else {                                                                 \
-      apply1<T>(fn::F{args}, operand(ins.a, 0), dst, len);                    \
-    }                                                                        \
-    break;
-        IGNIS_FUSED_BASE_OPS(IGNIS_X)
-#undef IGNIS_X
-#define IGNIS_FLOAT_UNARY_OP(name, F, saves, grad) \
-  case FusedOp::name: apply1<T>(fn::F{args}, operand(ins.a, 0), dst, len); break;
-#include "ignis/float_unary_ops.def"
-      }
-    }
-    k += len;
-  }
-}
-
-// ---- the kernels: per (program, dtype, strides) the compiled one, or none (interpreter)
+namespace {
 
 struct KernelTable {
   std::mutex mu;
-  std::map<std::string, detail::FusedKernelFn> kernels;  // key: program | dtype | strides
+  std::map<std::string, void*> kernels;
 };
 KernelTable& kernel_table() {
   static KernelTable* t = new KernelTable;
   return *t;
 }
-std::mutex g_why_mu;
-std::string g_why;  // why the compiler is not used (empty when it is)
 
-detail::FusedKernelFn kernel_for(const FusedProgram& p, const std::string& text, DType dtype,
-                                 const std::string& layouts) {
+struct ProgramCache {
+  std::mutex mu;
+  std::map<std::pair<std::string, int>, std::shared_ptr<const FusedProgram>> programs;
+};
+
+}  // namespace
+
+void* fused_kernel(const std::string& key_, const std::function<std::string()>& source,
+                   const char* op) {
   const int backend = g_backend.load();
   if (backend == kInterpreter) return nullptr;
-  const std::string key =
-      detail::jit_compiler() + "|" + text + "|" + std::string(dtype_name(dtype)) + "|" + layouts;
+  const std::string key = jit_compiler() + "|" + key_;
   KernelTable& t = kernel_table();
   {
     std::lock_guard<std::mutex> lock(t.mu);
@@ -177,11 +116,9 @@ detail::FusedKernelFn kernel_for(const FusedProgram& p, const std::string& text,
     }
   }
   std::string why;
-  detail::FusedKernelFn fn =
-      detail::compiled_kernel(detail::fused_kernel_source(p, dtype, layouts), why);
+  void* fn = compiled_symbol(source(), why);
   if (fn == nullptr) {
-    IGNIS_CHECK(backend != kCompiler, "fused_elementwise: the compiler backend was asked for, "
-                "but ", why);
+    IGNIS_CHECK(backend != kCompiler, op, ": the compiler backend was asked for, but ", why);
     std::lock_guard<std::mutex> lock(g_why_mu);
     g_why = why;
   }
@@ -190,20 +127,15 @@ detail::FusedKernelFn kernel_for(const FusedProgram& p, const std::string& text,
   return fn;
 }
 
-struct ProgramCache {
-  std::mutex mu;
-  std::map<std::pair<std::string, int>, std::shared_ptr<const FusedProgram>> programs;
-};
-
-std::shared_ptr<const FusedProgram> parsed(const std::string& text, int num_inputs) {
+std::shared_ptr<const FusedProgram> parsed_program(const std::string& text, int num_inputs) {
   static ProgramCache* c = new ProgramCache;
   std::lock_guard<std::mutex> lock(c->mu);
   auto& slot = c->programs[{text, num_inputs}];
-  if (!slot) slot = std::make_shared<const FusedProgram>(detail::parse_fused_program(text, num_inputs));
+  if (!slot) slot = std::make_shared<const FusedProgram>(parse_fused_program(text, num_inputs));
   return slot;
 }
 
-}  // namespace
+}  // namespace detail
 
 IGNIS_OP(fused_elementwise, "fused_elementwise(Tensor[] inputs, str program) -> Tensor",
          Tensor(const std::vector<Tensor>&, const std::string&), fused_elementwise,
@@ -212,9 +144,10 @@ IGNIS_OP(fused_elementwise, "fused_elementwise(Tensor[] inputs, str program) -> 
 Tensor fused_elementwise(const std::vector<Tensor>& inputs, const std::string& program) {
   IGNIS_DISPATCH(fused_elementwise, fused_elementwise, inputs, program);
   constexpr const char* op = "fused_elementwise";
-  IGNIS_CHECK(!inputs.empty() && inputs.size() <= static_cast<size_t>(detail::kMaxFusedInputs),
-              op, ": expected 1 to ", detail::kMaxFusedInputs, " inputs, got ", inputs.size());
-  const std::shared_ptr<const FusedProgram> p = parsed(program, static_cast<int>(inputs.size()));
+  IGNIS_CHECK(!inputs.empty() && inputs.size() <= static_cast<size_t>(detail::kMaxFusedInputs), op,
+              ": expected 1 to ", detail::kMaxFusedInputs, " inputs, got ", inputs.size());
+  const std::shared_ptr<const FusedProgram> p =
+      detail::parsed_program(program, static_cast<int>(inputs.size()));
   Shape shape;
   const DType dtype = inputs[0].defined() ? inputs[0].dtype() : kFloat32;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -232,7 +165,7 @@ Tensor fused_elementwise(const std::vector<Tensor>& inputs, const std::string& p
   for (const Tensor& t : inputs) needs_grad = needs_grad || t.requires_grad();
   if ((needs_grad && is_grad_enabled()) || !inputs[0].device().is_cpu()) {
     if (inputs[0].device().is_meta()) return make_tensor(shape, dtype, inputs[0].device());
-    return run_composite(*p, inputs);
+    return detail::run_fused_composite(*p, inputs);
   }
   Tensor out = make_tensor(shape, dtype, kCPU);
   const int64_t n = out.numel();
@@ -269,7 +202,11 @@ Tensor fused_elementwise(const std::vector<Tensor>& inputs, const std::string& p
   }
   const int64_t cols = rows ? last : n;
   const int64_t grain = std::max<int64_t>(kGrainSize / 4, 1);
-  if (detail::FusedKernelFn fn = kernel_for(*p, program, dtype, layouts)) {
+  const std::string key =
+      "fused_elementwise|" + program + "|" + std::string(dtype_name(dtype)) + "|" + layouts;
+  if (auto fn = reinterpret_cast<detail::FusedKernelFn>(detail::fused_kernel(
+          key, [&] { return detail::fused_kernel_source(*p, dtype, layouts); },
+          "fused_elementwise"))) {
     void* dst = out.data_ptr();
     parallel_for(0, n, grain, [&](int64_t b, int64_t e) { fn(ptrs.data(), dst, b, e, cols); });
     return out;
@@ -278,20 +215,27 @@ Tensor fused_elementwise(const std::vector<Tensor>& inputs, const std::string& p
     std::vector<const T*> in;
     for (const void* q : ptrs) in.push_back(static_cast<const T*>(q));
     T* dst = out.data_ptr<T>();
-    parallel_for(0, n, grain,
-                 [&](int64_t b, int64_t e) { interpret<T>(*p, in, layouts, dst, b, e, cols); });
+    parallel_for(0, n, grain, [&](int64_t b, int64_t e) {
+      detail::interpret<T>(*p, in, layouts, dst, b, e, cols);
+    });
   };
-  if (dtype == kFloat64) run.template operator()<double>();
-  else run.template operator()<float>();
+  if (dtype == kFloat64)
+    run.template operator()<double>();
+  else
+    run.template operator()<float>();
   return out;
 }
 
 void set_fusion_backend(const std::string& backend) {
-  if (backend == "auto") g_backend = kAuto;
-  else if (backend == "compiler") g_backend = kCompiler;
-  else if (backend == "interpreter") g_backend = kInterpreter;
-  else throw Error("jit::set_fusion_backend: unknown backend '" + backend +
-                   "' (expected auto, compiler or interpreter)");
+  if (backend == "auto")
+    g_backend = kAuto;
+  else if (backend == "compiler")
+    g_backend = kCompiler;
+  else if (backend == "interpreter")
+    g_backend = kInterpreter;
+  else
+    throw Error("jit::set_fusion_backend: unknown backend '" + backend +
+                "' (expected auto, compiler or interpreter)");
 }
 
 std::string fusion_backend() {

@@ -1,5 +1,7 @@
-// The elementwise fusion pass: chains of elementwise ops become fused_elementwise nodes whose
-// program (fused_program.h) runs in one pass over memory (fused_elementwise.cpp).
+// The fusion passes: chains of elementwise ops become fused_elementwise nodes whose program
+// (fused_program.h) runs in one pass over memory (fused_elementwise.cpp); a layer_norm, softmax or
+// log_softmax with the elementwise ops around it becomes a fused_reduction node
+// (fused_reduction.cpp).
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -63,9 +65,12 @@ std::optional<Candidate> translate(const Graph& g, const Node& n) {
   } else if (name == "gelu") {
     const op::IValue& a = n.args[1].attr;
     if (!a.is<std::string>()) return {};
-    if (a.get<std::string>() == "none") c.op = FusedOp::gelu;
-    else if (a.get<std::string>() == "tanh") c.op = FusedOp::gelu_tanh;
-    else return {};
+    if (a.get<std::string>() == "none")
+      c.op = FusedOp::gelu;
+    else if (a.get<std::string>() == "tanh")
+      c.op = FusedOp::gelu_tanh;
+    else
+      return {};
   } else if (name == "leaky_relu") {
     c.op = FusedOp::leaky_relu;
     c.param = scalar_attr(n, "negative_slope");
@@ -77,7 +82,7 @@ std::optional<Candidate> translate(const Graph& g, const Node& n) {
     c.op = op;
   }
   if (!std::isfinite(c.param) || std::isnan(c.number)) return {};
-  if (c.a < 0) return {};  // an undefined (None) operand
+  if (c.a < 0) return {};   // an undefined (None) operand
   for (int v : {c.a, c.b})  // no promotion inside a program
     if (v >= 0 && g.values[static_cast<size_t>(v)].dtype != out.dtype) return {};
   return c;
@@ -175,6 +180,251 @@ int fuse_elementwise(Graph& g) {
     g.nodes[r] = std::move(node);
     for (size_t m : members)
       if (m != r) dead[m] = 1;
+    ++fused;
+  }
+  detail::erase_nodes(g, dead);
+  g.compact();
+  return fused;
+}
+
+namespace {
+
+/// A node as a program over its own inputs: a fused_elementwise node's program, or one
+/// elementwise op as a one-instruction program.
+struct Piece {
+  detail::FusedProgram program;
+  std::vector<int> inputs;  // value ids, by program input index
+};
+
+std::optional<Piece> piece_of(const Graph& g, const Node& n) {
+  if (!detail::is_pure(n) || n.outputs.size() != 1) return {};
+  Piece p;
+  if (n.name() == "fused_elementwise") {
+    const Arg& list = n.args[0];
+    const op::IValue& text = n.args[1].attr;
+    if (list.kind != Arg::Kind::TensorList || !text.is<std::string>()) return {};
+    p.inputs = list.values;
+    try {
+      p.program =
+          detail::parse_fused_program(text.get<std::string>(), static_cast<int>(p.inputs.size()));
+    } catch (const Error&) {
+      return {};
+    }
+    return p;
+  }
+  const std::optional<Candidate> c = translate(g, n);
+  if (!c) return {};
+  FusedInstr in{c->op, {}, {}, c->param};
+  p.inputs.push_back(c->a);
+  if (detail::fused_op_info(c->op).arity == 2) {
+    if (c->b >= 0) {
+      in.b.index = static_cast<int>(p.inputs.size());
+      p.inputs.push_back(c->b);
+    } else {
+      in.b.kind = FusedOperand::Kind::Number;
+      in.b.number = c->number;
+    }
+  }
+  p.program.code.push_back(in);
+  p.program.num_inputs = static_cast<int>(p.inputs.size());
+  return p;
+}
+
+/// Builds the fused node's programs: external values become its inputs; the value `current`
+/// (the reduction's result, then each epilogue step's) is an operand standing for the latest
+/// result (`cur`).
+struct Builder {
+  std::vector<int> inputs;
+  std::map<int, int> input_of;
+  int input(int v) {
+    auto [it, added] = input_of.emplace(v, static_cast<int>(inputs.size()));
+    if (added) inputs.push_back(v);
+    return it->second;
+  }
+  /// Appends `piece` to `code`; reads of `current` become `cur`. Returns the result's operand.
+  FusedOperand append(const Piece& piece, std::vector<FusedInstr>& code, int current,
+                      FusedOperand cur) {
+    const int base = static_cast<int>(code.size());
+    auto map = [&](FusedOperand o) {
+      if (o.kind == FusedOperand::Kind::Input) {
+        const int v = piece.inputs[static_cast<size_t>(o.index)];
+        if (v == current) return cur;
+        o.index = input(v);
+      } else if (o.kind == FusedOperand::Kind::Value) {
+        o.index += base;
+      }
+      return o;
+    };
+    for (FusedInstr in : piece.program.code) {
+      in.a = map(in.a);
+      if (detail::fused_op_info(in.op).arity == 2) in.b = map(in.b);
+      code.push_back(in);
+    }
+    FusedOperand r;
+    r.kind = FusedOperand::Kind::Value;
+    r.index = static_cast<int>(code.size()) - 1;
+    return r;
+  }
+};
+
+/// The reduction a node computes ("" when it is not one fuse_reductions takes), the number of
+/// trailing dims it reduces, eps, and layer_norm's weight and bias (-1 for None).
+struct Reduction {
+  std::string kind;
+  int64_t dims = 1;
+  double eps = 1e-5;
+  int weight = -1, bias = -1;
+};
+
+Reduction reduction_of(const Graph& g, const Node& n) {
+  Reduction r;
+  if (n.outputs.size() != 1 || n.args.empty() || n.args[0].kind != Arg::Kind::Tensor ||
+      n.args[0].value < 0)
+    return r;
+  const Value& out = g.values[static_cast<size_t>(n.outputs[0])];
+  const Value& x = g.values[static_cast<size_t>(n.args[0].value)];
+  if ((out.dtype != kFloat32 && out.dtype != kFloat64) || x.dtype != out.dtype) return r;
+  const int64_t nd = static_cast<int64_t>(out.sizes.size());
+  const std::string name = n.name();
+  if (name == "layer_norm") {
+    const op::IValue& shape = n.args[1].attr;
+    const op::IValue& eps = n.args[4].attr;
+    if (!shape.is<std::vector<int64_t>>() || !eps.is<double>()) return r;
+    r.dims = static_cast<int64_t>(shape.get<std::vector<int64_t>>().size());
+    r.eps = eps.get<double>();
+    r.weight = n.args[2].value;
+    r.bias = n.args[3].value;
+    for (int v : {r.weight, r.bias})
+      if (v >= 0 && g.values[static_cast<size_t>(v)].dtype != out.dtype) return r;
+    if (r.dims < 1 || r.dims > nd || !std::isfinite(r.eps)) return r;
+    r.kind = "layer_norm";
+  } else if (name == "softmax.int" || name == "log_softmax.int") {
+    const op::IValue& dim = n.args[1].attr;
+    if (!dim.is<int64_t>() || nd < 1) return r;
+    const int64_t d = dim.get<int64_t>();
+    if (d != -1 && d != nd - 1) return r;
+    r.kind = name == "softmax.int" ? "softmax" : "log_softmax";
+  }
+  return r;
+}
+
+}  // namespace
+
+int fuse_reductions(Graph& g) {
+  const op::Record* fused_op = op::find("fused_reduction");
+  IGNIS_CHECK(fused_op, "jit::fuse_reductions: fused_reduction is not registered");
+  const std::vector<int> uses = g.use_counts();
+  const std::vector<int> prod = detail::producers(g);
+  std::vector<char> dead(g.nodes.size(), 0);
+  // The nodes reading each value.
+  std::vector<std::vector<int>> readers(g.values.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (int v : g.nodes[i].inputs())
+      readers[static_cast<size_t>(v)].push_back(static_cast<int>(i));
+  int fused = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (dead[i]) continue;
+    const Node& red = g.nodes[i];
+    const Reduction r = reduction_of(g, red);
+    if (r.kind.empty()) continue;
+    const int x = red.args[0].value;
+    const int y = red.outputs[0];
+    const Value& yv = g.values[static_cast<size_t>(y)];
+    std::vector<size_t> members = {i};
+    Builder b;
+    // The prologue: the producer of x, when nothing else reads x.
+    std::optional<Piece> pro;
+    const int p = prod[static_cast<size_t>(x)];
+    if (p >= 0 && !dead[static_cast<size_t>(p)] && uses[static_cast<size_t>(x)] == 1) {
+      pro = piece_of(g, g.nodes[static_cast<size_t>(p)]);
+      if (pro) members.push_back(static_cast<size_t>(p));
+    }
+    std::vector<FusedInstr> pro_code, epi_code;
+    if (pro)
+      b.append(*pro, pro_code, -1, {});
+    else
+      b.input(x);  // input 0: the reduction's input
+    // The epilogue: layer_norm's affine part, then each consumer reading the latest result alone.
+    FusedOperand cur;
+    cur.kind = FusedOperand::Kind::Input;
+    cur.index = -1;  // the reduction's result: input n, fixed below
+    auto op_of = [](const char* name) {
+      FusedOp o{};
+      detail::fused_op_by_name(name, o);
+      return o;
+    };
+    if (r.weight >= 0) {
+      FusedOperand w;
+      w.index = b.input(r.weight);
+      epi_code.push_back({op_of("mul"), cur, w, 0});
+      cur = {FusedOperand::Kind::Value, static_cast<int>(epi_code.size()) - 1, 0};
+    }
+    if (r.bias >= 0) {
+      FusedOperand bias;
+      bias.index = b.input(r.bias);
+      epi_code.push_back({op_of("add"), cur, bias, 1});
+      cur = {FusedOperand::Kind::Value, static_cast<int>(epi_code.size()) - 1, 0};
+    }
+    int tail = y;
+    size_t last = i;
+    bool consumed = false;
+    for (;;) {
+      const std::vector<int>& rd = readers[static_cast<size_t>(tail)];
+      if (rd.empty() || static_cast<int>(rd.size()) != uses[static_cast<size_t>(tail)]) break;
+      const int e = rd[0];
+      bool one_reader = true;
+      for (int k : rd) one_reader = one_reader && k == e;
+      if (!one_reader || dead[static_cast<size_t>(e)]) break;
+      const Node& en = g.nodes[static_cast<size_t>(e)];
+      const std::optional<Piece> piece = piece_of(g, en);
+      if (!piece) break;
+      const Value& ev = g.values[static_cast<size_t>(en.outputs[0])];
+      if (!IntArrayRef(ev.sizes).equals(yv.sizes) || ev.dtype != yv.dtype) break;
+      bool same_dtype = true;
+      for (int v : piece->inputs)
+        same_dtype = same_dtype && g.values[static_cast<size_t>(v)].dtype == yv.dtype;
+      if (!same_dtype) break;
+      cur = b.append(*piece, epi_code, tail, cur);
+      members.push_back(static_cast<size_t>(e));
+      tail = en.outputs[0];
+      last = static_cast<size_t>(e);
+      consumed = true;
+    }
+    if (r.kind != "layer_norm" && !pro && !consumed) continue;
+    const int n = static_cast<int>(b.inputs.size());
+    if (n >= detail::kMaxFusedInputs || pro_code.size() > detail::kMaxFusedInstrs ||
+        epi_code.size() > detail::kMaxFusedInstrs)
+      continue;
+    const size_t first = *std::min_element(members.begin(), members.end());
+    bool writes = false;
+    for (size_t k = first + 1; k < last && !writes; ++k) {
+      const bool member = std::find(members.begin(), members.end(), k) != members.end();
+      writes = !member && detail::writes_inputs(g.nodes[k]);
+    }
+    if (writes) continue;
+    for (FusedInstr& in : epi_code)
+      for (FusedOperand* o : {&in.a, &in.b})
+        if (o->kind == FusedOperand::Kind::Input && o->index < 0) o->index = n;
+    detail::FusedProgram pro_prog, epi_prog;
+    pro_prog.code = pro_code;
+    pro_prog.num_inputs = n;
+    epi_prog.code = epi_code;
+    epi_prog.num_inputs = n + 1;
+    Node node;
+    node.op = fused_op;
+    Arg list;
+    list.kind = Arg::Kind::TensorList;
+    list.values = b.inputs;
+    node.args = {list,
+                 Arg::attribute(r.kind),
+                 Arg::attribute(r.dims),
+                 Arg::attribute(pro ? pro_prog.str() : std::string()),
+                 Arg::attribute(epi_code.empty() ? std::string() : epi_prog.str()),
+                 Arg::attribute(r.eps)};
+    node.outputs = g.nodes[last].outputs;
+    g.nodes[last] = std::move(node);
+    for (size_t m : members)
+      if (m != last) dead[m] = 1;
     ++fused;
   }
   detail::erase_nodes(g, dead);

@@ -152,17 +152,16 @@ void erase_nodes(Graph& g, const std::vector<char>& dead) {
 
 }  // namespace detail
 
-using detail::is_pure;
-using detail::writes_inputs;
 using detail::erase_nodes;
+using detail::is_pure;
 using detail::producers;
+using detail::writes_inputs;
 
 namespace {
 
 bool is_constant(const Graph& g, int id) {
   return id >= 0 && g.values[static_cast<size_t>(id)].kind == ValueKind::Constant;
 }
-
 
 // Values whose memory some node writes into: the inputs of writing nodes, and, back through
 // views and in-place results (schema returns "Tensor(a)", "Tensor(a!)"), the values they alias.
@@ -195,7 +194,6 @@ bool any_output_written(const Node& n, const std::vector<char>& written) {
     if (written[static_cast<size_t>(o)]) return true;
   return false;
 }
-
 
 const Arg& arg(const Node& n, std::string_view name) {
   const int i = n.op->schema.index_of(name);
@@ -458,20 +456,141 @@ int fuse_ops(Graph& g) {
   return fused;
 }
 
+namespace {
+
+/// The activation name linear_pointwise takes for a unary node, or "".
+std::string pointwise_activation(const Node& n) {
+  const std::string name = n.name();
+  if (name == "relu") return "relu";
+  if (name == "silu") return "silu";
+  if (name == "gelu" && n.args[1].attr.is<std::string>()) {
+    const std::string& a = n.args[1].attr.get<std::string>();
+    if (a == "none") return "gelu";
+    if (a == "tanh") return "gelu_tanh";
+  }
+  return "";
+}
+
+/// Does a node in (first, last) write into a tensor? (Moving a read past it would change it.)
+bool writes_between(const Graph& g, size_t first, size_t last) {
+  for (size_t k = first + 1; k < last; ++k)
+    if (detail::writes_inputs(g.nodes[k])) return true;
+  return false;
+}
+
+}  // namespace
+
+int fuse_linear_pointwise(Graph& g) {
+  const op::Record* fused_op = op::find("linear_pointwise");
+  IGNIS_CHECK(fused_op, "jit::fuse_linear_pointwise: linear_pointwise is not registered");
+  std::vector<int> uses = g.use_counts();
+  const std::vector<int> prod = producers(g);
+  std::vector<char> dead(g.nodes.size(), 0);
+  int fused = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    const std::string act = pointwise_activation(n);
+    const bool add = n.name() == "add.Tensor";
+    if (act.empty() && !add) continue;
+    if (!act.empty()) {
+      // linear -> activation: the linear becomes linear_pointwise(x, w, b, None, act).
+      const int v = n.args[0].value;
+      const int p = v >= 0 ? prod[static_cast<size_t>(v)] : -1;
+      if (p < 0 || dead[static_cast<size_t>(p)] || uses[static_cast<size_t>(v)] != 1) continue;
+      Node& lin = g.nodes[static_cast<size_t>(p)];
+      if (lin.name() != "linear") continue;
+      lin.op = fused_op;
+      lin.args = {lin.args[0], lin.args[1], lin.args[2], Arg::tensor(-1), Arg::attribute(act)};
+      uses[static_cast<size_t>(v)] = uses[static_cast<size_t>(n.outputs[0])];
+      g.replace_uses(n.outputs[0], v);
+      dead[i] = 1;
+      ++fused;
+      continue;
+    }
+    // linear(_relu, _pointwise without other) -> add(., other): linear_pointwise with `other`,
+    // at the add's place (other may be computed after the product).
+    const op::IValue& alpha = arg(n, "alpha").attr;
+    if (!alpha.is<Scalar>() || alpha.get<Scalar>().to<double>() != 1.0) continue;
+    for (int side = 0; side < 2; ++side) {
+      const int c = n.args[static_cast<size_t>(side)].value;
+      const int other = n.args[static_cast<size_t>(1 - side)].value;
+      const int p = c >= 0 ? prod[static_cast<size_t>(c)] : -1;
+      if (p < 0 || other < 0 || other == c || dead[static_cast<size_t>(p)] ||
+          uses[static_cast<size_t>(c)] != 1)
+        continue;
+      const Node& lin = g.nodes[static_cast<size_t>(p)];
+      const std::string lname = lin.name();
+      std::string lact;
+      if (lname == "linear")
+        lact = "none";
+      else if (lname == "linear_relu")
+        lact = "relu";
+      else if (lname == "linear_pointwise" && lin.args[3].value < 0 &&
+               lin.args[4].attr.is<std::string>())
+        lact = lin.args[4].attr.get<std::string>();
+      else
+        continue;
+      const Value& ov = g.values[static_cast<size_t>(other)];
+      const Value& cv = g.values[static_cast<size_t>(c)];
+      if (!IntArrayRef(ov.sizes).equals(cv.sizes) || ov.dtype != cv.dtype) continue;
+      if (writes_between(g, static_cast<size_t>(p), i)) continue;
+      Node node;
+      node.op = fused_op;
+      node.args = {lin.args[0], lin.args[1], lin.args[2], Arg::tensor(other), Arg::attribute(lact)};
+      node.outputs = n.outputs;
+      g.nodes[i] = std::move(node);
+      dead[static_cast<size_t>(p)] = 1;
+      ++fused;
+      break;
+    }
+  }
+  erase_nodes(g, dead);
+  g.compact();
+  return fused;
+}
+
+int eliminate_identities(Graph& g) {
+  std::vector<char> dead(g.nodes.size(), 0);
+  int removed = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    if (n.name() != "dropout" || n.outputs.size() != 1 || n.args[0].value < 0) continue;
+    // dropout(x, p, train=False) and dropout(x, 0, ...) return x itself (eager returns the same
+    // tensor), so its readers may read x.
+    const op::IValue& train = arg(n, "train").attr;
+    const op::IValue& p = arg(n, "p").attr;
+    const bool identity =
+        (train.is<bool>() && !train.get<bool>()) || (p.is<double>() && p.get<double>() == 0.0);
+    if (!identity) continue;
+    g.replace_uses(n.outputs[0], n.args[0].value);
+    dead[i] = 1;
+    ++removed;
+  }
+  erase_nodes(g, dead);
+  g.compact();
+  return removed;
+}
+
 void optimize(Graph& g) {
+  eliminate_identities(g);
   eliminate_common_subexpressions(g);
   fuse_ops(g);
+  fuse_linear_pointwise(g);
   fuse_elementwise(g);
+  fuse_reductions(g);
   eliminate_dead_code(g);
 }
 
 void freeze(Graph& g) {
+  eliminate_identities(g);
   freeze_parameters(g);
   fold_batch_norm(g);
   fold_constants(g);
   fuse_ops(g);
+  fuse_linear_pointwise(g);
   eliminate_common_subexpressions(g);
   fuse_elementwise(g);
+  fuse_reductions(g);
   eliminate_dead_code(g);
 }
 

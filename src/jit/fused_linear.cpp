@@ -1,0 +1,189 @@
+// linear_pointwise: activation(linear(x, w, b)) + other as one op, what graph mode's
+// fuse_linear_pointwise makes of a linear followed by gelu / silu / relu and a residual add (a
+// transformer block's MLP and output projection). For float32 CPU inference it is one oneDNN
+// matmul whose post-ops apply the activation (eltwise gelu_erf, gelu_tanh, swish, relu) and add
+// `other` (a binary add) to each tile of the product while it is in cache, so neither costs a
+// pass over memory of its own. Otherwise (autograd, other dtypes, the meta device, broadcasting
+// `other`, fewer than 8 rows, no oneDNN implementation other than the reference one) it is the
+// composite add(activation(linear(x, w, b)), other), whose ops carry the checks and the backward.
+#include "jit/fused_linear.h"
+
+#include <cstring>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "autograd/node.h"
+#include "core/op_call.h"
+#include "core/tensor_impl.h"
+#include "cpu/onednn_util.h"
+#include "ignis/jit.h"
+#include "ignis/ops.h"
+
+namespace ignis {
+namespace jit {
+
+namespace {
+
+namespace onednn = cpu::onednn;
+using dnnl::memory;
+using Tag = memory::format_tag;
+
+struct MatmulPrim {
+  bool ok = false;
+  dnnl::matmul prim;
+  memory::desc x, w, wi, b, y, other;  // wi: the weight's layout inside the primitive
+};
+
+onednn::LruCache<MatmulPrim>& cache() {
+  static onednn::LruCache<MatmulPrim> c(128);
+  return c;
+}
+
+/// 0 none, 1 relu, 2 gelu (erf), 3 gelu_tanh, 4 silu; -1 unknown.
+int activation_code(const std::string& a) {
+  if (a == "none") return 0;
+  if (a == "relu") return 1;
+  if (a == "gelu") return 2;
+  if (a == "gelu_tanh") return 3;
+  if (a == "silu") return 4;
+  return -1;
+}
+
+std::shared_ptr<const MatmulPrim> get_prim(const std::string& key, int64_t M, int64_t K, int64_t N,
+                                           bool bias, int act, bool sum, bool any_weight) {
+  return cache().get(key, [&] {
+    MatmulPrim r;
+    try {
+      const auto f32 = memory::data_type::f32;
+      r.x = memory::desc({M, K}, f32, Tag::ab);
+      r.w = memory::desc({K, N}, f32, Tag::ba);  // the [N, K] row-major weight, transposed
+      r.b = memory::desc({1, N}, f32, Tag::ab);
+      r.y = memory::desc({M, N}, f32, Tag::ab);
+      r.other = r.y;
+      // With a pre-packed weight the primitive picks the weight's layout.
+      const memory::desc wa = any_weight ? memory::desc({K, N}, f32, Tag::any) : r.w;
+      auto d = bias ? dnnl::matmul::desc(r.x, wa, r.b, r.y) : dnnl::matmul::desc(r.x, wa, r.y);
+      dnnl::post_ops ops;
+      switch (act) {
+        case 1: ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f); break;
+        case 2: ops.append_eltwise(1.f, dnnl::algorithm::eltwise_gelu_erf, 0.f, 0.f); break;
+        case 3: ops.append_eltwise(1.f, dnnl::algorithm::eltwise_gelu_tanh, 0.f, 0.f); break;
+        case 4: ops.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f); break;
+        default: break;
+      }
+      if (sum) ops.append_binary(dnnl::algorithm::binary_add, r.other);
+      dnnl::primitive_attr attr;
+      attr.set_post_ops(ops);
+      dnnl::matmul::primitive_desc pd(d, attr, onednn::engine());
+      // The reference implementation is far slower than the ops run one by one.
+      if (std::strncmp(pd.impl_info_str(), "ref", 3) == 0) return r;
+      r.prim = dnnl::matmul(pd);
+      r.wi = pd.weights_desc();
+      r.ok = true;
+    } catch (const dnnl::error&) {
+      r = MatmulPrim();  // no oneDNN implementation: the composite runs
+    }
+    return r;
+  });
+}
+
+/// The fused product, or an undefined tensor when the case is not one oneDNN runs here.
+Tensor linear_onednn(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& other,
+                     int act, detail::PackedLinearWeight* packed) {
+  if (act < 0 || autograd::any_needs_grad({&x, &w, &b, &other})) return Tensor();
+  for (const Tensor* t : {&x, &w, &b, &other}) {
+    if (t->defined() && (t->dtype() != kFloat32 || !t->device().is_cpu())) return Tensor();
+  }
+  if (x.dim() < 1 || w.dim() != 2 || x.size(-1) != w.size(1) || !w.is_contiguous()) return Tensor();
+  if (b.defined() && (b.dim() != 1 || b.size(0) != w.size(0) || !b.is_contiguous()))
+    return Tensor();
+  Shape out_shape(x.sizes().begin(), x.sizes().end() - 1);
+  out_shape.push_back(w.size(0));
+  if (other.defined() && !other.sizes().equals(out_shape)) return Tensor();
+  const int64_t K = w.size(1), N = w.size(0), M = x.numel() / std::max<int64_t>(K, 1);
+  // A few rows (inference on a few samples) are a stream over the weight, which ignis's own
+  // small-M kernel (cpu/matmul_kernels.cpp) does with no call overhead; measured at 512 x 512,
+  // oneDNN's matmul took 50 us where linear + gelu took 18 us for one row (40 vs 58 us for 4 rows,
+  // 113 vs 158 us for 16): the composite runs below 8 rows.
+  if (M < 8 || K == 0 || N == 0) return Tensor();
+  const bool pack = packed != nullptr;
+  const std::string key = onednn::make_key({M, K, N, b.defined(), act, other.defined(), pack});
+  auto prim = get_prim(key, M, K, N, b.defined(), act, other.defined(), pack);
+  if (!prim->ok) return Tensor();
+  const Tensor xc = x.contiguous();
+  const Tensor oc = other.defined() ? other.contiguous() : Tensor();
+  Tensor out = make_tensor(out_shape, kFloat32, kCPU);
+  auto& eng = onednn::engine();
+  auto& s = onednn::stream();
+  std::unordered_map<int, memory> args;
+  args.emplace(DNNL_ARG_SRC, memory(prim->x, eng, const_cast<void*>(xc.data_ptr())));
+  if (pack && prim->wi != prim->w) {
+    const void* data = w.data_ptr();
+    if (packed->key != key || packed->data != data || packed->version != w._version() ||
+        !packed->weight.defined()) {
+      packed->weight =
+          make_tensor({static_cast<int64_t>((prim->wi.get_size() + 3) / 4)}, kFloat32, kCPU);
+      memory user(prim->w, eng, const_cast<void*>(data));
+      memory inner(prim->wi, eng, packed->weight.data_ptr());
+      dnnl::reorder(user, inner).execute(s, user, inner);
+      packed->key = key;
+      packed->data = data;
+      packed->version = w._version();
+      ++packed->packs;
+    }
+    args.emplace(DNNL_ARG_WEIGHTS, memory(prim->wi, eng, packed->weight.data_ptr()));
+  } else if (prim->wi == prim->w) {
+    args.emplace(DNNL_ARG_WEIGHTS, memory(prim->w, eng, const_cast<void*>(w.data_ptr())));
+  } else {
+    return Tensor();  // a primitive made for packed weights, called without: not cached so
+  }
+  if (b.defined())
+    args.emplace(DNNL_ARG_BIAS, memory(prim->b, eng, const_cast<void*>(b.data_ptr())));
+  args.emplace(DNNL_ARG_DST, memory(prim->y, eng, out.data_ptr()));
+  if (oc.defined()) {
+    const int slot = act != 0 ? 1 : 0;  // the binary post-op's index in the chain
+    args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(slot) | DNNL_ARG_SRC_1,
+                 memory(prim->other, eng, const_cast<void*>(oc.data_ptr())));
+  }
+  prim->prim.execute(s, args);
+  s.wait();
+  return out;
+}
+
+}  // namespace
+
+IGNIS_OP(linear_pointwise,
+         "linear_pointwise(Tensor input, Tensor weight, Tensor? bias=None, Tensor? other=None, "
+         "str activation='none') -> Tensor",
+         Tensor(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const std::string&),
+         linear_pointwise, {.differentiable = true, .kind = "composite"});
+
+Tensor linear_pointwise(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& other,
+                        const std::string& activation) {
+  IGNIS_DISPATCH(linear_pointwise, linear_pointwise, x, w, b, other, activation);
+  const int act = activation_code(activation);
+  IGNIS_CHECK(act >= 0, "linear_pointwise: unknown activation '", activation.substr(0, 64),
+              "' (expected none, relu, gelu, gelu_tanh or silu)");
+  if (Tensor fused = linear_onednn(x, w, b, other, act, nullptr); fused.defined()) return fused;
+  Tensor y = linear(x, w, b);
+  switch (act) {
+    case 1: y = relu(y); break;
+    case 2: y = gelu(y); break;
+    case 3: y = gelu(y, "tanh"); break;
+    case 4: y = silu(y); break;
+    default: break;
+  }
+  return other.defined() ? add(y, other) : y;
+}
+
+namespace detail {
+
+Tensor linear_pointwise_onednn(const Tensor& x, const Tensor& w, const Tensor& b,
+                               const Tensor& other, const std::string& activation,
+                               PackedLinearWeight* packed) {
+  return linear_onednn(x, w, b, other, activation_code(activation), packed);
+}
+
+}  // namespace detail
+
+}  // namespace jit
+}  // namespace ignis

@@ -1,0 +1,31 @@
+// The oneDNN matmul behind linear_pointwise and the graph executor's pre-packed linear weights
+// (src/jit/fused_linear.cpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "ignis/tensor.h"
+
+namespace ignis::jit::detail {
+
+/// A linear weight reordered into the blocked layout oneDNN's matmul primitive picks, kept by the
+/// graph executor per node: valid while the primitive (its key), the weight's data and its
+/// version are those it was made for.
+struct PackedLinearWeight {
+  std::string key;
+  const void* data = nullptr;
+  uint32_t version = 0;
+  Tensor weight;
+  int64_t packs = 0;  // how many times the weight was reordered
+};
+
+/// activation(x w^T + b) + other as one oneDNN matmul with post-ops, float32 on the CPU without
+/// autograd, 8 rows or more; an undefined tensor when the case is not one it handles (the caller
+/// then runs the ops). With `packed` (may be null) the primitive picks its weight layout and the
+/// reordered weight is kept between calls.
+Tensor linear_pointwise_onednn(const Tensor& x, const Tensor& w, const Tensor& b,
+                               const Tensor& other, const std::string& activation,
+                               PackedLinearWeight* packed);
+
+}  // namespace ignis::jit::detail

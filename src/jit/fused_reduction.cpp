@@ -1,0 +1,235 @@
+// The fused_reduction op: a row-wise reduction (layer_norm without its affine part, softmax,
+// log_softmax over the trailing `dims` dims) with an elementwise prologue and epilogue, in one
+// pass over memory. The fusion pass (fuse_reductions in fusion.cpp) makes these nodes from a
+// layer_norm / softmax / log_softmax node, the elementwise ops computing its input and those
+// consuming its result (layer_norm's weight and bias become the epilogue's first two ops).
+//
+// Per row of C elements (the trailing dims' product): x = prologue(inputs) (without a prologue,
+// input 0) is kept in a row buffer; the row's statistics (layer_norm: mean and 1/sqrt(var + eps);
+// softmax: the max and the sum of exponentials, kept in a second buffer) are taken from it; then
+// out = epilogue(inputs, y), y the reduction's result (the epilogue's input i<n>, n the number of
+// inputs; without an epilogue, out = y). A row of 1024 floats stays in the L1 cache: the inputs
+// are read once and the output written once.
+//
+// - Inference: a kernel generated as C++ from the shared functors and the row reductions of
+//   row_reduce.h, compiled at run time (codegen.cpp); without a compiler, the interpreter runs the
+//   prologue and epilogue tile by tile through the functors and the same row reductions.
+// - Training (an input requires grad), other devices: the composite — the prologue's ops, the
+//   reduction's own op (layer_norm, softmax, log_softmax), the epilogue's ops, through their
+//   front ends, so autograd records each: the fused node's backward is its composite's.
+#include <cmath>
+#include <limits>
+
+#include "core/op_call.h"
+#include "core/tensor_impl.h"
+#include "cpu/parallel.h"
+#include "ignis/autograd.h"
+#include "ignis/jit.h"
+#include "ignis/nn/functional.h"
+#include "ignis/ops.h"
+#include "jit/codegen.h"
+#include "jit/fused_runtime.h"
+#include "jit/row_reduce.h"
+
+namespace ignis {
+namespace jit {
+
+namespace detail {
+IGNIS_JIT_ROW_REDUCE_CODE
+}  // namespace detail
+
+namespace {
+
+using detail::FusedProgram;
+
+Tensor composite(const FusedProgram* pro, const std::string& reduction, int64_t dims,
+                 const FusedProgram* epi, double eps, const std::vector<Tensor>& inputs,
+                 const Shape& shape) {
+  Tensor x = pro ? detail::run_fused_composite(*pro, inputs) : inputs[0];
+  if (!x.sizes().equals(shape)) x = x.expand(shape);
+  Tensor r;
+  if (reduction == "layer_norm") {
+    const Shape norm(shape.end() - dims, shape.end());
+    r = nn::functional::layer_norm(x, norm, Tensor(), Tensor(), eps);
+  } else if (reduction == "softmax") {
+    r = softmax(x, -1);
+  } else {
+    r = log_softmax(x, -1);
+  }
+  if (epi == nullptr) return r;
+  std::vector<Tensor> in = inputs;
+  in.push_back(r);
+  return detail::run_fused_composite(*epi, in);
+}
+
+/// The interpreter: rows [r0, r1) one by one.
+template <class T>
+void interpret_rows(const FusedProgram* pro, const std::string& reduction, const FusedProgram* epi,
+                    const std::vector<const void*>& ptrs, const std::string& layouts, T* out,
+                    int64_t r0, int64_t r1, int64_t C, double eps) {
+  const size_t n = ptrs.size();
+  std::vector<T> xb(static_cast<size_t>(C)), xe(static_cast<size_t>(C));
+  std::vector<const T*> row(n + 1);
+  std::string row_layouts(layouts);
+  for (size_t i = 0; i < n; ++i)
+    if (row_layouts[i] == 'c') row_layouts[i] = 's';  // one value for the whole row
+  const std::string epi_layouts = row_layouts + 'f';
+  for (int64_t r = r0; r < r1; ++r) {
+    for (size_t i = 0; i < n; ++i) {
+      const T* p = static_cast<const T*>(ptrs[i]);
+      row[i] = layouts[i] == 'f' ? p + r * C : layouts[i] == 'c' ? p + r : p;
+    }
+    row[n] = xe.data();
+    const T* x = row[0];
+    if (pro != nullptr) {
+      const std::vector<const T*> in(row.begin(), row.begin() + static_cast<int64_t>(n));
+      detail::interpret<T>(*pro, in, row_layouts, xb.data(), 0, C, C);
+      x = xb.data();
+    }
+    if (reduction == "layer_norm") {
+      T mean, rstd;
+      detail::ignis_layer_norm_stats(x, C, static_cast<T>(eps), mean, rstd);
+      for (int64_t c = 0; c < C; ++c) xe[c] = (x[c] - mean) * rstd;
+    } else {
+      const T m = detail::ignis_row_max(x, C);
+      const T sum = detail::ignis_row_exp_sum(x, xe.data(), C, m);
+      if (reduction == "softmax") {
+        const T inv = T(1) / sum;
+        for (int64_t c = 0; c < C; ++c) xe[c] = xe[c] * inv;
+      } else {
+        const T ls = std::log(sum);
+        for (int64_t c = 0; c < C; ++c) xe[c] = (x[c] - m) - ls;
+      }
+    }
+    T* o = out + r * C;
+    if (epi != nullptr) {
+      detail::interpret<T>(*epi, row, epi_layouts, o, 0, C, C);
+    } else {
+      std::copy(xe.begin(), xe.end(), o);
+    }
+  }
+}
+
+}  // namespace
+
+IGNIS_OP(fused_reduction,
+         "fused_reduction(Tensor[] inputs, str reduction, int dims, str prologue, str epilogue, "
+         "float eps=1e-05) -> Tensor",
+         Tensor(const std::vector<Tensor>&, const std::string&, int64_t, const std::string&,
+                const std::string&, double),
+         fused_reduction, {.differentiable = true, .kind = "kernel"});
+
+Tensor fused_reduction(const std::vector<Tensor>& inputs, const std::string& reduction,
+                       int64_t dims, const std::string& prologue, const std::string& epilogue,
+                       double eps) {
+  IGNIS_DISPATCH(fused_reduction, fused_reduction, inputs, reduction, dims, prologue, epilogue,
+                 eps);
+  constexpr const char* op = "fused_reduction";
+  // The epilogue reads one more input than the node: the reduction's result.
+  IGNIS_CHECK(!inputs.empty() && inputs.size() < static_cast<size_t>(detail::kMaxFusedInputs), op,
+              ": expected 1 to ", detail::kMaxFusedInputs - 1, " inputs, got ", inputs.size());
+  IGNIS_CHECK(reduction == "layer_norm" || reduction == "softmax" || reduction == "log_softmax", op,
+              ": unknown reduction '", reduction.substr(0, 64),
+              "' (expected layer_norm, softmax or log_softmax)");
+  const int n = static_cast<int>(inputs.size());
+  std::shared_ptr<const FusedProgram> pro, epi;
+  try {
+    if (!prologue.empty()) pro = detail::parsed_program(prologue, n);
+    if (!epilogue.empty()) epi = detail::parsed_program(epilogue, n + 1);
+  } catch (const Error& e) {
+    IGNIS_FAIL(op, ": the ", pro || prologue.empty() ? "epilogue" : "prologue", ": ", e.what());
+  }
+  Shape shape;
+  const DType dtype = inputs[0].defined() ? inputs[0].dtype() : kFloat32;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    IGNIS_CHECK(t.defined(), op, ": input ", i, " is undefined");
+    IGNIS_CHECK(t.dtype() == dtype && (dtype == kFloat32 || dtype == kFloat64), op,
+                ": inputs must all be float32 or all float64; input 0 is ", dtype, ", input ", i,
+                " is ", t.dtype());
+    IGNIS_CHECK(t.device() == inputs[0].device(), op, ": input ", i, " is on ", t.device(),
+                ", input 0 on ", inputs[0].device());
+    shape = broadcast_shapes(shape, t.sizes());
+  }
+  const int64_t nd = static_cast<int64_t>(shape.size());
+  IGNIS_CHECK(dims >= 1 && dims <= nd && (dims == 1 || reduction == "layer_norm"), op, ": ",
+              reduction, " over ", dims, " trailing dims of an output of shape ", shape,
+              " (layer_norm takes 1 to ", nd, ", softmax and log_softmax 1)");
+  IGNIS_CHECK(std::isfinite(eps), op, ": eps must be finite, got ", eps);
+  bool needs_grad = false;
+  for (const Tensor& t : inputs) needs_grad = needs_grad || t.requires_grad();
+  if ((needs_grad && is_grad_enabled()) || !inputs[0].device().is_cpu()) {
+    if (inputs[0].device().is_meta()) return make_tensor(shape, dtype, inputs[0].device());
+    return composite(pro.get(), reduction, dims, epi.get(), eps, inputs, shape);
+  }
+  Tensor out = make_tensor(shape, dtype, kCPU);
+  const int64_t numel = out.numel();
+  if (numel == 0) return out;
+  int64_t C = 1;
+  for (int64_t d = nd - dims; d < nd; ++d) C *= shape[static_cast<size_t>(d)];
+  const int64_t R = numel / C;
+  // Each input against rows of C: full, a row repeated for every row (a weight), one value per
+  // row, one value; any other broadcast is materialised. Without a prologue, input 0 is the
+  // reduction's input and is read in full.
+  std::vector<Tensor> keep;
+  std::string layouts;
+  std::vector<const void*> ptrs;
+  for (int i = 0; i < n; ++i) {
+    const Tensor& t = inputs[static_cast<size_t>(i)];
+    const int64_t td = t.dim();
+    bool trailing = td >= dims, leading_ones = true, per_row = td == nd;
+    for (int64_t d = 0; d < dims && trailing; ++d)
+      trailing = t.size(td - 1 - d) == shape[static_cast<size_t>(nd - 1 - d)];
+    for (int64_t d = 0; d < dims && per_row; ++d) per_row = t.size(td - 1 - d) == 1;
+    for (int64_t d = 0; d < nd - dims && per_row; ++d)
+      per_row = t.size(d) == shape[static_cast<size_t>(d)];
+    for (int64_t d = 0; d < td - dims; ++d) leading_ones = leading_ones && t.size(d) == 1;
+    char l = 'f';
+    Tensor c;
+    if (t.sizes().equals(shape) || (i == 0 && pro == nullptr)) {
+      c = t.expand(shape).contiguous();
+    } else if (t.numel() == 1) {
+      l = 's';
+      c = t.reshape({1}).contiguous();
+    } else if (trailing && leading_ones) {
+      l = 'r';
+      c = t.reshape({C}).contiguous();
+    } else if (per_row) {
+      l = 'c';
+      c = t.reshape({R}).contiguous();
+    } else {
+      c = t.expand(shape).contiguous();
+    }
+    layouts += l;
+    ptrs.push_back(c.data_ptr());
+    keep.push_back(std::move(c));
+  }
+  const int64_t grain = std::max<int64_t>(kGrainSize / 4 / C, 1);
+  const std::string key = std::string(op) + "|" + reduction + "|" + prologue + "|" + epilogue +
+                          "|" + std::string(dtype_name(dtype)) + "|" + layouts;
+  auto fn = reinterpret_cast<detail::FusedReductionFn>(detail::fused_kernel(
+      key,
+      [&] {
+        return detail::fused_reduction_source(pro.get(), reduction, epi.get(), n, dtype, layouts);
+      },
+      op));
+  auto run = [&]<class T>() {
+    T* dst = out.data_ptr<T>();
+    parallel_for(0, R, grain, [&](int64_t b, int64_t e) {
+      if (fn != nullptr) {
+        std::vector<T> scratch(static_cast<size_t>(2 * C));
+        fn(ptrs.data(), dst, b, e, C, eps, scratch.data());
+      } else {
+        interpret_rows<T>(pro.get(), reduction, epi.get(), ptrs, layouts, dst, b, e, C, eps);
+      }
+    });
+  };
+  if (dtype == kFloat64)
+    run.template operator()<double>();
+  else
+    run.template operator()<float>();
+  return out;
+}
+
+}  // namespace jit
+}  // namespace ignis

@@ -1,0 +1,129 @@
+// What the fused ops (fused_elementwise, fused_reduction) share at run time: the composite (a
+// program's ops one by one through their front ends, for autograd), the interpreter (a program
+// tile by tile through the functors, when no compiler is present), the parsed-program cache and
+// the choice between the generated kernel and the interpreter.
+#pragma once
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ignis/tensor.h"
+#include "jit/fused_program.h"
+#include "ops/functors.h"
+
+namespace ignis::jit::detail {
+
+/// The program's ops one by one through their front ends (autograd records each); `in` are the
+/// program's inputs i0, i1, ...
+Tensor run_fused_composite(const FusedProgram& p, const std::vector<Tensor>& in);
+
+/// The parsed program `text` over `num_inputs` inputs, from a process-wide cache (parsing
+/// validates it; errors are thrown as by parse_fused_program).
+std::shared_ptr<const FusedProgram> parsed_program(const std::string& text, int num_inputs);
+
+/// The compiled kernel for `key` (its source made by `source()` on the first call), or null when
+/// the interpreter is to run: the backend is "interpreter", or it is "auto" and compiling failed
+/// (fusion_backend() then says why). With the "compiler" backend a failure is an error naming
+/// `op`. The kernel's symbol is `ignis_fused_kernel`; its signature is the caller's business.
+void* fused_kernel(const std::string& key, const std::function<std::string()>& source,
+                   const char* op);
+
+// ---- the interpreter: a program over tiles of a row segment, each op through its functor
+
+constexpr int64_t kInterpTile = 512;
+
+template <class T>
+struct InterpOperand {
+  const T* p;
+  int64_t stride;  // 0: one element for the whole tile
+};
+
+// Contiguous operands take loops of their own, which the compiler vectorises (a runtime stride
+// keeps it from doing so).
+template <class T, class F>
+void interp_apply1(const F& f, InterpOperand<T> a, T* __restrict out, int64_t n) {
+  if constexpr (requires(T x) { f.needs_exact(x); }) {
+    for (int64_t i = 0; i < n; ++i) {
+      const T x = a.p[i * a.stride];
+      out[i] = f.needs_exact(x) ? f.exact(x) : f(x);
+    }
+  } else if (a.stride == 1) {
+    const T* __restrict p = a.p;
+    for (int64_t i = 0; i < n; ++i) out[i] = f(p[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) out[i] = f(a.p[i * a.stride]);
+  }
+}
+template <class T, class F>
+void interp_apply2(const F& f, InterpOperand<T> a, InterpOperand<T> b, T* __restrict out,
+                   int64_t n) {
+  if (a.stride == 1 && b.stride == 1) {
+    const T* __restrict p = a.p;
+    const T* __restrict q = b.p;
+    for (int64_t i = 0; i < n; ++i) out[i] = f(p[i], q[i]);
+  } else if (a.stride == 1 && b.stride == 0) {
+    const T* __restrict p = a.p;
+    const T y = *b.p;
+    for (int64_t i = 0; i < n; ++i) out[i] = f(p[i], y);
+  } else {
+    for (int64_t i = 0; i < n; ++i) out[i] = f(a.p[i * a.stride], b.p[i * b.stride]);
+  }
+}
+
+/// Runs the program over out[begin, end) (rows of `cols`), inputs laid out as `layouts` says
+/// (codegen.h: 'f' full, 'r' a repeated row, 'c' one value per row, 's' one value).
+template <class T>
+void interpret(const FusedProgram& p, const std::vector<const T*>& in, const std::string& layouts,
+               T* out, int64_t begin, int64_t end, int64_t cols) {
+  const size_t m = p.code.size();
+  std::vector<T> vals(m * kInterpTile);
+  std::vector<T> numbers(m * 2);
+  for (int64_t k = begin; k < end;) {
+    const int64_t r = k / cols, c0 = k - r * cols;
+    const int64_t len = std::min({kInterpTile, end - k, cols - c0});
+    for (size_t j = 0; j < m; ++j) {
+      const FusedInstr& ins = p.code[j];
+      auto operand = [&](const FusedOperand& o, size_t slot) -> InterpOperand<T> {
+        switch (o.kind) {
+          case FusedOperand::Kind::Input:
+            switch (layouts[static_cast<size_t>(o.index)]) {
+              case 'f': return {in[o.index] + k, 1};
+              case 'r': return {in[o.index] + c0, 1};
+              case 'c': return {in[o.index] + r, 0};
+              default: return {in[o.index], 0};
+            }
+          case FusedOperand::Kind::Value: return {vals.data() + o.index * kInterpTile, 1};
+          case FusedOperand::Kind::Number:
+            numbers[j * 2 + slot] = static_cast<T>(o.number);
+            return {numbers.data() + j * 2 + slot, 0};
+        }
+        return {nullptr, 0};
+      };
+      T* dst = j + 1 == m ? out + k : vals.data() + j * kInterpTile;
+      const OpArgs args{ins.param, 0};
+      switch (ins.op) {
+#define IGNIS_X(name, F, arity, params)                                              \
+  case FusedOp::name:                                                                \
+    if constexpr (arity == 2) {                                                      \
+      interp_apply2<T>(fn::F{args}, operand(ins.a, 0), operand(ins.b, 1), dst, len); \
+    } else {                                                                         \
+      interp_apply1<T>(fn::F{args}, operand(ins.a, 0), dst, len);                    \
+    }                                                                                \
+    break;
+        IGNIS_FUSED_BASE_OPS(IGNIS_X)
+#undef IGNIS_X
+#define IGNIS_FLOAT_UNARY_OP(name, F, saves, grad)              \
+  case FusedOp::name:                                           \
+    interp_apply1<T>(fn::F{args}, operand(ins.a, 0), dst, len); \
+    break;
+#include "ignis/float_unary_ops.def"
+      }
+    }
+    k += len;
+  }
+}
+
+}  // namespace ignis::jit::detail
