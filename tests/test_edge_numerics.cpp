@@ -98,4 +98,50 @@ TEST(EdgeNumerics, Float32VarianceOfHugeValuesDoesNotOverflow) {
   EXPECT_NEAR(s, std::sqrt(ss / 3), 1e-6 * std::sqrt(ss / 3));
 }
 
+TEST(EdgeNumerics, ZeroDimLogcumsumexpPassesTheGradientThroughAtNaNAndInf) {
+  // A 0-d logcumsumexp is the identity: PyTorch's gradient is the incoming one, 1 here, also
+  // where exp(x - out) is NaN (x NaN or infinite).
+  for (double v : {kNaN, kInf, -kInf, 2.5}) {
+    Tensor x = tensor(std::vector<double>{v}).reshape({}).requires_grad_(true);
+    Tensor y = logcumsumexp(x, 0);
+    y.backward();
+    EXPECT_EQ(vals(x.grad()), (std::vector<double>{1.0})) << "x = " << v;
+  }
+}
+
+TEST(EdgeNumerics, PreluWeightGradientIgnoresPositiveInfinities) {
+  // PyTorch: d/dw = sum of x where x <= 0; a channel of positive values (inf included) gives 0.
+  Tensor x = tensor(std::vector<double>{kInf, -2.0, 3.0, -kInf}, kFloat64).reshape({2, 2});
+  x.requires_grad_(true);
+  Tensor w = tensor(std::vector<double>{0.25, 0.5}, kFloat64).requires_grad_(true);
+  Tensor y = prelu(x, w);
+  EXPECT_EQ(vals(y), (std::vector<double>{kInf, -1.0, 3.0, -kInf}));
+  y.sum().backward();
+  EXPECT_EQ(vals(x.grad()), (std::vector<double>{1.0, 0.5, 1.0, 0.5}));
+  EXPECT_EQ(vals(w.grad()), (std::vector<double>{0.0, -kInf}));
+  // An infinite slope does not touch the gradient of a positive input.
+  Tensor x2 = tensor(std::vector<double>{1.0, -2.0}, kFloat64).reshape({1, 2}).requires_grad_(true);
+  Tensor w2 = tensor(std::vector<double>{kInf, 0.5}, kFloat64).requires_grad_(true);
+  prelu(x2, w2).sum().backward();
+  EXPECT_EQ(vals(x2.grad()), (std::vector<double>{1.0, 0.5}));
+  EXPECT_EQ(vals(w2.grad()), (std::vector<double>{0.0, -2.0}));
+}
+
+TEST(EdgeNumerics, MultilabelMarginLossLeavesOutPairsOfInfinitiesItDoesNotUse) {
+  // Row 0: every class a target, so no pair and a loss of 0 (PyTorch), though 1 - x_t + x_k is
+  // inf - inf for t = k = 1. Row 1: one target; its unused target slots must not bring in x_0.
+  Tensor x =
+      tensor(std::vector<double>{3000.0, -kInf, 2.0, -kInf, 1.0, 0.5}, kFloat64).reshape({2, 3});
+  x.requires_grad_(true);
+  Tensor t = tensor(std::vector<int64_t>{1, 2, 0, 1, -1, -1}).reshape({2, 3});
+  Tensor l = F::multilabel_margin_loss(x, t, "none");
+  const auto v = vals(l);
+  EXPECT_EQ(v[0], 0.0);
+  EXPECT_NEAR(v[1], 0.5 / 3, 1e-15);
+  l.sum().backward();
+  const auto g = vals(x.grad());
+  const std::vector<double> want = {0.0, 0.0, 0.0, 0.0, -1.0 / 3, 1.0 / 3};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(g[i], want[i], 1e-15) << i;
+}
+
 }  // namespace

@@ -226,24 +226,27 @@ Tensor F::multilabel_margin_loss(const Tensor& input, const Tensor& target,
     }
     s = std::max(s, count[i]);
   }
-  std::vector<double> valid(static_cast<size_t>(n * s), 0.0), other(static_cast<size_t>(n * c), 1);
+  std::vector<bool> valid(static_cast<size_t>(n * s), false),
+      other(static_cast<size_t>(n * c), true);
   std::vector<int64_t> idx(static_cast<size_t>(n * s), 0);
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t j = 0; j < count[i]; ++j) {
       const int64_t k = tp[i * c + j];
-      valid[i * s + j] = 1;
+      valid[i * s + j] = true;
       idx[i * s + j] = k;
-      other[i * c + k] = 0;
+      other[i * c + k] = false;
     }
   }
   const Tensor x = input.reshape({n, c});
-  const TensorOptions fo = TensorOptions().dtype(x.dtype()).device(x.device());
-  const Tensor valid_t = tensor(valid).reshape({n, s, 1}).to(fo);
-  const Tensor other_t = tensor(other).reshape({n, 1, c}).to(fo);
+  // z[i, j, k] = max(0, 1 - x[target j] + x[k]) over the row's targets j and non-targets k. The
+  // other pairs are selected out (where), not multiplied by 0: a pair of infinities there gives
+  // NaN, and a row whose classes are all targets has a loss of 0.
+  const Tensor pair =
+      logical_and(tensor(valid).reshape({n, s, 1}), tensor(other).reshape({n, 1, c}))
+          .to(x.device());
   const Tensor idx_t = tensor(idx).reshape({n, s}).to(x.device());
-  // z[i, j, k] = max(0, 1 - x[target j] + x[k]) over the row's targets j and non-targets k.
   const Tensor xt = gather(x, 1, idx_t).unsqueeze(2);
-  const Tensor z = (1.0 - xt + x.unsqueeze(1)).clamp_min(0) * valid_t * other_t;
+  const Tensor z = where(pair, (1.0 - xt + x.unsqueeze(1)).clamp_min(0), 0.0);
   Tensor l = z.sum({1, 2}) / static_cast<double>(c);
   if (input.dim() == 1) l = l.reshape({});
   return reduce(l, reduction);

@@ -110,7 +110,10 @@ Tensor prelu(const Tensor& x, const Tensor& weight) {
     shape[0] = n;
     w = weight.reshape(shape);
   }
-  return where(x > 0, x, w * x);
+  // The slope multiplies only the non-positive part, so that a positive inf beside it gives the
+  // weight a zero gradient (PyTorch's), not 0 * inf = NaN through where's untaken branch.
+  const Tensor positive = x > 0;
+  return where(positive, x, w * where(positive, 0, x));
 }
 
 Tensor square(const Tensor& x) {

@@ -106,9 +106,9 @@ Tensor scan(const Tensor& x, int64_t dim, int kind, const char* op) {
                      [sx = SavedVariable(x, false), so = save_reduce_output(out), kind, d](
                          BackwardCtx& c, const TensorList& g) {
                        const Tensor xv = c.unpack(sx), ov = c.unpack(so);
-                       if (xv.dim() == 0) {
-                         return TensorList{kind == kCumprod ? g[0] : g[0] * exp(xv - ov)};
-                       }
+                       // A 0-d scan is the identity (logcumsumexp(x) = x), whose gradient is g
+                       // even where x is NaN or infinite (exp(x - out) would be NaN there).
+                       if (xv.dim() == 0) return TensorList{g[0]};
                        return TensorList{kind == kCumprod ? cumprod_backward(g[0], xv, ov, d)
                                                           : logcumsumexp_backward(g[0], xv, ov, d)};
                      });
