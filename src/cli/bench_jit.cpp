@@ -120,14 +120,15 @@ void bench_jit_block(const BenchOptions& opts) {
   const Tensor eager_out = block({x})[0];
   auto time = [&](const auto& forward) { return median_ms(forward, opts.repeat); };
   const double eager = time([&] { return block({x}); });
-  auto report = [&](const char* mode, size_t nodes, double ms) {
+  // part: "" for the whole block, " part=tail" for the tail; speedup against `base` (eager).
+  auto report = [&](const char* part, const char* mode, size_t nodes, double ms, double base) {
     std::printf(
-        "workload=jit_block shape=%lldx%lld threads=%d mode=%s nodes=%zu ms_per_forward=%.3f "
+        "workload=jit_block%s shape=%lldx%lld threads=%d mode=%s nodes=%zu ms_per_forward=%.3f "
         "speedup=%.2f\n",
-        static_cast<long long>(rows), static_cast<long long>(cols), get_num_threads(), mode, nodes,
-        ms, eager / ms);
+        part, static_cast<long long>(rows), static_cast<long long>(cols), get_num_threads(), mode,
+        nodes, ms, base / ms);
   };
-  report("eager", traced_nodes, eager);
+  report("", "eager", traced_nodes, eager, eager);
   std::printf("workload=jit_block graph_ops=%s\n", ops.c_str());
   for (const char* backend : {"compiler", "interpreter"}) {
     jit::set_fusion_backend(backend);
@@ -136,7 +137,7 @@ void bench_jit_block(const BenchOptions& opts) {
                 "bench jit_block: the graph's output differs "
                 "from eager (",
                 backend, "): max |diff| ", (out - eager_out).abs().max().item<float>());
-    report(backend, graph->nodes.size(), time([&] { return exec.run({x}); }));
+    report("", backend, graph->nodes.size(), time([&] { return exec.run({x}); }), eager);
   }
   // The block after its product, layer_norm(gelu(h)) + x with h = x W^T + b computed once: the
   // part fusion acts on (four ops eager; one fused_reduction node with gelu as its prologue).
@@ -152,14 +153,7 @@ void bench_jit_block(const BenchOptions& opts) {
   jit::Executor tail_exec(tail_graph);
   const Tensor tail_out = tail({h, x})[0];
   const double tail_eager = time([&] { return tail({h, x}); });
-  auto report_tail = [&](const char* mode, size_t nodes, double ms) {
-    std::printf(
-        "workload=jit_block part=tail shape=%lldx%lld threads=%d mode=%s nodes=%zu "
-        "ms_per_forward=%.3f speedup=%.2f\n",
-        static_cast<long long>(rows), static_cast<long long>(cols), get_num_threads(), mode, nodes,
-        ms, tail_eager / ms);
-  };
-  report_tail("eager", tail_nodes, tail_eager);
+  report(" part=tail", "eager", tail_nodes, tail_eager, tail_eager);
   for (const char* backend : {"compiler", "interpreter"}) {
     jit::set_fusion_backend(backend);
     const Tensor out = tail_exec.run({h, x})[0];
@@ -167,7 +161,10 @@ void bench_jit_block(const BenchOptions& opts) {
                 "bench jit_block: the fused tail differs "
                 "from eager (",
                 backend, ")");
-    report_tail(backend, tail_graph->nodes.size(), time([&] { return tail_exec.run({h, x}); }));
+    report(" part=tail", backend, tail_graph->nodes.size(), time([&] {
+             return tail_exec.run({h, x});
+           }),
+           tail_eager);
   }
   // The product alone bounds what fusion can gain on the whole block.
   std::printf("workload=jit_block part=linear shape=%lldx%lld threads=%d ms_per_forward=%.3f\n",

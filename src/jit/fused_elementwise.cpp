@@ -127,6 +127,22 @@ void* fused_kernel(const std::string& key_, const std::function<std::string()>& 
   return fn;
 }
 
+Shape fused_output_shape(const std::vector<Tensor>& inputs, const char* op) {
+  Shape shape;
+  const DType dtype = inputs[0].defined() ? inputs[0].dtype() : kFloat32;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    IGNIS_CHECK(t.defined(), op, ": input ", i, " is undefined");
+    IGNIS_CHECK(t.dtype() == dtype && (dtype == kFloat32 || dtype == kFloat64), op,
+                ": inputs must all be float32 or all float64; input 0 is ", dtype, ", input ", i,
+                " is ", t.dtype());
+    IGNIS_CHECK(t.device() == inputs[0].device(), op, ": input ", i, " is on ", t.device(),
+                ", input 0 on ", inputs[0].device());
+    shape = broadcast_shapes(shape, t.sizes());
+  }
+  return shape;
+}
+
 std::shared_ptr<const FusedProgram> parsed_program(const std::string& text, int num_inputs) {
   static ProgramCache* c = new ProgramCache;
   std::lock_guard<std::mutex> lock(c->mu);
@@ -148,18 +164,8 @@ Tensor fused_elementwise(const std::vector<Tensor>& inputs, const std::string& p
               ": expected 1 to ", detail::kMaxFusedInputs, " inputs, got ", inputs.size());
   const std::shared_ptr<const FusedProgram> p =
       detail::parsed_program(program, static_cast<int>(inputs.size()));
-  Shape shape;
-  const DType dtype = inputs[0].defined() ? inputs[0].dtype() : kFloat32;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const Tensor& t = inputs[i];
-    IGNIS_CHECK(t.defined(), op, ": input ", i, " is undefined");
-    IGNIS_CHECK(t.dtype() == dtype && (dtype == kFloat32 || dtype == kFloat64), op,
-                ": inputs must all be float32 or all float64; input 0 is ", dtype, ", input ", i,
-                " is ", t.dtype());
-    IGNIS_CHECK(t.device() == inputs[0].device(), op, ": input ", i, " is on ", t.device(),
-                ", input 0 on ", inputs[0].device());
-    shape = broadcast_shapes(shape, t.sizes());
-  }
+  const Shape shape = detail::fused_output_shape(inputs, op);
+  const DType dtype = inputs[0].dtype();
   // Training: the ops one by one, so that each records its own backward.
   bool needs_grad = false;
   for (const Tensor& t : inputs) needs_grad = needs_grad || t.requires_grad();

@@ -139,18 +139,8 @@ Tensor fused_reduction(const std::vector<Tensor>& inputs, const std::string& red
   } catch (const Error& e) {
     IGNIS_FAIL(op, ": the ", pro || prologue.empty() ? "epilogue" : "prologue", ": ", e.what());
   }
-  Shape shape;
-  const DType dtype = inputs[0].defined() ? inputs[0].dtype() : kFloat32;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const Tensor& t = inputs[i];
-    IGNIS_CHECK(t.defined(), op, ": input ", i, " is undefined");
-    IGNIS_CHECK(t.dtype() == dtype && (dtype == kFloat32 || dtype == kFloat64), op,
-                ": inputs must all be float32 or all float64; input 0 is ", dtype, ", input ", i,
-                " is ", t.dtype());
-    IGNIS_CHECK(t.device() == inputs[0].device(), op, ": input ", i, " is on ", t.device(),
-                ", input 0 on ", inputs[0].device());
-    shape = broadcast_shapes(shape, t.sizes());
-  }
+  const Shape shape = detail::fused_output_shape(inputs, op);
+  const DType dtype = inputs[0].dtype();
   const int64_t nd = static_cast<int64_t>(shape.size());
   IGNIS_CHECK(dims >= 1 && dims <= nd && (dims == 1 || reduction == "layer_norm"), op, ": ",
               reduction, " over ", dims, " trailing dims of an output of shape ", shape,

@@ -20,6 +20,10 @@ namespace ignis::jit::detail {
 /// program's inputs i0, i1, ...
 Tensor run_fused_composite(const FusedProgram& p, const std::vector<Tensor>& in);
 
+/// The broadcast shape of a fused op's inputs, after checking that they are defined, all float32
+/// or all float64, and on one device (errors name `op`, the input and what is wrong).
+Shape fused_output_shape(const std::vector<Tensor>& inputs, const char* op);
+
 /// The parsed program `text` over `num_inputs` inputs, from a process-wide cache (parsing
 /// validates it; errors are thrown as by parse_fused_program).
 std::shared_ptr<const FusedProgram> parsed_program(const std::string& text, int num_inputs);
