@@ -117,10 +117,7 @@ class KerasForward : public nn::Module {
       body_->push_back(children[i].first, children[i].second);
     }
     last_ = children.back().second;
-    if (tail == Tail::Softmax) {
-      // nn::Softmax keeps its dim private; its repr is "dim=N".
-      softmax_dim_ = std::stoll(last_->extra_repr().substr(4));
-    }
+    if (tail == Tail::Softmax) softmax_dim_ = static_cast<const nn::Softmax&>(*last_).dim();
   }
   std::string type_name() const override { return "CompiledModel"; }
 

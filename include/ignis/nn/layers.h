@@ -39,7 +39,8 @@ class Identity : public Module {
 /// Flattens dims start_dim..end_dim (default: all but the batch dim).
 class Flatten : public Module {
  public:
-  explicit Flatten(int64_t start_dim = 1, int64_t end_dim = -1) : start_(start_dim), end_(end_dim) {}
+  explicit Flatten(int64_t start_dim = 1, int64_t end_dim = -1)
+      : start_(start_dim), end_(end_dim) {}
   std::string type_name() const override { return "Flatten"; }
   std::string extra_repr() const override;
   Tensor forward(const Tensor& x) override { return x.flatten(start_, end_); }
@@ -61,11 +62,11 @@ class Unflatten : public Module {
 };
 
 /// An activation module wrapping a function of one tensor.
-#define IGNIS_ACTIVATION(Name, expr)                                 \
-  class Name : public Module {                                      \
-   public:                                                          \
-    std::string type_name() const override { return #Name; }        \
-    Tensor forward(const Tensor& x) override { return expr; }       \
+#define IGNIS_ACTIVATION(Name, expr)                          \
+  class Name : public Module {                                \
+   public:                                                    \
+    std::string type_name() const override { return #Name; }  \
+    Tensor forward(const Tensor& x) override { return expr; } \
   };
 IGNIS_ACTIVATION(ReLU, ignis::relu(x))
 IGNIS_ACTIVATION(SiLU, ignis::silu(x))
@@ -101,6 +102,7 @@ class Softmax : public Module {
   std::string type_name() const override { return "Softmax"; }
   std::string extra_repr() const override { return "dim=" + std::to_string(dim_); }
   Tensor forward(const Tensor& x) override { return ignis::softmax(x, dim_); }
+  int64_t dim() const { return dim_; }
 
  private:
   int64_t dim_;
@@ -123,9 +125,7 @@ class Dropout : public Module {
   explicit Dropout(double p = 0.5);
   std::string type_name() const override { return "Dropout"; }
   std::string extra_repr() const override;
-  Tensor forward(const Tensor& x) override {
-    return functional::dropout(x, p_, is_training());
-  }
+  Tensor forward(const Tensor& x) override { return functional::dropout(x, p_, is_training()); }
 
  private:
   double p_;
