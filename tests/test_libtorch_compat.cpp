@@ -365,6 +365,29 @@ TEST(LibTorchCompat, DataLoader) {
 
 // ---- serialization (torch::save / torch::load)
 
+void test_error_paths_of_save_load(const ignis::TempDir& dir) {
+  expect_error([&] { torch::save(torch::Tensor(), dir.file("u.pt")); },
+               "save: the tensor is undefined");
+  expect_error(
+      [&] {
+        torch::save(std::vector<torch::Tensor>{torch::ones({1}), {}}, dir.file("u.pt"));
+      },
+      "save: tensor 1 of the list is undefined");
+  // A file that claims to hold one tensor but holds two.
+  ignis::save_safetensors(dir.file("two.pt"),
+                          {{"tensor", torch::ones({1})}, {"x", torch::ones({1})}},
+                          {{"format", "ignis-tensor-1"}});
+  torch::Tensor t;
+  expect_error([&] { torch::load(t, dir.file("two.pt")); }, "holds 2 tensors, expected 1");
+  // A list file with a gap in its names.
+  ignis::save_safetensors(dir.file("gap.pt"), {{"0", torch::ones({1})}, {"2", torch::ones({1})}},
+                          {{"format", "ignis-tensor-list-1"}});
+  std::vector<torch::Tensor> list;
+  expect_error([&] { torch::load(list, dir.file("gap.pt")); },
+               "no tensor named '1' (the file has: 0 2)");
+  EXPECT_TRUE(list.empty());  // a failed load leaves the list as it was
+}
+
 TEST(LibTorchCompat, SaveLoad) {
   ignis::TempDir dir;
   torch::Tensor t = torch::arange(6, torch::kFloat64).reshape({2, 3});
@@ -405,6 +428,7 @@ TEST(LibTorchCompat, SaveLoad) {
   expect_error([&] { torch::load(opt2, dir.file("t.pt")); }, "does not hold an optimizer");
   auto small = std::make_shared<Net2>(3, 5);
   expect_error([&] { torch::load(small, dir.file("model.pt")); }, "linear.weight");
+  test_error_paths_of_save_load(dir);
   std::shared_ptr<Net2> null;
   expect_error([&] { torch::save(null, dir.file("x.pt")); }, "save: the module is null");
 }
