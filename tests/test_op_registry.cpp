@@ -120,6 +120,22 @@ TEST(CallBoxed, CallsByNameWithDefaults) {
   EXPECT_EQ(out[0].get<Tensor>().sum().item<double>(), -2.0);
 }
 
+// An in-place free function (elu_, relu6_) returns a reference to its argument; the boxed call
+// unboxes that argument into a temporary, so the result must be copied out while it lives (ASan
+// caught the dangling read through graph mode's executor).
+TEST(CallBoxed, InPlaceFreeFunctionsReturnTheirArgument) {
+  for (const char* name : {"elu_", "relu6_", "selu_", "hardtanh_"}) {
+    SCOPED_TRACE(name);
+    Tensor x = tensor({-1.0, 2.0}, kFloat64);
+    std::vector<op::IValue> out = op::call_boxed(name, {op::IValue(x)});
+    ASSERT_EQ(out.size(), 1u);
+    const Tensor& r = out[0].get<Tensor>();
+    EXPECT_TRUE(r.is_same(x));
+    EXPECT_GT(r[1].item<double>(), 0.9);  // elu, relu6 2; selu 2.10; hardtanh 1
+    EXPECT_LE(r[0].item<double>(), 0.0);  // elu -0.63, selu -1.11, hardtanh -1, relu6 0
+  }
+}
+
 TEST(CallBoxed, ErrorsNameTheOpAndTheArgument) {
   EXPECT_THAT(error_of([&] { op::call_boxed("no_such_op", {}); }),
               HasSubstr("call_boxed: no op named 'no_such_op' is registered"));

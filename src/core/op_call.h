@@ -313,7 +313,9 @@ std::vector<IValue> boxed_call(IValueView v, const Record& rec) {
     // Outlives the call: an in-place method returns a reference to it.
     Tensor self;
     if constexpr (Tr::is_method) self = Unbox<Tensor>::get(v[0], rec, 0);
-    auto invoke = [&]() -> decltype(auto) {
+    // By value: a free function's in-place form returns a reference to its (unboxed, temporary)
+    // argument, which must be copied out before that temporary dies.
+    auto invoke = [&]() -> std::remove_cvref_t<typename Tr::result> {
       if constexpr (Tr::is_method) {
         return (self.*F)(Unbox<std::tuple_element_t<I + 1, Args>>::get(v[I + 1], rec, I + 1)...);
       } else {
