@@ -8,11 +8,13 @@ CMAKE_FLAGS ?=
 DEBIAN_PACKAGES := g++ cmake ninja-build libdnnl-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev \
   openmpi-bin libopenmpi-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-LAUNCHER := $(shell command -v ccache >/dev/null 2>&1 && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+LAUNCHER := $(shell command -v ccache >/dev/null 2>&1 && \
+  echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
 # ccache hits across clones in different directories.
 export CCACHE_BASEDIR := $(CURDIR)
 
-.PHONY: deps configure build cli mnist test demo bench asan install clean fuzz tsan
+.PHONY: deps configure build cli mnist test demo bench asan install clean fuzz tsan gpu-bundle \
+  gpu-check
 MNIST_DIR ?= data/mnist
 
 deps:
@@ -73,13 +75,21 @@ tsan:
 	  $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; fi
 	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DCMAKE_CXX_COMPILER=clang++ -DIGNIS_TSAN=ON -DIGNIS_BUILD_BENCH=OFF $(LAUNCHER)
+	  -DCMAKE_CXX_COMPILER=clang++ -DIGNIS_TSAN=ON -DIGNIS_CUDA=OFF -DIGNIS_BUILD_BENCH=OFF $(LAUNCHER)
 	cmake --build build-tsan -j $(JOBS) --target $(TSAN_TESTS)
 	@for t in $(TSAN_TESTS); do echo "== tsan: $$t"; \
 	  OMP_TOOL_LIBRARIES=$$(ls /usr/lib/llvm-*/lib/libarcher.so | tail -1) OMP_NUM_THREADS=4 \
 	  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ignore_noninstrumented_modules=1 \
 	  suppressions=$(CURDIR)/tests/tsan.supp" \
 	  ./build-tsan/tests/$$t --gtest_brief=1 || exit 1; done
+
+# The CUDA checks (docs/cuda.md). A GPU machine here cannot install Debian's packages, so
+# gpu-bundle packs the CUDA tests and the ignis CLI, built here with their libraries, into
+# gpu-bundle.tgz; gpu-check runs them on the GPU machine (carry gpu-bundle.tgz there).
+gpu-bundle: configure
+	BUILD=$(BUILD) tools/gpu_bundle.sh
+gpu-check:
+	tools/gpu_check.sh
 
 install: build
 	cmake --install $(BUILD) --prefix $(or $(PREFIX),/usr/local)

@@ -144,6 +144,9 @@ struct DataLoaderOptions {
   int prefetch_factor = 2;
   /// Seed of the shuffle (epoch e uses (seed, e)); the same batches whatever num_workers is.
   uint64_t seed = 0;
+  /// Batches come in page-locked memory (Tensor::pin_memory, done by the workers), so that
+  /// `batch.data.to(Device(kCUDA), true)` returns before its copy ends. Needs a GPU.
+  bool pin_memory = false;
   DataLoaderOptions& batch(int64_t b) { batch_size = b; return *this; }
 };
 

@@ -5,6 +5,7 @@
 #include "ignis/autograd.h"
 #include "ignis/checkpoint.h"
 #include "ignis/conv.h"
+#include "ignis/cuda.h"
 #include "ignis/data.h"
 #include "ignis/data/cifar.h"
 #include "ignis/data/graph.h"

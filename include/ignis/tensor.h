@@ -22,6 +22,9 @@ class TensorImpl;
 class Tensor;
 using TensorList = std::vector<Tensor>;
 
+namespace cuda {
+class Stream;
+}
 namespace autograd {
 class Node;
 }
@@ -212,11 +215,25 @@ class Tensor {
   }
   Tensor cpu() const { return to(kCPU); }
   Tensor cuda() const { return to(Device(DeviceType::CUDA, 0)); }
+  bool is_cpu() const { return device().is_cpu(); }
+  bool is_cuda() const { return device().is_cuda(); }
+  bool is_meta() const { return device().is_meta(); }
+  /// A copy in page-locked host memory (this tensor when it already is one), from which
+  /// `to(Device(kCUDA), non_blocking = true)` returns before the copy ends. Needs a GPU.
+  Tensor pin_memory() const;
+  /// True when this CPU tensor's storage is page-locked (pin_memory()).
+  bool is_pinned() const;
+  /// Tells the CUDA caching allocator that work queued on `stream` uses this tensor's memory:
+  /// when the tensor dies, its block is reused only after that work has finished.
+  void record_stream(const cuda::Stream& stream) const;
   Tensor clone() const;
   Tensor contiguous() const;
   /// This tensor when already dense in `format`, else a copy laid out so (differentiable).
   Tensor contiguous(MemoryFormat format) const;
   Tensor& copy_(const Tensor& src) const;
+  /// Between pinned host memory and a GPU, non_blocking = true returns before the copy ends
+  /// (synchronize, or an event, before reading the destination or reusing the source).
+  Tensor& copy_(const Tensor& src, bool non_blocking) const;
 
   // ---- views (zero-copy)
   Tensor view(IntArrayRef shape) const;

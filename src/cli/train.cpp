@@ -24,6 +24,7 @@ const char* kTrainUsage =
     "                   [--seed S] [--threads T] [--workers W] [--save PATH] [--resume PATH]\n"
     "                   [--log metrics.jsonl] [--memory-format channels_last|contiguous]\n"
     "                   [--profile trace.json [--profile-steps N]] [--ddp [--bucket-cap-mb MB]]\n"
+    "                   [--device cpu|cuda|cuda:N]\n"
     "(`ignis models` lists the models; --lr defaults to 0.05 for sgd and 0.001 for adam;\n"
     " --momentum, default 0.9, is for sgd only; cifar10 reads the binary batches,\n"
     " data_batch_1.bin ..., from --data, default data/cifar10, and trains with random crops\n"
@@ -33,7 +34,8 @@ const char* kTrainUsage =
     " --ddp: data-parallel over the processes of `mpirun -np N ignis train --ddp ...`, each on\n"
     " its 1/N of every epoch, --batch-size being the global batch; rank 0 prints and saves;\n"
     " --bucket-cap-mb: DDP's gradient bucket size, default 25; with --profile every rank\n"
-    " writes its trace, the all-reduces on a communication track)\n"
+    " writes its trace, the all-reduces on a communication track; --device cuda trains on a GPU:\n"
+    " the model is moved there and each batch copied from pinned memory, docs/cuda.md)\n"
     "graph models: ignis train --model gcn|sage|gin|gat --dataset karate|cora|mnist-graph ...\n"
     " (ignis train --model gcn --help lists their options)\n";
 const char* kEvalUsage =
@@ -226,6 +228,35 @@ class ProfileSteps final : public train::Callback {
   std::unique_ptr<profiler::Profile> prof_;
 };
 
+// --device: cpu, cuda or cuda:N, a GPU that is there (the reason when not), not with --ddp.
+Device parse_device(const std::string& v, bool ddp) {
+  Device d;
+  try {
+    d = Device(v);
+  } catch (const Error&) {
+    throw UsageError("--device expects cpu, cuda or cuda:N, got '" + v + "'", kTrainUsage);
+  }
+  if (d.is_meta()) throw UsageError("--device meta cannot train (it has no data)", kTrainUsage);
+  if (d.is_cuda()) {
+    if (!cuda::is_available()) {
+      throw UsageError("--device " + v + ": no GPU is available (" + cuda::unavailable_reason() +
+                           ")",
+                       kTrainUsage);
+    }
+    if (d.index >= cuda::device_count()) {
+      throw UsageError("--device " + v + ": there are " + std::to_string(cuda::device_count()) +
+                           " GPUs",
+                       kTrainUsage);
+    }
+    if (ddp) {
+      throw UsageError("--ddp runs on the CPU over MPI; data parallelism on GPUs (NCCL) is not "
+                       "built yet",
+                       kTrainUsage);
+    }
+  }
+  return d;
+}
+
 int train_main(const Args& all_args) {
   if (is_graph_training(all_args)) return train_gnn_main(all_args);
   Args args;
@@ -241,8 +272,9 @@ int train_main(const Args& all_args) {
       args,
       {"model", "dataset", "data", "epochs", "batch-size", "optimizer", "lr", "momentum", "seed",
        "threads", "workers", "save", "resume", "log", "memory-format", "profile", "profile-steps",
-       "bucket-cap-mb"},
+       "bucket-cap-mb", "device"},
       kTrainUsage);
+  const Device device = parse_device(o.get("device", "cpu"), ddp);
   set_threads(o, kTrainUsage);
   const int64_t profile_steps =
       parse_int("--profile-steps", o.get("profile-steps", "10"), 1, INT64_MAX, kTrainUsage);
@@ -291,6 +323,7 @@ int train_main(const Args& all_args) {
   manual_seed(static_cast<uint64_t>(seed));
   const std::string model_name = o.get("model", "mlp");
   auto model = create_model(model_name, dataset, kTrainUsage);
+  model->to(device);  // before the optimizer takes its parameters
   std::shared_ptr<nn::DistributedDataParallel> ddp_model;
   if (ddp) {
     nn::DistributedDataParallelOptions dopts;
@@ -323,6 +356,7 @@ int train_main(const Args& all_args) {
               << " lr=" << hp.get_lr();
     if (opt_name == "sgd") std::cout << " momentum=" << hp.get("momentum");
     std::cout << " batch_size=" << batch << " epochs=" << epochs << " seed=" << seed;
+    if (!device.is_cpu()) std::cout << " device=" << device;
     if (ddp) std::cout << " ddp_ranks=" << world << " batch_per_rank=" << batch / world;
     std::cout << std::endl;
   }
@@ -337,9 +371,10 @@ int train_main(const Args& all_args) {
                                 {.batch_size = batch / world,
                                  .shuffle = !ddp,
                                  .num_workers = static_cast<int>(workers),
-                                 .seed = static_cast<uint64_t>(seed)},
+                                 .seed = static_cast<uint64_t>(seed),
+                                 .pin_memory = device.is_cuda()},
                                 sampler);
-  data::DataLoader test_loader(test_set, {.batch_size = 1000});
+  data::DataLoader test_loader(test_set, {.batch_size = 1000, .pin_memory = device.is_cuda()});
   // A resumed fit (start_epoch > 0) appends to the --log file instead of truncating it.
   std::vector<std::shared_ptr<train::Callback>> cbs;
   // DDP: the epoch's metrics are made global before the logger prints them; the latency

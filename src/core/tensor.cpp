@@ -6,6 +6,7 @@
 #include "autograd/node.h"
 #include "core/tensor_impl.h"
 #include "core/warn_once.h"
+#include "cuda/backend.h"
 #include "ignis/ops.h"
 #include "jit/host_read.h"
 
@@ -91,8 +92,8 @@ Scalar Tensor::item() const {
               ") cannot be converted to a scalar");
   IGNIS_CHECK(!device().is_meta(), "item: a meta tensor has no value to read (shape ", sizes(),
               ", ", dtype(), ")");
-  IGNIS_CHECK(device().is_cpu(), "item: tensor on ", device().str(), "; copy it to the CPU first");
   jit::detail::notify_host_read(*this, "item");
+  if (device().is_cuda()) return detach().to(kCPU).item();  // waits for the value
   const char* p = impl_->data();
   switch (dtype()) {
     case DType::Bool: return Scalar(*reinterpret_cast<const bool*>(p));
@@ -104,6 +105,22 @@ Scalar Tensor::item() const {
     case DType::Float64: return Scalar(*reinterpret_cast<const double*>(p));
   }
   return Scalar();
+}
+
+Tensor Tensor::pin_memory() const {
+  check_defined(*this, "pin_memory");
+  IGNIS_CHECK(device().is_cpu(), "pin_memory: only CPU tensors can be pinned, got a tensor on ",
+              device().str());
+  return is_pinned() ? *this : cuda::detail::pin_memory(*this);
+}
+bool Tensor::is_pinned() const {
+  return defined() && device().is_cpu() && cuda::detail::is_pinned(*this);
+}
+void Tensor::record_stream(const cuda::Stream& stream) const {
+  check_defined(*this, "record_stream");
+  IGNIS_CHECK(device().is_cuda() && device() == stream.device(), "record_stream: the tensor is on ",
+              device().str(), " but the stream on ", stream.device().str());
+  cuda::detail::record_stream(*this, stream);
 }
 
 // ---- autograd accessors

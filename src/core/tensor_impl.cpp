@@ -215,6 +215,5 @@ std::string Device::str() const {
   return is_cpu() ? "cpu" : "cuda:" + std::to_string(index);
 }
 
-bool cuda_is_available() { return false; }
 
 }  // namespace ignis

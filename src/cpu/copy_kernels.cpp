@@ -1,5 +1,6 @@
 // CPU copy/cast kernel: every (dst, src) dtype pair.
 #include "cpu/loops.h"
+#include "ops/cast.h"
 #include "ops/copy.h"
 
 namespace ignis::cpu {
@@ -8,10 +9,7 @@ namespace {
 void copy_kernel(const TensorIter& it, DType dst, DType src) {
   dispatch_dtype(dst, "copy_", [&]<class D>() {
     dispatch_dtype(src, "copy_", [&]<class S>() {
-      cpu_kernel<D, S>(it, [](acc_t<S> v) {
-        if constexpr (std::is_same_v<D, bool>) return v != acc_t<S>(0);
-        else return static_cast<acc_t<D>>(v);
-      });
+      cpu_kernel<D, S>(it, fn::Cast<D, S>{});
     });
   });
 }

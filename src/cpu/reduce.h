@@ -20,21 +20,11 @@
 #include "core/dispatch.h"
 #include "cpu/parallel.h"
 #include "ops/reduce.h"
+#include "ops/reduce_layout.h"
+#include "ops/reducers.h"
 
 namespace ignis::cpu {
 
-/// x as a dense [outer, n, inner] block: output o * inner + i folds x[o, 0..n, i]. No copy when
-/// the reduced dims form one block in x's memory order and the kept dims stay in order; otherwise
-/// `hold` is a copy of x with the reduced dims moved last (inner = 1).
-struct ReduceLayout {
-  Tensor hold;
-  const void* data = nullptr;
-  int64_t outer = 1, n = 1, inner = 1;
-};
-ReduceLayout reduce_layout(const Tensor& x, const ReducePlan& plan);
-/// The same for the one dim `dim` of a contiguous copy of x (for ops whose output has x's shape:
-/// the element order then matches a contiguous output).
-ReduceLayout dim_layout(const Tensor& x, int64_t dim);
 
 constexpr int kLanes = 32;        // independent accumulators per row (GCC vectorises 32 well)
 constexpr int64_t kBlock = 4096;  // rows longer than this are summed pairwise (accuracy)
@@ -231,47 +221,5 @@ void run_two_pass(const Tensor& out, const Tensor& x, const ReducePlan& plan, co
   reduce_layout_into<T, Out>(L, o, [&](int64_t k) { return make2(s[k]); });
 }
 
-// ---- reducers shared by several kernels
-
-/// Sums in A.
-template <class A>
-struct SumReducer {
-  using acc_type = A;
-  A identity() const { return A(0); }
-  A step(A a, A v) const { return a + v; }
-  A merge(A a, A b) const { return a + b; }
-  A finish(A a, int64_t) const { return a; }
-};
-
-/// The mean in A (var's first pass).
-template <class A>
-struct MeanReducer : SumReducer<A> {
-  A finish(A a, int64_t n) const { return a / static_cast<A>(n); }
-};
-
-/// Max (IsMax) or min in A; NaN beats every number (like PyTorch).
-template <class A, bool IsMax>
-struct MinMaxReducer {
-  using acc_type = A;
-  A identity() const {
-    if constexpr (std::is_same_v<A, bool>) {
-      return !IsMax;
-    } else if constexpr (std::is_floating_point_v<A>) {
-      return IsMax ? -std::numeric_limits<A>::infinity() : std::numeric_limits<A>::infinity();
-    } else {
-      return IsMax ? std::numeric_limits<A>::lowest() : std::numeric_limits<A>::max();
-    }
-  }
-  A step(A a, A v) const {
-    const A m = (IsMax ? (v > a) : (v < a)) ? v : a;
-    if constexpr (std::is_floating_point_v<A>) {
-      return v != v ? v : m;  // two selects, no branch: vectorises
-    } else {
-      return m;
-    }
-  }
-  A merge(A a, A b) const { return step(a, b); }
-  A finish(A a, int64_t) const { return a; }
-};
 
 }  // namespace ignis::cpu

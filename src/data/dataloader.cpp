@@ -2,6 +2,7 @@
 // buffer, and the consumer takes them in order, so the batches are the same whatever
 // num_workers is.
 #include "data/prefetch.h"
+#include "ignis/cuda.h"
 #include "ignis/data.h"
 
 namespace ignis::data {
@@ -20,6 +21,8 @@ DataLoader::DataLoader(std::shared_ptr<Dataset> dataset, DataLoaderOptions optio
   IGNIS_CHECK(opts_.num_workers >= 0, "DataLoader: num_workers must be >= 0, got ",
               opts_.num_workers);
   IGNIS_CHECK(opts_.prefetch_factor > 0, "DataLoader: prefetch_factor must be positive");
+  IGNIS_CHECK(!opts_.pin_memory || cuda::is_available(),
+              "DataLoader: pin_memory needs a GPU: ", cuda::unavailable_reason());
   IGNIS_CHECK(!(sampler_ && opts_.shuffle), "DataLoader: sampler option is mutually exclusive "
               "with shuffle");
   if (!sampler_) {
@@ -50,7 +53,14 @@ DataLoader::Iterator DataLoader::begin() {
   const Epoch* e = ep.get();
   ep->prefetch = std::make_unique<detail::Prefetcher<Example>>(
       n, opts_.num_workers, opts_.prefetch_factor,
-      [this, e](int64_t i) { return dataset_->get_batch(e->batches[static_cast<size_t>(i)]); });
+      [this, e](int64_t i) {
+        Example b = dataset_->get_batch(e->batches[static_cast<size_t>(i)]);
+        if (opts_.pin_memory) {
+          if (b.data.defined()) b.data = b.data.pin_memory();
+          if (b.target.defined()) b.target = b.target.pin_memory();
+        }
+        return b;
+      });
   current_ = std::move(ep);
   return Iterator(this, n == 0 ? -1 : 0);
 }

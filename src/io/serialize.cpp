@@ -118,13 +118,15 @@ std::string serialize(const NamedTensorList& tensors,
   for (size_t i = 0; i < tensors.size(); ++i) {
     const auto& [name, t] = tensors[i];
     IGNIS_CHECK(t.defined(), "save_safetensors: tensor '", name, "' is undefined");
-    IGNIS_CHECK(t.device().is_cpu(), "save_safetensors: tensor '", name, "' is on ",
-                t.device().str(), "; move it to the CPU first");
+    // A GPU tensor's bytes are copied to the CPU (as safetensors' own writer does); a meta
+    // tensor has none.
+    IGNIS_CHECK(!t.device().is_meta(), "save_safetensors: tensor '", name, "' is on ",
+                t.device().str(), " and has no data to save");
     IGNIS_CHECK(name != "__metadata__", "save_safetensors: '__metadata__' is a reserved name");
     for (size_t j = 0; j < i; ++j) {
       IGNIS_CHECK(tensors[j].first != name, "save_safetensors: duplicate name '", name, "'");
     }
-    Tensor c = t.detach().contiguous();
+    Tensor c = t.detach().to(kCPU).contiguous();
     header << (first ? "" : ",") << json::quote(name) << ":{\"dtype\":\""
            << safetensors::dtype_code(c.dtype()) << "\",\"shape\":[";
     for (int64_t d = 0; d < c.dim(); ++d) header << (d ? "," : "") << c.size(d);

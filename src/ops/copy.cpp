@@ -3,28 +3,33 @@
 
 #include "autograd/node.h"
 #include "core/op_call.h"
+#include "cuda/backend.h"
 
 namespace ignis {
 
 IGNIS_DEFINE_STUB(copy_stub, CopyFn);
 
-void copy_into(const Tensor& dst, const Tensor& src) {
+void copy_into(const Tensor& dst, const Tensor& src, bool non_blocking) {
   if (dst.device() != src.device()) {
     // Into a meta tensor there is nothing to copy; out of one there is nothing to read.
     if (dst.device().is_meta()) return;
     IGNIS_CHECK(!src.device().is_meta(), "copy_: cannot copy out of a meta tensor (shape ",
                 src.sizes(), ", ", src.dtype(), "): it has no data");
+    // A 0-d source is broadcast first (fill_ with a CPU scalar): on its own device.
+    if (src.sizes() != dst.sizes()) {
+      return copy_into(dst, src.expand(dst.sizes()).contiguous(), non_blocking);
+    }
+    if (dst.numel() > 0) cuda::detail::copy_across_devices(dst, src, non_blocking);
+    return;
   }
-  IGNIS_CHECK(dst.device() == src.device(), "copy_: copying between ", src.device().str(), " and ",
-              dst.device().str(), " needs a device backend");
   if (dst.numel() == 0) return;
   TensorIter it = TensorIter::build(dst, {&src});
   copy_stub[dst.device()](it, dst.dtype(), src.dtype());
 }
 
 // LibTorch's positional signatures: to(dtype, non_blocking, copy), to(device, dtype,
-// non_blocking, copy), to(options, non_blocking, copy). non_blocking is accepted for ported code;
-// with the CPU and meta devices every copy completes before to() returns.
+// non_blocking, copy), to(options, non_blocking, copy). non_blocking matters for copies between
+// pinned host memory and a GPU (cuda/copy.cpp); other copies complete before to() returns.
 IGNIS_OP_METHOD(to_dtype,
                 "to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, "
                 "bool copy=False) -> Tensor(a)",
@@ -60,7 +65,7 @@ Tensor Tensor::to(Device device, DType dtype, bool non_blocking, bool copy) cons
   IGNIS_DISPATCH_METHOD(to_device, to, device, dtype, non_blocking, copy);
   if (device == this->device()) return to(dtype, non_blocking, copy);
   Tensor out = make_tensor_like(*this, sizes(), this->dtype(), device);  // throws if no backend
-  copy_into(out, *this);
+  copy_into(out, *this, non_blocking);
   if (autograd::any_needs_grad({this})) {
     // The gradient goes back to the input's device (a copy the other way).
     autograd::record("to", {this}, {&out},
@@ -145,6 +150,20 @@ Tensor& Tensor::copy_(const Tensor& src) const {
   IGNIS_CHECK(IntArrayRef(s).equals(sizes()), "copy_: source of shape ", src.sizes(),
               " can't be broadcast to the destination's shape ", sizes());
   copy_into(mut(), src);
+  impl()->bump_version();
+  return mut();
+}
+
+Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) const {
+  // Only a copy between devices can be left running; with autograd it is recorded as copy_.
+  if (!non_blocking || !defined() || !src.defined() || src.device() == device() ||
+      autograd::any_needs_grad({this, &src})) {
+    return copy_(src);
+  }
+  Shape s = broadcast_shapes(sizes(), src.sizes());
+  IGNIS_CHECK(IntArrayRef(s).equals(sizes()), "copy_: source of shape ", src.sizes(),
+              " can't be broadcast to the destination's shape ", sizes());
+  copy_into(mut(), src, /*non_blocking=*/true);
   impl()->bump_version();
   return mut();
 }

@@ -6,7 +6,8 @@
 namespace ignis {
 
 /// dst[...] = cast(src[...]); src broadcast to dst's shape. No autograd, no version bump.
-void copy_into(const Tensor& dst, const Tensor& src);
+/// Between devices, `non_blocking` lets a copy from or to pinned memory return before it ends.
+void copy_into(const Tensor& dst, const Tensor& src, bool non_blocking = false);
 
 /// x (4-d, dense in NHWC order but not laid out channels-last: C == 1, say) re-strided as
 /// channels-last without a copy: a view (ops/view.cpp), so in-place writes to it are checked.

@@ -1,0 +1,155 @@
+// The CUDA device allocator: one caching allocator (core/caching_allocator.h) per GPU over
+// cudaMalloc, cudaFree and CUDA events, registered as the allocator of DeviceType::CUDA; and
+// pinned host memory (cudaHostAlloc) for Tensor::pin_memory.
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "core/caching_allocator.h"
+#include "core/tensor_impl.h"
+#include "cuda/backend.h"
+#include "cuda/cuda_check.h"
+#include "ignis/ops.h"
+#include "ops/copy.h"
+
+namespace ignis::cuda {
+namespace {
+
+class CudaMemory final : public ignis::detail::DeviceMemoryApi {
+ public:
+  explicit CudaMemory(int device) : device_(device) {}
+  void* raw_alloc(size_t nbytes) override {
+    DeviceGuard g(device_);
+    void* p = nullptr;
+    const cudaError_t e = cudaMalloc(&p, nbytes);
+    if (e == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();
+      return nullptr;
+    }
+    IGNIS_CUDA_CHECK(e);
+    return p;
+  }
+  void raw_free(void* ptr) override {
+    DeviceGuard g(device_);
+    IGNIS_CUDA_CHECK(cudaFree(ptr));
+  }
+  void* record_event(void* stream) override {
+    DeviceGuard g(device_);
+    cudaEvent_t e = nullptr;
+    IGNIS_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    IGNIS_CUDA_CHECK(cudaEventRecord(e, static_cast<cudaStream_t>(stream)));
+    return e;
+  }
+  bool event_done(void* event) override {
+    const cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(event));
+    if (e == cudaErrorNotReady) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    IGNIS_CUDA_CHECK(e);
+    return true;
+  }
+  void destroy_event(void* event) override {
+    IGNIS_CUDA_CHECK(cudaEventDestroy(static_cast<cudaEvent_t>(event)));
+  }
+
+ private:
+  int device_;
+};
+
+struct PerDevice {
+  std::unique_ptr<CudaMemory> api;
+  std::unique_ptr<ignis::detail::CachingAllocatorCore> core;
+};
+
+class CudaAllocator final : public Allocator {
+ public:
+  void* allocate(size_t nbytes, Device device, void* stream) override {
+    ignis::detail::CachingAllocatorCore& c = core(device.index, "to");
+    if (stream == nullptr) stream = getCurrentCUDAStream(device.index).handle();
+    return c.allocate(nbytes, stream);
+  }
+  void deallocate(void* ptr, size_t, Device device) override {
+    core(device.index, "free").free(ptr);
+  }
+  MemoryStats stats(Device device) const override {
+    return core(device.index, "memory_stats").stats();
+  }
+  void reset_peak_stats(Device device) override {
+    core(device.index, "reset_peak_memory_stats").reset_peak();
+  }
+  void empty_cache(Device device) override { core(device.index, "empty_cache").empty_cache(); }
+  void record_stream(void* ptr, Device device, void* stream) {
+    core(device.index, "record_stream").record_stream(ptr, stream);
+  }
+
+ private:
+  ignis::detail::CachingAllocatorCore& core(int device, const char* what) const {
+    detail::check_device(device, what);
+    std::call_once(once_, [&] { devices_.resize(static_cast<size_t>(device_count())); });
+    PerDevice& d = devices_[static_cast<size_t>(device)];
+    std::lock_guard<std::mutex> g(mu_);
+    if (!d.core) {
+      d.api = std::make_unique<CudaMemory>(device);
+      d.core = std::make_unique<ignis::detail::CachingAllocatorCore>(
+          *d.api, "cuda:" + std::to_string(device));
+    }
+    return *d.core;
+  }
+  mutable std::once_flag once_;
+  mutable std::mutex mu_;
+  mutable std::vector<PerDevice> devices_;
+};
+
+// Never destroyed: tensors may outlive main, and the driver may be gone at exit.
+CudaAllocator& the_allocator() {
+  static auto* a = new CudaAllocator();
+  return *a;
+}
+
+const bool registered = [] {
+  register_allocator(DeviceType::CUDA, &the_allocator());
+  return true;
+}();
+
+}  // namespace
+
+MemoryStats memory_stats(int device) {
+  return the_allocator().stats(Device(DeviceType::CUDA, detail::resolve(device)));
+}
+void reset_peak_memory_stats(int device) {
+  the_allocator().reset_peak_stats(Device(DeviceType::CUDA, detail::resolve(device)));
+}
+void empty_cache() {
+  for (int d = 0; d < device_count(); ++d) the_allocator().empty_cache(Device(DeviceType::CUDA, d));
+}
+
+namespace detail {
+
+void record_stream(const Tensor& t, const Stream& stream) {
+  the_allocator().record_stream(t.impl()->storage()->data, t.device(), stream.handle());
+}
+
+Tensor pin_memory(const Tensor& t) {
+  check_device(0, "pin_memory");
+  const size_t n = t.nbytes();
+  void* p = nullptr;
+  IGNIS_CUDA_CHECK(cudaHostAlloc(&p, n == 0 ? 1 : n, cudaHostAllocDefault));
+  Tensor out = from_blob(p, t.sizes(), TensorOptions(t.dtype()),
+                         [](void* q) { (void)cudaFreeHost(q); });
+  copy_into(out, t);
+  return out;
+}
+
+bool is_pinned(const Tensor& t) {
+  if (!is_available() || t.impl()->storage() == nullptr) return false;
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, t.impl()->storage()->data) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return a.type == cudaMemoryTypeHost;
+}
+
+}  // namespace detail
+}  // namespace ignis::cuda

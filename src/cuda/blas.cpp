@@ -1,0 +1,175 @@
+// Matrix products on the GPU (mm_stub, bmm_stub) through cuBLAS, loaded at first use: float32
+// (computed in float32, no TF32, as PyTorch's default), float64, and bfloat16 (computed in
+// float32).
+//
+// ignis's matrices are row-major; cuBLAS's are column-major. A row-major C = A B is the
+// column-major C^T = B^T A^T, so cuBLAS is called with the operands swapped. A row-major operand
+// (unit column stride) is, read column-major, its own transpose (no transpose op needed); a
+// column-major one (a transposed view: unit row stride) takes the transpose op. Any other layout
+// is copied dense first.
+#include <cublas_v2.h>
+#include <dlfcn.h>
+
+#include <climits>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/tensor_impl.h"
+#include "cuda/backend.h"
+#include "cuda/cuda_check.h"
+#include "ops/linalg.h"
+
+namespace ignis::cuda {
+namespace {
+
+// cuBLAS is loaded at the first product, not with libignis: the library and its Lt half are
+// over half a gigabyte, and loading them costs every program (every test) 0.6 s at start.
+struct Cublas {
+  decltype(&cublasCreate_v2) create = nullptr;
+  decltype(&cublasSetMathMode) set_math_mode = nullptr;
+  decltype(&cublasSetStream_v2) set_stream = nullptr;
+  // (cublas_api.h overloads this name in C++: the C entry point's type, written out.)
+  cublasStatus_t (*gemm)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                         const void*, const void*, cudaDataType, int, long long, const void*,
+                         cudaDataType, int, long long, const void*, void*, cudaDataType, int,
+                         long long, int, cublasComputeType_t, cublasGemmAlgo_t) = nullptr;
+  decltype(&cublasGetStatusName) status_name = nullptr;
+  decltype(&cublasGetStatusString) status_string = nullptr;
+};
+
+const Cublas& cublas() {
+  static std::once_flag once;
+  static Cublas api;
+  static std::string error;
+  std::call_once(once, [] {
+    // The soname on the loader's path, else the toolkit's directory this build used.
+    void* lib = dlopen("libcublas.so." IGNIS_CUBLAS_MAJOR, RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) {
+      lib = dlopen(IGNIS_CUDA_LIBDIR "/libcublas.so." IGNIS_CUBLAS_MAJOR, RTLD_NOW | RTLD_LOCAL);
+    }
+    if (lib == nullptr) {
+      const char* e = dlerror();
+      error = e ? e : "dlopen failed";
+      return;
+    }
+    auto sym = [&](auto& fn, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
+      if (fn == nullptr && error.empty()) error = std::string("no symbol ") + name;
+    };
+    sym(api.create, "cublasCreate_v2");
+    sym(api.set_math_mode, "cublasSetMathMode");
+    sym(api.set_stream, "cublasSetStream_v2");
+    sym(api.gemm, "cublasGemmStridedBatchedEx");
+    sym(api.status_name, "cublasGetStatusName");
+    sym(api.status_string, "cublasGetStatusString");
+  });
+  IGNIS_CHECK(error.empty(), "matmul on CUDA needs cuBLAS (libcublas.so." IGNIS_CUBLAS_MAJOR
+              "), which could not be loaded: ", error);
+  return api;
+}
+
+void check(cublasStatus_t st, const char* what) {
+  if (st == CUBLAS_STATUS_SUCCESS) return;
+  IGNIS_FAIL("cuBLAS error in ", what, ": ", cublas().status_name(st), " (",
+             cublas().status_string(st), ")");
+}
+
+// One handle per (thread, device), made at first use (a handle is not thread-safe).
+cublasHandle_t handle(int device) {
+  thread_local std::vector<cublasHandle_t> handles;
+  if (handles.empty()) handles.resize(static_cast<size_t>(device_count()), nullptr);
+  cublasHandle_t& h = handles[static_cast<size_t>(device)];
+  if (h == nullptr) {
+    check(cublas().create(&h), "cublasCreate");
+    check(cublas().set_math_mode(h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+  }
+  return h;
+}
+
+// A row-major [.., r, c] operand as cuBLAS sees it.
+struct Operand {
+  Tensor hold;  // a dense copy when the layout needed one
+  const void* ptr = nullptr;
+  cublasOperation_t op = CUBLAS_OP_N;
+  int64_t ld = 1;
+  int64_t batch_stride = 0;
+};
+
+Operand operand(const Tensor& x, bool batched) {
+  const int64_t d = batched ? 1 : 0;
+  const int64_t r = x.size(d), c = x.size(d + 1);
+  // Strides of size-1 dims do not matter: give them the dense value.
+  const int64_t s1 = c == 1 ? 1 : x.stride(d + 1);
+  const int64_t s0 = r == 1 ? std::max<int64_t>(c, 1) : x.stride(d);
+  Operand o;
+  if (s1 == 1 && s0 >= c) {
+    o.op = CUBLAS_OP_N;
+    o.ld = s0;
+  } else if (s0 == 1 && s1 >= r && r > 1) {
+    o.op = CUBLAS_OP_T;
+    o.ld = s1;
+  } else {
+    const Tensor dense = x.contiguous();
+    Operand o2 = operand(dense, batched);  // dense: the first case
+    o2.hold = dense;
+    return o2;
+  }
+  o.ld = std::max<int64_t>(o.ld, 1);
+  o.ptr = x.data_ptr();
+  o.batch_stride = batched ? x.stride(0) : 0;
+  return o;
+}
+
+int as_int(int64_t v, const char* what) {
+  IGNIS_CHECK(v <= INT_MAX, "matmul on CUDA: ", what, " = ", v,
+              " is beyond cuBLAS's 32-bit sizes");
+  return static_cast<int>(v);
+}
+
+void gemm(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta,
+          bool batched) {
+  if (out.numel() == 0) return;
+  const int64_t d = batched ? 1 : 0;
+  const int64_t M = out.size(d), N = out.size(d + 1), K = a.size(d + 1);
+  const int64_t batch = batched ? out.size(0) : 1;
+  const Operand A = operand(a, batched), B = operand(b, batched);
+  cudaDataType_t type;
+  cublasComputeType_t compute;
+  switch (out.dtype()) {
+    case DType::Float32: type = CUDA_R_32F, compute = CUBLAS_COMPUTE_32F; break;
+    case DType::Float64: type = CUDA_R_64F, compute = CUBLAS_COMPUTE_64F; break;
+    case DType::BFloat16: type = CUDA_R_16BF, compute = CUBLAS_COMPUTE_32F; break;
+    default:
+      IGNIS_FAIL(batched ? "bmm" : "mm", ": on CUDA, float32, float64 and bfloat16 are supported, "
+                 "not ", out.dtype());
+  }
+  const int device = out.device().index;
+  DeviceGuard guard(device);
+  cublasHandle_t h = handle(device);
+  check(cublas().set_stream(h, static_cast<cudaStream_t>(getCurrentCUDAStream(device).handle())),
+        "cublasSetStream");
+  const float af = static_cast<float>(alpha), bf = static_cast<float>(beta);
+  const void* pa = compute == CUBLAS_COMPUTE_64F ? static_cast<const void*>(&alpha) : &af;
+  const void* pb = compute == CUBLAS_COMPUTE_64F ? static_cast<const void*>(&beta) : &bf;
+  // Column-major: C^T [N, M] = B^T [N, K] * A^T [K, M].
+  check(cublas().gemm(h, B.op, A.op, as_int(N, "N"), as_int(M, "M"), as_int(K, "K"), pa, B.ptr,
+                      type, as_int(B.ld, "ld"), B.batch_stride, A.ptr, type, as_int(A.ld, "ld"),
+                      A.batch_stride, pb, out.data_ptr(), type, as_int(N, "N"), M * N,
+                      as_int(batch, "batch"), compute, CUBLAS_GEMM_DEFAULT),
+        "cublasGemmStridedBatchedEx");
+}
+
+void mm_kernel(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta) {
+  gemm(out, a, b, alpha, beta, false);
+}
+void bmm_kernel(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta) {
+  gemm(out, a, b, alpha, beta, true);
+}
+
+}  // namespace
+
+IGNIS_REGISTER_KERNEL(mm_stub, CUDA, &mm_kernel);
+IGNIS_REGISTER_KERNEL(bmm_stub, CUDA, &bmm_kernel);
+
+}  // namespace ignis::cuda

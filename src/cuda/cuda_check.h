@@ -1,0 +1,24 @@
+// Error checks for CUDA runtime calls: a failed call becomes an ignis::Error naming the call
+// and the runtime's message.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "ignis/error.h"
+
+#define IGNIS_CUDA_CHECK(expr)                                                          \
+  do {                                                                                  \
+    const cudaError_t ignis_cuda_err_ = (expr);                                         \
+    if (ignis_cuda_err_ != cudaSuccess) {                                               \
+      (void)cudaGetLastError(); /* clear a sticky-free error */                         \
+      IGNIS_FAIL("CUDA error in ", #expr, ": ", cudaGetErrorName(ignis_cuda_err_), " (", \
+                 cudaGetErrorString(ignis_cuda_err_), ")");                             \
+    }                                                                                   \
+  } while (0)
+
+namespace ignis::cuda::detail {
+/// Checks that `device` is a visible GPU; `what` names the caller in the error.
+void check_device(int device, const char* what);
+/// The device index an argument of -1 stands for (the current device).
+int resolve(int device);
+}  // namespace ignis::cuda::detail

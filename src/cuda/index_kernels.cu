@@ -1,0 +1,329 @@
+// CUDA kernels of the indexing ops: gather-style reads (index_select, gather, advanced
+// indexing), index_put (with accumulate), scatter / scatter_add, index_add, masked_fill and iota,
+// for the
+// stubs of cpu/index_kernels.cpp. Index values are checked on the device; the first bad one is
+// recorded there and read back by the host (which waits for it), so the front end throws the
+// same message as on the CPU.
+//
+// Determinism: accumulation with possibly repeated indices (index_put_ with accumulate=true) runs
+// in one thread, in the CPU's order; scatter_add's lines never share a destination, so they run
+// in parallel and each line in order; index_add gives each thread its own destination column.
+#include "core/tensor_impl.h"
+#include "cuda/loops.cuh"
+#include "ops/index.h"
+
+namespace ignis::cuda {
+namespace {
+
+template <class F>
+decltype(auto) dispatch_size(DType dt, F&& f) {
+  switch (element_size(dt)) {
+    case 1: return f.template operator()<uint8_t>();
+    case 2: return f.template operator()<uint16_t>();
+    case 4: return f.template operator()<uint32_t>();
+    default: return f.template operator()<uint64_t>();
+  }
+}
+template <class F>
+decltype(auto) dispatch_index(DType dt, F&& f) {
+  if (dt == kInt32) return f.template operator()<int32_t>();
+  return f.template operator()<int64_t>();
+}
+
+struct DeviceBad {
+  int found;
+  long long value;
+};
+
+__device__ inline bool fix_index(int64_t& i, const IndexBounds& b) {
+  if (!b.check) return true;
+  if (b.wrap && i < 0) i += b.size;
+  return static_cast<uint64_t>(i) < static_cast<uint64_t>(b.size);
+}
+__device__ inline void record_bad(DeviceBad* bad, int64_t v) {
+  if (atomicCAS(&bad->found, 0, 1) == 0) bad->value = v;
+}
+
+template <class T>
+__device__ inline T add_values(T a, T b) {
+  if constexpr (std::is_same_v<T, bool>) return a || b;
+  else return static_cast<T>(static_cast<acc_t<T>>(a) + static_cast<acc_t<T>>(b));
+}
+
+// The bad-index record of one kernel launch, on the device.
+class BadSlot {
+ public:
+  BadSlot(Device device, cudaStream_t stream)
+      : buf_(make_tensor({static_cast<int64_t>(sizeof(DeviceBad))}, kUInt8, device)),
+        stream_(stream) {
+    IGNIS_CUDA_CHECK(cudaMemsetAsync(ptr(), 0, sizeof(DeviceBad), stream_));
+  }
+  DeviceBad* ptr() const { return static_cast<DeviceBad*>(buf_.data_ptr()); }
+  BadIndex read() const {
+    DeviceBad h{};
+    IGNIS_CUDA_CHECK(cudaMemcpyAsync(&h, ptr(), sizeof h, cudaMemcpyDeviceToHost, stream_));
+    IGNIS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return {h.found != 0, static_cast<int64_t>(h.value)};
+  }
+
+ private:
+  Tensor buf_;
+  cudaStream_t stream_;
+};
+
+cudaStream_t stream_of(Device d) {
+  return static_cast<cudaStream_t>(getCurrentCUDAStream(d.index).handle());
+}
+
+template <int N>
+Geometry<N> geometry(const TensorIter& it) {
+  Geometry<N> g{};
+  g.ndim = it.ndim;
+  for (int d = 0; d < it.ndim; ++d) {
+    g.shape[d] = it.shape[d];
+    for (int k = 0; k < N; ++k) g.strides[k][d] = it.strides[k][d];
+  }
+  return g;
+}
+
+template <int N>
+__device__ inline void offsets(const Geometry<N>& g, const Operands<N>& ops, int64_t i,
+                               char** p) {
+#pragma unroll
+  for (int k = 0; k < N; ++k) p[k] = ops.data[k];
+  for (int d = 0; d < g.ndim; ++d) {
+    const int64_t idx = i % g.shape[d];
+    i /= g.shape[d];
+#pragma unroll
+    for (int k = 0; k < N; ++k) p[k] += idx * g.strides[k][d];
+  }
+}
+
+template <int N>
+Operands<N> operands(const TensorIter& it) {
+  Operands<N> o;
+  for (int k = 0; k < N; ++k) o.data[k] = it.data[k];
+  return o;
+}
+
+unsigned blocks_for(int64_t n) {
+  return static_cast<unsigned>(std::min<int64_t>((n + kThreads - 1) / kThreads, 65536));
+}
+
+// ---- gather: out = *(src + index * stride)
+
+template <class T, class I>
+__global__ void gather_cuda(int64_t n, Operands<3> ops, Geometry<3> g, int64_t stride,
+                            IndexBounds b, DeviceBad* bad) {
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += step) {
+    char* p[3];
+    offsets(g, ops, e, p);
+    int64_t i = *reinterpret_cast<const I*>(p[2]);
+    const int64_t orig = i;
+    if (!fix_index(i, b)) {
+      record_bad(bad, orig);
+      continue;
+    }
+    *reinterpret_cast<T*>(p[0]) = *reinterpret_cast<const T*>(p[1] + i * stride);
+  }
+}
+
+BadIndex gather_kernel(const TensorIter& it, DType dt, DType index_dt, int64_t stride,
+                       IndexBounds b) {
+  if (it.numel == 0) return {};
+  DeviceGuard guard(it.device.index);
+  const cudaStream_t s = stream_of(it.device);
+  BadSlot bad(it.device, s);
+  dispatch_size(dt, [&]<class T>() {
+    dispatch_index(index_dt, [&]<class I>() {
+      gather_cuda<T, I><<<blocks_for(it.numel), kThreads, 0, s>>>(
+          it.numel, operands<3>(it), geometry<3>(it), stride, b, bad.ptr());
+    });
+  });
+  IGNIS_CUDA_CHECK(cudaGetLastError());
+  return bad.read();
+}
+
+// ---- put: *(dst + index * stride) = src (or +=, in one thread)
+
+template <class T, class I>
+__global__ void put_cuda(int64_t n, Operands<3> ops, Geometry<3> g, int64_t stride,
+                         IndexBounds b, bool accumulate, DeviceBad* bad) {
+  const int64_t first = accumulate ? 0 : static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t step = accumulate ? 1 : static_cast<int64_t>(blockDim.x) * gridDim.x;
+  if (accumulate && (blockIdx.x != 0 || threadIdx.x != 0)) return;
+  for (int64_t e = first; e < n; e += step) {
+    char* p[3];
+    offsets(g, ops, e, p);
+    int64_t i = *reinterpret_cast<const I*>(p[2]);
+    const int64_t orig = i;
+    if (!fix_index(i, b)) {
+      record_bad(bad, orig);
+      if (accumulate) return;  // the CPU stops at the first bad index too
+      continue;
+    }
+    T* d = reinterpret_cast<T*>(p[0] + i * stride);
+    const T v = *reinterpret_cast<const T*>(p[1]);
+    *d = accumulate ? add_values(*d, v) : v;
+  }
+}
+
+BadIndex put_kernel(const TensorIter& it, DType dt, DType index_dt, int64_t stride,
+                    IndexBounds b, bool accumulate) {
+  if (it.numel == 0) return {};
+  DeviceGuard guard(it.device.index);
+  const cudaStream_t s = stream_of(it.device);
+  BadSlot bad(it.device, s);
+  dispatch_dtype(dt, "index_put_", [&]<class T>() {
+    dispatch_index(index_dt, [&]<class I>() {
+      put_cuda<T, I><<<accumulate ? 1 : blocks_for(it.numel), accumulate ? 1 : kThreads, 0, s>>>(
+          it.numel, operands<3>(it), geometry<3>(it), stride, b, accumulate, bad.ptr());
+    });
+  });
+  IGNIS_CUDA_CHECK(cudaGetLastError());
+  return bad.read();
+}
+
+// ---- scatter / scatter_add: one iterator element is a whole line along the scatter dim
+
+template <class T, class I>
+__global__ void scatter_cuda(int64_t n, Operands<3> ops, Geometry<3> g, ScatterArgs a,
+                             DeviceBad* bad) {
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += step) {
+    char* p[3];
+    offsets(g, ops, e, p);
+    for (int64_t l = 0; l < a.line; ++l) {
+      int64_t i = *reinterpret_cast<const I*>(p[1] + l * a.index_stride);
+      const int64_t orig = i;
+      if (!fix_index(i, a.bounds)) {
+        record_bad(bad, orig);
+        break;
+      }
+      T* d = reinterpret_cast<T*>(p[0] + i * a.self_stride);
+      const T v = *reinterpret_cast<const T*>(p[2] + l * a.src_stride);
+      *d = a.accumulate ? add_values(*d, v) : v;
+    }
+  }
+}
+
+BadIndex scatter_kernel(const TensorIter& it, DType dt, DType index_dt, const ScatterArgs& a) {
+  if (it.numel == 0 || a.line == 0) return {};
+  DeviceGuard guard(it.device.index);
+  const cudaStream_t s = stream_of(it.device);
+  BadSlot bad(it.device, s);
+  dispatch_dtype(dt, "scatter", [&]<class T>() {
+    dispatch_index(index_dt, [&]<class I>() {
+      scatter_cuda<T, I><<<blocks_for(it.numel), kThreads, 0, s>>>(
+          it.numel, operands<3>(it), geometry<3>(it), a, bad.ptr());
+    });
+  });
+  IGNIS_CUDA_CHECK(cudaGetLastError());
+  return bad.read();
+}
+
+// ---- index_add: self[o, index[e], k] += alpha * source[o, e, k]. One thread per (o, k) column
+// walks the edges in order: no two threads write one element, and the sums' order is fixed.
+
+template <class I>
+__global__ void check_indices_cuda(const I* idx, int64_t E, int64_t N, DeviceBad* bad) {
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < E; e += step) {
+    if (static_cast<uint64_t>(idx[e]) >= static_cast<uint64_t>(N)) record_bad(bad, idx[e]);
+  }
+}
+
+template <class T, class I>
+__global__ void index_add_cuda(T* self, const T* src, const I* idx, int64_t outer, int64_t E,
+                               int64_t inner, int64_t s0, int64_t s1, int64_t s2, int64_t r0,
+                               int64_t r1, int64_t r2, acc_t<T> alpha) {
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < outer * inner;
+       c += step) {
+    const int64_t o = c / inner, k = c % inner;
+    for (int64_t e = 0; e < E; ++e) {
+      T* d = self + o * s0 + static_cast<int64_t>(idx[e]) * s1 + k * s2;
+      const T v = src[o * r0 + e * r1 + k * r2];
+      if constexpr (std::is_same_v<T, bool>) {
+        *d = *d || (alpha && v);
+      } else {
+        *d = static_cast<T>(static_cast<acc_t<T>>(*d) + alpha * static_cast<acc_t<T>>(v));
+      }
+    }
+  }
+}
+
+BadIndex index_add_kernel(const Tensor& self, int64_t dim, const Tensor& index,
+                          const Tensor& source, Scalar alpha) {
+  const auto st = *collapse3(self, dim);
+  const auto rt = *collapse3(source, dim);
+  const int64_t nd = self.dim();
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < dim; ++d) outer *= self.sizes()[d];
+  for (int64_t d = dim + 1; d < nd; ++d) inner *= self.sizes()[d];
+  const int64_t N = nd == 0 ? 1 : self.sizes()[dim];
+  const int64_t E = index.numel();
+  if (E == 0) return {};
+  DeviceGuard guard(self.device().index);
+  const cudaStream_t s = stream_of(self.device());
+  return dispatch_dtype(self.dtype(), "index_add", [&]<class T>() {
+    return dispatch_index(index.dtype(), [&]<class I>() -> BadIndex {
+      const I* idx = index.data_ptr<I>();
+      // Every index is checked first, so that a bad one leaves self untouched.
+      BadSlot bad(self.device(), s);
+      check_indices_cuda<I><<<blocks_for(E), kThreads, 0, s>>>(idx, E, N, bad.ptr());
+      IGNIS_CUDA_CHECK(cudaGetLastError());
+      const BadIndex b = bad.read();
+      if (b.found || outer == 0 || inner == 0) return b;
+      index_add_cuda<T, I><<<blocks_for(outer * inner), kThreads, 0, s>>>(
+          static_cast<T*>(self.data_ptr()), static_cast<const T*>(source.data_ptr()), idx, outer,
+          E, inner, st[0], st[1], st[2], rt[0], rt[1], rt[2], alpha.to<acc_t<T>>());
+      IGNIS_CUDA_CHECK(cudaGetLastError());
+      return {};
+    });
+  });
+}
+
+// ---- masked_fill: out = mask ? value : x
+
+template <class A>
+struct MaskedFill {
+  A value;
+  IGNIS_HD A operator()(A x, uint8_t m) const { return m ? value : x; }
+};
+
+void masked_fill_kernel(const TensorIter& it, DType dt, Scalar value) {
+  dispatch_dtype(dt, "masked_fill", [&]<class T>() {
+    using L = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
+    gpu_kernel<L, L, uint8_t>(it, MaskedFill<acc_t<L>>{static_cast<acc_t<L>>(value.to<acc_t<T>>())});
+  });
+}
+
+// ---- iota: 0, 1, 2, ...
+
+__global__ void iota_cuda(int64_t* out, int64_t n) {
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    out[i] = i;
+  }
+}
+
+void iota_kernel(const Tensor& out) {
+  if (out.numel() == 0) return;
+  DeviceGuard guard(out.device().index);
+  iota_cuda<<<blocks_for(out.numel()), kThreads, 0, stream_of(out.device())>>>(
+      out.data_ptr<int64_t>(), out.numel());
+  IGNIS_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+IGNIS_REGISTER_KERNEL(index_gather_stub, CUDA, &gather_kernel);
+IGNIS_REGISTER_KERNEL(index_put_stub, CUDA, &put_kernel);
+IGNIS_REGISTER_KERNEL(scatter_stub, CUDA, &scatter_kernel);
+IGNIS_REGISTER_KERNEL(index_add_stub, CUDA, &index_add_kernel);
+IGNIS_REGISTER_KERNEL(masked_fill_stub, CUDA, &masked_fill_kernel);
+IGNIS_REGISTER_KERNEL(iota_stub, CUDA, &iota_kernel);
+
+}  // namespace ignis::cuda

@@ -1,0 +1,38 @@
+// cat on the GPU: each input is one strided 2-D copy into the output (cudaMemcpy2DAsync on the
+// current stream). The output seen as [outer, row] bytes holds input i's block of bytes at
+// column offset prefix[i] of every row.
+#include "core/tensor_impl.h"
+#include "cuda/backend.h"
+#include "cuda/cuda_check.h"
+#include "ops/index.h"
+
+namespace ignis::cuda {
+namespace {
+
+void cat_kernel(const Tensor& out, const std::vector<Tensor>& inputs, int64_t dim) {
+  const int64_t es = static_cast<int64_t>(out.element_size());
+  int64_t outer = 1;
+  for (int64_t d = 0; d < dim; ++d) outer *= out.sizes()[d];
+  if (out.numel() == 0 || outer == 0) return;
+  const int64_t row = out.numel() / outer * es;  // bytes of one output row
+  DeviceGuard guard(out.device().index);
+  const auto stream = static_cast<cudaStream_t>(getCurrentCUDAStream(out.device().index).handle());
+  char* dst = static_cast<char*>(out.data_ptr());
+  int64_t offset = 0;
+  for (const Tensor& in : inputs) {
+    const int64_t block = in.numel() / outer * es;  // bytes of the input in one output row
+    if (block > 0) {
+      IGNIS_CUDA_CHECK(cudaMemcpy2DAsync(dst + offset, static_cast<size_t>(row), in.data_ptr(),
+                                         static_cast<size_t>(block), static_cast<size_t>(block),
+                                         static_cast<size_t>(outer), cudaMemcpyDeviceToDevice,
+                                         stream));
+    }
+    offset += block;
+  }
+}
+
+}  // namespace
+
+IGNIS_REGISTER_KERNEL(cat_stub, CUDA, &cat_kernel);
+
+}  // namespace ignis::cuda

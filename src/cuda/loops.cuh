@@ -1,0 +1,116 @@
+// CUDA elementwise loops over a TensorIter: out[i] = f(in0[i], in1[i], ...), with the op's scalar
+// functor from ops/functors.h, the same code the CPU loops (cpu/loops.h) and graph mode's
+// generated kernels call. One thread per element in a grid-stride loop; a dense iteration space
+// indexes the operands directly, any other computes each operand's byte offset from the merged
+// shape and strides (innermost dim first, as TensorIter keeps them).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <concepts>
+#include <tuple>
+#include <utility>
+
+#include "core/dispatch.h"
+#include "core/tensor_iter.h"
+#include "cuda/cuda_check.h"
+#include "ignis/cuda.h"
+
+namespace ignis::cuda {
+
+constexpr int kMaxDims = 16;
+constexpr int kThreads = 256;
+
+template <int N>
+struct Operands {
+  char* data[N];
+};
+template <int N>
+struct Geometry {
+  int ndim;
+  int64_t shape[kMaxDims];
+  int64_t strides[N][kMaxDims];  // bytes
+};
+
+/// The functor's exact path for rare inputs (see cpu/loops.h's has_exact_path).
+template <class F, class T>
+concept has_exact_path = requires(const F& f, T x) {
+  { f.needs_exact(x) } -> std::convertible_to<bool>;
+  f.exact(x);
+};
+
+template <class Out, class... In, class F, size_t... I>
+__device__ __forceinline__ void apply(char* const* p, const F& f, std::index_sequence<I...>) {
+  using In0 = std::tuple_element_t<0, std::tuple<In...>>;
+  if constexpr (sizeof...(In) == 1 && has_exact_path<F, acc_t<In0>>) {
+    const acc_t<In0> x = static_cast<acc_t<In0>>(*reinterpret_cast<const In0*>(p[1]));
+    *reinterpret_cast<Out*>(p[0]) = static_cast<Out>(f.needs_exact(x) ? f.exact(x) : f(x));
+  } else {
+    *reinterpret_cast<Out*>(p[0]) =
+        static_cast<Out>(f(static_cast<acc_t<In>>(*reinterpret_cast<const In*>(p[I + 1]))...));
+  }
+}
+
+// (A __global__ template takes its parameter pack last.)
+template <class F, class Out, class... In>
+__global__ void dense_kernel(int64_t n, Operands<1 + sizeof...(In)> ops, F f) {
+  constexpr int N = 1 + sizeof...(In);
+  constexpr size_t sizes[N] = {sizeof(Out), sizeof(In)...};
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    char* p[N];
+#pragma unroll
+    for (int k = 0; k < N; ++k) p[k] = ops.data[k] + i * static_cast<int64_t>(sizes[k]);
+    apply<Out, In...>(p, f, std::index_sequence_for<In...>{});
+  }
+}
+
+template <class F, class Out, class... In>
+__global__ void strided_kernel(int64_t n, Operands<1 + sizeof...(In)> ops,
+                               Geometry<1 + sizeof...(In)> g, F f) {
+  constexpr int N = 1 + sizeof...(In);
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    char* p[N];
+#pragma unroll
+    for (int k = 0; k < N; ++k) p[k] = ops.data[k];
+    int64_t rem = i;
+    for (int d = 0; d < g.ndim; ++d) {
+      const int64_t idx = rem % g.shape[d];
+      rem /= g.shape[d];
+#pragma unroll
+      for (int k = 0; k < N; ++k) p[k] += idx * g.strides[k][d];
+    }
+    apply<Out, In...>(p, f, std::index_sequence_for<In...>{});
+  }
+}
+
+/// Launches f over `it` on the current stream of the operands' device.
+template <class Out, class... In, class F>
+void gpu_kernel(const TensorIter& it, const F& f) {
+  constexpr int N = 1 + sizeof...(In);
+  if (it.numel == 0) return;
+  IGNIS_CHECK(it.ntensors == N, "CUDA elementwise: ", it.ntensors, " operands, kernel takes ", N);
+  IGNIS_CHECK(it.ndim <= kMaxDims, "CUDA elementwise: more than ", kMaxDims,
+              " dims that cannot be merged");
+  DeviceGuard guard(it.device.index);
+  auto stream = static_cast<cudaStream_t>(getCurrentCUDAStream(it.device.index).handle());
+  Operands<N> ops;
+  for (int k = 0; k < N; ++k) ops.data[k] = it.data[k];
+  const int64_t blocks64 = (it.numel + kThreads - 1) / kThreads;
+  const unsigned blocks = static_cast<unsigned>(blocks64 < 65536 ? blocks64 : 65536);
+  if (it.is_contiguous({sizeof(Out), sizeof(In)...})) {
+    dense_kernel<F, Out, In...><<<blocks, kThreads, 0, stream>>>(it.numel, ops, f);
+  } else {
+    Geometry<N> g{};
+    g.ndim = it.ndim;
+    for (int d = 0; d < it.ndim; ++d) {
+      g.shape[d] = it.shape[d];
+      for (int k = 0; k < N; ++k) g.strides[k][d] = it.strides[k][d];
+    }
+    strided_kernel<F, Out, In...><<<blocks, kThreads, 0, stream>>>(it.numel, ops, g, f);
+  }
+  IGNIS_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace ignis::cuda

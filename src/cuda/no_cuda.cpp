@@ -1,0 +1,70 @@
+// The CUDA runtime API in a build without the CUDA backend (IGNIS_CUDA=OFF, or no nvcc): no
+// device is available, and what needs one says why.
+#include "cuda/backend.h"
+#include "ignis/error.h"
+
+namespace ignis {
+
+namespace {
+[[noreturn]] void no_backend(const char* what) {
+  IGNIS_FAIL(what, ": ignis was built without a CUDA backend (configure with -DIGNIS_CUDA=ON "
+             "on a machine with nvcc)");
+}
+}  // namespace
+
+bool cuda_is_available() { return false; }
+
+namespace cuda {
+
+bool is_available() { return false; }
+int device_count() { return 0; }
+std::string unavailable_reason() { return "ignis was built without a CUDA backend"; }
+int current_device() { no_backend("cuda::current_device"); }
+void set_device(int) { no_backend("cuda::set_device"); }
+void synchronize(int) { no_backend("cuda::synchronize"); }
+
+DeviceGuard::DeviceGuard(int) { no_backend("cuda::DeviceGuard"); }
+DeviceGuard::DeviceGuard(Device) { no_backend("cuda::DeviceGuard"); }
+DeviceGuard::~DeviceGuard() = default;
+
+bool Stream::query() const { no_backend("cuda::Stream::query"); }
+void Stream::synchronize() const { no_backend("cuda::Stream::synchronize"); }
+Stream getCurrentCUDAStream(int) { no_backend("cuda::getCurrentCUDAStream"); }
+Stream getDefaultCUDAStream(int) { no_backend("cuda::getDefaultCUDAStream"); }
+Stream getStreamFromPool(bool, int) { no_backend("cuda::getStreamFromPool"); }
+void setCurrentCUDAStream(const Stream&) { no_backend("cuda::setCurrentCUDAStream"); }
+StreamGuard::StreamGuard(const Stream&) { no_backend("cuda::StreamGuard"); }
+StreamGuard::~StreamGuard() = default;
+
+Event::Event(bool enable_timing) : timing_(enable_timing) {}
+Event::~Event() = default;
+Event::Event(Event&& o) noexcept : event_(o.event_), device_(o.device_), timing_(o.timing_) {}
+Event& Event::operator=(Event&& o) noexcept {
+  event_ = o.event_;
+  device_ = o.device_;
+  timing_ = o.timing_;
+  return *this;
+}
+void Event::record() { no_backend("cuda::Event::record"); }
+void Event::record(const Stream&) { no_backend("cuda::Event::record"); }
+void Event::block(const Stream&) const { no_backend("cuda::Event::block"); }
+bool Event::query() const { return true; }  // never recorded
+void Event::synchronize() const {}
+float Event::elapsed_time(const Event&) const { no_backend("cuda::Event::elapsed_time"); }
+
+MemoryStats memory_stats(int) { no_backend("cuda::memory_stats"); }
+void reset_peak_memory_stats(int) { no_backend("cuda::reset_peak_memory_stats"); }
+void empty_cache() {}  // nothing cached
+
+namespace detail {
+void copy_across_devices(const Tensor& dst, const Tensor& src, bool) {
+  IGNIS_FAIL("copy_: copying from ", src.device().str(), " to ", dst.device().str(),
+             ": ignis was built without a CUDA backend");
+}
+Tensor pin_memory(const Tensor&) { no_backend("pin_memory"); }
+bool is_pinned(const Tensor&) { return false; }
+void record_stream(const Tensor&, const Stream&) { no_backend("record_stream"); }
+}  // namespace detail
+
+}  // namespace cuda
+}  // namespace ignis

@@ -1,0 +1,269 @@
+// CUDA kernels of the reductions: the one-pass reductions (sum, mean, prod, amax, amin, all, any)
+// with the CPU's reducers (ops/reducers.h), max/min over one dim with indices, and softmax /
+// log_softmax with their backward. The input is seen as a dense [outer, n, inner] block
+// (ops/reduce_layout.h, the CPU driver's analysis): rows (inner = 1) are folded by a block of
+// threads each, with a tree in shared memory; columns by one thread per output, whose neighbours
+// read neighbouring addresses. The order of the folds is fixed, so results are deterministic.
+#include <cmath>
+
+#include "core/tensor_impl.h"
+#include "cuda/loops.cuh"
+#include "ops/reduce_layout.h"
+#include "ops/reducers.h"
+
+namespace ignis::cuda {
+namespace {
+
+constexpr int kRowThreads = 256;
+
+unsigned grid_for(int64_t work, int64_t per_block) {
+  const int64_t b = (work + per_block - 1) / per_block;
+  return static_cast<unsigned>(b < 65536 ? (b > 0 ? b : 1) : 65536);
+}
+
+cudaStream_t stream_for(const Tensor& t) {
+  return static_cast<cudaStream_t>(getCurrentCUDAStream(t.device().index).handle());
+}
+
+// ---- one-pass reductions
+
+template <class T, class Out, class R>
+__global__ void reduce_rows_kernel(const T* x, Out* out, int64_t outer, int64_t n, R r) {
+  using A = typename R::acc_type;
+  __shared__ A s[kRowThreads];
+  for (int64_t row = blockIdx.x; row < outer; row += gridDim.x) {
+    A acc = r.identity();
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+      acc = r.step(acc, static_cast<acc_t<T>>(x[row * n + j]));
+    }
+    s[threadIdx.x] = acc;
+    __syncthreads();
+    for (int w = blockDim.x / 2; w > 0; w >>= 1) {
+      if (threadIdx.x < w) s[threadIdx.x] = r.merge(s[threadIdx.x], s[threadIdx.x + w]);
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) out[row] = static_cast<Out>(r.finish(s[0], n));
+    __syncthreads();
+  }
+}
+
+template <class T, class Out, class R>
+__global__ void reduce_cols_kernel(const T* x, Out* out, int64_t outer, int64_t n, int64_t inner,
+                                   R r) {
+  const int64_t total = outer * inner;
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < total;
+       k += step) {
+    const int64_t o = k / inner, i = k % inner;
+    auto acc = r.identity();
+    for (int64_t j = 0; j < n; ++j) {
+      acc = r.step(acc, static_cast<acc_t<T>>(x[(o * n + j) * inner + i]));
+    }
+    out[k] = static_cast<Out>(r.finish(acc, n));
+  }
+}
+
+template <class T, class Out, class R>
+void run_reduction(const Tensor& out, const Tensor& x, const ReducePlan& plan, const R& r) {
+  const int64_t nout = out.numel();
+  if (nout == 0) return;
+  DeviceGuard guard(out.device().index);
+  cudaStream_t stream = stream_for(out);
+  Out* o = static_cast<Out*>(out.data_ptr());
+  if (plan.reduced_numel == 0) {  // every output folds nothing: the reducer's empty value
+    reduce_cols_kernel<T, Out, R><<<grid_for(nout, kThreads), kThreads, 0, stream>>>(
+        nullptr, o, nout, 0, 1, r);
+    IGNIS_CUDA_CHECK(cudaGetLastError());
+    return;
+  }
+  const ReduceLayout L = reduce_layout(x, plan);
+  const T* p = static_cast<const T*>(L.data);
+  if (L.inner == 1 && L.n >= 64) {
+    reduce_rows_kernel<T, Out, R><<<grid_for(L.outer, 1), kRowThreads, 0, stream>>>(
+        p, o, L.outer, L.n, r);
+  } else {
+    reduce_cols_kernel<T, Out, R><<<grid_for(L.outer * L.inner, kThreads), kThreads, 0, stream>>>(
+        p, o, L.outer, L.n, L.inner, r);
+  }
+  IGNIS_CUDA_CHECK(cudaGetLastError());
+}
+
+// Integer and bool inputs fold in int64 (sum, prod promote them to int64), as on the CPU.
+template <template <class> class R>
+void int64_or_same_kernel(const Tensor& out, const Tensor& x, const ReducePlan& plan,
+                          const char* op) {
+  dispatch_dtype(x.dtype(), op, [&]<class T>() {
+    if constexpr (std::is_integral_v<T>) {
+      IGNIS_CHECK(out.dtype() == kInt64 || out.dtype() == x.dtype(), op, ": output dtype ",
+                  out.dtype(), " for ", x.dtype(), " input");
+      if (out.dtype() == kInt64) {
+        run_reduction<T, int64_t>(out, x, plan, R<int64_t>{});
+      } else {
+        run_reduction<T, T>(out, x, plan, R<int64_t>{});
+      }
+    } else {
+      run_reduction<T, T>(out, x, plan, R<acc_t<T>>{});
+    }
+  });
+}
+
+void sum_kernel(const Tensor& out, const Tensor& x, const ReducePlan& plan) {
+  int64_or_same_kernel<SumReducer>(out, x, plan, "sum");
+}
+void mean_kernel(const Tensor& out, const Tensor& x, const ReducePlan& plan) {
+  dispatch_floating(x.dtype(), "mean",
+                    [&]<class T>() { run_reduction<T, T>(out, x, plan, MeanReducer<acc_t<T>>{}); });
+}
+void prod_kernel(const Tensor& out, const Tensor& x, const ReducePlan& plan) {
+  int64_or_same_kernel<ProdReducer>(out, x, plan, "prod");
+}
+template <bool IsMax>
+void minmax_kernel(const Tensor& out, const Tensor& x, const ReducePlan& plan) {
+  dispatch_dtype(x.dtype(), IsMax ? "amax" : "amin", [&]<class T>() {
+    run_reduction<T, T>(out, x, plan, MinMaxReducer<acc_t<T>, IsMax>{});
+  });
+}
+template <bool IsAll>
+void all_any_kernel(const Tensor& out, const Tensor& x, const ReducePlan& plan) {
+  dispatch_dtype(x.dtype(), IsAll ? "all" : "any",
+                 [&]<class T>() { run_reduction<T, bool>(out, x, plan, AllAnyReducer<IsAll>{}); });
+}
+
+// ---- max / min over one dim with indices: the first occurrence wins, the first NaN beats all
+
+template <class T, bool IsMax>
+__global__ void minmax_dim_cuda(const T* x, T* vals, int64_t* idx, int64_t outer, int64_t n,
+                                int64_t inner) {
+  using A = acc_t<T>;
+  const int64_t total = outer * inner;
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < total;
+       k += step) {
+    const T* p = x + (k / inner) * n * inner + k % inner;
+    A best = static_cast<A>(p[0]);
+    int64_t at = 0;
+    for (int64_t j = 1; j < n; ++j) {
+      const A v = static_cast<A>(p[j * inner]);
+      bool better = IsMax ? (v > best) : (v < best);
+      if constexpr (std::is_floating_point_v<A>) better = better || (v != v && best == best);
+      if (better) {
+        best = v;
+        at = j;
+      }
+    }
+    if (vals != nullptr) vals[k] = static_cast<T>(best);
+    idx[k] = at;
+  }
+}
+
+void minmax_dim_kernel(const Tensor& values, const Tensor& indices, const Tensor& x, int64_t dim,
+                       bool is_max) {
+  if (indices.numel() == 0) return;
+  ReducePlan plan;
+  plan.mask = x.dim() == 0 ? 0 : (uint64_t{1} << dim);
+  plan.reduced_numel = x.dim() == 0 ? 1 : x.sizes()[dim];
+  const ReduceLayout L = reduce_layout(x, plan);
+  DeviceGuard guard(x.device().index);
+  cudaStream_t stream = stream_for(x);
+  int64_t* idx = indices.data_ptr<int64_t>();
+  dispatch_dtype(x.dtype(), is_max ? "max" : "min", [&]<class T>() {
+    const T* p = static_cast<const T*>(L.data);
+    T* vals = values.defined() ? values.data_ptr<T>() : nullptr;
+    const unsigned g = grid_for(L.outer * L.inner, kThreads);
+    if (is_max) {
+      minmax_dim_cuda<T, true><<<g, kThreads, 0, stream>>>(p, vals, idx, L.outer, L.n, L.inner);
+    } else {
+      minmax_dim_cuda<T, false><<<g, kThreads, 0, stream>>>(p, vals, idx, L.outer, L.n, L.inner);
+    }
+  });
+  IGNIS_CUDA_CHECK(cudaGetLastError());
+}
+
+// ---- softmax and log_softmax along one dim (one thread per [outer, inner] position)
+
+template <class T>
+__global__ void softmax_cuda(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bool log) {
+  using A = acc_t<T>;
+  const int64_t total = outer * inner;
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < total;
+       k += step) {
+    const int64_t base = (k / inner) * n * inner + k % inner;
+    A m = -INFINITY;
+    for (int64_t j = 0; j < n; ++j) {
+      const A v = static_cast<A>(x[base + j * inner]);
+      m = (v > m || v != v) ? v : m;
+    }
+    // All -inf: exp(x - m) is NaN for every element, as in PyTorch.
+    A s = 0;
+    for (int64_t j = 0; j < n; ++j) s += std::exp(static_cast<A>(x[base + j * inner]) - m);
+    const A ls = std::log(s);
+    for (int64_t j = 0; j < n; ++j) {
+      const A d = static_cast<A>(x[base + j * inner]) - m;
+      y[base + j * inner] = static_cast<T>(log ? d - ls : std::exp(d) / s);
+    }
+  }
+}
+
+void softmax_kernel(const Tensor& out, const Tensor& x, int64_t dim, bool log) {
+  if (out.numel() == 0) return;
+  const ReduceLayout L = dim_layout(x, dim);
+  DeviceGuard guard(x.device().index);
+  dispatch_floating(x.dtype(), log ? "log_softmax" : "softmax", [&]<class T>() {
+    softmax_cuda<T><<<grid_for(L.outer * L.inner, kThreads), kThreads, 0, stream_for(x)>>>(
+        static_cast<const T*>(L.data), out.data_ptr<T>(), L.outer, L.n, L.inner, log);
+  });
+  IGNIS_CUDA_CHECK(cudaGetLastError());
+}
+
+// softmax: y * (g - sum(g * y)); log_softmax: g - exp(y) * sum(g).
+template <class T>
+__global__ void softmax_backward_cuda(const T* g, const T* y, T* gi, int64_t outer, int64_t n,
+                                      int64_t inner, bool log) {
+  using A = acc_t<T>;
+  const int64_t total = outer * inner;
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < total;
+       k += step) {
+    const int64_t base = (k / inner) * n * inner + k % inner;
+    A s = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t e = base + j * inner;
+      s += log ? static_cast<A>(g[e]) : static_cast<A>(g[e]) * static_cast<A>(y[e]);
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t e = base + j * inner;
+      const A gv = static_cast<A>(g[e]), yv = static_cast<A>(y[e]);
+      gi[e] = static_cast<T>(log ? gv - std::exp(yv) * s : yv * (gv - s));
+    }
+  }
+}
+
+void softmax_backward_kernel(const Tensor& grad_in, const Tensor& g, const Tensor& y, int64_t dim,
+                             bool log) {
+  if (grad_in.numel() == 0) return;
+  const ReduceLayout Lg = dim_layout(g, dim), Ly = dim_layout(y, dim);
+  DeviceGuard guard(g.device().index);
+  dispatch_floating(g.dtype(), log ? "log_softmax_backward" : "softmax_backward", [&]<class T>() {
+    softmax_backward_cuda<T>
+        <<<grid_for(Lg.outer * Lg.inner, kThreads), kThreads, 0, stream_for(g)>>>(
+            static_cast<const T*>(Lg.data), static_cast<const T*>(Ly.data), grad_in.data_ptr<T>(),
+            Lg.outer, Lg.n, Lg.inner, log);
+  });
+  IGNIS_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+IGNIS_REGISTER_KERNEL(sum_stub, CUDA, &sum_kernel);
+IGNIS_REGISTER_KERNEL(mean_stub, CUDA, &mean_kernel);
+IGNIS_REGISTER_KERNEL(prod_stub, CUDA, &prod_kernel);
+IGNIS_REGISTER_KERNEL(amax_stub, CUDA, &minmax_kernel<true>);
+IGNIS_REGISTER_KERNEL(amin_stub, CUDA, &minmax_kernel<false>);
+IGNIS_REGISTER_KERNEL(all_stub, CUDA, &all_any_kernel<true>);
+IGNIS_REGISTER_KERNEL(any_stub, CUDA, &all_any_kernel<false>);
+IGNIS_REGISTER_KERNEL(minmax_dim_stub, CUDA, &minmax_dim_kernel);
+IGNIS_REGISTER_KERNEL(softmax_stub, CUDA, &softmax_kernel);
+IGNIS_REGISTER_KERNEL(softmax_backward_stub, CUDA, &softmax_backward_kernel);
+
+}  // namespace ignis::cuda

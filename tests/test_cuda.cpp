@@ -1,0 +1,527 @@
+// The CUDA backend (docs/cuda.md). Without a GPU (or without the backend in this build) the GPU
+// tests are skipped, and say why; what a machine without one must do (report it, refuse GPU
+// tensors with a message) is tested everywhere. On a GPU the CPU is the oracle: each op's CUDA
+// result is compared with the same op on the CPU.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ignis/cuda.h"
+#include "ignis/ignis.h"
+#include "test_util.h"
+
+using namespace ignis;
+using ::testing::AnyOf;
+using ::testing::HasSubstr;
+
+namespace {
+
+const Device kGpu(DeviceType::CUDA, 0);
+
+#define REQUIRE_GPU()                                                              \
+  do {                                                                             \
+    if (!cuda::is_available()) GTEST_SKIP() << "no GPU: " << cuda::unavailable_reason(); \
+  } while (0)
+
+// a on the GPU equals b on the CPU: same shape and dtype; values within tolerance (bitwise for
+// integers and bool).
+void expect_matches(const Tensor& gpu, const Tensor& cpu, double rtol, double atol,
+                    const std::string& what) {
+  ASSERT_TRUE(gpu.device().is_cuda()) << what;
+  const Tensor back = gpu.cpu();
+  ASSERT_EQ(back.sizes(), cpu.sizes()) << what;
+  ASSERT_EQ(back.dtype(), cpu.dtype()) << what;
+  if (!cpu.is_floating_point()) {
+    EXPECT_TRUE(equal(back, cpu)) << what;
+    return;
+  }
+  EXPECT_TRUE(allclose(back.to(kFloat64), cpu.to(kFloat64), rtol, atol, /*equal_nan=*/true))
+      << what << "\ngpu: " << back << "\ncpu: " << cpu;
+}
+
+double rtol_of(DType t) { return t == kBFloat16 ? 1e-2 : t == kFloat32 ? 1e-5 : 1e-12; }
+double atol_of(DType t) { return t == kBFloat16 ? 1e-2 : t == kFloat32 ? 1e-6 : 1e-12; }
+
+// Sample inputs of one dtype: a dense 2-d tensor, its transpose (strided), a 0-d tensor and an
+// empty one; floats include signed zeros, infinities and NaN.
+std::vector<Tensor> samples(DType dt) {
+  Tensor base;
+  if (dt == kBool) {
+    base = tensor(std::vector<int64_t>{0, 1, 1, 0, 1, 0}).reshape({2, 3}).to(kBool);
+  } else if (is_floating_point(dt)) {
+    base = tensor(std::vector<double>{-2.5, -0.0, 0.0, 0.75, 3.0, 1e4}, kFloat64)
+               .reshape({2, 3})
+               .to(dt);
+  } else {
+    base = tensor(std::vector<int64_t>{-7, 0, 3, 5, 2, 9}).reshape({2, 3}).to(dt);
+    if (dt == kUInt8) base = base.abs();
+  }
+  return {base, base.t(), base.flatten()[1], base.narrow(1, 0, 0)};
+}
+
+}  // namespace
+
+// ---- everywhere
+
+TEST(CudaRuntime, ReportsWhetherAGpuIsThere) {
+  if (cuda::is_available()) {
+    EXPECT_GT(cuda::device_count(), 0);
+    EXPECT_EQ(cuda::unavailable_reason(), "");
+    EXPECT_TRUE(cuda_is_available());
+    return;
+  }
+  EXPECT_EQ(cuda::device_count(), 0);
+  EXPECT_FALSE(cuda_is_available());
+  EXPECT_THAT(cuda::unavailable_reason(),
+              AnyOf(HasSubstr("built without a CUDA backend"), HasSubstr("CUDA driver"),
+                    HasSubstr("no CUDA device")));
+}
+
+TEST(CudaRuntime, WithoutAGpuTensorsCannotGoThereAndSayWhy) {
+  if (cuda::is_available()) GTEST_SKIP() << "a GPU is available";
+  const Tensor x = ones({2, 3});
+  const std::string e = error_of([&] { (void)x.to(kGpu); });
+  EXPECT_THAT(e, AnyOf(HasSubstr("ignis was built without a CUDA backend"),
+                       HasSubstr("no GPU is available (")));
+  EXPECT_THAT(error_of([&] { (void)x.cuda(); }), HasSubstr("cuda"));
+  EXPECT_THAT(error_of([&] { (void)empty({4}, TensorOptions().device(kGpu)); }),
+              AnyOf(HasSubstr("ignis was built without a CUDA backend"),
+                    HasSubstr("no GPU is available (")));
+  EXPECT_THAT(error_of([&] { cuda::synchronize(); }),
+              AnyOf(HasSubstr("cuda::synchronize: ignis was built without"),
+                    HasSubstr("no GPU is available")));
+  EXPECT_THAT(error_of([&] { (void)cuda::getCurrentCUDAStream(); }),
+              AnyOf(HasSubstr("built without"), HasSubstr("no GPU is available")));
+  EXPECT_THAT(error_of([&] { cuda::Event e(true); e.record(); }),
+              AnyOf(HasSubstr("built without"), HasSubstr("no GPU is available")));
+  EXPECT_THAT(error_of([&] { (void)x.pin_memory(); }),
+              AnyOf(HasSubstr("pin_memory: ignis was built without"),
+                    HasSubstr("pin_memory: no GPU is available")));
+  EXPECT_FALSE(x.is_pinned());
+  cuda::Event never;
+  EXPECT_TRUE(never.query());  // never recorded: nothing to wait for
+  cuda::empty_cache();         // nothing cached: a no-op everywhere
+}
+
+TEST(CudaRuntime, DataLoaderPinsBatchesOnlyWithAGpu) {
+  auto ds = std::make_shared<data::TensorDataset>(randn({10, 3}), arange(10, kInt64));
+  data::DataLoaderOptions opts{.batch_size = 4, .num_workers = 1, .pin_memory = true};
+  if (!cuda::is_available()) {
+    EXPECT_THAT(error_of([&] { data::DataLoader loader(ds, opts); }),
+                HasSubstr("DataLoader: pin_memory needs a GPU: "));
+    return;
+  }
+  data::DataLoader loader(ds, opts);
+  int batches = 0;
+  for (auto& b : loader) {
+    EXPECT_TRUE(b.data.is_pinned());
+    EXPECT_TRUE(b.target.is_pinned());
+    const Tensor g = b.data.to(kGpu, /*non_blocking=*/true);
+    cuda::synchronize();
+    EXPECT_TRUE(equal(g.cpu(), b.data));
+    ++batches;
+  }
+  EXPECT_EQ(batches, 3);
+}
+
+TEST(CudaRuntime, SavingAMetaTensorSaysItHasNoData) {
+  TempDir dir;
+  const NamedTensorList t = {{"w", empty({2}, TensorOptions().device(kMeta))}};
+  EXPECT_THAT(error_of([&] { save_safetensors(dir.file("m.safetensors"), t, {}); }),
+              HasSubstr("save_safetensors: tensor 'w' is on meta and has no data to save"));
+}
+
+TEST(CudaRuntime, DeviceStringsAndTensorPredicates) {
+  EXPECT_EQ(Device("cuda:1"), Device(DeviceType::CUDA, 1));
+  EXPECT_EQ(Device("cuda").str(), "cuda:0");
+  const Tensor x = ones({2});
+  EXPECT_TRUE(x.is_cpu());
+  EXPECT_FALSE(x.is_cuda());
+  EXPECT_FALSE(x.is_meta());
+  EXPECT_TRUE(empty({2}, TensorOptions().device(kMeta)).is_meta());
+  EXPECT_THAT(error_of([&] { (void)empty({2}, TensorOptions().device(kMeta)).pin_memory(); }),
+              HasSubstr("pin_memory: only CPU tensors can be pinned, got a tensor on meta"));
+}
+
+// ---- on a GPU
+
+TEST(Cuda, CopiesRoundTripEveryDtypeAndLayout) {
+  REQUIRE_GPU();
+  for (DType dt : {kBool, kUInt8, kInt32, kInt64, kBFloat16, kFloat32, kFloat64}) {
+    for (const Tensor& x : samples(dt)) {
+      const Tensor g = x.to(kGpu);
+      EXPECT_TRUE(g.is_cuda());
+      expect_matches(g, x.contiguous(), 0, 0, "round trip " + std::string(dtype_name(dt)));
+      // Cast on the way, and a strided destination on either side.
+      for (DType to : {kInt64, kFloat32, kFloat64}) {
+        expect_matches(x.to(kGpu, to), x.to(to), 0, 0, "to(cuda, dtype)");
+      }
+      if (x.dim() == 2 && x.numel() > 0) {
+        Tensor dst = zeros({3, 2}, TensorOptions(dt).device(kGpu)).t();  // strided
+        dst.copy_(x);
+        expect_matches(dst, x, 0, 0, "copy_ into a strided GPU tensor");
+        Tensor host = zeros({3, 2}, TensorOptions(dt)).t();
+        host.copy_(g);
+        EXPECT_TRUE(equal(host, x));
+      }
+    }
+  }
+}
+
+TEST(Cuda, PinnedCopiesDoNotBlockAndArriveAfterSynchronize) {
+  REQUIRE_GPU();
+  const Tensor x = arange(1 << 20, kFloat32);
+  const Tensor pinned = x.pin_memory();
+  EXPECT_TRUE(pinned.is_pinned());
+  EXPECT_FALSE(x.is_pinned());
+  EXPECT_TRUE(pinned.pin_memory().is_same(pinned));  // already pinned: itself
+  const Tensor g = pinned.to(kGpu, /*non_blocking=*/true);
+  Tensor back = empty({1 << 20}).pin_memory();
+  back.copy_(g, /*non_blocking=*/true);
+  cuda::synchronize();
+  EXPECT_TRUE(equal(back, x));
+}
+
+TEST(Cuda, ElementwiseOpsMatchTheCpu) {
+  REQUIRE_GPU();
+  using Unary = std::function<Tensor(const Tensor&)>;
+  const std::vector<std::pair<const char*, Unary>> unary = {
+      {"neg", [](const Tensor& a) { return -a; }},
+      {"abs", [](const Tensor& a) { return a.abs(); }},
+      {"exp", [](const Tensor& a) { return a.exp(); }},
+      {"log", [](const Tensor& a) { return a.log(); }},
+      {"sin", [](const Tensor& a) { return a.sin(); }},
+      {"tanh", [](const Tensor& a) { return a.tanh(); }},
+      {"sigmoid", [](const Tensor& a) { return a.sigmoid(); }},
+      {"sqrt", [](const Tensor& a) { return a.sqrt(); }},
+      {"relu", [](const Tensor& a) { return relu(a); }},
+      {"gelu", [](const Tensor& a) { return gelu(a); }},
+      {"silu", [](const Tensor& a) { return silu(a); }},
+      {"floor", [](const Tensor& a) { return a.floor(); }},
+      {"pow 2", [](const Tensor& a) { return a.pow(2); }},
+      {"pow 0.5", [](const Tensor& a) { return a.pow(0.5); }},
+      {"clamp", [](const Tensor& a) { return a.clamp(-1, 2); }},
+      {"isnan", [](const Tensor& a) { return isnan(a); }},
+      {"x * 3 + 1", [](const Tensor& a) { return a * 3 + 1; }},
+  };
+  for (DType dt : {kFloat32, kFloat64, kBFloat16}) {
+    for (const Tensor& x : samples(dt)) {
+      for (const auto& [name, f] : unary) {
+        expect_matches(f(x.to(kGpu)), f(x), rtol_of(dt), atol_of(dt),
+                       std::string(name) + " " + std::string(dtype_name(dt)) + " dims " + std::to_string(x.dim()));
+      }
+    }
+  }
+  using Binary = std::function<Tensor(const Tensor&, const Tensor&)>;
+  const std::vector<std::pair<const char*, Binary>> binary = {
+      {"add", [](const Tensor& a, const Tensor& b) { return a + b; }},
+      {"sub", [](const Tensor& a, const Tensor& b) { return a - b; }},
+      {"mul", [](const Tensor& a, const Tensor& b) { return a * b; }},
+      {"maximum", [](const Tensor& a, const Tensor& b) { return maximum(a, b); }},
+      {"lt", [](const Tensor& a, const Tensor& b) { return a < b; }},
+      {"eq", [](const Tensor& a, const Tensor& b) { return a == b; }},
+      {"where", [](const Tensor& a, const Tensor& b) { return where(a > b, a, b); }},
+  };
+  for (DType dt : {kInt32, kInt64, kFloat32, kFloat64, kBFloat16}) {
+    const std::vector<Tensor> s = samples(dt);
+    const Tensor a = s[0], row = s[0][1], scalar = s[2];
+    for (const auto& [name, f] : binary) {
+      // Same shape, broadcast of a row, a 0-d operand, a strided operand.
+      const std::vector<std::pair<Tensor, Tensor>> pairs = {
+          {a, a.flip({1})}, {a, row}, {a, scalar}, {s[1], s[1].contiguous()}};
+      for (const auto& [x, y] : pairs) {
+        expect_matches(f(x.to(kGpu), y.to(kGpu)), f(x, y), rtol_of(dt), atol_of(dt),
+                       std::string(name) + " " + std::string(dtype_name(dt)));
+      }
+    }
+  }
+  // True division promotes integers; integer remainder checks for zeros as on the CPU.
+  const Tensor i = samples(kInt64)[0];
+  expect_matches(i.to(kGpu) / 2, i / 2, 1e-6, 1e-6, "int / 2");
+  EXPECT_THAT(error_of([&] { (void)i.to(kGpu).remainder(i.to(kGpu)); }),
+              HasSubstr("remainder: integer division by zero"));
+}
+
+TEST(Cuda, RandomFillsDrawTheCpusNumbers) {
+  REQUIRE_GPU();
+  for (DType dt : {kFloat32, kFloat64, kBFloat16}) {
+    manual_seed(7);
+    const Tensor c = rand({1000}, dt), cn = randn({1000}, dt);
+    manual_seed(7);
+    const Tensor g = rand({1000}, TensorOptions(dt).device(kGpu));
+    const Tensor gn = randn({1000}, TensorOptions(dt).device(kGpu));
+    EXPECT_TRUE(equal(g.cpu(), c)) << std::string(dtype_name(dt));
+    // normal: the same draws; the transcendental functions may differ in the last bit.
+    expect_matches(gn, cn, 1e-6, 1e-6, "randn");
+  }
+  manual_seed(3);
+  const Tensor c = randint(-5, 5, {1000});
+  manual_seed(3);
+  EXPECT_TRUE(equal(randint(-5, 5, {1000}, TensorOptions(kInt64).device(kGpu)).cpu(), c));
+}
+
+TEST(Cuda, ItemWaitsForTheValue) {
+  REQUIRE_GPU();
+  const Tensor g = full({}, 2.5, TensorOptions().device(kGpu)) * 2;
+  EXPECT_EQ(g.item().toDouble(), 5.0);
+}
+
+TEST(Cuda, CachingAllocatorStatistics) {
+  REQUIRE_GPU();
+  cuda::synchronize();
+  cuda::empty_cache();
+  cuda::reset_peak_memory_stats();
+  const MemoryStats before = cuda::memory_stats();
+  {
+    const Tensor a = empty({1 << 18}, TensorOptions().device(kGpu));  // 1 MiB
+    const MemoryStats s = cuda::memory_stats();
+    EXPECT_EQ(s.allocated - before.allocated, 1 << 20);
+    EXPECT_GE(s.reserved, s.allocated);
+    EXPECT_EQ(memory_stats(kGpu).allocated, s.allocated);
+  }
+  const MemoryStats after = cuda::memory_stats();
+  EXPECT_EQ(after.allocated, before.allocated);
+  EXPECT_EQ(after.peak_allocated - before.allocated, 1 << 20);
+  EXPECT_GT(after.reserved, 0);  // kept in the cache
+  const Tensor again = empty({1 << 18}, TensorOptions().device(kGpu));
+  EXPECT_EQ(cuda::memory_stats().cache_hits, after.cache_hits + 1);
+  cuda::empty_cache();
+  EXPECT_LE(cuda::memory_stats().reserved, after.reserved);
+}
+
+TEST(Cuda, StreamsEventsAndRecordStream) {
+  REQUIRE_GPU();
+  const cuda::Stream def = cuda::getDefaultCUDAStream();
+  EXPECT_EQ(cuda::getCurrentCUDAStream(), def);
+  const cuda::Stream side = cuda::getStreamFromPool();
+  EXPECT_NE(side, def);
+  cuda::Event start(true), stop(true);
+  Tensor x = ones({1 << 20}, TensorOptions().device(kGpu));
+  {
+    cuda::StreamGuard g(side);
+    EXPECT_EQ(cuda::getCurrentCUDAStream(), side);
+    start.record();
+    for (int i = 0; i < 20; ++i) x = x * 1.5 - 0.25;  // queued on `side`
+    x.record_stream(side);
+    stop.record();
+  }
+  EXPECT_EQ(cuda::getCurrentCUDAStream(), def);  // restored
+  stop.synchronize();
+  EXPECT_TRUE(stop.query());
+  EXPECT_GE(start.elapsed_time(stop), 0.f);
+  EXPECT_TRUE(side.query());
+  // The default stream waits for `side` before reading x.
+  stop.block(def);
+  double expect = 1;
+  for (int i = 0; i < 20; ++i) expect = expect * 1.5 - 0.25;
+  EXPECT_NEAR(x.cpu()[0].item().toDouble(), expect, 1e-3 * expect);
+  EXPECT_THAT(error_of([&] { cuda::Event e; e.record(); (void)e.elapsed_time(e); }),
+              HasSubstr("cuda::Event::elapsed_time: both events need enable_timing = true"));
+  EXPECT_THAT(error_of([&] { cuda::set_device(cuda::device_count()); }),
+              HasSubstr("does not exist"));
+}
+
+TEST(Cuda, ReductionsMatchTheCpu) {
+  REQUIRE_GPU();
+  manual_seed(11);
+  const Tensor f = randn({4, 300, 5}, kFloat64);
+  for (DType dt : {kFloat32, kFloat64, kBFloat16, kInt64, kInt32, kBool}) {
+    Tensor x = dt == kBool ? (f > 0) : is_floating_point(dt) ? f.to(dt) : (f * 10).to(dt);
+    for (const Tensor& v : {x, x.transpose(0, 2), x.narrow(1, 0, 0)}) {
+      const Tensor g = v.to(kGpu);
+      const std::string tag = std::string(dtype_name(dt)) + " dims " + std::to_string(v.dim());
+      const double rt = dt == kBFloat16 ? 2e-2 : dt == kFloat32 ? 1e-4 : 1e-10;
+      for (const std::vector<int64_t>& dims :
+           std::vector<std::vector<int64_t>>{{}, {0}, {1}, {2}, {0, 2}}) {
+        expect_matches(g.sum(dims), v.sum(dims), rt, rt, "sum " + tag);
+        if (v.numel() > 0) {
+          expect_matches(g.amax(dims, true), v.amax(dims, true), 0, 0, "amax " + tag);
+        }
+        expect_matches(g.all(), v.all(), 0, 0, "all " + tag);
+        if (is_floating_point(dt)) {
+          expect_matches(g.mean(dims), v.mean(dims), rt, rt, "mean " + tag);
+        }
+      }
+      if (v.numel() > 0) {
+        const auto [gv, gi] = g.max(1);
+        const auto [cv, ci] = v.max(1);
+        expect_matches(gv, cv, 0, 0, "max(1) values " + tag);
+        expect_matches(gi, ci, 0, 0, "max(1) indices " + tag);
+        expect_matches(g.argmin(2), v.argmin(2), 0, 0, "argmin " + tag);
+      }
+    }
+  }
+  // NaN wins max; the first of equal values is the index.
+  const Tensor n = tensor(std::vector<double>{1, NAN, 3, 3}, kFloat32).reshape({1, 4});
+  expect_matches(std::get<1>(n.to(kGpu).max(1)), std::get<1>(n.max(1)), 0, 0, "max NaN");
+  const Tensor e = tensor(std::vector<double>{2, 5, 5, 1}, kFloat32).reshape({1, 4});
+  EXPECT_EQ(std::get<1>(e.to(kGpu).max(1)).item().toLong(), 1);
+}
+
+TEST(Cuda, SoftmaxAndItsBackwardMatchTheCpu) {
+  REQUIRE_GPU();
+  manual_seed(5);
+  Tensor x = (randn({8, 50, 3}, kFloat64) * 20);
+  x.narrow(0, 0, 1).fill_(-INFINITY);  // a slice of all -inf rows: NaN, as in PyTorch
+  for (DType dt : {kFloat32, kFloat64}) {
+    const double rt = dt == kFloat32 ? 1e-5 : 1e-12;
+    for (int64_t dim : {0, 1, 2}) {
+      const Tensor c = x.to(dt).detach().requires_grad_(true);
+      const Tensor g = x.to(dt).to(kGpu).detach().requires_grad_(true);
+      const Tensor w = randn({8, 50, 3}, dt);
+      for (bool log : {false, true}) {
+        const Tensor yc = log ? log_softmax(c, dim) : softmax(c, dim);
+        const Tensor yg = log ? log_softmax(g, dim) : softmax(g, dim);
+        expect_matches(yg, yc, rt, rt, "softmax");
+        // The all -inf slice is NaN: weigh it 0 so that the rest is compared.
+        const Tensor mc = where(isnan(yc), zeros_like(yc), yc);
+        const Tensor mg = where(isnan(yg), zeros_like(yg), yg);
+        const Tensor gc = autograd::grad({(mc * w).sum()}, {c})[0];
+        const Tensor gg = autograd::grad({(mg * w.to(kGpu)).sum()}, {g})[0];
+        expect_matches(gg, gc, rt, rt, "softmax backward");
+      }
+    }
+  }
+}
+
+TEST(Cuda, AutogradThroughGpuOpsMatchesTheCpu) {
+  REQUIRE_GPU();
+  manual_seed(2);
+  const Tensor x = randn({16, 32}, kFloat64).requires_grad_(true);  // a CPU leaf
+  const Tensor w = randn({32}, kFloat64);
+  const Tensor b = randn({1}, kFloat64);
+  const Tensor wg = w.to(kGpu).requires_grad_(true), bg = b.to(kGpu).requires_grad_(true);
+  const Tensor wc = w.clone().requires_grad_(true), bc = b.clone().requires_grad_(true);
+  const Tensor loss_g = gelu(x.to(kGpu) * wg + bg).relu().mean();
+  const Tensor loss_c = gelu(x * wc + bc).relu().mean();
+  expect_matches(loss_g, loss_c.detach(), 1e-12, 1e-12, "loss");
+  loss_g.backward();
+  const Tensor gx = x.grad().clone();
+  x.mutable_grad() = Tensor();
+  loss_c.backward();
+  EXPECT_TRUE(gx.device().is_cpu());  // the gradient came back through to()
+  EXPECT_TRUE(allclose(gx, x.grad(), 1e-12, 1e-12));
+  expect_matches(wg.grad(), wc.grad(), 1e-12, 1e-12, "grad w (broadcast: a sum on the GPU)");
+  expect_matches(bg.grad(), bc.grad(), 1e-12, 1e-12, "grad b");
+}
+
+TEST(Cuda, MatmulMatchesTheCpu) {
+  REQUIRE_GPU();
+  manual_seed(4);
+  for (DType dt : {kFloat32, kFloat64, kBFloat16}) {
+    const double tol = dt == kBFloat16 ? 3e-2 : dt == kFloat32 ? 1e-4 : 1e-12;
+    const Tensor a = randn({5, 7}, dt), b = randn({7, 3}, dt), at = randn({7, 5}, dt).t();
+    const Tensor bt = randn({3, 7}, dt).t(), c = randn({5, 3}, dt);
+    const Tensor x = randn({2, 4, 5, 7}, dt), w = randn({3, 7}, dt), bias = randn({3}, dt);
+    const Tensor ba = randn({4, 5, 7}, dt), bb = randn({4, 3, 7}, dt).transpose(1, 2);
+    auto G = [](const Tensor& t) { return t.to(kGpu); };
+    const std::string tag = std::string(dtype_name(dt));
+    expect_matches(mm(G(a), G(b)), mm(a, b), tol, tol, "mm " + tag);
+    expect_matches(mm(G(at), G(bt)), mm(at, bt), tol, tol, "mm of transposed views " + tag);
+    expect_matches(matmul(G(x), G(b)), matmul(x, b), tol, tol, "matmul broadcast " + tag);
+    expect_matches(bmm(G(ba), G(bb)), bmm(ba, bb), tol, tol, "bmm " + tag);
+    expect_matches(linear(G(x), G(w), G(bias)), linear(x, w, bias), tol, tol, "linear " + tag);
+    expect_matches(addmm(G(c), G(a), G(b), 0.5, 2), addmm(c, a, b, 0.5, 2), tol, tol, "addmm");
+    expect_matches(mm(G(a.narrow(1, 0, 0)), G(b.narrow(0, 0, 0))),
+                   mm(a.narrow(1, 0, 0), b.narrow(0, 0, 0)), 0, 0, "K = 0: zeros");
+  }
+  const Tensor i = ones({2, 2}, kInt64);
+  EXPECT_THAT(error_of([&] { (void)mm(i.to(kGpu), i.to(kGpu)); }),
+              HasSubstr("mm: on CUDA, float32, float64 and bfloat16 are supported, not int64"));
+}
+
+TEST(Cuda, IndexingAndJoiningMatchTheCpu) {
+  REQUIRE_GPU();
+  manual_seed(6);
+  const Tensor x = randn({6, 4, 5}, kFloat64);
+  const Tensor idx = tensor(std::vector<int64_t>{3, 0, 5, 3});
+  auto G = [](const Tensor& t) { return t.to(kGpu); };
+  expect_matches(index_select(G(x), 0, G(idx)), index_select(x, 0, idx), 0, 0, "index_select");
+  expect_matches(index_select(G(x), 2, G(idx)), index_select(x, 2, idx), 0, 0, "index_select 2");
+  const Tensor gi = randint(0, 4, {6, 3, 5});
+  expect_matches(gather(G(x), 1, G(gi)), gather(x, 1, gi), 0, 0, "gather");
+  expect_matches(scatter_add(G(x), 1, G(gi), G(ones({6, 3, 5}, kFloat64))),
+                 scatter_add(x, 1, gi, ones({6, 3, 5}, kFloat64)), 1e-12, 1e-12, "scatter_add");
+  // Repeated indices accumulate (index_put_ with accumulate, as in the backward of x[idx]).
+  const Tensor gx = G(x).detach().requires_grad_(true);
+  const Tensor cx = x.detach().requires_grad_(true);
+  (gx.index_select(0, G(idx)) * 2).sum().backward();
+  (cx.index_select(0, idx) * 2).sum().backward();
+  expect_matches(gx.grad(), cx.grad(), 1e-12, 1e-12, "grad of index_select (repeats add up)");
+  const Tensor src = randn({6, 4, 4}, kFloat64);
+  expect_matches(G(x).index_add(2, G(idx), G(src)), x.index_add(2, idx, src), 1e-12, 1e-12,
+                 "index_add (a repeated index)");
+  const Tensor mask = x > 0.5;
+  expect_matches(masked_fill(G(x), G(mask), -7.0), masked_fill(x, mask, -7.0), 0, 0,
+                 "masked_fill");
+  expect_matches(cat({G(x), G(x.narrow(1, 0, 2)), G(x.narrow(1, 0, 0))}, 1),
+                 cat({x, x.narrow(1, 0, 2), x.narrow(1, 0, 0)}, 1), 0, 0, "cat");
+  expect_matches(stack({G(x), G(x)}, 2), stack({x, x}, 2), 0, 0, "stack");
+  // A bad index gives the CPU's message.
+  const Tensor bad = tensor(std::vector<int64_t>{1, 9});
+  const std::string cpu_msg = error_of([&] { (void)index_select(x, 0, bad); });
+  EXPECT_EQ(error_of([&] { (void)index_select(G(x), 0, G(bad)); }), cpu_msg);
+}
+
+TEST(Cuda, MlpTrainingStepsMatchTheCpu) {
+  REQUIRE_GPU();
+  manual_seed(8);
+  auto make = [] {
+    return std::make_shared<nn::Sequential>(nn::Linear(20, 32), nn::ReLU(), nn::Linear(32, 5));
+  };
+  auto cpu_net = make();
+  auto gpu_net = make();
+  gpu_net->load_state_dict(cpu_net->state_dict());
+  gpu_net->to(kGpu);
+  optim::SGD cpu_opt(cpu_net->parameters(), optim::SGDOptions(0.1).momentum(0.9));
+  optim::SGD gpu_opt(gpu_net->parameters(), optim::SGDOptions(0.1).momentum(0.9));
+  for (int step = 0; step < 3; ++step) {
+    const Tensor xb = randn({16, 20}), yb = randint(0, 5, {16});
+    cpu_opt.zero_grad();
+    gpu_opt.zero_grad();
+    const Tensor lc = nn::functional::cross_entropy(cpu_net->forward(xb), yb);
+    const Tensor lg = nn::functional::cross_entropy(gpu_net->forward(xb.to(kGpu)), yb.to(kGpu));
+    expect_matches(lg, lc.detach(), 1e-5, 1e-5, "loss at step " + std::to_string(step));
+    lc.backward();
+    lg.backward();
+    cpu_opt.step();
+    gpu_opt.step();
+  }
+  const auto pc = cpu_net->parameters(), pg = gpu_net->parameters();
+  ASSERT_EQ(pc.size(), pg.size());
+  for (size_t k = 0; k < pc.size(); ++k) {
+    expect_matches(pg[k].detach(), pc[k].detach(), 1e-4, 1e-5, "parameter " + std::to_string(k));
+  }
+}
+
+TEST(Cuda, FitAndCheckpointsWithAGpuModel) {
+  REQUIRE_GPU();
+  manual_seed(9);
+  // Two separable classes: the class is the sign of the first feature.
+  const Tensor x = randn({256, 8});
+  const Tensor y = (x.select(1, 0) > 0).to(kInt64);
+  auto ds = std::make_shared<data::TensorDataset>(x, y);
+  data::DataLoader train(ds, {.batch_size = 32, .shuffle = true, .pin_memory = true});
+  data::DataLoader val(ds, {.batch_size = 64});
+  auto net = std::make_shared<nn::Sequential>(nn::Linear(8, 16), nn::ReLU(), nn::Linear(16, 2));
+  net->to(kGpu);
+  optim::SGD opt(net->parameters(), optim::SGDOptions(0.1).momentum(0.9));
+  const train::LossFn loss = [](const Tensor& o, const Tensor& t) {
+    return nn::functional::cross_entropy(o, t);
+  };
+  const train::History h = train::fit(*net, loss, opt, train, &val, {.epochs = 5});
+  ASSERT_EQ(h.val.size(), 5u);
+  EXPECT_GT(h.val.back().accuracy, 0.9);
+  EXPECT_LT(h.val.back().loss, h.val.front().loss);
+  for (const Tensor& p : net->parameters()) EXPECT_TRUE(p.is_cuda());
+  // A checkpoint of the GPU model loads into a CPU model with the same values.
+  TempDir dir;
+  train::save_module(dir.file("net.safetensors"), *net);
+  auto cpu_net = std::make_shared<nn::Sequential>(nn::Linear(8, 16), nn::ReLU(), nn::Linear(16, 2));
+  train::load_module(dir.file("net.safetensors"), *cpu_net);
+  const auto pg = net->parameters(), pc = cpu_net->parameters();
+  for (size_t k = 0; k < pg.size(); ++k) EXPECT_TRUE(equal(pg[k].cpu(), pc[k]));
+}
