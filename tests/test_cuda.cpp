@@ -525,3 +525,116 @@ TEST(Cuda, FitAndCheckpointsWithAGpuModel) {
   const auto pg = net->parameters(), pc = cpu_net->parameters();
   for (size_t k = 0; k < pg.size(); ++k) EXPECT_TRUE(equal(pg[k].cpu(), pc[k]));
 }
+
+// Forward and input/weight/bias gradients of f on the GPU against the CPU (float64, so that
+// only the algorithms' summation orders differ).
+void expect_grads_match(const std::function<Tensor(const std::vector<Tensor>&)>& f,
+                        const std::vector<Tensor>& inputs, const std::string& what) {
+  std::vector<Tensor> c, g;
+  for (const Tensor& t : inputs) {
+    c.push_back(t.detach().clone().requires_grad_(t.is_floating_point()));
+    g.push_back(t.detach().to(kGpu).requires_grad_(t.is_floating_point()));
+  }
+  const Tensor yc = f(c), yg = f(g);
+  expect_matches(yg, yc.detach(), 1e-10, 1e-10, what);
+  const Tensor w = randn(yc.sizes(), yc.dtype());
+  (yc * w).sum().backward();
+  (yg * w.to(kGpu)).sum().backward();
+  for (size_t k = 0; k < c.size(); ++k) {
+    if (!c[k].is_floating_point()) continue;
+    expect_matches(g[k].grad(), c[k].grad(), 1e-9, 1e-9, what + ": grad of input " +
+                                                            std::to_string(k));
+  }
+}
+
+TEST(Cuda, ConvolutionsMatchTheCpu) {
+  REQUIRE_GPU();
+  manual_seed(12);
+  const Tensor x = randn({2, 4, 9, 8}, kFloat64), w = randn({6, 4, 3, 3}, kFloat64);
+  const Tensor b = randn({6}, kFloat64), wg = randn({6, 2, 3, 2}, kFloat64);
+  expect_grads_match([](const auto& t) { return conv2d(t[0], t[1], t[2]); }, {x, w, b}, "conv2d");
+  expect_grads_match(
+      [](const auto& t) { return conv2d(t[0], t[1], t[2], {2, 1}, {1, 2}, {1, 2}); }, {x, w, b},
+      "conv2d stride, padding, dilation");
+  expect_grads_match([](const auto& t) { return conv2d(t[0], t[1], {}, {1}, {1}, {1}, 2); },
+                     {x, wg}, "conv2d groups 2");
+  expect_grads_match(
+      [](const auto& t) { return conv2d(t[0], t[1], t[2], {1}, PaddingMode("same")); },
+      {x, randn({6, 4, 2, 4}, kFloat64), b}, "conv2d same padding, even kernel (asymmetric)");
+  expect_grads_match([](const auto& t) { return conv2d_relu(t[0], t[1], t[2]); }, {x, w, b},
+                     "conv2d_relu");
+  expect_grads_match(
+      [](const auto& t) { return conv2d(t[0].contiguous(MemoryFormat::ChannelsLast), t[1], t[2]); },
+      {x, w, b}, "conv2d channels-last");
+  // float32: full precision (no TF32), so the CPU's values to float32 rounding.
+  const Tensor xf = x.to(kFloat32), wf = w.to(kFloat32);
+  expect_matches(conv2d(xf.to(kGpu), wf.to(kGpu)), conv2d(xf, wf), 1e-4, 1e-4, "conv2d float32");
+}
+
+TEST(Cuda, PoolingAndBatchNormMatchTheCpu) {
+  REQUIRE_GPU();
+  manual_seed(13);
+  Tensor x = randn({2, 3, 9, 10}, kFloat64);
+  x.narrow(3, 2, 1).fill_(NAN);  // NaN wins a max window
+  expect_grads_match([](const auto& t) { return max_pool2d(t[0], {3, 3}, {2, 2}, {1, 1}); }, {x},
+                     "max_pool2d");
+  const Tensor xr = randn({2, 3, 9, 10}, kFloat64);
+  expect_grads_match(
+      [](const auto& t) { return max_pool2d(t[0], {2, 3}, {1, 2}, {0, 1}, {2, 1}, true); }, {xr},
+      "max_pool2d dilation, ceil_mode");
+  const auto [gv, gi] = max_pool2d_with_indices(x.to(kGpu), {2, 2});
+  const auto [cv, ci] = max_pool2d_with_indices(x, {2, 2});
+  expect_matches(gi, ci, 0, 0, "max_pool2d indices");
+  expect_grads_match([](const auto& t) { return avg_pool2d(t[0], {3, 3}, {2, 2}, {1, 1}); },
+                     {xr}, "avg_pool2d");
+  expect_grads_match(
+      [](const auto& t) { return avg_pool2d(t[0], {3, 2}, {2, 2}, {1, 1}, true, false); }, {xr},
+      "avg_pool2d ceil_mode, count_include_pad false");
+  expect_grads_match([](const auto& t) { return adaptive_avg_pool2d(t[0], {4, 3}); }, {xr},
+                     "adaptive_avg_pool2d");
+  const Tensor w = randn({3}, kFloat64), b = randn({3}, kFloat64);
+  expect_grads_match(
+      [](const auto& t) { return batch_norm(t[0], {}, {}, t[1], t[2], true, 0.1, 1e-5); },
+      {xr, w, b}, "batch_norm training");
+  const Tensor rm = randn({3}, kFloat64), rv = rand({3}, kFloat64) + 0.5;
+  expect_grads_match(
+      [&](const auto& t) {
+        return batch_norm(t[0], rm.to(t[0].device()), rv.to(t[0].device()), t[1], t[2], false,
+                          0.1, 1e-5);
+      },
+      {xr, w, b}, "batch_norm eval");
+  // Running statistics are updated on the GPU as on the CPU.
+  Tensor rmc = zeros({3}, kFloat64), rvc = ones({3}, kFloat64);
+  Tensor rmg = rmc.to(kGpu), rvg = rvc.to(kGpu);
+  (void)batch_norm(xr, rmc, rvc, {}, {}, true, 0.1, 1e-5);
+  (void)batch_norm(xr.to(kGpu), rmg, rvg, {}, {}, true, 0.1, 1e-5);
+  expect_matches(rmg, rmc, 1e-12, 1e-12, "running_mean");
+  expect_matches(rvg, rvc, 1e-12, 1e-12, "running_var");
+}
+
+TEST(Cuda, ZooModelsForwardAndBackwardMatchTheCpu) {
+  REQUIRE_GPU();
+  for (const char* name : {"lenet", "resnet18", "vgg11_bn"}) {
+    SCOPED_TRACE(name);
+    manual_seed(14);
+    auto cpu_model = models::create(name, {3, 32, 10});
+    auto gpu_model = models::create(name, {3, 32, 10});
+    gpu_model->load_state_dict(cpu_model->state_dict());
+    gpu_model->to(kGpu);
+    cpu_model->to(kFloat64);
+    gpu_model->to(kFloat64);
+    const Tensor x = randn({2, 3, 32, 32}, kFloat64), y = tensor({3, 7});
+    manual_seed(15);  // dropout draws the same masks on both devices
+    const Tensor lc = nn::functional::cross_entropy(cpu_model->forward(x), y);
+    manual_seed(15);
+    const Tensor lg = nn::functional::cross_entropy(gpu_model->forward(x.to(kGpu)), y.to(kGpu));
+    expect_matches(lg, lc.detach(), 1e-9, 1e-9, "loss");
+    lc.backward();
+    lg.backward();
+    const auto pc = cpu_model->named_parameters(), pg = gpu_model->named_parameters();
+    for (size_t k = 0; k < pc.size(); ++k) {
+      expect_matches(pg[k].second.grad(), pc[k].second.grad(), 1e-7, 1e-9,
+                     "grad of " + pc[k].first);
+    }
+  }
+}

@@ -11,6 +11,7 @@
 #include "core/tensor_impl.h"
 #include "cpu/parallel.h"
 #include "ops/pool.h"
+#include "ops/pool_windows.h"
 
 namespace ignis::cpu {
 namespace {
@@ -21,25 +22,6 @@ int64_t planes(const Tensor& t) { return t.size(0) * t.size(1); }
 int64_t plane_grain(int64_t plane_elems) {
   return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, plane_elems));
 }
-
-/// A window dim with the positions outside the input removed, so the inner loops need no bounds
-/// checks: window o covers n[o] positions first[o], first[o] + step, ...
-struct Clipped {
-  std::vector<int64_t> first, n;
-  std::vector<double> div;
-  int64_t step;
-  explicit Clipped(const PoolDim& d) : step(d.step) {
-    for (int64_t o = 0; o < d.out(); ++o) {
-      int64_t i0 = 0;
-      while (i0 < d.count[o] && d.start[o] + i0 * d.step < 0) ++i0;
-      int64_t i1 = d.count[o];
-      while (i1 > i0 && d.start[o] + (i1 - 1) * d.step >= d.in) --i1;
-      first.push_back(d.start[o] + i0 * d.step);
-      n.push_back(i1 - i0);
-      div.push_back(static_cast<double>(d.div[o]));
-    }
-  }
-};
 
 /// True when every window of `c` holds the same number of positions, one apart (no dilation, no
 /// clipping by padding or the input's end): the common case (kernel 2, stride 2) of CNNs.

@@ -8,65 +8,49 @@
 // column-major one (a transposed view: unit row stride) takes the transpose op. Any other layout
 // is copied dense first.
 #include <cublas_v2.h>
-#include <dlfcn.h>
 
 #include <climits>
+#include <memory>
 #include <mutex>
-#include <string>
 #include <vector>
 
 #include "core/tensor_impl.h"
 #include "cuda/backend.h"
 #include "cuda/cuda_check.h"
+#include "cuda/lazy_library.h"
 #include "ops/linalg.h"
 
 namespace ignis::cuda {
 namespace {
 
-// cuBLAS is loaded at the first product, not with libignis: the library and its Lt half are
-// over half a gigabyte, and loading them costs every program (every test) 0.6 s at start.
+// cuBLAS, opened at the first product (cuda/lazy_library.h).
 struct Cublas {
-  decltype(&cublasCreate_v2) create = nullptr;
-  decltype(&cublasSetMathMode) set_math_mode = nullptr;
-  decltype(&cublasSetStream_v2) set_stream = nullptr;
+  detail::LazyLibrary lib{"libcublas.so." IGNIS_CUBLAS_MAJOR, "cuBLAS"};
+  decltype(&cublasCreate_v2) create = lib.get<decltype(&cublasCreate_v2)>("cublasCreate_v2");
+  decltype(&cublasSetMathMode) set_math_mode =
+      lib.get<decltype(&cublasSetMathMode)>("cublasSetMathMode");
+  decltype(&cublasSetStream_v2) set_stream =
+      lib.get<decltype(&cublasSetStream_v2)>("cublasSetStream_v2");
   // (cublas_api.h overloads this name in C++: the C entry point's type, written out.)
-  cublasStatus_t (*gemm)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
-                         const void*, const void*, cudaDataType, int, long long, const void*,
-                         cudaDataType, int, long long, const void*, void*, cudaDataType, int,
-                         long long, int, cublasComputeType_t, cublasGemmAlgo_t) = nullptr;
-  decltype(&cublasGetStatusName) status_name = nullptr;
-  decltype(&cublasGetStatusString) status_string = nullptr;
+  using Gemm = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
+                                  int, const void*, const void*, cudaDataType, int, long long,
+                                  const void*, cudaDataType, int, long long, const void*, void*,
+                                  cudaDataType, int, long long, int, cublasComputeType_t,
+                                  cublasGemmAlgo_t);
+  Gemm gemm = lib.get<Gemm>("cublasGemmStridedBatchedEx");
+  decltype(&cublasGetStatusName) status_name =
+      lib.get<decltype(&cublasGetStatusName)>("cublasGetStatusName");
+  decltype(&cublasGetStatusString) status_string =
+      lib.get<decltype(&cublasGetStatusString)>("cublasGetStatusString");
 };
 
+// Made at the first product; a failed load throws there (and again at the next product).
 const Cublas& cublas() {
-  static std::once_flag once;
-  static Cublas api;
-  static std::string error;
-  std::call_once(once, [] {
-    // The soname on the loader's path, else the toolkit's directory this build used.
-    void* lib = dlopen("libcublas.so." IGNIS_CUBLAS_MAJOR, RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) {
-      lib = dlopen(IGNIS_CUDA_LIBDIR "/libcublas.so." IGNIS_CUBLAS_MAJOR, RTLD_NOW | RTLD_LOCAL);
-    }
-    if (lib == nullptr) {
-      const char* e = dlerror();
-      error = e ? e : "dlopen failed";
-      return;
-    }
-    auto sym = [&](auto& fn, const char* name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
-      if (fn == nullptr && error.empty()) error = std::string("no symbol ") + name;
-    };
-    sym(api.create, "cublasCreate_v2");
-    sym(api.set_math_mode, "cublasSetMathMode");
-    sym(api.set_stream, "cublasSetStream_v2");
-    sym(api.gemm, "cublasGemmStridedBatchedEx");
-    sym(api.status_name, "cublasGetStatusName");
-    sym(api.status_string, "cublasGetStatusString");
-  });
-  IGNIS_CHECK(error.empty(), "matmul on CUDA needs cuBLAS (libcublas.so." IGNIS_CUBLAS_MAJOR
-              "), which could not be loaded: ", error);
-  return api;
+  static std::mutex mu;
+  static std::unique_ptr<Cublas> api;
+  std::lock_guard<std::mutex> g(mu);
+  if (!api) api = std::make_unique<Cublas>();
+  return *api;
 }
 
 void check(cublasStatus_t st, const char* what) {

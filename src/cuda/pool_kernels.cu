@@ -1,0 +1,214 @@
+// CUDA pooling kernels over the windows of ops/pool_windows.h (the CPU kernels' clipped
+// windows, copied to the device): one thread per output for the forward passes, reading x through
+// its strides (NCHW or channels-last alike: out and indices share x's layout); the backward
+// passes give each thread one (n, c) plane and walk its outputs in order, so overlapping windows
+// add up in a fixed order without atomics. Max pooling: the first maximum in row-major order
+// wins, and NaN beats every number (the last NaN), as on the CPU; indices are h * W + w.
+#include <vector>
+
+#include "core/tensor_impl.h"
+#include "cuda/loops.cuh"
+#include "ignis/ops.h"
+#include "ops/pool_windows.h"
+
+namespace ignis::cuda {
+namespace {
+
+// A window dim on the device: first, n (int64) and div (double) per output position.
+struct DevWindows {
+  Tensor first, n, div;
+  int64_t step;
+  DevWindows(const Clipped& c, Device d)
+      : first(tensor(c.first).to(d)), n(tensor(c.n).to(d)), div(tensor(c.div, kFloat64).to(d)),
+        step(c.step) {}
+};
+struct WindowPtrs {
+  const int64_t *first, *n;
+  const double* div;
+  int64_t step;
+};
+WindowPtrs ptrs(const DevWindows& w) {
+  return {w.first.data_ptr<int64_t>(), w.n.data_ptr<int64_t>(), w.div.data_ptr<double>(), w.step};
+}
+
+// [N, C, H, W] element strides of a 4-d tensor.
+struct Strides4 {
+  int64_t n, c, h, w;
+};
+Strides4 strides4(const Tensor& t) { return {t.stride(0), t.stride(1), t.stride(2), t.stride(3)}; }
+
+cudaStream_t stream_of(const Tensor& t) {
+  return static_cast<cudaStream_t>(getCurrentCUDAStream(t.device().index).handle());
+}
+unsigned blocks_for(int64_t n) {
+  return static_cast<unsigned>(std::min<int64_t>((n + kThreads - 1) / kThreads, 65536));
+}
+
+template <class T>
+__global__ void max_pool_cuda(const T* x, T* out, int64_t* idx, int64_t N, int64_t C, int64_t OH,
+                              int64_t OW, int64_t W, Strides4 xs, Strides4 os, WindowPtrs wh,
+                              WindowPtrs ww) {
+  using A = acc_t<T>;
+  const int64_t total = N * C * OH * OW;
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += step) {
+    const int64_t ow = e % OW, oh = (e / OW) % OH, c = (e / (OW * OH)) % C, n = e / (OW * OH * C);
+    const T* xp = x + n * xs.n + c * xs.c;
+    A best = 0;
+    int64_t arg = -1;
+    for (int64_t i = 0; i < wh.n[oh]; ++i) {
+      const int64_t h = wh.first[oh] + i * wh.step;
+      for (int64_t j = 0; j < ww.n[ow]; ++j) {
+        const int64_t w = ww.first[ow] + j * ww.step;
+        const A v = static_cast<A>(xp[h * xs.h + w * xs.w]);
+        if (arg < 0 || v > best || v != v) {
+          best = v;
+          arg = h * W + w;
+        }
+      }
+    }
+    const int64_t o = n * os.n + c * os.c + oh * os.h + ow * os.w;
+    out[o] = static_cast<T>(best);
+    if (idx != nullptr) idx[o] = arg;
+  }
+}
+
+void max_pool_kernel(const Tensor& out, const Tensor& indices, const Tensor& x,
+                     const PoolGeom& g) {
+  if (out.numel() == 0) return;
+  DeviceGuard guard(x.device().index);
+  const DevWindows wh(Clipped(g.h), x.device()), ww(Clipped(g.w), x.device());
+  dispatch_floating(x.dtype(), "max_pool2d", [&]<class T>() {
+    max_pool_cuda<T><<<blocks_for(out.numel()), kThreads, 0, stream_of(x)>>>(
+        static_cast<const T*>(x.data_ptr()), static_cast<T*>(out.data_ptr()),
+        indices.defined() ? indices.data_ptr<int64_t>() : nullptr, x.size(0), x.size(1),
+        out.size(2), out.size(3), g.w.in, strides4(x), strides4(out), ptrs(wh), ptrs(ww));
+  });
+  IGNIS_CUDA_CHECK(cudaGetLastError());
+}
+
+// gx (zeroed here) += gy at the indices, one (n, c) plane per thread.
+template <class T>
+__global__ void max_pool_backward_cuda(T* gx, const T* gy, const int64_t* idx, int64_t N,
+                                       int64_t C, int64_t HW, int64_t W, int64_t OHW, int64_t OW,
+                                       Strides4 xs, Strides4 ys, acc_t<T>* scratch) {
+  using A = acc_t<T>;
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t pl = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; pl < N * C;
+       pl += step) {
+    const int64_t n = pl / C, c = pl % C;
+    A* acc = scratch + pl * HW;
+    for (int64_t i = 0; i < HW; ++i) acc[i] = 0;
+    for (int64_t o = 0; o < OHW; ++o) {
+      const int64_t y = n * ys.n + c * ys.c + (o / OW) * ys.h + (o % OW) * ys.w;
+      const int64_t i = idx[y];
+      if (i >= 0) acc[i] += static_cast<A>(gy[y]);
+    }
+    for (int64_t i = 0; i < HW; ++i) {
+      gx[n * xs.n + c * xs.c + (i / W) * xs.h + (i % W) * xs.w] = static_cast<T>(acc[i]);
+    }
+  }
+}
+
+void max_pool_backward_kernel(const Tensor& gx, const Tensor& gy, const Tensor& indices) {
+  if (gx.numel() == 0) return;
+  DeviceGuard guard(gx.device().index);
+  const int64_t N = gx.size(0), C = gx.size(1), H = gx.size(2), W = gx.size(3);
+  dispatch_floating(gx.dtype(), "max_pool2d_backward", [&]<class T>() {
+    using A = acc_t<T>;
+    const Tensor scratch = make_tensor({N * C * H * W}, dtype_of<A>::value, gx.device());
+    max_pool_backward_cuda<T><<<blocks_for(N * C), kThreads, 0, stream_of(gx)>>>(
+        static_cast<T*>(gx.data_ptr()), static_cast<const T*>(gy.data_ptr()),
+        indices.data_ptr<int64_t>(), N, C, H * W, W, gy.size(2) * gy.size(3), gy.size(3),
+        strides4(gx), strides4(gy), static_cast<A*>(scratch.data_ptr()));
+  });
+  IGNIS_CUDA_CHECK(cudaGetLastError());
+}
+
+template <class T>
+__global__ void avg_pool_cuda(const T* x, T* out, int64_t N, int64_t C, int64_t OH, int64_t OW,
+                              Strides4 xs, Strides4 os, WindowPtrs wh, WindowPtrs ww) {
+  using A = acc_t<T>;
+  const int64_t total = N * C * OH * OW;
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += step) {
+    const int64_t ow = e % OW, oh = (e / OW) % OH, c = (e / (OW * OH)) % C, n = e / (OW * OH * C);
+    const T* xp = x + n * xs.n + c * xs.c;
+    A sum = 0;
+    for (int64_t i = 0; i < wh.n[oh]; ++i) {
+      const int64_t h = wh.first[oh] + i * wh.step;
+      for (int64_t j = 0; j < ww.n[ow]; ++j) {
+        sum += static_cast<A>(xp[h * xs.h + (ww.first[ow] + j * ww.step) * xs.w]);
+      }
+    }
+    out[n * os.n + c * os.c + oh * os.h + ow * os.w] =
+        static_cast<T>(sum / static_cast<A>(wh.div[oh] * ww.div[ow]));
+  }
+}
+
+void avg_pool_kernel(const Tensor& out, const Tensor& x, const PoolGeom& g) {
+  if (out.numel() == 0) return;
+  DeviceGuard guard(x.device().index);
+  const DevWindows wh(Clipped(g.h), x.device()), ww(Clipped(g.w), x.device());
+  dispatch_floating(x.dtype(), "avg_pool2d", [&]<class T>() {
+    avg_pool_cuda<T><<<blocks_for(out.numel()), kThreads, 0, stream_of(x)>>>(
+        static_cast<const T*>(x.data_ptr()), static_cast<T*>(out.data_ptr()), x.size(0),
+        x.size(1), out.size(2), out.size(3), strides4(x), strides4(out), ptrs(wh), ptrs(ww));
+  });
+  IGNIS_CUDA_CHECK(cudaGetLastError());
+}
+
+template <class T>
+__global__ void avg_pool_backward_cuda(T* gx, const T* gy, int64_t N, int64_t C, int64_t H,
+                                       int64_t W, int64_t OH, int64_t OW, Strides4 xs,
+                                       Strides4 ys, WindowPtrs wh, WindowPtrs ww,
+                                       acc_t<T>* scratch) {
+  using A = acc_t<T>;
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t pl = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; pl < N * C;
+       pl += step) {
+    const int64_t n = pl / C, c = pl % C;
+    A* acc = scratch + pl * H * W;
+    for (int64_t i = 0; i < H * W; ++i) acc[i] = 0;
+    for (int64_t oh = 0; oh < OH; ++oh) {
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        const A v = static_cast<A>(gy[n * ys.n + c * ys.c + oh * ys.h + ow * ys.w]) /
+                    static_cast<A>(wh.div[oh] * ww.div[ow]);
+        for (int64_t i = 0; i < wh.n[oh]; ++i) {
+          A* row = acc + (wh.first[oh] + i * wh.step) * W + ww.first[ow];
+          for (int64_t j = 0; j < ww.n[ow]; ++j) row[j * ww.step] += v;
+        }
+      }
+    }
+    for (int64_t i = 0; i < H * W; ++i) {
+      gx[n * xs.n + c * xs.c + (i / W) * xs.h + (i % W) * xs.w] = static_cast<T>(acc[i]);
+    }
+  }
+}
+
+void avg_pool_backward_kernel(const Tensor& gx, const Tensor& gy, const PoolGeom& g) {
+  if (gx.numel() == 0) return;
+  DeviceGuard guard(gx.device().index);
+  const DevWindows wh(Clipped(g.h), gx.device()), ww(Clipped(g.w), gx.device());
+  const int64_t N = gx.size(0), C = gx.size(1), H = gx.size(2), W = gx.size(3);
+  dispatch_floating(gx.dtype(), "avg_pool2d_backward", [&]<class T>() {
+    using A = acc_t<T>;
+    const Tensor scratch = make_tensor({N * C * H * W}, dtype_of<A>::value, gx.device());
+    avg_pool_backward_cuda<T><<<blocks_for(N * C), kThreads, 0, stream_of(gx)>>>(
+        static_cast<T*>(gx.data_ptr()), static_cast<const T*>(gy.data_ptr()), N, C, H, W,
+        gy.size(2), gy.size(3), strides4(gx), strides4(gy), ptrs(wh), ptrs(ww),
+        static_cast<A*>(scratch.data_ptr()));
+  });
+  IGNIS_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+IGNIS_REGISTER_KERNEL(max_pool2d_stub, CUDA, &max_pool_kernel);
+IGNIS_REGISTER_KERNEL(max_pool2d_backward_stub, CUDA, &max_pool_backward_kernel);
+IGNIS_REGISTER_KERNEL(avg_pool2d_stub, CUDA, &avg_pool_kernel);
+IGNIS_REGISTER_KERNEL(avg_pool2d_backward_stub, CUDA, &avg_pool_backward_kernel);
+
+}  // namespace ignis::cuda

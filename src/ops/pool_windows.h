@@ -1,0 +1,31 @@
+// Pooling windows with the positions outside the input removed, shared by the CPU and CUDA
+// pooling kernels.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ops/pool.h"
+
+namespace ignis {
+
+/// A window dim with the positions outside the input removed, so the inner loops need no bounds
+/// checks: window o covers n[o] positions first[o], first[o] + step, ...
+struct Clipped {
+  std::vector<int64_t> first, n;
+  std::vector<double> div;
+  int64_t step;
+  explicit Clipped(const PoolDim& d) : step(d.step) {
+    for (int64_t o = 0; o < d.out(); ++o) {
+      int64_t i0 = 0;
+      while (i0 < d.count[o] && d.start[o] + i0 * d.step < 0) ++i0;
+      int64_t i1 = d.count[o];
+      while (i1 > i0 && d.start[o] + (i1 - 1) * d.step >= d.in) --i1;
+      first.push_back(d.start[o] + i0 * d.step);
+      n.push_back(i1 - i0);
+      div.push_back(static_cast<double>(d.div[o]));
+    }
+  }
+};
+
+}  // namespace ignis
