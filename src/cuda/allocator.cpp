@@ -1,6 +1,8 @@
 // The CUDA device allocator: one caching allocator (core/caching_allocator.h) per GPU over
 // cudaMalloc, cudaFree and CUDA events, registered as the allocator of DeviceType::CUDA; and
 // pinned host memory (cudaHostAlloc) for Tensor::pin_memory.
+#include <cstdio>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -69,8 +71,14 @@ class CudaAllocator final : public Allocator {
     if (stream == nullptr) stream = getCurrentCUDAStream(device.index).handle();
     return c.allocate(nbytes, stream);
   }
+  // Called from a tensor's destructor: an error (a failed event record after a sticky CUDA
+  // error) is reported, not thrown.
   void deallocate(void* ptr, size_t, Device device) override {
-    core(device.index, "free").free(ptr);
+    try {
+      core(device.index, "free").free(ptr);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ignis: freeing CUDA memory failed: %s\n", e.what());
+    }
   }
   MemoryStats stats(Device device) const override {
     return core(device.index, "memory_stats").stats();

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/tensor_impl.h"
+#include "ignis/autograd.h"
 #include "cuda/backend.h"
 #include "cuda/cuda_check.h"
 #include "cuda/lazy_library.h"
@@ -116,6 +117,15 @@ void gemm(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, dou
   if (out.numel() == 0) return;
   const int64_t d = batched ? 1 : 0;
   const int64_t M = out.size(d), N = out.size(d + 1), K = a.size(d + 1);
+  if (K == 0) {  // out = beta * out, without cuBLAS (whose k = 0 behaviour is not documented)
+    NoGradGuard ng;
+    if (beta == 0) {
+      Tensor(out).zero_();
+    } else if (beta != 1) {
+      Tensor(out).mul_(beta);
+    }
+    return;
+  }
   const int64_t batch = batched ? out.size(0) : 1;
   const Operand A = operand(a, batched), B = operand(b, batched);
   cudaDataType_t type;

@@ -112,7 +112,10 @@ struct Descriptors {
           "cudnnSetConvolution2dDescriptor");
     check(c.cudnnSetConvolutionGroupCount(conv, static_cast<int>(p.groups)),
           "cudnnSetConvolutionGroupCount");
-    check(c.cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH), "cudnnSetConvolutionMathType");
+    // No TF32 for float32 (full precision); bfloat16 may use the tensor cores.
+    check(c.cudnnSetConvolutionMathType(
+              conv, x_.dtype() == kBFloat16 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH),
+          "cudnnSetConvolutionMathType");
   }
   ~Descriptors() {
     const Cudnn& c = cudnn();

@@ -1,6 +1,6 @@
 // CUDA kernels of the indexing ops: gather-style reads (index_select, gather, advanced
-// indexing), index_put (with accumulate), scatter / scatter_add, index_add, masked_fill and iota,
-// for the
+// indexing, with linear_index's flat offsets), index_put (with accumulate), scatter /
+// scatter_add, index_add, masked_fill and iota, for the
 // stubs of cpu/index_kernels.cpp. Index values are checked on the device; the first bad one is
 // recorded there and read back by the host (which waits for it), so the front end throws the
 // same message as on the CPU.
@@ -77,6 +77,8 @@ cudaStream_t stream_of(Device d) {
 
 template <int N>
 Geometry<N> geometry(const TensorIter& it) {
+  IGNIS_CHECK(it.ndim <= kMaxDims, "CUDA indexing: more than ", kMaxDims,
+              " dims that cannot be merged");
   Geometry<N> g{};
   g.ndim = it.ndim;
   for (int d = 0; d < it.ndim; ++d) {
@@ -300,6 +302,42 @@ void masked_fill_kernel(const TensorIter& it, DType dt, Scalar value) {
   });
 }
 
+// ---- linear_index: out = sum_k wrap(idx[k]) * strides[k] (advanced indexing's flat offsets)
+
+__global__ void linear_index_cuda(int64_t* out, const int64_t* ix, int64_t n, int64_t stride,
+                                  IndexBounds b, bool first, DeviceBad* bad) {
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    int64_t v = ix[i];
+    if (!fix_index(v, b)) {
+      record_bad(bad, ix[i]);
+      continue;
+    }
+    out[i] = (first ? 0 : out[i]) + v * stride;
+  }
+}
+
+BadIndex linear_index_kernel(const Tensor& out, const std::vector<Tensor>& idx,
+                             const std::vector<int64_t>& strides, const std::vector<int64_t>& sizes,
+                             int64_t& bad_k) {
+  const int64_t n = out.numel();
+  if (n == 0) return {};
+  DeviceGuard guard(out.device().index);
+  const cudaStream_t s = stream_of(out.device());
+  for (size_t k = 0; k < idx.size(); ++k) {
+    BadSlot bad(out.device(), s);
+    linear_index_cuda<<<blocks_for(n), kThreads, 0, s>>>(
+        out.data_ptr<int64_t>(), idx[k].data_ptr<int64_t>(), n, strides[k],
+        IndexBounds{sizes[k], true, true}, k == 0, bad.ptr());
+    IGNIS_CUDA_CHECK(cudaGetLastError());
+    if (const BadIndex b = bad.read(); b.found) {
+      bad_k = static_cast<int64_t>(k);
+      return b;
+    }
+  }
+  return {};
+}
+
 // ---- iota: 0, 1, 2, ...
 
 __global__ void iota_cuda(int64_t* out, int64_t n) {
@@ -325,5 +363,6 @@ IGNIS_REGISTER_KERNEL(scatter_stub, CUDA, &scatter_kernel);
 IGNIS_REGISTER_KERNEL(index_add_stub, CUDA, &index_add_kernel);
 IGNIS_REGISTER_KERNEL(masked_fill_stub, CUDA, &masked_fill_kernel);
 IGNIS_REGISTER_KERNEL(iota_stub, CUDA, &iota_kernel);
+IGNIS_REGISTER_KERNEL(linear_index_stub, CUDA, &linear_index_kernel);
 
 }  // namespace ignis::cuda

@@ -9,6 +9,9 @@
 namespace ignis::cuda {
 namespace {
 
+// cudaMemcpy2DAsync's pitches must stay below this (cudaDevAttrMaxPitch on current GPUs).
+constexpr int64_t kMaxPitch = (int64_t{1} << 31) - 1;
+
 void cat_kernel(const Tensor& out, const std::vector<Tensor>& inputs, int64_t dim) {
   const int64_t es = static_cast<int64_t>(out.element_size());
   int64_t outer = 1;
@@ -21,11 +24,22 @@ void cat_kernel(const Tensor& out, const std::vector<Tensor>& inputs, int64_t di
   int64_t offset = 0;
   for (const Tensor& in : inputs) {
     const int64_t block = in.numel() / outer * es;  // bytes of the input in one output row
-    if (block > 0) {
-      IGNIS_CUDA_CHECK(cudaMemcpy2DAsync(dst + offset, static_cast<size_t>(row), in.data_ptr(),
+    const char* src = static_cast<const char*>(in.data_ptr());
+    if (block == 0) {
+    } else if (outer == 1) {  // one block: a plain copy
+      IGNIS_CUDA_CHECK(cudaMemcpyAsync(dst + offset, src, static_cast<size_t>(block),
+                                       cudaMemcpyDeviceToDevice, stream));
+    } else if (row < kMaxPitch) {
+      IGNIS_CUDA_CHECK(cudaMemcpy2DAsync(dst + offset, static_cast<size_t>(row), src,
                                          static_cast<size_t>(block), static_cast<size_t>(block),
                                          static_cast<size_t>(outer), cudaMemcpyDeviceToDevice,
                                          stream));
+    } else {  // rows beyond the 2-D copy's pitch limit: a copy per row
+      for (int64_t o = 0; o < outer; ++o) {
+        IGNIS_CUDA_CHECK(cudaMemcpyAsync(dst + o * row + offset, src + o * block,
+                                         static_cast<size_t>(block), cudaMemcpyDeviceToDevice,
+                                         stream));
+      }
     }
     offset += block;
   }
