@@ -296,6 +296,10 @@ TEST(Distributed, LocalArgumentErrors) {
   EXPECT_ERROR_WITH(dist::broadcast(t, 5), "broadcast: rank 5 is not in the group (of 2 ranks)");
   EXPECT_ERROR_WITH(dist::send(t, rank()),
                     "send: peer " + std::to_string(rank()) + " is not another rank of the group");
+  // Only host memory goes through MPI (a meta tensor here; a GPU tensor alike).
+  Tensor m = empty({2}, TensorOptions().device(kMeta));
+  EXPECT_ERROR_WITH(dist::all_reduce(m), "all_reduce (mpi): the mpi backend works on CPU tensors, "
+                                         "got a tensor on meta");
 }
 
 TEST(Distributed, NewGroupAndNonMembers) {

@@ -134,6 +134,15 @@ TEST(CudaRuntime, SavingAMetaTensorSaysItHasNoData) {
               HasSubstr("save_safetensors: tensor 'w' is on meta and has no data to save"));
 }
 
+TEST(CudaRuntime, TheNcclBackendNeedsAGpu) {
+  if (cuda::is_available()) GTEST_SKIP() << "a GPU is available: Cuda.NcclWorldOfOne covers it";
+  EXPECT_FALSE(distributed::is_backend_available("nccl"));
+  EXPECT_THAT(error_of([] { distributed::init_process_group("nccl"); }),
+              AnyOf(HasSubstr("init_process_group: the nccl backend needs a GPU: "),
+                    HasSubstr("init_process_group: the nccl backend needs ignis's CUDA backend")));
+  EXPECT_FALSE(distributed::is_initialized());
+}
+
 TEST(CudaRuntime, DeviceStringsAndTensorPredicates) {
   EXPECT_EQ(Device("cuda:1"), Device(DeviceType::CUDA, 1));
   EXPECT_EQ(Device("cuda").str(), "cuda:0");
@@ -657,4 +666,43 @@ TEST(Cuda, ZooModelsForwardAndBackwardMatchTheCpu) {
                      "grad of " + pc[k].first);
     }
   }
+}
+
+// NCCL in a process started alone: a world of one on GPU 0 (no MPI). The collectives are then
+// identities (or copies), which checks the plumbing: streams, events, staging, the Work.
+TEST(Cuda, NcclWorldOfOne) {
+  REQUIRE_GPU();
+  ASSERT_TRUE(distributed::is_backend_available("nccl"));
+  distributed::init_process_group("nccl");
+  EXPECT_EQ(distributed::get_world_size(), 1);
+  EXPECT_EQ(distributed::get_rank(), 0);
+  EXPECT_EQ(distributed::default_group()->backend_name(), "nccl");
+  const Tensor x = arange(12, kFloat32).reshape({3, 4});
+  Tensor g = x.to(kGpu);
+  distributed::all_reduce(g);
+  expect_matches(g, x, 0, 0, "all_reduce");
+  Tensor strided = x.to(kGpu).t();  // staged through a contiguous copy and back
+  auto w = distributed::all_reduce(strided, distributed::ReduceOp::AVG, nullptr, true);
+  w->wait();
+  EXPECT_TRUE(w->is_completed());
+  expect_matches(strided, x.t().contiguous(), 0, 0, "all_reduce AVG of a strided tensor");
+  distributed::broadcast(g, 0);
+  expect_matches(g, x, 0, 0, "broadcast");
+  std::vector<Tensor> outs = {zeros({3, 4}, TensorOptions().device(kGpu))};
+  distributed::all_gather(outs, g);
+  expect_matches(outs[0], x, 0, 0, "all_gather");
+  Tensor rs = zeros({3, 4}, TensorOptions().device(kGpu));
+  std::vector<Tensor> ins = {g};
+  distributed::reduce_scatter(rs, ins);
+  expect_matches(rs, x, 0, 0, "reduce_scatter");
+  distributed::barrier();
+  Tensor cpu = x.clone();
+  EXPECT_THAT(error_of([&] { distributed::all_reduce(cpu); }),
+              HasSubstr("all_reduce (nccl): this process's group works on cuda:0, got a tensor on "
+                        "cpu"));
+  Tensor iv = ones({2}, TensorOptions(kInt64).device(kGpu));
+  EXPECT_THAT(error_of([&] { distributed::all_reduce(iv, distributed::ReduceOp::AVG); }),
+              HasSubstr("all_reduce: ReduceOp.AVG needs a floating dtype, got int64"));
+  distributed::destroy_process_group();
+  EXPECT_FALSE(distributed::is_initialized());
 }

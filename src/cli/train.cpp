@@ -35,7 +35,8 @@ const char* kTrainUsage =
     " its 1/N of every epoch, --batch-size being the global batch; rank 0 prints and saves;\n"
     " --bucket-cap-mb: DDP's gradient bucket size, default 25; with --profile every rank\n"
     " writes its trace, the all-reduces on a communication track; --device cuda trains on a GPU:\n"
-    " the model is moved there and each batch copied from pinned memory, docs/cuda.md)\n"
+    " the model is moved there and each batch copied from pinned memory; with --ddp each process\n"
+    " uses its node-local GPU and the gradients are all-reduced by NCCL, docs/cuda.md)\n"
     "graph models: ignis train --model gcn|sage|gin|gat --dataset karate|cora|mnist-graph ...\n"
     " (ignis train --model gcn --help lists their options)\n";
 const char* kEvalUsage =
@@ -140,17 +141,24 @@ MemoryFormat memory_format(const Options& o, const char* usage) {
 // DDP: the epoch's training metrics over every rank's shard (before the logger prints them).
 class GlobalMetrics : public train::Callback {
  public:
+  explicit GlobalMetrics(Device device) : device_(device) {}
   void on_epoch_end(train::FitState& s) override {
+    // On the group's device (NCCL moves GPU tensors only).
     Tensor m = tensor({s.train.loss * static_cast<double>(s.train.samples),
                        s.train.accuracy * static_cast<double>(s.train.samples),
                        static_cast<double>(s.train.samples)},
-                      kFloat64);
+                      kFloat64)
+                   .to(device_);
     distributed::all_reduce(m);
+    m = m.cpu();
     const double n = m[2].item<double>();
     s.train.samples = static_cast<int64_t>(n);
     s.train.loss = n > 0 ? m[0].item<double>() / n : 0;
     s.train.accuracy = n > 0 ? m[1].item<double>() / n : 0;
   }
+
+ private:
+  Device device_;
 };
 
 // DDP: fit's step-time breakdown (the one the progress logger prints: data, forward, backward,
@@ -228,8 +236,8 @@ class ProfileSteps final : public train::Callback {
   std::unique_ptr<profiler::Profile> prof_;
 };
 
-// --device: cpu, cuda or cuda:N, a GPU that is there (the reason when not), not with --ddp.
-Device parse_device(const std::string& v, bool ddp) {
+// --device: cpu, cuda or cuda:N, a GPU that is there (the reason when not).
+Device parse_device(const std::string& v) {
   Device d;
   try {
     d = Device(v);
@@ -246,11 +254,6 @@ Device parse_device(const std::string& v, bool ddp) {
     if (d.index >= cuda::device_count()) {
       throw UsageError("--device " + v + ": there are " + std::to_string(cuda::device_count()) +
                            " GPUs",
-                       kTrainUsage);
-    }
-    if (ddp) {
-      throw UsageError("--ddp runs on the CPU over MPI; data parallelism on GPUs (NCCL) is not "
-                       "built yet",
                        kTrainUsage);
     }
   }
@@ -274,7 +277,7 @@ int train_main(const Args& all_args) {
        "threads", "workers", "save", "resume", "log", "memory-format", "profile", "profile-steps",
        "bucket-cap-mb", "device"},
       kTrainUsage);
-  const Device device = parse_device(o.get("device", "cpu"), ddp);
+  Device device = parse_device(o.get("device", "cpu"));
   set_threads(o, kTrainUsage);
   const int64_t profile_steps =
       parse_int("--profile-steps", o.get("profile-steps", "10"), 1, INT64_MAX, kTrainUsage);
@@ -310,7 +313,9 @@ int train_main(const Args& all_args) {
   const double momentum = parse_double("--momentum", o.get("momentum", "0.9"), kTrainUsage);
   int rank = 0, world = 1;
   if (ddp) {
-    distributed::init_process_group("mpi");
+    // GPUs communicate through NCCL, each process on its node-local GPU (the group picks it).
+    distributed::init_process_group(device.is_cuda() ? "nccl" : "mpi");
+    if (device.is_cuda()) device = Device(kCUDA, cuda::current_device());
     rank = distributed::get_rank();
     world = distributed::get_world_size();
     if (batch % world != 0) {
@@ -379,7 +384,7 @@ int train_main(const Args& all_args) {
   std::vector<std::shared_ptr<train::Callback>> cbs;
   // DDP: the epoch's metrics are made global before the logger prints them; the latency
   // breakdown prints after the logger's epoch line.
-  if (ddp) cbs.push_back(std::make_shared<GlobalMetrics>());
+  if (ddp) cbs.push_back(std::make_shared<GlobalMetrics>(device));
   if (lead) cbs.push_back(std::make_shared<train::ProgressLogger>(o.get("log", "")));
   if (ddp) cbs.push_back(std::make_shared<LatencyBreakdown>(*ddp_model));
   if (o.values.count("profile")) {

@@ -1,6 +1,7 @@
 // The CUDA runtime API in a build without the CUDA backend (IGNIS_CUDA=OFF, or no nvcc): no
 // device is available, and what needs one says why.
 #include "cuda/backend.h"
+#include "distributed/backend.h"
 #include "ignis/error.h"
 
 namespace ignis {
@@ -68,3 +69,12 @@ void record_stream(const Tensor&, const Stream&) { no_backend("record_stream"); 
 
 }  // namespace cuda
 }  // namespace ignis
+
+namespace ignis::distributed::detail {
+bool nccl_available() { return false; }
+ProcessGroupPtr nccl_init_world(const ProcessGroupOptions&) {
+  IGNIS_FAIL("init_process_group: the nccl backend needs ignis's CUDA backend, which this build "
+             "does not have");
+}
+void nccl_destroy(const ProcessGroupPtr&) {}
+}  // namespace ignis::distributed::detail

@@ -18,6 +18,12 @@ ProcessGroupPtr mpi_new_group(const std::vector<int>& world_ranks,
                               const ProcessGroupOptions& options);
 /// Frees one group's communicators (the world group: shuts MPI down).
 void mpi_destroy(const ProcessGroupPtr& group, bool is_world);
+/// The "nccl" backend (src/cuda/nccl_group.cpp; src/cuda/no_cuda.cpp without the CUDA backend):
+/// whether a GPU is there, the world group (bootstrapped over MPI under a launcher, a world of
+/// one otherwise), and its destruction (the communicator, then MPI).
+bool nccl_available();
+ProcessGroupPtr nccl_init_world(const ProcessGroupOptions& options);
+void nccl_destroy(const ProcessGroupPtr& group);
 /// How many threads are blocked in Work::wait now. While one is, a backend's progress thread
 /// polls without sleeping: the waiter's core is free, and the result is on its critical path.
 std::atomic<int>& blocked_waiters();

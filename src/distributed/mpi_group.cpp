@@ -79,19 +79,28 @@ struct Staged {
   }
 };
 
-Staged stage_in(const Tensor& t) {
+// The MPI backend moves host memory: GPU tensors go through the nccl backend.
+void check_cpu(const Tensor& t, const char* op) {
+  IGNIS_CHECK(t.device().is_cpu(), op, " (mpi): the mpi backend works on CPU tensors, got a tensor ",
+              "on ", t.device().str(), " (GPU tensors: init_process_group(\"nccl\"))");
+}
+
+Staged stage_in(const Tensor& t, const char* op) {
+  check_cpu(t, op);
   NoGradGuard ng;
   Tensor d = t.detach();
   return {d, d.is_contiguous() ? d : d.contiguous()};
 }
 
-Staged stage_out(const Tensor& t) {
+Staged stage_out(const Tensor& t, const char* op) {
+  check_cpu(t, op);
   Tensor d = t.detach();
   return {d, d.is_contiguous() ? d : empty(d.sizes(), d.dtype())};
 }
 
 // `n` copies of `like`'s shape, packed contiguously, filled from `parts`.
-Tensor pack(const std::vector<Tensor>& parts) {
+Tensor pack(const std::vector<Tensor>& parts, const char* op) {
+  for (const Tensor& p : parts) check_cpu(p, op);
   NoGradGuard ng;
   int64_t total = 0;
   for (const Tensor& p : parts) total += p.numel();
@@ -142,7 +151,7 @@ class ProcessGroupMPI final : public ProcessGroup {
 
   WorkPtr broadcast(Tensor& tensor, int root) override {
     check_root("broadcast", root);
-    Staged st = rank_ == root ? stage_in(tensor) : stage_out(tensor);
+    Staged st = rank_ == root ? stage_in(tensor, "broadcast") : stage_out(tensor, "broadcast");
     auto s = s_;
     auto op = request("broadcast", [st, root, s](MPI_Request* r) {
       return MPI_Ibcast(st.data(), st.bytes("broadcast"), MPI_BYTE, root, s->coll, r);
@@ -153,7 +162,7 @@ class ProcessGroupMPI final : public ProcessGroup {
 
   WorkPtr all_reduce(Tensor& tensor, ReduceOp red, AllreduceAlgorithm algo) override {
     detail::check_reduce_op("all_reduce", tensor.dtype(), red);
-    Staged st = stage_in(tensor);
+    Staged st = stage_in(tensor, "all_reduce");
     std::unique_ptr<Op> op;
     if (algo == AllreduceAlgorithm::Ring) {
       op = make_ring_allreduce(s_, st.buf, red);
@@ -179,7 +188,7 @@ class ProcessGroupMPI final : public ProcessGroup {
   WorkPtr reduce(Tensor& tensor, int root, ReduceOp red) override {
     check_root("reduce", root);
     detail::check_reduce_op("reduce", tensor.dtype(), red);
-    Staged st = stage_in(tensor);
+    Staged st = stage_in(tensor, "reduce");
     auto s = s_;
     const MPI_Datatype type = mpi_type(tensor.dtype());
     const MPI_Op mop = mpi_op(tensor.dtype(), red);
@@ -202,7 +211,7 @@ class ProcessGroupMPI final : public ProcessGroup {
 
   WorkPtr all_gather(std::vector<Tensor>& outputs, const Tensor& input) override {
     check_list("all_gather", "output", outputs, input);
-    Staged in = stage_in(input);
+    Staged in = stage_in(input, "all_gather");
     Tensor all = empty({input.numel() * size_}, input.dtype());
     auto s = s_;
     auto op = request("all_gather", [in, all, s](MPI_Request* r) {
@@ -218,7 +227,7 @@ class ProcessGroupMPI final : public ProcessGroup {
     check_root("gather", root);
     const bool is_root = rank_ == root;
     if (is_root) check_list("gather", "gather_list", outputs, input);
-    Staged in = stage_in(input);
+    Staged in = stage_in(input, "gather");
     Tensor all = is_root ? empty({input.numel() * size_}, input.dtype()) : Tensor();
     auto s = s_;
     auto op = request("gather", [in, all, s, root, is_root](MPI_Request* r) {
@@ -234,8 +243,8 @@ class ProcessGroupMPI final : public ProcessGroup {
     check_root("scatter", root);
     const bool is_root = rank_ == root;
     if (is_root) check_list("scatter", "scatter_list", inputs, output);
-    Staged out = stage_out(output);
-    Tensor all = is_root ? pack(inputs) : Tensor();
+    Staged out = stage_out(output, "scatter");
+    Tensor all = is_root ? pack(inputs, "scatter") : Tensor();
     auto s = s_;
     auto op = request("scatter", [out, all, s, root, is_root](MPI_Request* r) {
       const int nb = out.bytes("scatter");
@@ -249,8 +258,8 @@ class ProcessGroupMPI final : public ProcessGroup {
   WorkPtr reduce_scatter(Tensor& output, const std::vector<Tensor>& inputs, ReduceOp red) override {
     check_list("reduce_scatter", "input_list", inputs, output);
     detail::check_reduce_op("reduce_scatter", output.dtype(), red);
-    Staged out = stage_out(output);
-    Tensor all = pack(inputs);
+    Staged out = stage_out(output, "reduce_scatter");
+    Tensor all = pack(inputs, "reduce_scatter");
     auto s = s_;
     const MPI_Datatype type = mpi_type(output.dtype());
     const MPI_Op mop = mpi_op(output.dtype(), red);
@@ -294,7 +303,7 @@ class ProcessGroupMPI final : public ProcessGroup {
       lay->rdispl.push_back(rat);
       rat += lay->rcount.back();
     }
-    Tensor sall = pack(inputs);
+    Tensor sall = pack(inputs, "all_to_all");
     int64_t rtotal = 0;
     for (const Tensor& t : outputs) rtotal += t.numel();
     Tensor rall = empty({rtotal}, dt);
@@ -317,7 +326,7 @@ class ProcessGroupMPI final : public ProcessGroup {
 
   WorkPtr send(const Tensor& tensor, int dst, int tag) override {
     check_peer("send", dst, tag);
-    Staged st = stage_in(tensor);
+    Staged st = stage_in(tensor, "send");
     auto s = s_;
     auto op = request("send", [st, s, dst, tag](MPI_Request* r) {
       return MPI_Isend(st.data(), st.bytes("send"), MPI_BYTE, dst, tag, s->coll, r);
@@ -327,7 +336,7 @@ class ProcessGroupMPI final : public ProcessGroup {
 
   WorkPtr recv(Tensor& tensor, int src, int tag) override {
     check_peer("recv", src, tag);
-    Staged st = stage_out(tensor);
+    Staged st = stage_out(tensor, "recv");
     auto s = s_;
     auto op = request("recv", [st, s, src, tag](MPI_Request* r) {
       return MPI_Irecv(st.data(), st.bytes("recv"), MPI_BYTE, src, tag, s->coll, r);

@@ -114,6 +114,7 @@ ProcessGroupOptions with_env(ProcessGroupOptions o) {
 }  // namespace
 
 bool is_backend_available(const std::string& backend) {
+  if (backend == "nccl") return detail::nccl_available();
   return backend == "mpi" && detail::mpi_available();
 }
 
@@ -121,8 +122,12 @@ void init_process_group(const std::string& backend, const ProcessGroupOptions& o
   IGNIS_CHECK(g_world == nullptr,
               "init_process_group: the default process group is already "
               "initialized (call destroy_process_group() first)");
-  IGNIS_CHECK(backend == "mpi", "init_process_group: unknown backend '", backend,
-              "' (available: mpi)");
+  IGNIS_CHECK(backend == "mpi" || backend == "nccl", "init_process_group: unknown backend '",
+              backend, "' (available: mpi, nccl)");
+  if (backend == "nccl") {
+    g_world = detail::nccl_init_world(with_env(options));
+    return;
+  }
   IGNIS_CHECK(detail::mpi_available(),
               "init_process_group: ignis was built without MPI; "
               "install OpenMPI (Debian: openmpi-bin libopenmpi-dev) and rebuild");
@@ -152,6 +157,8 @@ ProcessGroupPtr new_group(const std::vector<int>& ranks) {
   if (sorted.empty()) {
     for (int r = 0; r < world->size(); ++r) sorted.push_back(r);
   }
+  IGNIS_CHECK(world->backend_name() == "mpi", "new_group: not supported with the ",
+              world->backend_name(), " backend yet");
   ProcessGroupPtr g = detail::mpi_new_group(sorted, world->options());
   g_groups.push_back(g);
   return g;
@@ -169,7 +176,11 @@ void destroy_process_group(const ProcessGroupPtr& group) {
   g_groups.clear();
   ProcessGroupPtr world = std::move(g_world);
   g_world = nullptr;
-  detail::mpi_destroy(world, true);
+  if (world->backend_name() == "nccl") {
+    detail::nccl_destroy(world);
+  } else {
+    detail::mpi_destroy(world, true);
+  }
 }
 
 // ---- collectives

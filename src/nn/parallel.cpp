@@ -98,7 +98,7 @@ class Reducer {
       bytes += static_cast<int64_t>(t.nbytes());
     }
     for (size_t b = 0; b < buckets_.size(); ++b) {
-      buckets_[b].flat = zeros({numels[b]}, params_[buckets_[b].params[0]].t.dtype());
+      buckets_[b].flat = zeros({numels[b]}, params_[buckets_[b].params[0]].t.options());
     }
     // Gradients already there move into the new buckets (views of them with as-view).
     for (Param& p : params_) {
@@ -246,10 +246,12 @@ class Reducer {
   // After the first iteration: buckets in the order the gradients arrived (rank 0's order).
   void rebuild() {
     rebuilt_ = true;
-    if (arrival_.size() != params_.size()) return;
+    if (params_.empty() || arrival_.size() != params_.size()) return;
     std::vector<int64_t> order(arrival_.begin(), arrival_.end());
-    Tensor t = tensor(order, kInt64);
+    // On the parameters' device: the nccl backend moves GPU tensors only.
+    Tensor t = tensor(order, kInt64).to(params_.front().t.device());
     group_->broadcast(t, 0)->wait();
+    t = t.cpu();
     std::vector<size_t> o;
     for (int64_t k = 0; k < t.numel(); ++k)
       o.push_back(static_cast<size_t>(t.data_ptr<int64_t>()[k]));
@@ -329,7 +331,8 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> module,
   // the buckets are built from them alike on every rank.
   dist::ProcessGroupPtr comm = options_.process_group;
   bool own = false;
-  if (comm == dist::default_group() && comm->size() > 1) {
+  // (NCCL has no metadata check to skip, and runs its own algorithms: it keeps the group.)
+  if (comm == dist::default_group() && comm->size() > 1 && comm->backend_name() == "mpi") {
     comm = dist::new_group({});
     comm->set_check_metadata(false);
     // ignis's ring unless IGNIS_ALLREDUCE names the algorithm: on shared memory it moves the
