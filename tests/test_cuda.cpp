@@ -480,8 +480,8 @@ TEST(Cuda, IndexingAndJoiningMatchTheCpu) {
   (ag * 3).sum().backward();
   expect_matches(agx.grad(), ax.grad(), 1e-12, 1e-12, "grad of x[i0, i1] (repeats add up)");
   Tensor pc = x.clone(), pg = G(x);
-  pc.index_put_({i0, i1}, ones({4}, kFloat64), /*accumulate=*/true);
-  pg.index_put_({G(i0), G(i1)}, G(ones({4}, kFloat64)), /*accumulate=*/true);
+  pc.index_put_({i0, i1}, ones({4, 5}, kFloat64), /*accumulate=*/true);
+  pg.index_put_({G(i0), G(i1)}, G(ones({4, 5}, kFloat64)), /*accumulate=*/true);
   expect_matches(pg, pc, 1e-12, 1e-12, "index_put_ accumulate");
   const Tensor mask = x > 0.5;
   expect_matches(masked_fill(G(x), G(mask), -7.0), masked_fill(x, mask, -7.0), 0, 0,
@@ -595,6 +595,20 @@ TEST(Cuda, ConvolutionsMatchTheCpu) {
   expect_grads_match(
       [](const auto& t) { return conv2d(t[0].contiguous(MemoryFormat::ChannelsLast), t[1], t[2]); },
       {x, w, b}, "conv2d channels-last");
+  // conv_transpose2d with output_padding beyond the padding: a negative right padding for the
+  // convolutions underneath (cropped by hand on the GPU).
+  expect_grads_match(
+      [](const auto& t) { return conv_transpose2d(t[0], t[1], t[2], {2}, {0}, {1}); },
+      {randn({1, 2, 3, 3}, kFloat64), randn({2, 3, 3, 3}, kFloat64), randn({3}, kFloat64)},
+      "conv_transpose2d output_padding 1");
+  // A channels-last input with one channel (size-1 dims with odd strides).
+  expect_grads_match(
+      [](const auto& t) { return conv2d(t[0].contiguous(MemoryFormat::ChannelsLast), t[1]); },
+      {randn({2, 1, 6, 6}, kFloat64), randn({3, 1, 3, 3}, kFloat64)}, "conv2d C = 1");
+  // bfloat16 (on the tensor cores): the CPU's values to bfloat16 rounding.
+  const Tensor xb = x.to(kBFloat16), wb = w.to(kBFloat16);
+  expect_matches(conv2d(xb.to(kGpu), wb.to(kGpu)).to(kFloat32), conv2d(xb, wb).to(kFloat32), 3e-2,
+                 3e-2, "conv2d bfloat16");
   // float32: full precision (no TF32), so the CPU's values to float32 rounding.
   const Tensor xf = x.to(kFloat32), wf = w.to(kFloat32);
   expect_matches(conv2d(xf.to(kGpu), wf.to(kGpu)), conv2d(xf, wf), 1e-4, 1e-4, "conv2d float32");
@@ -705,4 +719,43 @@ TEST(Cuda, NcclWorldOfOne) {
               HasSubstr("all_reduce: ReduceOp.AVG needs a floating dtype, got int64"));
   distributed::destroy_process_group();
   EXPECT_FALSE(distributed::is_initialized());
+}
+
+TEST(Cuda, StatisticsScansAndShapeOpsMatchTheCpu) {
+  REQUIRE_GPU();
+  manual_seed(16);
+  Tensor x = randn({5, 70, 3}, kFloat64);
+  x.select(0, 1).select(1, 2).fill_(INFINITY);  // an infinite column for logsumexp
+  for (const std::vector<int64_t>& dims : std::vector<std::vector<int64_t>>{{}, {1}, {0, 2}}) {
+    expect_grads_match([&](const auto& t) { return t[0].var(dims); }, {x.clamp(-5, 5)}, "var");
+    expect_grads_match([&](const auto& t) { return t[0].std(dims, 0, true); }, {x.clamp(-5, 5)},
+                       "std correction 0");
+    expect_matches(x.to(kGpu).logsumexp(dims.empty() ? std::vector<int64_t>{0} : dims),
+                   x.logsumexp(dims.empty() ? std::vector<int64_t>{0} : dims), 1e-12, 1e-12,
+                   "logsumexp");
+    for (double p : {2.0, 1.0, 0.0, double(INFINITY), -double(INFINITY), 3.0}) {
+      expect_matches(x.clamp(-5, 5).to(kGpu).norm(p, dims), x.clamp(-5, 5).norm(p, dims), 1e-12,
+                     1e-12, "norm p = " + std::to_string(p));
+    }
+  }
+  const Tensor f = x.to(kFloat32).clamp(-5, 5);
+  expect_matches(f.to(kGpu).var({1}), f.var({1}), 1e-5, 1e-6, "var float32 (in float64)");
+  for (int64_t d : {0, 1, 2}) {
+    expect_grads_match([&](const auto& t) { return t[0].cumsum(d); }, {x.clamp(-5, 5)}, "cumsum");
+  }
+  const Tensor i = randint(-9, 9, {4, 6});
+  expect_matches(i.to(kGpu).cumsum(1), i.cumsum(1), 0, 0, "cumsum int64");
+  expect_matches(x.to(kGpu).flip({0, 2}), x.flip({0, 2}), 0, 0, "flip");
+  expect_matches(x.to(kGpu).transpose(0, 2).flip({1}), x.transpose(0, 2).flip({1}), 0, 0,
+                 "flip of a strided tensor");
+  const Tensor m = randn({2, 4, 5}, kFloat64);
+  for (int64_t k : {-1, 0, 2}) {
+    expect_matches(m.to(kGpu).tril(k), m.tril(k), 0, 0, "tril");
+    expect_matches(m.to(kGpu).triu(k), m.triu(k), 0, 0, "triu");
+  }
+  const Tensor labels = tensor(std::vector<int64_t>{2, 0, 4, 4});
+  expect_matches(one_hot(labels.to(kGpu)), one_hot(labels), 0, 0, "one_hot (classes inferred)");
+  expect_matches(one_hot(labels.to(kGpu), 6), one_hot(labels, 6), 0, 0, "one_hot 6");
+  EXPECT_EQ(error_of([&] { (void)one_hot(labels.to(kGpu), 3); }),
+            error_of([&] { (void)one_hot(labels, 3); }));
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Packs what `make gpu-check` runs on a GPU machine that cannot build ignis (no Debian packages
-# there: no oneDNN, GoogleTest or OpenMPI): the CUDA test programs and the ignis CLI, built here
+# there: no oneDNN, GoogleTest or OpenMPI): the CUDA test programs, the lecture notes' GPU
+# example and the ignis CLI, built here
 # with the CUDA backend, plus every shared library they load except those the GPU machine has
 # (the C/C++ runtime, the CUDA driver, cuBLAS). Output: gpu-bundle/{bin,lib}, stripped, and
 # gpu-bundle.tgz, the one file to carry (both git-ignored), checked against the 64 MiB a device
@@ -9,10 +10,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 OUT=gpu-bundle
-PROGRAMS=(tests/test_cuda tests/test_caching_allocator ignis)
+PROGRAMS=(tests/test_cuda tests/test_caching_allocator gpu_async ignis)
 grep -q "IGNIS_WITH_CUDA:INTERNAL=ON\|ignis_cuda" "$BUILD/build.ninja" || {
   echo "gpu-bundle: $BUILD has no CUDA backend (configure with -DIGNIS_CUDA=ON)" >&2; exit 2; }
-cmake --build "$BUILD" --target test_cuda test_caching_allocator ignis_cli
+cmake --build "$BUILD" --target test_cuda test_caching_allocator gpu_async ignis_cli
 rm -rf "$OUT"
 mkdir -p "$OUT/bin" "$OUT/lib"
 for p in "${PROGRAMS[@]}"; do

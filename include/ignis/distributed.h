@@ -12,8 +12,9 @@
 //
 // Every operation is asynchronous underneath: it returns a Work at once, and the backend runs
 // it in the order it was posted. A synchronous call is the asynchronous one followed by wait().
-// Backends: "mpi" (CPU tensors, OpenMPI). A stream-ordered backend (NCCL) fits behind the same
-// interface: its Work::wait() makes the caller's stream wait instead of the host.
+// Backends: "mpi" (CPU tensors, OpenMPI) and "nccl" (GPU tensors, docs/cuda.md): NCCL's
+// collectives are stream-ordered (the caller's current stream waits for them, so later GPU work
+// sees the result without a host wait), and its Work::wait() blocks the host until they are done.
 #pragma once
 
 #include <chrono>

@@ -315,6 +315,11 @@ int train_main(const Args& all_args) {
   if (ddp) {
     // GPUs communicate through NCCL, each process on its node-local GPU (the group picks it).
     distributed::init_process_group(device.is_cuda() ? "nccl" : "mpi");
+    if (device.is_cuda() && cuda::current_device() != device.index) {
+      std::cerr << "note: --ddp runs each process on its node-local GPU: rank "
+                << distributed::get_rank() << " uses cuda:" << cuda::current_device()
+                << ", not " << device << "\n";
+    }
     if (device.is_cuda()) device = Device(kCUDA, cuda::current_device());
     rank = distributed::get_rank();
     world = distributed::get_world_size();

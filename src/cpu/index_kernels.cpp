@@ -7,28 +7,11 @@
 
 #include "cpu/loops.h"
 #include "cpu/parallel.h"
+#include "ops/dispatch_size.h"
 #include "ops/index.h"
 
 namespace ignis::cpu {
 namespace {
-
-/// Calls f.template operator()<U>() with an unsigned type of dt's element size: for kernels that
-/// only move bytes.
-template <class F>
-decltype(auto) dispatch_size(DType dt, F&& f) {
-  switch (element_size(dt)) {
-    case 1: return f.template operator()<uint8_t>();
-    case 2: return f.template operator()<uint16_t>();
-    case 4: return f.template operator()<uint32_t>();
-    default: return f.template operator()<uint64_t>();
-  }
-}
-
-template <class F>
-decltype(auto) dispatch_index(DType dt, F&& f) {
-  if (dt == kInt32) return f.template operator()<int32_t>();
-  return f.template operator()<int64_t>();
-}
 
 /// The first bad index seen by any thread.
 struct BadRecorder {

@@ -3,20 +3,11 @@
 #include <cstring>
 
 #include "cpu/parallel.h"
+#include "ops/dispatch_size.h"
 #include "ops/index.h"
 
 namespace ignis::cpu {
 namespace {
-
-template <class F>
-decltype(auto) dispatch_size(DType dt, F&& f) {
-  switch (element_size(dt)) {
-    case 1: return f.template operator()<uint8_t>();
-    case 2: return f.template operator()<uint16_t>();
-    case 4: return f.template operator()<uint32_t>();
-    default: return f.template operator()<uint64_t>();
-  }
-}
 
 /// Bytes below which a copy runs on the calling thread.
 constexpr int64_t kCopyGrainBytes = int64_t{1} << 18;

@@ -8,14 +8,7 @@
 namespace ignis::cpu {
 namespace {
 
-template <class A>
-inline A exp_of(A v) {
-  if constexpr (std::is_same_v<A, float>) {
-    return vmath::exp(v);
-  } else {
-    return std::exp(v);
-  }
-}
+// exp_of: ops/reducers.h (vmath's exp for float).
 
 // Softmax's elementwise cost is several times a sum's: smaller chunks per thread.
 constexpr int64_t kSoftmaxGrain = kGrainSize / 4;

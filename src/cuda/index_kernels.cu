@@ -10,25 +10,11 @@
 // in parallel and each line in order; index_add gives each thread its own destination column.
 #include "core/tensor_impl.h"
 #include "cuda/loops.cuh"
+#include "ops/dispatch_size.h"
 #include "ops/index.h"
 
 namespace ignis::cuda {
 namespace {
-
-template <class F>
-decltype(auto) dispatch_size(DType dt, F&& f) {
-  switch (element_size(dt)) {
-    case 1: return f.template operator()<uint8_t>();
-    case 2: return f.template operator()<uint16_t>();
-    case 4: return f.template operator()<uint32_t>();
-    default: return f.template operator()<uint64_t>();
-  }
-}
-template <class F>
-decltype(auto) dispatch_index(DType dt, F&& f) {
-  if (dt == kInt32) return f.template operator()<int32_t>();
-  return f.template operator()<int64_t>();
-}
 
 struct DeviceBad {
   int found;

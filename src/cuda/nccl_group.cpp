@@ -10,8 +10,10 @@
 //   host wait, and the host is free while the GPU communicates. The tensors are recorded as used
 //   by the NCCL stream, so the caching allocator does not hand their memory out early.
 // - Work::wait() blocks the host until the collective has finished on the GPU, polling NCCL's
-//   asynchronous error; after the group's timeout it aborts the communicator and throws, and the
-//   group is unusable afterwards (as with MPI).
+//   asynchronous error; after the group's timeout it aborts the communicator (once: the state is
+//   shared by the group and its Works) and throws, and the group is unusable afterwards (as with
+//   MPI). The NCCL stream comes from the device's pool and is never destroyed, since tensors
+//   recorded as used by it may outlive the group.
 // - Non-contiguous tensors are staged through contiguous copies, copied back in stream order.
 // - Differences from MPI's backend: no metadata check across ranks (a mismatch is NCCL's own
 //   error or hang, ended by the timeout); send/recv tags are ignored (NCCL matches messages in
@@ -91,13 +93,39 @@ ncclRedOp_t nccl_op(ReduceOp op, DType dtype) {
   return ncclSum;
 }
 
+// A communicator and whether it was aborted (after an error or a timeout), shared by the group
+// and its Works: the abort happens once, and nothing uses the communicator afterwards.
+struct CommState {
+  ncclComm_t comm = nullptr;
+  std::mutex mu;
+  bool aborted = false;  // guarded by mu
+  bool is_aborted() {
+    std::lock_guard<std::mutex> g(mu);
+    return aborted;
+  }
+  void abort() {
+    std::lock_guard<std::mutex> g(mu);
+    if (aborted || comm == nullptr) return;
+    aborted = true;
+    (void)nccl().ncclCommAbort(comm);
+  }
+  // NCCL's asynchronous error, or ncclSuccess (ncclInProgress counts as none).
+  ncclResult_t async_error() {
+    std::lock_guard<std::mutex> g(mu);
+    if (aborted || comm == nullptr) return ncclSuccess;
+    ncclResult_t r = ncclSuccess;
+    if (nccl().ncclCommGetAsyncError(comm, &r) != ncclSuccess) return ncclSuccess;
+    return r == ncclInProgress ? ncclSuccess : r;
+  }
+};
+
 // A posted collective: done when its event (recorded on the NCCL stream after it) has completed.
 class NcclWork final : public Work {
  public:
-  NcclWork(std::string op, cudaEvent_t done, int device, ncclComm_t comm,
-           std::chrono::milliseconds timeout, std::shared_ptr<bool> broken)
-      : Work(std::move(op)), done_(done), device_(device), comm_(comm), timeout_(timeout),
-        broken_(std::move(broken)), start_(std::chrono::steady_clock::now()) {}
+  NcclWork(std::string op, cudaEvent_t done, int device, std::shared_ptr<CommState> comm,
+           std::chrono::milliseconds timeout)
+      : Work(std::move(op)), done_(done), device_(device), comm_(std::move(comm)),
+        timeout_(timeout), start_(std::chrono::steady_clock::now()) {}
   ~NcclWork() override {
     int prev = 0;
     (void)cudaGetDevice(&prev);
@@ -133,9 +161,11 @@ class NcclWork final : public Work {
       fail(std::string("CUDA error ") + cudaGetErrorName(e));
       return true;
     }
-    ncclResult_t async = ncclSuccess;
-    if (nccl().ncclCommGetAsyncError(comm_, &async) == ncclSuccess && async != ncclSuccess &&
-        async != ncclInProgress) {
+    if (comm_->is_aborted()) {
+      fail("the communicator was aborted (an earlier error or timeout)");
+      return true;
+    }
+    if (const ncclResult_t async = comm_->async_error(); async != ncclSuccess) {
       fail(std::string("NCCL error ") + nccl().ncclGetErrorString(async));
       return true;
     }
@@ -147,18 +177,14 @@ class NcclWork final : public Work {
   }
   // Ends the work with an error; the communicator is aborted, so the group is unusable.
   void fail(const std::string& why) {
-    if (!*broken_) {
-      *broken_ = true;
-      (void)nccl().ncclCommAbort(comm_);
-    }
+    comm_->abort();
     finish(std::make_exception_ptr(Error(op() + " (nccl): " + why)));
   }
 
   cudaEvent_t done_;
   int device_;
-  ncclComm_t comm_;
+  std::shared_ptr<CommState> comm_;
   std::chrono::milliseconds timeout_;
-  std::shared_ptr<bool> broken_;
   std::chrono::steady_clock::time_point start_;
 };
 
@@ -167,9 +193,10 @@ class ProcessGroupNCCL final : public ProcessGroup {
   ProcessGroupNCCL(ProcessGroupPtr bootstrap, int rank, int size, int device, ncclComm_t comm,
                    ProcessGroupOptions options)
       : ProcessGroup(rank, size, options), bootstrap_(std::move(bootstrap)), device_(device),
-        comm_(comm) {
-    DeviceGuard g(device_);
-    IGNIS_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+        state_(std::make_shared<CommState>()),
+        // A pool stream, never destroyed: tensors recorded as used by it may outlive the group.
+        stream_(static_cast<cudaStream_t>(cuda::getStreamFromPool(false, device).handle())) {
+    state_->comm = comm;
   }
   ~ProcessGroupNCCL() override { shutdown(); }
 
@@ -183,23 +210,21 @@ class ProcessGroupNCCL final : public ProcessGroup {
   int device() const { return device_; }
 
   void shutdown() {
-    if (comm_ == nullptr) return;
-    DeviceGuard g(device_);
-    if (*broken_) {
-      (void)nccl().ncclCommAbort(comm_);
-    } else {
+    std::lock_guard<std::mutex> g(state_->mu);
+    if (state_->comm == nullptr) return;
+    if (!state_->aborted) {
+      DeviceGuard dg(device_);
       (void)cudaStreamSynchronize(stream_);
-      (void)nccl().ncclCommDestroy(comm_);
+      (void)nccl().ncclCommDestroy(state_->comm);
     }
-    (void)cudaStreamDestroy(stream_);
-    comm_ = nullptr;
+    state_->comm = nullptr;  // (an aborted communicator was freed by the abort)
   }
 
   WorkPtr broadcast(Tensor& t, int root) override {
     Staged s = stage(t, "broadcast");
     return run("broadcast", {s.buf}, [&](cudaStream_t st) {
       check(nccl().ncclBroadcast(s.buf.data_ptr(), s.buf.data_ptr(), count(s.buf),
-                                 nccl_type(t.dtype()), root, comm_, st),
+                                 nccl_type(t.dtype()), root, state_->comm, st),
             "broadcast", "ncclBroadcast");
     }, [&] { s.copy_back(); });
   }
@@ -209,7 +234,7 @@ class ProcessGroupNCCL final : public ProcessGroup {
     Staged s = stage(t, "all_reduce");
     return run("all_reduce", {s.buf}, [&](cudaStream_t st) {
       check(nccl().ncclAllReduce(s.buf.data_ptr(), s.buf.data_ptr(), count(s.buf),
-                                 nccl_type(t.dtype()), nccl_op(op, t.dtype()), comm_, st),
+                                 nccl_type(t.dtype()), nccl_op(op, t.dtype()), state_->comm, st),
             "all_reduce", "ncclAllReduce");
     }, [&] { s.copy_back(); });
   }
@@ -219,7 +244,7 @@ class ProcessGroupNCCL final : public ProcessGroup {
     Staged s = stage(t, "reduce");
     return run("reduce", {s.buf}, [&](cudaStream_t st) {
       check(nccl().ncclReduce(s.buf.data_ptr(), s.buf.data_ptr(), count(s.buf),
-                              nccl_type(t.dtype()), nccl_op(op, t.dtype()), root, comm_, st),
+                              nccl_type(t.dtype()), nccl_op(op, t.dtype()), root, state_->comm, st),
             "reduce", "ncclReduce");
     }, [&] { s.copy_back(); });
   }
@@ -231,7 +256,7 @@ class ProcessGroupNCCL final : public ProcessGroup {
     const Tensor flat = make_tensor({n * size()}, input.dtype(), input.device());
     return run("all_gather", {in, flat}, [&](cudaStream_t st) {
       check(nccl().ncclAllGather(in.data_ptr(), flat.data_ptr(), static_cast<size_t>(n),
-                                 nccl_type(input.dtype()), comm_, st),
+                                 nccl_type(input.dtype()), state_->comm, st),
             "all_gather", "ncclAllGather");
     }, [&] {
       for (int r = 0; r < size(); ++r) copy_into(outputs[r], slice(flat, r * n, input.sizes()));
@@ -290,7 +315,7 @@ class ProcessGroupNCCL final : public ProcessGroup {
     return run("reduce_scatter", {flat, s.buf}, [&](cudaStream_t st) {
       check(nccl().ncclReduceScatter(flat.data_ptr(), s.buf.data_ptr(), count(s.buf),
                                      nccl_type(output.dtype()), nccl_op(op, output.dtype()),
-                                     comm_, st),
+                                     state_->comm, st),
             "reduce_scatter", "ncclReduceScatter");
     }, [&] { s.copy_back(); });
   }
@@ -301,6 +326,11 @@ class ProcessGroupNCCL final : public ProcessGroup {
                 "all_to_all: expected ", size(), " inputs and outputs, got ", inputs.size(),
                 " and ", outputs.size());
     std::vector<Tensor> ins, outs, used;
+    for (size_t j = 0; j < inputs.size(); ++j) {
+      IGNIS_CHECK(inputs[j].dtype() == inputs[0].dtype() && outputs[j].dtype() == inputs[0].dtype(),
+                  "all_to_all: every input and output must have dtype ", inputs[0].dtype(),
+                  ", got ", inputs[j].dtype(), " and ", outputs[j].dtype(), " for rank ", j);
+    }
     for (const Tensor& t : inputs) ins.push_back(dense(t, "all_to_all"));
     for (const Tensor& t : outputs) {
       outs.push_back(t.is_contiguous() ? t : make_tensor(t.sizes(), t.dtype(), t.device()));
@@ -382,11 +412,11 @@ class ProcessGroupNCCL final : public ProcessGroup {
     return make_view(flat, shape.shape(), contiguous_strides(shape), flat.storage_offset() + offset);
   }
   void send_raw(const Tensor& t, int peer, cudaStream_t st, const char* op) {
-    check(nccl().ncclSend(t.data_ptr(), count(t), nccl_type(t.dtype()), peer, comm_, st), op,
+    check(nccl().ncclSend(t.data_ptr(), count(t), nccl_type(t.dtype()), peer, state_->comm, st), op,
           "ncclSend");
   }
   void recv_raw(const Tensor& t, int peer, cudaStream_t st, const char* op) {
-    check(nccl().ncclRecv(t.data_ptr(), count(t), nccl_type(t.dtype()), peer, comm_, st), op,
+    check(nccl().ncclRecv(t.data_ptr(), count(t), nccl_type(t.dtype()), peer, state_->comm, st), op,
           "ncclRecv");
   }
   template <class F>
@@ -401,31 +431,31 @@ class ProcessGroupNCCL final : public ProcessGroup {
   template <class Launch, class After>
   WorkPtr run(const char* op, const std::vector<Tensor>& used, const Launch& launch,
               const After& after) {
-    IGNIS_CHECK(comm_ != nullptr && !*broken_, op, " (nccl): the group is unusable after an ",
-                "earlier error or timeout, or destroyed");
+    IGNIS_CHECK(state_->comm != nullptr && !state_->is_aborted(), op,
+                " (nccl): the group is unusable after an earlier error or timeout, or destroyed");
     DeviceGuard g(device_);
     const cuda::Stream current = cuda::getCurrentCUDAStream(device_);
     const auto cur = static_cast<cudaStream_t>(current.handle());
-    cudaEvent_t ready = nullptr, done = nullptr;
-    IGNIS_CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
-    IGNIS_CUDA_CHECK(cudaEventRecord(ready, cur));
-    IGNIS_CUDA_CHECK(cudaStreamWaitEvent(stream_, ready, 0));
-    IGNIS_CUDA_CHECK(cudaEventDestroy(ready));  // released once it has completed
+    // Ordered after the current stream's work: an event (released once it has completed).
+    cuda::Event ready;
+    ready.record(current);
+    ready.block(cuda::Stream::wrap(stream_, device_));
     launch(stream_);
+    cudaEvent_t done = nullptr;
     IGNIS_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    auto work = std::make_shared<NcclWork>(op, done, device_, state_, options().timeout);
     IGNIS_CUDA_CHECK(cudaEventRecord(done, stream_));
     IGNIS_CUDA_CHECK(cudaStreamWaitEvent(cur, done, 0));
     const cuda::Stream nccl_stream = cuda::Stream::wrap(stream_, device_);
     for (const Tensor& t : used) t.record_stream(nccl_stream);
     after();
-    return std::make_shared<NcclWork>(op, done, device_, comm_, options().timeout, broken_);
+    return work;
   }
 
   ProcessGroupPtr bootstrap_;  // the MPI world (null for a world of one)
   int device_;
-  ncclComm_t comm_;
+  std::shared_ptr<CommState> state_;
   cudaStream_t stream_ = nullptr;
-  std::shared_ptr<bool> broken_ = std::make_shared<bool>(false);
 };
 
 // The node-local rank the launcher gives (mpirun, srun), else the world rank.

@@ -1,9 +1,10 @@
 // CUDA pooling kernels over the windows of ops/pool_windows.h (the CPU kernels' clipped
-// windows, copied to the device): one thread per output for the forward passes, reading x through
+// windows, copied to the device in one buffer per call): one thread per output for the forward passes, reading x through
 // its strides (NCHW or channels-last alike: out and indices share x's layout); the backward
 // passes give each thread one (n, c) plane and walk its outputs in order, so overlapping windows
 // add up in a fixed order without atomics. Max pooling: the first maximum in row-major order
 // wins, and NaN beats every number (the last NaN), as on the CPU; indices are h * W + w.
+#include <bit>
 #include <vector>
 
 #include "core/tensor_impl.h"
@@ -14,22 +15,35 @@
 namespace ignis::cuda {
 namespace {
 
-// A window dim on the device: first, n (int64) and div (double) per output position.
-struct DevWindows {
-  Tensor first, n, div;
-  int64_t step;
-  DevWindows(const Clipped& c, Device d)
-      : first(tensor(c.first).to(d)), n(tensor(c.n).to(d)), div(tensor(c.div, kFloat64).to(d)),
-        step(c.step) {}
-};
+// The windows of both dims on the device, in one int64 buffer (one copy to the GPU per call):
+// per dim, first and n per output position, then div (doubles, bit for bit).
 struct WindowPtrs {
   const int64_t *first, *n;
   const double* div;
   int64_t step;
 };
-WindowPtrs ptrs(const DevWindows& w) {
-  return {w.first.data_ptr<int64_t>(), w.n.data_ptr<int64_t>(), w.div.data_ptr<double>(), w.step};
-}
+struct DevWindows {
+  Tensor buf;
+  WindowPtrs h, w;
+  DevWindows(const PoolGeom& g, Device d) {
+    const Clipped ch(g.h), cw(g.w);
+    std::vector<int64_t> host;
+    auto append = [&](const Clipped& c) {
+      host.insert(host.end(), c.first.begin(), c.first.end());
+      host.insert(host.end(), c.n.begin(), c.n.end());
+      for (double v : c.div) host.push_back(std::bit_cast<int64_t>(v));
+    };
+    append(ch);
+    append(cw);
+    buf = tensor(host).to(d);
+    const int64_t* p = buf.data_ptr<int64_t>();
+    const auto oh = static_cast<int64_t>(ch.first.size());
+    const auto ow = static_cast<int64_t>(cw.first.size());
+    h = {p, p + oh, reinterpret_cast<const double*>(p + 2 * oh), ch.step};
+    p += 3 * oh;
+    w = {p, p + ow, reinterpret_cast<const double*>(p + 2 * ow), cw.step};
+  }
+};
 
 // [N, C, H, W] element strides of a 4-d tensor.
 struct Strides4 {
@@ -78,12 +92,12 @@ void max_pool_kernel(const Tensor& out, const Tensor& indices, const Tensor& x,
                      const PoolGeom& g) {
   if (out.numel() == 0) return;
   DeviceGuard guard(x.device().index);
-  const DevWindows wh(Clipped(g.h), x.device()), ww(Clipped(g.w), x.device());
+  const DevWindows win(g, x.device());
   dispatch_floating(x.dtype(), "max_pool2d", [&]<class T>() {
     max_pool_cuda<T><<<blocks_for(out.numel()), kThreads, 0, stream_of(x)>>>(
         static_cast<const T*>(x.data_ptr()), static_cast<T*>(out.data_ptr()),
         indices.defined() ? indices.data_ptr<int64_t>() : nullptr, x.size(0), x.size(1),
-        out.size(2), out.size(3), g.w.in, strides4(x), strides4(out), ptrs(wh), ptrs(ww));
+        out.size(2), out.size(3), g.w.in, strides4(x), strides4(out), win.h, win.w);
   });
   IGNIS_CUDA_CHECK(cudaGetLastError());
 }
@@ -151,11 +165,11 @@ __global__ void avg_pool_cuda(const T* x, T* out, int64_t N, int64_t C, int64_t 
 void avg_pool_kernel(const Tensor& out, const Tensor& x, const PoolGeom& g) {
   if (out.numel() == 0) return;
   DeviceGuard guard(x.device().index);
-  const DevWindows wh(Clipped(g.h), x.device()), ww(Clipped(g.w), x.device());
+  const DevWindows win(g, x.device());
   dispatch_floating(x.dtype(), "avg_pool2d", [&]<class T>() {
     avg_pool_cuda<T><<<blocks_for(out.numel()), kThreads, 0, stream_of(x)>>>(
         static_cast<const T*>(x.data_ptr()), static_cast<T*>(out.data_ptr()), x.size(0),
-        x.size(1), out.size(2), out.size(3), strides4(x), strides4(out), ptrs(wh), ptrs(ww));
+        x.size(1), out.size(2), out.size(3), strides4(x), strides4(out), win.h, win.w);
   });
   IGNIS_CUDA_CHECK(cudaGetLastError());
 }
@@ -191,14 +205,14 @@ __global__ void avg_pool_backward_cuda(T* gx, const T* gy, int64_t N, int64_t C,
 void avg_pool_backward_kernel(const Tensor& gx, const Tensor& gy, const PoolGeom& g) {
   if (gx.numel() == 0) return;
   DeviceGuard guard(gx.device().index);
-  const DevWindows wh(Clipped(g.h), gx.device()), ww(Clipped(g.w), gx.device());
+  const DevWindows win(g, gx.device());
   const int64_t N = gx.size(0), C = gx.size(1), H = gx.size(2), W = gx.size(3);
   dispatch_floating(gx.dtype(), "avg_pool2d_backward", [&]<class T>() {
     using A = acc_t<T>;
     const Tensor scratch = make_tensor({N * C * H * W}, dtype_of<A>::value, gx.device());
     avg_pool_backward_cuda<T><<<blocks_for(N * C), kThreads, 0, stream_of(gx)>>>(
         static_cast<T*>(gx.data_ptr()), static_cast<const T*>(gy.data_ptr()), N, C, H, W,
-        gy.size(2), gy.size(3), strides4(gx), strides4(gy), ptrs(wh), ptrs(ww),
+        gy.size(2), gy.size(3), strides4(gx), strides4(gy), win.h, win.w,
         static_cast<A*>(scratch.data_ptr()));
   });
   IGNIS_CUDA_CHECK(cudaGetLastError());

@@ -1,6 +1,6 @@
-// CUDA kernels of the reductions: the one-pass reductions (sum, mean, prod, amax, amin, all, any)
-// with the CPU's reducers (ops/reducers.h), max/min over one dim with indices, and softmax /
-// log_softmax with their backward. The input is seen as a dense [outer, n, inner] block
+// CUDA kernels of the reductions: the one-pass reductions (sum, mean, prod, amax, amin, all, any,
+// norm) and the two-pass ones (var / std, logsumexp) with the CPU's reducers (ops/reducers.h),
+// max/min over one dim with indices, and softmax / log_softmax with their backward. The input is seen as a dense [outer, n, inner] block
 // (ops/reduce_layout.h, the CPU driver's analysis): rows (inner = 1) are folded by a block of
 // threads each, with a tree in shared memory; columns by one thread per output, whose neighbours
 // read neighbouring addresses. The order of the folds is fixed, so results are deterministic.
@@ -25,13 +25,28 @@ cudaStream_t stream_for(const Tensor& t) {
   return static_cast<cudaStream_t>(getCurrentCUDAStream(t.device().index).handle());
 }
 
-// ---- one-pass reductions
+// ---- the driver: get_r(k) is output k's reducer (the same one for one-pass reductions; made
+// from k's first-pass result for var and logsumexp)
 
-template <class T, class Out, class R>
-__global__ void reduce_rows_kernel(const T* x, Out* out, int64_t outer, int64_t n, R r) {
+template <class R>
+struct SameReducer {
+  R r;
+  __device__ R operator()(int64_t) const { return r; }
+};
+template <class S, class Make>
+struct SecondPass {
+  const S* first;
+  Make make;
+  __device__ auto operator()(int64_t k) const { return make(first[k]); }
+};
+
+template <class T, class Out, class GetR>
+__global__ void reduce_rows_kernel(const T* x, Out* out, int64_t outer, int64_t n, GetR get_r) {
+  using R = decltype(get_r(0));
   using A = typename R::acc_type;
   __shared__ A s[kRowThreads];
   for (int64_t row = blockIdx.x; row < outer; row += gridDim.x) {
+    const R r = get_r(row);
     A acc = r.identity();
     for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
       acc = r.step(acc, static_cast<acc_t<T>>(x[row * n + j]));
@@ -47,20 +62,44 @@ __global__ void reduce_rows_kernel(const T* x, Out* out, int64_t outer, int64_t 
   }
 }
 
-template <class T, class Out, class R>
+template <class T, class Out, class GetR>
 __global__ void reduce_cols_kernel(const T* x, Out* out, int64_t outer, int64_t n, int64_t inner,
-                                   R r) {
+                                   GetR get_r) {
   const int64_t total = outer * inner;
   const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
   for (int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < total;
        k += step) {
     const int64_t o = k / inner, i = k % inner;
+    const auto r = get_r(k);
     auto acc = r.identity();
     for (int64_t j = 0; j < n; ++j) {
       acc = r.step(acc, static_cast<acc_t<T>>(x[(o * n + j) * inner + i]));
     }
     out[k] = static_cast<Out>(r.finish(acc, n));
   }
+}
+
+// out (contiguous, nout elements) from the layout: rows by blocks, columns by threads.
+template <class T, class Out, class GetR>
+void reduce_layout_into(const ReduceLayout& L, Out* o, int64_t nout, const GetR& get_r,
+                        cudaStream_t stream) {
+  const T* p = static_cast<const T*>(L.data);
+  if (L.inner == 1 && L.n >= 64) {
+    reduce_rows_kernel<T, Out, GetR><<<grid_for(L.outer, 1), kRowThreads, 0, stream>>>(
+        p, o, L.outer, L.n, get_r);
+  } else {
+    reduce_cols_kernel<T, Out, GetR><<<grid_for(nout, kThreads), kThreads, 0, stream>>>(
+        p, o, L.outer, L.n, L.inner, get_r);
+  }
+  IGNIS_CUDA_CHECK(cudaGetLastError());
+}
+
+// Every output folds nothing: the reducer's empty value.
+template <class T, class Out, class GetR>
+void fill_empty(Out* o, int64_t nout, const GetR& get_r, cudaStream_t stream) {
+  reduce_cols_kernel<T, Out, GetR><<<grid_for(nout, kThreads), kThreads, 0, stream>>>(
+      nullptr, o, nout, 0, 1, get_r);
+  IGNIS_CUDA_CHECK(cudaGetLastError());
 }
 
 template <class T, class Out, class R>
@@ -70,22 +109,29 @@ void run_reduction(const Tensor& out, const Tensor& x, const ReducePlan& plan, c
   DeviceGuard guard(out.device().index);
   cudaStream_t stream = stream_for(out);
   Out* o = static_cast<Out*>(out.data_ptr());
-  if (plan.reduced_numel == 0) {  // every output folds nothing: the reducer's empty value
-    reduce_cols_kernel<T, Out, R><<<grid_for(nout, kThreads), kThreads, 0, stream>>>(
-        nullptr, o, nout, 0, 1, r);
-    IGNIS_CUDA_CHECK(cudaGetLastError());
-    return;
+  if (plan.reduced_numel == 0) return fill_empty<T, Out>(o, nout, SameReducer<R>{r}, stream);
+  reduce_layout_into<T, Out>(reduce_layout(x, plan), o, nout, SameReducer<R>{r}, stream);
+}
+
+// s_k = r1's result over output k's elements, then out[k] = make2(s_k)'s over the same ones.
+template <class T, class Out, class R1, class Make2>
+void run_two_pass(const Tensor& out, const Tensor& x, const ReducePlan& plan, const R1& r1,
+                  const Make2& make2) {
+  using S = decltype(r1.finish(r1.identity(), 0));
+  const int64_t nout = out.numel();
+  if (nout == 0) return;
+  DeviceGuard guard(out.device().index);
+  cudaStream_t stream = stream_for(out);
+  Out* o = static_cast<Out*>(out.data_ptr());
+  const Tensor first = make_tensor({nout}, dtype_of<S>::value, out.device());
+  S* s = static_cast<S*>(first.data_ptr());
+  if (plan.reduced_numel == 0) {
+    fill_empty<T, S>(s, nout, SameReducer<R1>{r1}, stream);
+    return fill_empty<T, Out>(o, nout, SecondPass<S, Make2>{s, make2}, stream);
   }
   const ReduceLayout L = reduce_layout(x, plan);
-  const T* p = static_cast<const T*>(L.data);
-  if (L.inner == 1 && L.n >= 64) {
-    reduce_rows_kernel<T, Out, R><<<grid_for(L.outer, 1), kRowThreads, 0, stream>>>(
-        p, o, L.outer, L.n, r);
-  } else {
-    reduce_cols_kernel<T, Out, R><<<grid_for(L.outer * L.inner, kThreads), kThreads, 0, stream>>>(
-        p, o, L.outer, L.n, L.inner, r);
-  }
-  IGNIS_CUDA_CHECK(cudaGetLastError());
+  reduce_layout_into<T, S>(L, s, nout, SameReducer<R1>{r1}, stream);
+  reduce_layout_into<T, Out>(L, o, nout, SecondPass<S, Make2>{s, make2}, stream);
 }
 
 // Integer and bool inputs fold in int64 (sum, prod promote them to int64), as on the CPU.
@@ -127,6 +173,29 @@ template <bool IsAll>
 void all_any_kernel(const Tensor& out, const Tensor& x, const ReducePlan& plan) {
   dispatch_dtype(x.dtype(), IsAll ? "all" : "any",
                  [&]<class T>() { run_reduction<T, bool>(out, x, plan, AllAnyReducer<IsAll>{}); });
+}
+
+void norm_kernel(const Tensor& out, const Tensor& x, const ReducePlan& plan, double p) {
+  dispatch_floating(x.dtype(), "norm", [&]<class T>() {
+    with_norm_reducer<acc_t<T>>(p, [&](const auto& r) { run_reduction<T, T>(out, x, plan, r); });
+  });
+}
+
+// var / std in float64 for every dtype, as on the CPU.
+void var_kernel(const Tensor& out, const Tensor& x, const ReducePlan& plan, int64_t correction,
+                bool take_sqrt) {
+  const double divisor = static_cast<double>(std::max<int64_t>(plan.reduced_numel - correction, 0));
+  dispatch_floating(x.dtype(), "var", [&]<class T>() {
+    run_two_pass<T, T>(out, x, plan, MeanReducer<double>{},
+                       VarSecondPass<double>{divisor, take_sqrt});
+  });
+}
+
+void logsumexp_kernel(const Tensor& out, const Tensor& x, const ReducePlan& plan) {
+  dispatch_floating(x.dtype(), "logsumexp", [&]<class T>() {
+    using A = acc_t<T>;
+    run_two_pass<T, T>(out, x, plan, MinMaxReducer<A, true>{}, LseSecondPass<A>{});
+  });
 }
 
 // ---- max / min over one dim with indices: the first occurrence wins, the first NaN beats all
@@ -196,11 +265,11 @@ __global__ void softmax_cuda(const T* x, T* y, int64_t outer, int64_t n, int64_t
     }
     // All -inf: exp(x - m) is NaN for every element, as in PyTorch.
     A s = 0;
-    for (int64_t j = 0; j < n; ++j) s += std::exp(static_cast<A>(x[base + j * inner]) - m);
+    for (int64_t j = 0; j < n; ++j) s += exp_of(static_cast<A>(x[base + j * inner]) - m);
     const A ls = std::log(s);
     for (int64_t j = 0; j < n; ++j) {
       const A d = static_cast<A>(x[base + j * inner]) - m;
-      y[base + j * inner] = static_cast<T>(log ? d - ls : std::exp(d) / s);
+      y[base + j * inner] = static_cast<T>(log ? d - ls : exp_of(d) / s);
     }
   }
 }
@@ -234,7 +303,7 @@ __global__ void softmax_backward_cuda(const T* g, const T* y, T* gi, int64_t out
     for (int64_t j = 0; j < n; ++j) {
       const int64_t e = base + j * inner;
       const A gv = static_cast<A>(g[e]), yv = static_cast<A>(y[e]);
-      gi[e] = static_cast<T>(log ? gv - std::exp(yv) * s : yv * (gv - s));
+      gi[e] = static_cast<T>(log ? gv - exp_of(yv) * s : yv * (gv - s));
     }
   }
 }
@@ -262,6 +331,9 @@ IGNIS_REGISTER_KERNEL(amax_stub, CUDA, &minmax_kernel<true>);
 IGNIS_REGISTER_KERNEL(amin_stub, CUDA, &minmax_kernel<false>);
 IGNIS_REGISTER_KERNEL(all_stub, CUDA, &all_any_kernel<true>);
 IGNIS_REGISTER_KERNEL(any_stub, CUDA, &all_any_kernel<false>);
+IGNIS_REGISTER_KERNEL(norm_stub, CUDA, &norm_kernel);
+IGNIS_REGISTER_KERNEL(var_stub, CUDA, &var_kernel);
+IGNIS_REGISTER_KERNEL(logsumexp_stub, CUDA, &logsumexp_kernel);
 IGNIS_REGISTER_KERNEL(minmax_dim_stub, CUDA, &minmax_dim_kernel);
 IGNIS_REGISTER_KERNEL(softmax_stub, CUDA, &softmax_kernel);
 IGNIS_REGISTER_KERNEL(softmax_backward_stub, CUDA, &softmax_backward_kernel);

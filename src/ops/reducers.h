@@ -10,6 +10,9 @@
 #include <limits>
 #include <type_traits>
 
+#include <cmath>
+
+#include "cpu/vec_math.h"
 #include "ignis/dtype.h"  // IGNIS_HD
 
 namespace ignis {
@@ -75,5 +78,110 @@ struct AllAnyReducer {
   IGNIS_HD bool merge(bool a, bool b) const { return IsAll ? (a & b) : (a | b); }
   IGNIS_HD bool finish(bool a, int64_t) const { return a; }
 };
+
+// ---- the statistical reductions: norm, var / std (second pass), logsumexp (second pass)
+
+template <class A>
+IGNIS_HD inline A exp_of(A v) {
+  if constexpr (std::is_same_v<A, float>) {
+    return vmath::exp(v);
+  } else {
+    return std::exp(v);
+  }
+}
+
+template <class A>
+IGNIS_HD inline A abs_of(A v) {
+  return v < A(0) ? -v : v;  // keeps NaN; vectorises
+}
+
+template <class A>
+struct L2Reducer : SumReducer<A> {
+  IGNIS_HD A step(A a, A v) const { return a + v * v; }
+  IGNIS_HD A finish(A a, int64_t) const { return std::sqrt(a); }
+};
+template <class A>
+struct L1Reducer : SumReducer<A> {
+  IGNIS_HD A step(A a, A v) const { return a + abs_of(v); }
+};
+template <class A>
+struct L0Reducer : SumReducer<A> {
+  IGNIS_HD A step(A a, A v) const { return a + static_cast<A>(v != A(0)); }
+};
+template <class A, bool IsMax>
+struct LInfReducer : MinMaxReducer<A, IsMax> {
+  IGNIS_HD A step(A a, A v) const { return MinMaxReducer<A, IsMax>::step(a, abs_of(v)); }
+};
+template <class A>
+struct LpReducer : SumReducer<A> {
+  A p;
+  IGNIS_HD A step(A a, A v) const { return a + std::pow(abs_of(v), p); }
+  IGNIS_HD A finish(A a, int64_t) const { return std::pow(a, A(1) / p); }
+};
+
+template <class A>
+struct SqDevReducer : SumReducer<A> {
+  A mean;
+  A divisor;  // max(n - correction, 0)
+  bool take_sqrt;
+  IGNIS_HD A step(A a, A v) const {
+    const A d = v - mean;
+    return a + d * d;
+  }
+  IGNIS_HD A finish(A a, int64_t) const {
+    const A v = a / divisor;
+    return take_sqrt ? std::sqrt(v) : v;
+  }
+};
+
+template <class A>
+struct LseReducer : SumReducer<A> {
+  A shift;
+  IGNIS_HD A step(A a, A v) const { return a + exp_of(v - shift); }
+  IGNIS_HD A finish(A a, int64_t) const { return std::log(a) + shift; }
+};
+
+// The second passes' reducers, made from each output's first-pass result.
+
+/// var / std: the mean, then the squared deviations from it over max(n - correction, 0).
+template <class A>
+struct VarSecondPass {
+  A divisor;
+  bool take_sqrt;
+  IGNIS_HD SqDevReducer<A> operator()(A mean) const {
+    SqDevReducer<A> r;
+    r.mean = mean;
+    r.divisor = divisor;
+    r.take_sqrt = take_sqrt;
+    return r;
+  }
+};
+
+/// logsumexp: the max m, then log(sum(exp(x - m))) + m (m = 0 when infinite: all -inf gives
+/// -inf, and any +inf gives +inf, instead of NaN).
+template <class A>
+struct LseSecondPass {
+  IGNIS_HD LseReducer<A> operator()(A m) const {
+    LseReducer<A> r;
+    r.shift = std::isinf(m) ? A(0) : m;
+    return r;
+  }
+};
+
+/// Calls f(reducer) with norm's reducer for p: 2, 1, 0 (count of nonzeros), +-inf (max/min of
+/// |x|), else sum(|x|^p)^(1/p).
+template <class A, class F>
+void with_norm_reducer(double p, F&& f) {
+  if (p == 2) return f(L2Reducer<A>{});
+  if (p == 1) return f(L1Reducer<A>{});
+  if (p == 0) return f(L0Reducer<A>{});
+  if (std::isinf(p)) {
+    if (p > 0) return f(LInfReducer<A, true>{});
+    return f(LInfReducer<A, false>{});
+  }
+  LpReducer<A> r;
+  r.p = static_cast<A>(p);
+  f(r);
+}
 
 }  // namespace ignis
