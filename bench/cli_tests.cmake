@@ -53,8 +53,24 @@ foreach(f contiguous channels_last)
            COMMAND ignis_cli bench train_step --model lenet --batch 4 --repeat 1 --threads 1
                    --memory-format ${f})
   set_tests_properties(cli_bench_train_step_${f} PROPERTIES PASS_REGULAR_EXPRESSION
-                       "workload=train_step model=lenet batch=4 .*memory_format=${f} s_per_step=")
+                       "workload=train_step model=lenet batch=4 .*memory_format=${f} device=cpu dtype=float32 s_per_step=")
 endforeach()
+# --device and --dtype (train_step, gpu_matmul): bad values are usage errors; without a GPU the
+# GPU workloads name the reason.
+foreach(bad "--device;gpu" "--dtype;int8")
+  string(REPLACE ";" "_" name "cli_bench_bad_${bad}")
+  string(REPLACE "-" "" name "${name}")
+  add_test(NAME ${name}
+           COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:ignis_cli> "-DARGS=bench;train_step;${bad}"
+                   -P ${CMAKE_CURRENT_LIST_DIR}/expect_usage_error.cmake)
+endforeach()
+set_tests_properties(cli_bench_bad_device_gpu PROPERTIES PASS_REGULAR_EXPRESSION
+                     "exit status 2, .*--device expects cpu, cuda or cuda:N, got 'gpu'")
+set_tests_properties(cli_bench_bad_dtype_int8 PROPERTIES PASS_REGULAR_EXPRESSION
+                     "exit status 2, .*--dtype expects float32 or bfloat16, got 'int8'")
+add_test(NAME cli_bench_gpu_matmul COMMAND ignis_cli bench gpu_matmul --repeat 1)
+set_tests_properties(cli_bench_gpu_matmul PROPERTIES PASS_REGULAR_EXPRESSION
+                     "gpu_matmul: no GPU is available \\(|workload=gpu_matmul device=cuda:0 dtype=bfloat16 n=8192 ")
 # `ignis ops`: the registry, one schema per op; a name shows its overloads; an unknown one is a
 # usage error.
 add_test(NAME cli_ops COMMAND ignis_cli ops)

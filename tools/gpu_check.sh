@@ -27,4 +27,35 @@ for t in test_caching_allocator test_cuda; do
 done
 echo "== gpu_async (the lecture notes' GPU examples, timed)"
 "$B/bin/gpu_async" || status=1
+# The GPU benchmarks, ignis's and PyTorch's side by side (bench/gpu_compare.py), then a summary
+# of the ratios for docs/benchmarks.md.
+log=$(mktemp)
+echo "== benchmarks"
+{
+  "$B/bin/ignis" bench gpu_matmul
+  for dt in float32 bfloat16; do
+    "$B/bin/ignis" bench train_step --model resnet50 --batch 128 --device cuda --dtype "$dt" \
+      --memory-format channels_last
+  done
+  python3 bench/gpu_compare.py
+} 2>&1 | tee "$log"
+python3 - "$log" <<'PY'
+import re, sys
+rows = [dict(kv.split("=", 1) for kv in l.split()) for l in open(sys.argv[1])
+        if l.startswith("workload=")]
+def find(w, **k):
+    for r in rows:
+        if r["workload"] == w and all(r.get(a) == b for a, b in k.items()):
+            return r
+print("== summary (ignis / PyTorch, same GPU, same run)")
+for dt in ("float32", "bfloat16"):
+    i, t = find("gpu_matmul", dtype=dt, n="8192"), find("torch_gpu_matmul", dtype=dt, n="8192")
+    if i and t:
+        print(f"matmul 8192 {dt}: ignis {i['tflops']} TFLOP/s, PyTorch (cuBLAS) {t['tflops']}:"
+              f" {float(i['tflops']) / float(t['tflops']):.2f}")
+    i, t = find("train_step", dtype=dt), find("torch_train_step", dtype=dt)
+    if i and t:
+        print(f"ResNet-50 training, batch 128, channels-last, {dt}: ignis {i['img_per_s']} img/s,"
+              f" PyTorch {t['img_per_s']}: {float(i['img_per_s']) / float(t['img_per_s']):.2f}")
+PY
 exit $status

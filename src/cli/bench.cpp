@@ -45,6 +45,8 @@ constexpr Workload kWorkloads[] = {
      &bench_gcn},
     {"gin", "a GIN training epoch on 10000 MNIST digits as graphs (batch 64), test accuracy",
      &bench_gin},
+    {"gpu_matmul", "square matmul on the GPU, n = 1024..8192, float32 and bfloat16: TFLOP/s",
+     &bench_gpu_matmul},
 };
 
 std::string bench_usage() {
@@ -56,7 +58,7 @@ std::string bench_usage() {
     s += "  " + name + std::string(name.size() < 14 ? 14 - name.size() : 1, ' ') + w.summary + "\n";
   }
   s += "  all           every workload above but the training ones (mnist_*, train_step, gcn,\n"
-       "                gin), jit_inference and the distributed ones (allreduce,\n"
+       "                gin), jit_inference, gpu_matmul and the distributed ones (allreduce,\n"
        "                ddp_mnist_mlp: run them under mpirun -np N)\n\n"
        "options:\n"
        "  --threads T   intra-op threads (ignis::set_num_threads); default: the OpenMP default\n"
@@ -73,6 +75,10 @@ std::string bench_usage() {
        "  --memory-format contiguous|channels_last   mnist_lenet, train_step: the layout of\n"
        "                the input batches (default channels_last: the convolutions then run\n"
        "                without layout reorders)\n"
+       "  --device D    train_step: cpu (default), cuda or cuda:N (the step then ends with\n"
+       "                cuda::synchronize, so that it is timed whole)\n"
+       "  --dtype T     train_step: the parameters' and inputs' dtype, float32 (default) or\n"
+       "                bfloat16\n"
        "  --profile PATH  record the run with the profiler: print its table and write a\n"
        "                Chrome trace to PATH (the timings then include the profiler's cost)\n";
   return s;
@@ -114,7 +120,7 @@ int bench_main(const Args& args) {
       } else if (key == "--threads" || key == "--repeat" || key == "--data" || key == "--model" ||
                  key == "--batch" || key == "--image-size" || key == "--classes" ||
                  key == "--memory-format" || key == "--profile" || key == "--max-bytes" ||
-                 key == "--ranks") {
+                 key == "--ranks" || key == "--device" || key == "--dtype") {
         if (i + 1 >= args.size()) throw UsageError(key + " expects a value", usage);
         value = args[++i];
       }
@@ -140,6 +146,21 @@ int bench_main(const Args& args) {
         opts.ranks = static_cast<int>(parse_int(key, value, 1, 1024, usage));
       } else if (key == "--max-bytes") {
         opts.max_bytes = parse_int(key, value, 4096, int64_t{1} << 31, usage);
+      } else if (key == "--device") {
+        try {
+          opts.device = Device(value);
+        } catch (const Error&) {
+          throw UsageError("--device expects cpu, cuda or cuda:N, got '" + value + "'", usage);
+        }
+        if (opts.device.is_meta()) throw UsageError("--device meta has no data to time", usage);
+      } else if (key == "--dtype") {
+        if (value == "float32") {
+          opts.dtype = kFloat32;
+        } else if (value == "bfloat16") {
+          opts.dtype = kBFloat16;
+        } else {
+          throw UsageError("--dtype expects float32 or bfloat16, got '" + value + "'", usage);
+        }
       } else if (key == "--memory-format") {
         if (value == "channels_last") {
           opts.memory_format = MemoryFormat::ChannelsLast;
@@ -165,7 +186,7 @@ int bench_main(const Args& args) {
     const std::string n = w.name;
     const bool heavy = n == "mnist_mlp" || n == "mnist_lenet" || n == "train_step" ||
                        n == "allreduce" || n == "ddp_mnist_mlp" || n == "jit_inference" ||
-                       n == "gcn" || n == "gin";
+                       n == "gcn" || n == "gin" || n == "gpu_matmul";
     if (workload == w.name || (workload == "all" && !heavy)) selected.push_back(&w);
   }
   if (selected.empty()) throw UsageError("unknown workload '" + workload + "'", usage);

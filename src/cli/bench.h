@@ -26,6 +26,9 @@ struct BenchOptions {
   MemoryFormat memory_format = MemoryFormat::ChannelsLast;
   int64_t max_bytes = 0;  // allreduce: the largest buffer (--max-bytes; default 256 MB)
   int ranks = 0;          // ddp_mnist_mlp: launch itself under `mpirun -np ranks` (--ranks)
+  // train_step: where the model trains (--device) and its parameters' dtype (--dtype).
+  Device device = kCPU;
+  DType dtype = kFloat32;
 };
 
 /// "contiguous" or "channels_last", as --memory-format spells it.
@@ -39,6 +42,7 @@ struct Workload {
 };
 
 void bench_op_overhead(const BenchOptions& opts);
+void bench_gpu_matmul(const BenchOptions& opts);
 void bench_sgemm(const BenchOptions& opts);
 void bench_seed_jit_mlp(const BenchOptions& opts);
 void bench_mnist_mlp(const BenchOptions& opts);

@@ -11,6 +11,7 @@
 
 #include "cli/bench.h"
 #include "ignis/autograd.h"
+#include "ignis/cuda.h"
 #include "ignis/data.h"
 #include "ignis/data/mnist.h"
 #include "ignis/jit.h"
@@ -286,22 +287,29 @@ void bench_train_step(const BenchOptions& opts) {
   const std::string name = opts.model.empty() ? "resnet18" : opts.model;
   const models::ModelConfig cfg = zoo_config(name, opts, "train_step");
   const int64_t batch = opts.batch > 0 ? opts.batch : 32;
+  IGNIS_CHECK(!opts.device.is_cuda() || cuda::is_available(),
+              "bench train_step: --device ", opts.device.str(), ": no GPU is available (",
+              cuda::unavailable_reason(), ")");
   manual_seed(0);
   auto model = models::create(name, cfg);
   model->train();
+  model->to(opts.device);
+  if (opts.dtype != kFloat32) model->to(opts.dtype);
   optim::SGD opt(model->parameters(), optim::SGDOptions(0.01).momentum(0.9));
   const Tensor x = uniform_tensor({batch, cfg.in_channels, cfg.image_size, cfg.image_size}, 1.0f, 7)
+                       .to(opts.device, opts.dtype)
                        .contiguous(opts.memory_format);
   std::vector<int64_t> labels(static_cast<size_t>(batch));
   for (int64_t i = 0; i < batch; ++i) {
     labels[static_cast<size_t>(i)] = (i * 7919) % cfg.num_classes;
   }
-  const Tensor y = tensor(labels);
+  const Tensor y = tensor(labels).to(opts.device);
   auto step = [&] {
     opt.zero_grad();
     Tensor loss = nn::functional::cross_entropy(model->forward(x), y);
     loss.backward();
     opt.step();
+    if (opts.device.is_cuda()) cuda::synchronize(opts.device.index);  // the step, done
   };
   for (int i = 0; i < 2; ++i) step();
   std::vector<double> times;
@@ -313,11 +321,40 @@ void bench_train_step(const BenchOptions& opts) {
   const double s = median(times);
   std::printf(
       "workload=train_step model=%s batch=%lld image_size=%lld classes=%lld threads=%d "
-      "memory_format=%s s_per_step=%.4f img_per_s=%.1f peak_rss_mb=%.0f\n",
+      "memory_format=%s device=%s dtype=%s s_per_step=%.4f img_per_s=%.1f peak_rss_mb=%.0f\n",
       name.c_str(), static_cast<long long>(batch), static_cast<long long>(cfg.image_size),
       static_cast<long long>(cfg.num_classes), get_num_threads(),
-      memory_format_name(opts.memory_format), s, static_cast<double>(batch) / s, peak_rss_mb());
+      memory_format_name(opts.memory_format), opts.device.str().c_str(),
+      std::string(dtype_name(opts.dtype)).c_str(), s, static_cast<double>(batch) / s,
+      peak_rss_mb());
   std::fflush(stdout);
+}
+
+// Square matmuls on the GPU, timed with CUDA events over `repeat` products queued back to back
+// (the host's launch cost hidden, as cuBLAS's own benchmarks run).
+void bench_gpu_matmul(const BenchOptions& opts) {
+  IGNIS_CHECK(cuda::is_available(), "bench gpu_matmul: no GPU is available (",
+              cuda::unavailable_reason(), ")");
+  const Device gpu(kCUDA, opts.device.is_cuda() ? opts.device.index : 0);
+  for (DType dt : {kFloat32, kBFloat16}) {
+    for (int64_t n : {1024, 2048, 4096, 8192}) {
+      manual_seed(0);
+      const Tensor a = randn({n, n}, TensorOptions(dt).device(gpu));
+      const Tensor b = randn({n, n}, TensorOptions(dt).device(gpu));
+      (void)matmul(a, b);  // warm-up: cuBLAS's load, its handle, the kernels' first launch
+      cuda::synchronize(gpu.index);
+      cuda::Event start(true), stop(true);
+      start.record();
+      for (int r = 0; r < opts.repeat; ++r) (void)matmul(a, b);
+      stop.record();
+      stop.synchronize();
+      const double s = start.elapsed_time(stop) / 1000.0 / opts.repeat;
+      std::printf("workload=gpu_matmul device=%s dtype=%s n=%lld ms=%.3f tflops=%.1f\n",
+                  gpu.str().c_str(), std::string(dtype_name(dt)).c_str(),
+                  static_cast<long long>(n), s * 1000, 2.0 * n * n * n / s / 1e12);
+      std::fflush(stdout);
+    }
+  }
 }
 
 }  // namespace ignis::cli

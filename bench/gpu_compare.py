@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""PyTorch's side of the GPU benchmarks, run by tools/gpu_check.sh on the GPU machine beside
+`ignis bench gpu_matmul` and `ignis bench train_step --device cuda`: the same workloads, the same
+sizes, timed the same way, printed as the same key=value lines (workload=torch_...).
+
+  python3 bench/gpu_compare.py [--repeat R] [--train-steps S]
+"""
+import argparse
+import sys
+import time
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--train-steps", type=int, default=7)
+    args = ap.parse_args()
+    try:
+        import torch
+    except ImportError:
+        print("gpu_compare: python3 has no torch", file=sys.stderr)
+        return 77
+    if not torch.cuda.is_available():
+        print("gpu_compare: torch sees no GPU", file=sys.stderr)
+        return 77
+    torch.backends.cuda.matmul.allow_tf32 = False  # ignis's float32 products are full precision
+    torch.backends.cudnn.allow_tf32 = False
+    dev = torch.device("cuda:0")
+
+    # Square products, timed with CUDA events over `repeat` queued products (as ignis's).
+    for dtype, name in ((torch.float32, "float32"), (torch.bfloat16, "bfloat16")):
+        for n in (1024, 2048, 4096, 8192):
+            torch.manual_seed(0)
+            a = torch.randn(n, n, device=dev, dtype=dtype)
+            b = torch.randn(n, n, device=dev, dtype=dtype)
+            torch.mm(a, b)
+            torch.cuda.synchronize()
+            start = torch.cuda.Event(enable_timing=True)
+            stop = torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(args.repeat):
+                torch.mm(a, b)
+            stop.record()
+            stop.synchronize()
+            s = start.elapsed_time(stop) / 1000.0 / args.repeat
+            print(f"workload=torch_gpu_matmul dtype={name} n={n} ms={s * 1000:.3f} "
+                  f"tflops={2.0 * n ** 3 / s / 1e12:.1f}", flush=True)
+
+    # ResNet-50 SGD steps, channels-last, batch 128, as `ignis bench train_step`: median step.
+    try:
+        import torchvision
+    except ImportError:
+        print("gpu_compare: no torchvision, no ResNet-50", file=sys.stderr)
+        return 0
+    for dtype, name in ((torch.float32, "float32"), (torch.bfloat16, "bfloat16")):
+        torch.manual_seed(0)
+        model = torchvision.models.resnet50(num_classes=1000).to(dev, dtype)
+        model = model.to(memory_format=torch.channels_last).train()
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        x = torch.rand(128, 3, 224, 224, device=dev, dtype=dtype)
+        x = x.contiguous(memory_format=torch.channels_last)
+        y = torch.arange(128, device=dev) * 7919 % 1000
+
+        def step():
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            torch.cuda.synchronize()
+
+        for _ in range(2):
+            step()
+        times = []
+        for _ in range(args.train_steps):
+            t0 = time.perf_counter()
+            step()
+            times.append(time.perf_counter() - t0)
+        s = sorted(times)[len(times) // 2]
+        print(f"workload=torch_train_step model=resnet50 batch=128 dtype={name} "
+              f"memory_format=channels_last s_per_step={s:.4f} img_per_s={128 / s:.1f}",
+              flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
