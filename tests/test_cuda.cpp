@@ -759,3 +759,55 @@ TEST(Cuda, StatisticsScansAndShapeOpsMatchTheCpu) {
   EXPECT_EQ(error_of([&] { (void)one_hot(labels.to(kGpu), 3); }),
             error_of([&] { (void)one_hot(labels, 3); }));
 }
+
+// The fused multi-tensor optimizer steps on the GPU (cuda/optim_kernels.cu) against the CPU's
+// fused kernels: the same arithmetic, so float64 parameters agree to rounding.
+TEST(Cuda, FusedOptimizerStepsMatchTheCpu) {
+  REQUIRE_GPU();
+  manual_seed(17);
+  std::vector<Tensor> init;
+  for (int64_t n : {7, 300, 1, 4096}) init.push_back(randn({n}, kFloat64));
+  // More tensors than one launch takes (16), of several sizes.
+  for (int k = 0; k < 20; ++k) init.push_back(randn({3, 5}, kFloat64));
+  auto run = [&](Device dev, const std::function<std::unique_ptr<optim::Optimizer>(
+                                  std::vector<Tensor>)>& make) {
+    std::vector<Tensor> params;
+    for (const Tensor& t : init) params.push_back(t.to(dev).requires_grad_(true));
+    auto opt = make(params);
+    for (int step = 1; step <= 3; ++step) {
+      opt->zero_grad();
+      Tensor loss = zeros({}, TensorOptions(kFloat64).device(dev));
+      for (const Tensor& p : params) loss = loss + (p * p * step).sum() + p.sin().sum();
+      loss.backward();
+      opt->step();
+    }
+    return params;
+  };
+  using Make = std::function<std::unique_ptr<optim::Optimizer>(std::vector<Tensor>)>;
+  const std::vector<std::pair<std::string, Make>> optimizers = {
+      {"SGD momentum nesterov weight_decay",
+       [](std::vector<Tensor> p) {
+         return std::make_unique<optim::SGD>(
+             p, optim::SGDOptions(0.05).momentum(0.9).nesterov(true).weight_decay(0.01));
+       }},
+      {"SGD plain maximize",
+       [](std::vector<Tensor> p) {
+         return std::make_unique<optim::SGD>(p, optim::SGDOptions(0.05).maximize(true));
+       }},
+      {"Adam amsgrad",
+       [](std::vector<Tensor> p) {
+         return std::make_unique<optim::Adam>(p, optim::AdamOptions(0.01).amsgrad(true));
+       }},
+      {"AdamW",
+       [](std::vector<Tensor> p) {
+         return std::make_unique<optim::AdamW>(p, optim::AdamWOptions(0.01).weight_decay(0.1));
+       }},
+  };
+  for (const auto& [name, make] : optimizers) {
+    const std::vector<Tensor> c = run(kCPU, make), g = run(kGpu, make);
+    for (size_t k = 0; k < c.size(); ++k) {
+      expect_matches(g[k].detach(), c[k].detach(), 1e-12, 1e-12,
+                     name + ": parameter " + std::to_string(k));
+    }
+  }
+}

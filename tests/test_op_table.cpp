@@ -302,6 +302,88 @@ TEST(OpTableMeta, EveryEntryGivesTheCpuMetadataOnMeta) {
   EXPECT_GT(checked, 500);
 }
 
+namespace {
+/// `t` on the GPU with the same sizes, strides and storage offset (its whole storage copied), so
+/// that non-contiguous samples stay non-contiguous.
+Tensor to_gpu_same_layout(const Tensor& t) {
+  if (!t.defined()) return t;
+  const int64_t elems = static_cast<int64_t>(t.impl()->storage()->nbytes / t.element_size());
+  const Tensor all = make_view(t, {elems}, {1}, 0);
+  const Tensor base = all.to(Device(DeviceType::CUDA, 0));
+  return make_view(base, Shape(t.sizes().begin(), t.sizes().end()),
+                   Shape(t.strides().begin(), t.strides().end()), t.storage_offset());
+}
+}  // namespace
+
+// The CUDA backend (docs/cuda.md) against the CPU as the oracle: every table entry and sample
+// runs on the GPU (inputs with the CPU samples' layouts; the entry's host parameters stay on
+// the CPU; the same seed before each run, since the GPU draws the CPU's random numbers) and must
+// give the CPU's result to the entry's float64 tolerances. Ops without a CUDA kernel yet are
+// listed, not failed. Skipped without a GPU.
+TEST(OpTableCuda, EveryEntryOnTheGpuMatchesTheCpu) {
+  if (!cuda::is_available()) GTEST_SKIP() << "no GPU: " << cuda::unavailable_reason();
+  NoGradGuard no_grad;
+  std::vector<std::string> failures;
+  std::set<std::string> unsupported;
+  int checked = 0;
+  for (const OpInfo& info : op_table()) {
+    for (const OpSample& s : info.samples()) {
+      std::vector<Tensor> gpu;
+      for (size_t i = 0; i < s.inputs.size(); ++i) {
+        bool host = false;
+        for (int k : info.host_params) {
+          host = host || (k < 0 ? s.inputs.size() + k : static_cast<size_t>(k)) == i;
+        }
+        gpu.push_back(host ? s.inputs[i] : to_gpu_same_layout(s.inputs[i]));
+      }
+      const std::string where = info.name + " [" + s.desc + "]";
+      Tensor cpu, g;
+      try {
+        manual_seed(1234);
+        cpu = info.fn(s.inputs);
+      } catch (const Error&) {
+        continue;  // samples that are meant to fail on the CPU too
+      }
+      try {
+        manual_seed(1234);
+        g = info.fn(gpu);
+      } catch (const Error& e) {
+        const std::string msg = e.what();
+        if (msg.find("no kernel for device cuda") != std::string::npos) {
+          unsupported.insert(info.name);
+        } else {
+          failures.push_back(where + ": " + msg);
+        }
+        continue;
+      }
+      ++checked;
+      if (!g.device().is_cuda()) {
+        failures.push_back(where + ": result on " + g.device().str());
+        continue;
+      }
+      const Tensor back = g.cpu();
+      bool same = back.sizes().equals(cpu.sizes()) && back.dtype() == cpu.dtype();
+      if (same && cpu.numel() > 0) {
+        same = cpu.is_floating_point()
+                   ? allclose(back.to(kFloat64), cpu.to(kFloat64), info.rtol64, info.atol64, true)
+                   : equal(back, cpu);
+      }
+      if (!same) {
+        std::ostringstream os;
+        os << where << ": the GPU gives " << back << ", the CPU " << cpu;
+        failures.push_back(os.str());
+      }
+    }
+  }
+  std::string list, ops;
+  for (const auto& f : failures) list += "\n  " + f;
+  for (const auto& o : unsupported) ops += " " + o;
+  std::printf("op table on CUDA: %d samples checked; entries without a CUDA kernel yet:%s\n",
+              checked, ops.c_str());
+  EXPECT_TRUE(failures.empty()) << failures.size() << " op-table samples differ on CUDA:" << list;
+  EXPECT_GT(checked, 300);
+}
+
 TEST(OpTableMeta, HostReadsOfMetaTensorsFailNamingTheRead) {
   Tensor m = make_tensor({2, 3}, kFloat32, kMeta);
   EXPECT_THAT(error_of([&] { m.sum().item(); }),

@@ -10,10 +10,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 OUT=gpu-bundle
-PROGRAMS=(tests/test_cuda tests/test_caching_allocator gpu_async ignis)
+PROGRAMS=(tests/test_cuda tests/test_caching_allocator tests/test_op_table gpu_async ignis)
 grep -q "IGNIS_WITH_CUDA:INTERNAL=ON\|ignis_cuda" "$BUILD/build.ninja" || {
   echo "gpu-bundle: $BUILD has no CUDA backend (configure with -DIGNIS_CUDA=ON)" >&2; exit 2; }
-cmake --build "$BUILD" --target test_cuda test_caching_allocator gpu_async ignis_cli
+cmake --build "$BUILD" --target test_cuda test_caching_allocator test_op_table gpu_async \
+  ignis_cli
 rm -rf "$OUT"
 mkdir -p "$OUT/bin" "$OUT/lib"
 for p in "${PROGRAMS[@]}"; do

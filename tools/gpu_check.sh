@@ -25,6 +25,8 @@ for t in test_caching_allocator test_cuda; do
   echo "== $t"
   "$B/bin/$t" --gtest_color=no || status=1
 done
+echo "== the op table on the GPU"
+"$B/bin/test_op_table" --gtest_color=no --gtest_filter='OpTableCuda.*' || status=1
 echo "== gpu_async (the lecture notes' GPU examples, timed)"
 "$B/bin/gpu_async" || status=1
 # The GPU benchmarks, ignis's and PyTorch's side by side (bench/gpu_compare.py), then a summary

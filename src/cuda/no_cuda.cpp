@@ -65,6 +65,16 @@ void copy_across_devices(const Tensor& dst, const Tensor& src, bool) {
 Tensor pin_memory(const Tensor&) { no_backend("pin_memory"); }
 bool is_pinned(const Tensor&) { return false; }
 void record_stream(const Tensor&, const Stream&) { no_backend("record_stream"); }
+void sgd_multi_tensor(const std::vector<Tensor>&, const std::vector<Tensor>&,
+                      const std::vector<Tensor>&, const std::vector<bool>&, const SgdHyper&) {
+  no_backend("SGD");
+}
+void adam_multi_tensor(const std::vector<Tensor>&, const std::vector<Tensor>&,
+                       const std::vector<Tensor>&, const std::vector<Tensor>&,
+                       const std::vector<Tensor>&, const std::vector<double>&,
+                       const std::vector<double>&, const AdamHyperCuda&) {
+  no_backend("Adam");
+}
 }  // namespace detail
 
 }  // namespace cuda

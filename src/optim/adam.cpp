@@ -1,11 +1,12 @@
 // Adam and AdamW: PyTorch's _single_tensor_adam / _single_tensor_adamw, with a fused CPU
-// kernel for float32/float64.
+// kernel for float32/float64 and a fused multi-tensor CUDA kernel (cuda/optim_kernels.cu).
 #include "ignis/optim/adam.h"
 
 #include <cmath>
 
 #include "ignis/autograd.h"
 #include "ignis/ops.h"
+#include "cuda/backend.h"
 #include "optim/fused.h"
 
 namespace ignis::optim {
@@ -56,34 +57,14 @@ void check_adam(const char* name, const AdamHyper& h) {
               " (must be >= 0)");
 }
 
-// Scalars of one fused Adam step, in the parameter's dtype.
-template <class T>
-struct AdamScalars {
-  T sign, wd, decay, w1, beta2, one_minus_beta2, neg_step_size, bc2, eps;
-};
-
 // The inner loop, with every operand a value or a restrict pointer so that nothing aliases
 // the arrays and the loop vectorises.
 template <class T, bool L2, bool DECOUPLED, bool AMSGRAD, bool SMALL_W1>
 void adam_loop(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v,
                T* __restrict vmax, int64_t n, const AdamScalars<T> c) {
   for (int64_t i = 0; i < n; ++i) {
-    T gi = g[i] * c.sign;
-    T pi = p[i];
-    if constexpr (L2) gi = gi + c.wd * pi;
-    if constexpr (DECOUPLED) pi = pi * c.decay;
-    T mi;  // lerp(m, g, w1), from the nearer end as PyTorch
-    if constexpr (SMALL_W1) mi = m[i] + c.w1 * (gi - m[i]);
-    else mi = gi - (gi - m[i]) * (T(1) - c.w1);
-    T vi = v[i] * c.beta2 + c.one_minus_beta2 * gi * gi;
-    m[i] = mi;
-    v[i] = vi;
-    if constexpr (AMSGRAD) {
-      vi = nan_max(vmax[i], vi);
-      vmax[i] = vi;
-    }
-    T denom = std::sqrt(vi) / c.bc2 + c.eps;
-    p[i] = pi + c.neg_step_size * mi / denom;
+    adam_element<T, L2, DECOUPLED, AMSGRAD, SMALL_W1>(p[i], g[i], m[i], v[i],
+                                                      AMSGRAD ? vmax + i : nullptr, c);
   }
 }
 
@@ -115,8 +96,34 @@ void adam_fused(const Tensor& param, const Tensor& grad, AdamParamState& st, con
   });
 }
 
-// One Adam/AdamW update of p (which has a gradient).
-void adam_update(Tensor& p, const Tensor& grad, AdamParamState& st, const AdamHyper& h) {
+// GPU parameters of a group, gathered for one multi-tensor launch (cuda/optim_kernels.cu).
+struct CudaBatch {
+  std::vector<Tensor> p, g, m, v, vmax;
+  std::vector<double> step_size, bc2_sqrt;
+  bool takes(const Tensor& param, const Tensor& grad, const AdamParamState& st, bool amsgrad) {
+    return fused_cuda_ok(param, grad) && fused_cuda_state_ok(param, st.exp_avg) &&
+           fused_cuda_state_ok(param, st.exp_avg_sq) &&
+           (!amsgrad || fused_cuda_state_ok(param, st.max_exp_avg_sq)) &&
+           (p.empty() || (param.device() == p[0].device() && param.dtype() == p[0].dtype()));
+  }
+  void run(const AdamHyper& h) {
+    if (p.empty()) return;
+    cuda::detail::adam_multi_tensor(p, g, m, v, vmax, step_size, bc2_sqrt,
+                                    {h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, h.amsgrad,
+                                     h.maximize, h.decoupled});
+    for (size_t k = 0; k < p.size(); ++k) {
+      bump(p[k]);
+      bump(m[k]);
+      bump(v[k]);
+      if (h.amsgrad) bump(vmax[k]);
+    }
+  }
+};
+
+// One Adam/AdamW update of p (which has a gradient); a GPU parameter the CUDA kernel takes is
+// added to `batch` instead.
+void adam_update(Tensor& p, const Tensor& grad, AdamParamState& st, const AdamHyper& h,
+                 CudaBatch& batch) {
   if (!st.exp_avg.defined()) st.exp_avg = zeros(p.sizes(), p.options());
   if (!st.exp_avg_sq.defined()) st.exp_avg_sq = zeros(p.sizes(), p.options());
   if (h.amsgrad && !st.max_exp_avg_sq.defined()) st.max_exp_avg_sq = zeros(p.sizes(), p.options());
@@ -126,6 +133,17 @@ void adam_update(Tensor& p, const Tensor& grad, AdamParamState& st, const AdamHy
   const double bias_correction2 = 1 - std::pow(h.beta2, step);
   const double step_size = h.lr / bias_correction1;
   const double bc2_sqrt = std::sqrt(bias_correction2);
+
+  if (batch.takes(p, grad, st, h.amsgrad)) {
+    batch.p.push_back(p);
+    batch.g.push_back(grad);
+    batch.m.push_back(st.exp_avg);
+    batch.v.push_back(st.exp_avg_sq);
+    batch.vmax.push_back(st.max_exp_avg_sq);
+    batch.step_size.push_back(step_size);
+    batch.bc2_sqrt.push_back(bc2_sqrt);
+    return;
+  }
 
   if (fused_ok(p, grad) && fused_state_ok(p, st.exp_avg) && fused_state_ok(p, st.exp_avg_sq) &&
       (!h.amsgrad || fused_state_ok(p, st.max_exp_avg_sq))) {
@@ -184,10 +202,12 @@ Tensor Adam::step(const LossClosure& closure) {
   NoGradGuard no_grad;
   for (ParamGroup& group : groups_) {
     const AdamHyper h = hyper_of(static_cast<const AdamOptions&>(group.options()), false);
+    CudaBatch batch;
     for (Tensor& p : group.params()) {
       if (!p.grad().defined()) continue;
-      adam_update(p, p.grad(), static_cast<AdamParamState&>(state_or_create(p)), h);
+      adam_update(p, p.grad(), static_cast<AdamParamState&>(state_or_create(p)), h, batch);
     }
+    batch.run(h);
   }
   return loss;
 }
@@ -218,10 +238,12 @@ Tensor AdamW::step(const LossClosure& closure) {
   NoGradGuard no_grad;
   for (ParamGroup& group : groups_) {
     const AdamHyper h = hyper_of(static_cast<const AdamWOptions&>(group.options()), true);
+    CudaBatch batch;
     for (Tensor& p : group.params()) {
       if (!p.grad().defined()) continue;
-      adam_update(p, p.grad(), static_cast<AdamParamState&>(state_or_create(p)), h);
+      adam_update(p, p.grad(), static_cast<AdamParamState&>(state_or_create(p)), h, batch);
     }
+    batch.run(h);
   }
   return loss;
 }

@@ -9,6 +9,7 @@
 #include "core/tensor_impl.h"
 #include "cpu/parallel.h"
 #include "ignis/tensor.h"
+#include "optim/fused_math.h"
 
 namespace ignis::optim {
 
@@ -18,6 +19,18 @@ inline bool fused_ok(const Tensor& p, const Tensor& g) {
   return p.device().is_cpu() && (p.dtype() == kFloat32 || p.dtype() == kFloat64) &&
          g.device().is_cpu() && g.dtype() == p.dtype() && p.is_contiguous() &&
          g.is_contiguous() && g.sizes().equals(p.sizes());
+}
+
+/// The CUDA multi-tensor kernels apply: p and g contiguous float32/float64 tensors of one dtype,
+/// shape and GPU.
+inline bool fused_cuda_ok(const Tensor& p, const Tensor& g) {
+  return p.device().is_cuda() && (p.dtype() == kFloat32 || p.dtype() == kFloat64) &&
+         g.device() == p.device() && g.dtype() == p.dtype() && p.is_contiguous() &&
+         g.is_contiguous() && g.sizes().equals(p.sizes());
+}
+/// A state tensor is usable by the CUDA kernels (contiguous, p's dtype and device).
+inline bool fused_cuda_state_ok(const Tensor& p, const Tensor& s) {
+  return !s.defined() || (s.is_contiguous() && s.dtype() == p.dtype() && s.device() == p.device());
 }
 
 /// A state tensor is usable by the fused kernel (contiguous, same dtype as p).
@@ -44,11 +57,6 @@ inline void bump(const Tensor& t) {
   if (t.defined()) t.impl()->bump_version();
 }
 
-/// IEEE maximum that propagates NaN, like torch.maximum.
-template <class T>
-inline T nan_max(T a, T b) {
-  return (a != a || a > b) ? a : b;
-}
 
 /// self = lerp(self, end, w) with tensor ops (the generic path), from the nearer end as
 /// PyTorch computes it, so weights 0 and 1 give an end exactly.

@@ -1,8 +1,10 @@
-// SGD: PyTorch's _single_tensor_sgd, with a fused CPU kernel for float32/float64.
+// SGD: PyTorch's _single_tensor_sgd, with a fused CPU kernel for float32/float64 and a fused
+// multi-tensor CUDA kernel (cuda/optim_kernels.cu).
 #include "ignis/optim/sgd.h"
 
 #include "ignis/autograd.h"
 #include "ignis/ops.h"
+#include "cuda/backend.h"
 #include "optim/fused.h"
 
 namespace ignis::optim {
@@ -45,18 +47,10 @@ namespace {
 template <class T, bool WD, bool MOM, bool NESTEROV, bool FIRST>
 void sgd_loop(T* __restrict p, const T* __restrict g, T* __restrict b, int64_t n, T sign, T wd,
               T mom, T one_minus_damp, T neg_lr) {
+  T unused = 0;
   for (int64_t i = 0; i < n; ++i) {
-    T gi = g[i] * sign;  // -g == g * -1 exactly
-    if constexpr (WD) gi = gi + wd * p[i];
-    if constexpr (MOM) {
-      T bi;
-      if constexpr (FIRST) bi = gi;
-      else bi = b[i] * mom + one_minus_damp * gi;
-      b[i] = bi;
-      if constexpr (NESTEROV) gi = gi + mom * bi;
-      else gi = bi;
-    }
-    p[i] = p[i] + neg_lr * gi;
+    sgd_element<T, WD, MOM, NESTEROV, FIRST>(p[i], g[i], MOM ? b[i] : unused, sign, wd, mom,
+                                             one_minus_damp, neg_lr);
   }
 }
 
@@ -91,11 +85,24 @@ Tensor SGD::step(const LossClosure& closure) {
   NoGradGuard no_grad;
   for (ParamGroup& group : groups_) {
     const auto& o = static_cast<const SGDOptions&>(group.options());
+    // GPU parameters go to the multi-tensor kernel, a launch per device and dtype (the first
+    // parameter's here; others take the generic path).
+    std::vector<Tensor> cp, cg, cb;
+    std::vector<bool> cfirst;
     for (Tensor& p : group.params()) {
       const Tensor& grad = p.grad();
       if (!grad.defined()) continue;
       auto& st = static_cast<SGDParamState&>(state_or_create(p));
       const bool first = !st.momentum_buffer.defined();
+      if (fused_cuda_ok(p, grad) && fused_cuda_state_ok(p, st.momentum_buffer) &&
+          (cp.empty() || (p.device() == cp[0].device() && p.dtype() == cp[0].dtype()))) {
+        if (o.momentum() != 0 && first) st.momentum_buffer = empty(p.sizes(), p.options());
+        cp.push_back(p);
+        cg.push_back(grad);
+        cb.push_back(st.momentum_buffer);
+        cfirst.push_back(first);
+        continue;
+      }
       if (fused_ok(p, grad) && fused_state_ok(p, st.momentum_buffer)) {
         if (o.momentum() != 0 && first) st.momentum_buffer = empty(p.sizes(), p.options());
         if (p.dtype() == kFloat32) sgd_fused<float>(p, grad, st.momentum_buffer, first, o);
@@ -117,6 +124,15 @@ Tensor SGD::step(const LossClosure& closure) {
         g = o.nesterov() ? g.add(buf, o.momentum()) : buf;
       }
       p.add_(g, -o.lr());
+    }
+    if (!cp.empty()) {
+      cuda::detail::sgd_multi_tensor(cp, cg, cb, cfirst,
+                                     {o.lr(), o.momentum(), o.dampening(), o.weight_decay(),
+                                      o.nesterov(), o.maximize()});
+      for (size_t k = 0; k < cp.size(); ++k) {
+        bump(cp[k]);
+        bump(cb[k]);
+      }
     }
   }
   return loss;
