@@ -65,7 +65,16 @@ TEST(Registry, RecordsAreConsistentWithTheirFrontEnds) {
   ASSERT_NE(add, nullptr);
   EXPECT_TRUE(add->differentiable);
   EXPECT_EQ(add->kind, "kernel");
-  EXPECT_EQ(add->devices, (std::vector<std::string>{"cpu", "meta"}));
+  // "cuda" when this build has the CUDA backend (whose kernels register at start-up too).
+  std::vector<std::string> devices = {"cpu", "meta"};
+  if (cuda::unavailable_reason() != "ignis was built without a CUDA backend") {
+    devices.push_back("cuda");
+  }
+  EXPECT_EQ(add->devices, devices);
+  // A composite runs wherever its parts run: only the CPU and meta are listed.
+  const op::Record* layer_norm = op::find("layer_norm");
+  ASSERT_NE(layer_norm, nullptr);
+  EXPECT_EQ(layer_norm->devices, (std::vector<std::string>{"cpu", "meta"}));
   EXPECT_EQ(op::find("no_such_op"), nullptr);
 }
 

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <mutex>
 #include <sstream>
 
 #include "core/op_call.h"
@@ -67,10 +68,27 @@ std::vector<std::string_view> split_args(std::string_view s) {
 struct Registry {
   std::map<std::string, std::unique_ptr<Record>, std::less<>> records;
   std::vector<std::string> problems;
+  // Each record's stubs: the CUDA backend registers its kernels during static initialisation
+  // too, in an order that is not known, so "cuda" joins a record's devices at the first lookup.
+  std::map<const Record*, std::vector<const KernelTable*>> stubs;
+  std::once_flag devices_done;
 };
 Registry& registry() {
   static Registry r;
   return r;
+}
+// Adds "cuda" to the devices of every record whose stubs all have a CUDA kernel (composites,
+// without stubs of their own, run wherever their parts do, and list only the CPU and meta).
+Registry& finished_registry() {
+  Registry& reg = registry();
+  std::call_once(reg.devices_done, [&reg] {
+    for (auto& [rec, stubs] : reg.stubs) {
+      bool cuda = !stubs.empty();
+      for (const KernelTable* k : stubs) cuda = cuda && k->has_kernel(DeviceType::CUDA);
+      if (cuda) const_cast<Record*>(rec)->devices.push_back("cuda");
+    }
+  });
+  return reg;
 }
 
 thread_local std::vector<Interposer*> tls_stack;
@@ -454,6 +472,7 @@ Registrar::Registrar(const char* schema, RecordOptions opts,
   const std::string key = rec->schema.full_name();
   record_ = rec.get();
   auto [it, inserted] = reg.records.emplace(key, std::move(rec));
+  if (inserted) reg.stubs[it->second.get()].assign(opts.stubs.begin(), opts.stubs.end());
   if (!inserted) {
     reg.problems.push_back("duplicate op record '" + key + "'");
     record_ = it->second.get();
@@ -461,7 +480,7 @@ Registrar::Registrar(const char* schema, RecordOptions opts,
 }
 
 const Record* find(std::string_view full_name) {
-  const Registry& reg = registry();
+  const Registry& reg = finished_registry();
   auto it = reg.records.find(full_name);
   if (it != reg.records.end()) return it->second.get();
   return nullptr;
@@ -469,7 +488,7 @@ const Record* find(std::string_view full_name) {
 
 std::vector<const Record*> all_records() {
   std::vector<const Record*> out;
-  for (const auto& [name, rec] : registry().records) out.push_back(rec.get());
+  for (const auto& [name, rec] : finished_registry().records) out.push_back(rec.get());
   return out;
 }
 
