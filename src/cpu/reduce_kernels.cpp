@@ -9,18 +9,8 @@ namespace {
 template <template <class> class R>
 void int64_or_same_kernel(const Tensor& out, const Tensor& x, const ReducePlan& plan,
                           const char* op) {
-  dispatch_dtype(x.dtype(), op, [&]<class T>() {
-    if constexpr (std::is_integral_v<T>) {
-      IGNIS_CHECK(out.dtype() == kInt64 || out.dtype() == x.dtype(), op, ": output dtype ",
-                  out.dtype(), " for ", x.dtype(), " input");
-      if (out.dtype() == kInt64) {
-        run_reduction<T, int64_t>(out, x, plan, R<int64_t>{});
-      } else {
-        run_reduction<T, T>(out, x, plan, R<int64_t>{});
-      }
-    } else {
-      run_reduction<T, T>(out, x, plan, R<acc_t<T>>{});
-    }
+  with_int64_or_same<R>(x.dtype(), out.dtype(), op, [&]<class T, class Out>(const auto& r) {
+    run_reduction<T, Out>(out, x, plan, r);
   });
 }
 

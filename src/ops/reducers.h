@@ -12,6 +12,7 @@
 
 #include <cmath>
 
+#include "core/dispatch.h"
 #include "cpu/vec_math.h"
 #include "ignis/dtype.h"  // IGNIS_HD
 
@@ -78,6 +79,26 @@ struct AllAnyReducer {
   IGNIS_HD bool merge(bool a, bool b) const { return IsAll ? (a & b) : (a | b); }
   IGNIS_HD bool finish(bool a, int64_t) const { return a; }
 };
+
+/// The dtypes of sum and prod: integer and bool inputs fold in int64 (into an int64 output or
+/// one of the input's dtype), floating ones in their arithmetic type. Calls
+/// run.template operator()<T, Out>(reducer) with the input's type T and the output's Out.
+template <template <class> class R, class Run>
+void with_int64_or_same(DType x, DType out, const char* op, Run&& run) {
+  dispatch_dtype(x, op, [&]<class T>() {
+    if constexpr (std::is_integral_v<T>) {
+      IGNIS_CHECK(out == DType::Int64 || out == x, op, ": output dtype ", out, " for ", x,
+                  " input");
+      if (out == DType::Int64) {
+        run.template operator()<T, int64_t>(R<int64_t>{});
+      } else {
+        run.template operator()<T, T>(R<int64_t>{});
+      }
+    } else {
+      run.template operator()<T, T>(R<acc_t<T>>{});
+    }
+  });
+}
 
 // ---- the statistical reductions: norm, var / std (second pass), logsumexp (second pass)
 
