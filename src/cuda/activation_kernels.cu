@@ -52,7 +52,7 @@ template <class T>
 void check_divisor(const TensorIter& it, DType dt, const char* op) {
   if (it.numel == 0) return;
   DeviceGuard guard(it.device.index);
-  auto stream = static_cast<cudaStream_t>(getCurrentCUDAStream(it.device.index).handle());
+  auto stream = current_stream(it.device);
   Geometry<1> g{};
   g.ndim = it.ndim;
   for (int d = 0; d < it.ndim; ++d) {
@@ -62,9 +62,7 @@ void check_divisor(const TensorIter& it, DType dt, const char* op) {
   const Tensor flag = make_tensor({1}, kInt32, it.device);
   int* f = static_cast<int*>(flag.data_ptr());
   IGNIS_CUDA_CHECK(cudaMemsetAsync(f, 0, sizeof(int), stream));
-  const int64_t blocks = std::min<int64_t>((it.numel + kThreads - 1) / kThreads, 65536);
-  any_zero_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(it.numel, it.data[2],
-                                                                               g, f);
+  any_zero_kernel<T><<<blocks_for(it.numel), kThreads, 0, stream>>>(it.numel, it.data[2], g, f);
   IGNIS_CUDA_CHECK(cudaGetLastError());
   int zero = 0;
   IGNIS_CUDA_CHECK(cudaMemcpyAsync(&zero, f, sizeof(int), cudaMemcpyDeviceToHost, stream));

@@ -45,14 +45,7 @@ struct Cublas {
       lib.get<decltype(&cublasGetStatusString)>("cublasGetStatusString");
 };
 
-// Made at the first product; a failed load throws there (and again at the next product).
-const Cublas& cublas() {
-  static std::mutex mu;
-  static std::unique_ptr<Cublas> api;
-  std::lock_guard<std::mutex> g(mu);
-  if (!api) api = std::make_unique<Cublas>();
-  return *api;
-}
+const Cublas& cublas() { return detail::lazy_api<Cublas>(); }
 
 void check(cublasStatus_t st, const char* what) {
   if (st == CUBLAS_STATUS_SUCCESS) return;
@@ -141,7 +134,7 @@ void gemm(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, dou
   const int device = out.device().index;
   DeviceGuard guard(device);
   cublasHandle_t h = handle(device);
-  check(cublas().set_stream(h, static_cast<cudaStream_t>(getCurrentCUDAStream(device).handle())),
+  check(cublas().set_stream(h, detail::current_stream(Device(kCUDA, device))),
         "cublasSetStream");
   const float af = static_cast<float>(alpha), bf = static_cast<float>(beta);
   const void* pa = compute == CUBLAS_COMPUTE_64F ? static_cast<const void*>(&alpha) : &af;

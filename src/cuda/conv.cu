@@ -47,13 +47,7 @@ struct Cudnn {
 #undef IGNIS_CUDNN_MEMBER
 };
 
-const Cudnn& cudnn() {
-  static std::mutex mu;
-  static std::unique_ptr<Cudnn> api;
-  std::lock_guard<std::mutex> g(mu);
-  if (!api) api = std::make_unique<Cudnn>();
-  return *api;
-}
+const Cudnn& cudnn() { return detail::lazy_api<Cudnn>(); }
 
 void check(cudnnStatus_t st, const char* what) {
   if (st == CUDNN_STATUS_SUCCESS) return;
@@ -66,7 +60,7 @@ cudnnHandle_t handle(int device) {
   if (handles.empty()) handles.resize(static_cast<size_t>(device_count()), nullptr);
   cudnnHandle_t& h = handles[static_cast<size_t>(device)];
   if (h == nullptr) check(cudnn().cudnnCreate(&h), "cudnnCreate");
-  check(cudnn().cudnnSetStream(h, static_cast<cudaStream_t>(getCurrentCUDAStream(device).handle())),
+  check(cudnn().cudnnSetStream(h, current_stream(Device(kCUDA, device))),
         "cudnnSetStream");
   return h;
 }

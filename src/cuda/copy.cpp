@@ -24,16 +24,13 @@ Tensor dense_as(const Tensor& x, DType dtype) {
   return out;
 }
 
-cudaStream_t stream_of(const Tensor& t) {
-  return static_cast<cudaStream_t>(getCurrentCUDAStream(t.device().index).handle());
-}
 
 void host_to_device(const Tensor& dst, const Tensor& src, bool non_blocking) {
   const Tensor s = dense_as(src, dst.dtype());
   const bool direct = dst.is_contiguous();
   const Tensor d = direct ? dst : make_tensor(dst.sizes(), dst.dtype(), dst.device());
   DeviceGuard g(dst.device());
-  cudaStream_t stream = stream_of(dst);
+  cudaStream_t stream = current_stream(dst.device());
   IGNIS_CUDA_CHECK(cudaMemcpyAsync(d.data_ptr(), s.data_ptr(), s.nbytes(),
                                    cudaMemcpyHostToDevice, stream));
   if (!direct) copy_into(dst, d);  // on the same stream, after the transfer
@@ -48,7 +45,7 @@ void device_to_host(const Tensor& dst, const Tensor& src, bool non_blocking) {
   const bool direct = dst.is_contiguous();
   const Tensor d = direct ? dst : make_tensor(dst.sizes(), dst.dtype(), kCPU);
   DeviceGuard g(src.device());
-  cudaStream_t stream = stream_of(src);
+  cudaStream_t stream = current_stream(src.device());
   IGNIS_CUDA_CHECK(cudaMemcpyAsync(d.data_ptr(), s.data_ptr(), s.nbytes(),
                                    cudaMemcpyDeviceToHost, stream));
   // A GPU temporary s may die at once (its block is reused only by later work on this stream);
@@ -69,7 +66,7 @@ void device_to_device(const Tensor& dst, const Tensor& src) {
   ready.record(getCurrentCUDAStream(from));
   ready.block(getCurrentCUDAStream(to));
   DeviceGuard g(to);
-  cudaStream_t stream = stream_of(dst);
+  cudaStream_t stream = current_stream(dst.device());
   IGNIS_CUDA_CHECK(cudaMemcpyPeerAsync(d.data_ptr(), to, s.data_ptr(), from, s.nbytes(), stream));
   // The source's stream waits for the copy before it reuses the source's memory.
   Event done;

@@ -4,6 +4,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "ignis/cuda.h"
 #include "ignis/error.h"
 
 #define IGNIS_CUDA_CHECK(expr)                                                          \
@@ -21,4 +22,8 @@ namespace ignis::cuda::detail {
 void check_device(int device, const char* what);
 /// The device index an argument of -1 stands for (the current device).
 int resolve(int device);
+/// The current stream of a GPU (getCurrentCUDAStream) as the runtime's handle.
+inline cudaStream_t current_stream(Device device) {
+  return static_cast<cudaStream_t>(getCurrentCUDAStream(device.index).handle());
+}
 }  // namespace ignis::cuda::detail

@@ -57,9 +57,6 @@ class BadSlot {
   cudaStream_t stream_;
 };
 
-cudaStream_t stream_of(Device d) {
-  return static_cast<cudaStream_t>(getCurrentCUDAStream(d.index).handle());
-}
 
 template <int N>
 Geometry<N> geometry(const TensorIter& it) {
@@ -94,10 +91,6 @@ Operands<N> operands(const TensorIter& it) {
   return o;
 }
 
-unsigned blocks_for(int64_t n) {
-  return static_cast<unsigned>(std::min<int64_t>((n + kThreads - 1) / kThreads, 65536));
-}
-
 // ---- gather: out = *(src + index * stride)
 
 template <class T, class I>
@@ -121,7 +114,7 @@ BadIndex gather_kernel(const TensorIter& it, DType dt, DType index_dt, int64_t s
                        IndexBounds b) {
   if (it.numel == 0) return {};
   DeviceGuard guard(it.device.index);
-  const cudaStream_t s = stream_of(it.device);
+  const cudaStream_t s = current_stream(it.device);
   BadSlot bad(it.device, s);
   dispatch_size(dt, [&]<class T>() {
     dispatch_index(index_dt, [&]<class I>() {
@@ -161,7 +154,7 @@ BadIndex put_kernel(const TensorIter& it, DType dt, DType index_dt, int64_t stri
                     IndexBounds b, bool accumulate) {
   if (it.numel == 0) return {};
   DeviceGuard guard(it.device.index);
-  const cudaStream_t s = stream_of(it.device);
+  const cudaStream_t s = current_stream(it.device);
   BadSlot bad(it.device, s);
   dispatch_dtype(dt, "index_put_", [&]<class T>() {
     dispatch_index(index_dt, [&]<class I>() {
@@ -199,7 +192,7 @@ __global__ void scatter_cuda(int64_t n, Operands<3> ops, Geometry<3> g, ScatterA
 BadIndex scatter_kernel(const TensorIter& it, DType dt, DType index_dt, const ScatterArgs& a) {
   if (it.numel == 0 || a.line == 0) return {};
   DeviceGuard guard(it.device.index);
-  const cudaStream_t s = stream_of(it.device);
+  const cudaStream_t s = current_stream(it.device);
   BadSlot bad(it.device, s);
   dispatch_dtype(dt, "scatter", [&]<class T>() {
     dispatch_index(index_dt, [&]<class I>() {
@@ -254,7 +247,7 @@ BadIndex index_add_kernel(const Tensor& self, int64_t dim, const Tensor& index,
   const int64_t E = index.numel();
   if (E == 0) return {};
   DeviceGuard guard(self.device().index);
-  const cudaStream_t s = stream_of(self.device());
+  const cudaStream_t s = current_stream(self.device());
   return dispatch_dtype(self.dtype(), "index_add", [&]<class T>() {
     return dispatch_index(index.dtype(), [&]<class I>() -> BadIndex {
       const I* idx = index.data_ptr<I>();
@@ -309,7 +302,7 @@ BadIndex linear_index_kernel(const Tensor& out, const std::vector<Tensor>& idx,
   const int64_t n = out.numel();
   if (n == 0) return {};
   DeviceGuard guard(out.device().index);
-  const cudaStream_t s = stream_of(out.device());
+  const cudaStream_t s = current_stream(out.device());
   for (size_t k = 0; k < idx.size(); ++k) {
     BadSlot bad(out.device(), s);
     linear_index_cuda<<<blocks_for(n), kThreads, 0, s>>>(
@@ -336,7 +329,7 @@ __global__ void iota_cuda(int64_t* out, int64_t n) {
 void iota_kernel(const Tensor& out) {
   if (out.numel() == 0) return;
   DeviceGuard guard(out.device().index);
-  iota_cuda<<<blocks_for(out.numel()), kThreads, 0, stream_of(out.device())>>>(
+  iota_cuda<<<blocks_for(out.numel()), kThreads, 0, current_stream(out.device())>>>(
       out.data_ptr<int64_t>(), out.numel());
   IGNIS_CUDA_CHECK(cudaGetLastError());
 }

@@ -19,7 +19,7 @@ void cat_kernel(const Tensor& out, const std::vector<Tensor>& inputs, int64_t di
   if (out.numel() == 0 || outer == 0) return;
   const int64_t row = out.numel() / outer * es;  // bytes of one output row
   DeviceGuard guard(out.device().index);
-  const auto stream = static_cast<cudaStream_t>(getCurrentCUDAStream(out.device().index).handle());
+  const cudaStream_t stream = detail::current_stream(out.device());
   char* dst = static_cast<char*>(out.data_ptr());
   int64_t offset = 0;
   for (const Tensor& in : inputs) {

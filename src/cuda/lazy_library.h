@@ -6,6 +6,7 @@
 
 #include <dlfcn.h>
 
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -43,5 +44,16 @@ class LazyLibrary {
   std::once_flag once_;
   void* handle_ = nullptr;
 };
+
+/// The struct of a library's resolved entry points (a LazyLibrary member, then one member per
+/// symbol), made at the first call. A failed load throws there, and is tried again at the next.
+template <class Api>
+const Api& lazy_api() {
+  static std::mutex mu;
+  static std::unique_ptr<Api> api;
+  std::lock_guard<std::mutex> g(mu);
+  if (!api) api = std::make_unique<Api>();
+  return *api;
+}
 
 }  // namespace ignis::cuda::detail

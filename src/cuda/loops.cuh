@@ -7,6 +7,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <concepts>
 #include <tuple>
 #include <utility>
@@ -20,6 +21,12 @@ namespace ignis::cuda {
 
 constexpr int kMaxDims = 16;
 constexpr int kThreads = 256;
+
+/// Blocks of kThreads for a grid-stride loop over n elements (at most 65536: the loop strides).
+inline unsigned blocks_for(int64_t n) {
+  return static_cast<unsigned>(std::min<int64_t>((n + kThreads - 1) / kThreads, 65536));
+}
+using detail::current_stream;
 
 template <int N>
 struct Operands {
@@ -94,11 +101,10 @@ void gpu_kernel(const TensorIter& it, const F& f) {
   IGNIS_CHECK(it.ndim <= kMaxDims, "CUDA elementwise: more than ", kMaxDims,
               " dims that cannot be merged");
   DeviceGuard guard(it.device.index);
-  auto stream = static_cast<cudaStream_t>(getCurrentCUDAStream(it.device.index).handle());
+  const cudaStream_t stream = current_stream(it.device);
   Operands<N> ops;
   for (int k = 0; k < N; ++k) ops.data[k] = it.data[k];
-  const int64_t blocks64 = (it.numel + kThreads - 1) / kThreads;
-  const unsigned blocks = static_cast<unsigned>(blocks64 < 65536 ? blocks64 : 65536);
+  const unsigned blocks = blocks_for(it.numel);
   if (it.is_contiguous({sizeof(Out), sizeof(In)...})) {
     dense_kernel<F, Out, In...><<<blocks, kThreads, 0, stream>>>(it.numel, ops, f);
   } else {

@@ -52,13 +52,7 @@ struct Nccl {
 #undef IGNIS_NCCL_MEMBER
 };
 
-const Nccl& nccl() {
-  static std::mutex mu;
-  static std::unique_ptr<Nccl> api;
-  std::lock_guard<std::mutex> g(mu);
-  if (!api) api = std::make_unique<Nccl>();
-  return *api;
-}
+const Nccl& nccl() { return cuda::detail::lazy_api<Nccl>(); }
 
 void check(ncclResult_t r, const char* op, const char* call) {
   if (r == ncclSuccess) return;

@@ -14,13 +14,6 @@ namespace {
 
 constexpr int kSumThreads = 256;
 
-cudaStream_t stream_of(const Tensor& t) {
-  return static_cast<cudaStream_t>(getCurrentCUDAStream(t.device().index).handle());
-}
-unsigned blocks_for(int64_t n) {
-  return static_cast<unsigned>(std::min<int64_t>((n + kThreads - 1) / kThreads, 65536));
-}
-
 // The block's sum of v (every thread's part) in shared memory; thread 0 gets it.
 __device__ double block_sum(double v, double* s) {
   s[threadIdx.x] = v;
@@ -82,11 +75,11 @@ void train_kernel(const Tensor& y, const Tensor& mean, const Tensor& var, const 
   DeviceGuard guard(x.device().index);
   dispatch_floating(x.dtype(), "batch_norm", [&]<class T>() {
     using A = acc_t<T>;
-    stats_cuda<T, A><<<static_cast<unsigned>(C), kSumThreads, 0, stream_of(x)>>>(
+    stats_cuda<T, A><<<static_cast<unsigned>(C), kSumThreads, 0, current_stream(x.device())>>>(
         x.data_ptr<T>(), mean.data_ptr<A>(), var.data_ptr<A>(), N, C, M);
     IGNIS_CUDA_CHECK(cudaGetLastError());
     if (x.numel() == 0) return;
-    affine_cuda<T, A><<<blocks_for(x.numel()), kThreads, 0, stream_of(x)>>>(
+    affine_cuda<T, A><<<blocks_for(x.numel()), kThreads, 0, current_stream(x.device())>>>(
         y.data_ptr<T>(), x.data_ptr<T>(), mean.data_ptr<A>(), var.data_ptr<A>(),
         weight.defined() ? weight.data_ptr<A>() : nullptr,
         bias.defined() ? bias.data_ptr<A>() : nullptr, static_cast<A>(eps), true, x.numel(), C,
@@ -100,7 +93,7 @@ void affine_kernel(const Tensor& y, const Tensor& x, const Tensor& scale, const 
   DeviceGuard guard(x.device().index);
   dispatch_floating(x.dtype(), "batch_norm", [&]<class T>() {
     using A = acc_t<T>;
-    affine_cuda<T, A><<<blocks_for(x.numel()), kThreads, 0, stream_of(x)>>>(
+    affine_cuda<T, A><<<blocks_for(x.numel()), kThreads, 0, current_stream(x.device())>>>(
         y.data_ptr<T>(), x.data_ptr<T>(), scale.data_ptr<A>(), shift.data_ptr<A>(), nullptr,
         nullptr, A(0), false, x.numel(), x.size(1), x.size(2));
     IGNIS_CUDA_CHECK(cudaGetLastError());
@@ -164,13 +157,14 @@ void backward_kernel(const Tensor& gx, const Tensor& gw, const Tensor& gb, const
   const Tensor coef = make_tensor({3 * C}, kFloat64, x.device());
   dispatch_floating(x.dtype(), "batch_norm_backward", [&]<class T>() {
     using A = acc_t<T>;
-    grad_sums_cuda<T, A><<<static_cast<unsigned>(C), kSumThreads, 0, stream_of(x)>>>(
+    grad_sums_cuda<T, A><<<static_cast<unsigned>(C), kSumThreads, 0,
+                           current_stream(x.device())>>>(
         g.data_ptr<T>(), x.data_ptr<T>(), mean.data_ptr<A>(), invstd.data_ptr<A>(),
         weight.defined() ? weight.data_ptr<A>() : nullptr, gw.defined() ? gw.data_ptr<A>() : nullptr,
         gb.defined() ? gb.data_ptr<A>() : nullptr, coef.data_ptr<double>(), N, C, M, batch_stats);
     IGNIS_CUDA_CHECK(cudaGetLastError());
     if (gx.defined() && x.numel() > 0) {
-      grad_input_cuda<T, A><<<blocks_for(x.numel()), kThreads, 0, stream_of(x)>>>(
+      grad_input_cuda<T, A><<<blocks_for(x.numel()), kThreads, 0, current_stream(x.device())>>>(
           gx.data_ptr<T>(), g.data_ptr<T>(), x.data_ptr<T>(), coef.data_ptr<double>(), x.numel(),
           C, M);
       IGNIS_CUDA_CHECK(cudaGetLastError());

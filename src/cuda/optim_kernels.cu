@@ -86,7 +86,7 @@ void sgd_multi_tensor(const std::vector<Tensor>& params, const std::vector<Tenso
   if (params.empty()) return;
   const Device dev = params[0].device();
   DeviceGuard guard(dev.index);
-  const auto stream = static_cast<cudaStream_t>(getCurrentCUDAStream(dev.index).handle());
+  const auto stream = current_stream(dev);
   dispatch_floating(params[0].dtype(), "SGD", [&]<class T>() {
     if constexpr (std::is_same_v<T, BFloat16>) {
       IGNIS_FAIL("SGD: the fused CUDA step takes float32 and float64");
@@ -125,7 +125,7 @@ void adam_multi_tensor(const std::vector<Tensor>& params, const std::vector<Tens
   if (params.empty()) return;
   const Device dev = params[0].device();
   DeviceGuard guard(dev.index);
-  const auto stream = static_cast<cudaStream_t>(getCurrentCUDAStream(dev.index).handle());
+  const auto stream = current_stream(dev);
   dispatch_floating(params[0].dtype(), "Adam", [&]<class T>() {
     if constexpr (std::is_same_v<T, BFloat16>) {
       IGNIS_FAIL("Adam: the fused CUDA step takes float32 and float64");

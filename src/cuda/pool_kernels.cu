@@ -51,13 +51,6 @@ struct Strides4 {
 };
 Strides4 strides4(const Tensor& t) { return {t.stride(0), t.stride(1), t.stride(2), t.stride(3)}; }
 
-cudaStream_t stream_of(const Tensor& t) {
-  return static_cast<cudaStream_t>(getCurrentCUDAStream(t.device().index).handle());
-}
-unsigned blocks_for(int64_t n) {
-  return static_cast<unsigned>(std::min<int64_t>((n + kThreads - 1) / kThreads, 65536));
-}
-
 template <class T>
 __global__ void max_pool_cuda(const T* x, T* out, int64_t* idx, int64_t N, int64_t C, int64_t OH,
                               int64_t OW, int64_t W, Strides4 xs, Strides4 os, WindowPtrs wh,
@@ -94,7 +87,7 @@ void max_pool_kernel(const Tensor& out, const Tensor& indices, const Tensor& x,
   DeviceGuard guard(x.device().index);
   const DevWindows win(g, x.device());
   dispatch_floating(x.dtype(), "max_pool2d", [&]<class T>() {
-    max_pool_cuda<T><<<blocks_for(out.numel()), kThreads, 0, stream_of(x)>>>(
+    max_pool_cuda<T><<<blocks_for(out.numel()), kThreads, 0, current_stream(x.device())>>>(
         static_cast<const T*>(x.data_ptr()), static_cast<T*>(out.data_ptr()),
         indices.defined() ? indices.data_ptr<int64_t>() : nullptr, x.size(0), x.size(1),
         out.size(2), out.size(3), g.w.in, strides4(x), strides4(out), win.h, win.w);
@@ -132,7 +125,8 @@ void max_pool_backward_kernel(const Tensor& gx, const Tensor& gy, const Tensor& 
   dispatch_floating(gx.dtype(), "max_pool2d_backward", [&]<class T>() {
     using A = acc_t<T>;
     const Tensor scratch = make_tensor({N * C * H * W}, dtype_of<A>::value, gx.device());
-    max_pool_backward_cuda<T><<<blocks_for(N * C), kThreads, 0, stream_of(gx)>>>(
+    max_pool_backward_cuda<T><<<blocks_for(N * C), kThreads, 0,
+                                current_stream(gx.device())>>>(
         static_cast<T*>(gx.data_ptr()), static_cast<const T*>(gy.data_ptr()),
         indices.data_ptr<int64_t>(), N, C, H * W, W, gy.size(2) * gy.size(3), gy.size(3),
         strides4(gx), strides4(gy), static_cast<A*>(scratch.data_ptr()));
@@ -167,7 +161,7 @@ void avg_pool_kernel(const Tensor& out, const Tensor& x, const PoolGeom& g) {
   DeviceGuard guard(x.device().index);
   const DevWindows win(g, x.device());
   dispatch_floating(x.dtype(), "avg_pool2d", [&]<class T>() {
-    avg_pool_cuda<T><<<blocks_for(out.numel()), kThreads, 0, stream_of(x)>>>(
+    avg_pool_cuda<T><<<blocks_for(out.numel()), kThreads, 0, current_stream(x.device())>>>(
         static_cast<const T*>(x.data_ptr()), static_cast<T*>(out.data_ptr()), x.size(0),
         x.size(1), out.size(2), out.size(3), strides4(x), strides4(out), win.h, win.w);
   });
@@ -210,7 +204,8 @@ void avg_pool_backward_kernel(const Tensor& gx, const Tensor& gy, const PoolGeom
   dispatch_floating(gx.dtype(), "avg_pool2d_backward", [&]<class T>() {
     using A = acc_t<T>;
     const Tensor scratch = make_tensor({N * C * H * W}, dtype_of<A>::value, gx.device());
-    avg_pool_backward_cuda<T><<<blocks_for(N * C), kThreads, 0, stream_of(gx)>>>(
+    avg_pool_backward_cuda<T><<<blocks_for(N * C), kThreads, 0,
+                                current_stream(gx.device())>>>(
         static_cast<T*>(gx.data_ptr()), static_cast<const T*>(gy.data_ptr()), N, C, H, W,
         gy.size(2), gy.size(3), strides4(gx), strides4(gy), win.h, win.w,
         static_cast<A*>(scratch.data_ptr()));

@@ -22,9 +22,8 @@ struct Fill {
     const int64_t n = out.numel();
     if (n == 0) return;
     DeviceGuard guard(out.device().index);
-    auto stream = static_cast<cudaStream_t>(getCurrentCUDAStream(out.device().index).handle());
-    const int64_t blocks = std::min<int64_t>((n + kThreads - 1) / kThreads, 65536);
-    fill_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+    const cudaStream_t stream = current_stream(out.device());
+    fill_kernel<<<blocks_for(n), kThreads, 0, stream>>>(
         static_cast<T*>(out.data_ptr()), n, f);
     IGNIS_CUDA_CHECK(cudaGetLastError());
   }

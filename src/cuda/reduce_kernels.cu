@@ -21,10 +21,6 @@ unsigned grid_for(int64_t work, int64_t per_block) {
   return static_cast<unsigned>(b < 65536 ? (b > 0 ? b : 1) : 65536);
 }
 
-cudaStream_t stream_for(const Tensor& t) {
-  return static_cast<cudaStream_t>(getCurrentCUDAStream(t.device().index).handle());
-}
-
 // ---- the driver: get_r(k) is output k's reducer (the same one for one-pass reductions; made
 // from k's first-pass result for var and logsumexp)
 
@@ -107,7 +103,7 @@ void run_reduction(const Tensor& out, const Tensor& x, const ReducePlan& plan, c
   const int64_t nout = out.numel();
   if (nout == 0) return;
   DeviceGuard guard(out.device().index);
-  cudaStream_t stream = stream_for(out);
+  cudaStream_t stream = current_stream(out.device());
   Out* o = static_cast<Out*>(out.data_ptr());
   if (plan.reduced_numel == 0) return fill_empty<T, Out>(o, nout, SameReducer<R>{r}, stream);
   reduce_layout_into<T, Out>(reduce_layout(x, plan), o, nout, SameReducer<R>{r}, stream);
@@ -121,7 +117,7 @@ void run_two_pass(const Tensor& out, const Tensor& x, const ReducePlan& plan, co
   const int64_t nout = out.numel();
   if (nout == 0) return;
   DeviceGuard guard(out.device().index);
-  cudaStream_t stream = stream_for(out);
+  cudaStream_t stream = current_stream(out.device());
   Out* o = static_cast<Out*>(out.data_ptr());
   const Tensor first = make_tensor({nout}, dtype_of<S>::value, out.device());
   S* s = static_cast<S*>(first.data_ptr());
@@ -223,7 +219,7 @@ void minmax_dim_kernel(const Tensor& values, const Tensor& indices, const Tensor
   plan.reduced_numel = x.dim() == 0 ? 1 : x.sizes()[dim];
   const ReduceLayout L = reduce_layout(x, plan);
   DeviceGuard guard(x.device().index);
-  cudaStream_t stream = stream_for(x);
+  cudaStream_t stream = current_stream(x.device());
   int64_t* idx = indices.data_ptr<int64_t>();
   dispatch_dtype(x.dtype(), is_max ? "max" : "min", [&]<class T>() {
     const T* p = static_cast<const T*>(L.data);
@@ -269,7 +265,8 @@ void softmax_kernel(const Tensor& out, const Tensor& x, int64_t dim, bool log) {
   const ReduceLayout L = dim_layout(x, dim);
   DeviceGuard guard(x.device().index);
   dispatch_floating(x.dtype(), log ? "log_softmax" : "softmax", [&]<class T>() {
-    softmax_cuda<T><<<grid_for(L.outer * L.inner, kThreads), kThreads, 0, stream_for(x)>>>(
+    softmax_cuda<T><<<grid_for(L.outer * L.inner, kThreads), kThreads, 0,
+                      current_stream(x.device())>>>(
         static_cast<const T*>(L.data), out.data_ptr<T>(), L.outer, L.n, L.inner, log);
   });
   IGNIS_CUDA_CHECK(cudaGetLastError());
@@ -305,7 +302,7 @@ void softmax_backward_kernel(const Tensor& grad_in, const Tensor& g, const Tenso
   DeviceGuard guard(g.device().index);
   dispatch_floating(g.dtype(), log ? "log_softmax_backward" : "softmax_backward", [&]<class T>() {
     softmax_backward_cuda<T>
-        <<<grid_for(Lg.outer * Lg.inner, kThreads), kThreads, 0, stream_for(g)>>>(
+        <<<grid_for(Lg.outer * Lg.inner, kThreads), kThreads, 0, current_stream(g.device())>>>(
             static_cast<const T*>(Lg.data), static_cast<const T*>(Ly.data), grad_in.data_ptr<T>(),
             Lg.outer, Lg.n, Lg.inner, log);
   });

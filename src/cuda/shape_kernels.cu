@@ -12,13 +12,6 @@
 namespace ignis::cuda {
 namespace {
 
-cudaStream_t stream_of(const Tensor& t) {
-  return static_cast<cudaStream_t>(getCurrentCUDAStream(t.device().index).handle());
-}
-unsigned blocks_for(int64_t n) {
-  return static_cast<unsigned>(std::min<int64_t>((n + kThreads - 1) / kThreads, 65536));
-}
-
 // ---- cumsum along one dim: a thread per [outer, inner] column, in double for floating types
 // and int64 for integers (as the CPU kernel)
 
@@ -50,7 +43,7 @@ void cumsum_kernel(const Tensor& out, const Tensor& x, int64_t dim, bool reverse
     if constexpr (std::is_same_v<T, bool>) {
       IGNIS_FAIL("cumsum: bool inputs are summed as int64");
     } else {
-      cumsum_cuda<T><<<blocks_for(L.outer * L.inner), kThreads, 0, stream_of(x)>>>(
+      cumsum_cuda<T><<<blocks_for(L.outer * L.inner), kThreads, 0, current_stream(x.device())>>>(
           static_cast<const T*>(L.data), out.data_ptr<T>(), L.outer, L.n, L.inner, reverse);
     }
   });
@@ -87,7 +80,7 @@ void flip_kernel(const Tensor& out, const Tensor& x, const std::vector<bool>& fl
   }
   DeviceGuard guard(x.device().index);
   dispatch_size(x.dtype(), [&]<class T>() {
-    flip_cuda<T><<<blocks_for(n), kThreads, 0, stream_of(x)>>>(
+    flip_cuda<T><<<blocks_for(n), kThreads, 0, current_stream(x.device())>>>(
         static_cast<const T*>(x.data_ptr()) + base, static_cast<T*>(out.data_ptr()), n, g);
   });
   IGNIS_CUDA_CHECK(cudaGetLastError());
@@ -111,7 +104,7 @@ void tri_kernel(const Tensor& out, const Tensor& x, int64_t diagonal, bool lower
   if (n == 0) return;
   DeviceGuard guard(x.device().index);
   dispatch_size(x.dtype(), [&]<class T>() {
-    tri_cuda<T><<<blocks_for(n), kThreads, 0, stream_of(x)>>>(
+    tri_cuda<T><<<blocks_for(n), kThreads, 0, current_stream(x.device())>>>(
         static_cast<const T*>(x.data_ptr()), static_cast<T*>(out.data_ptr()), n, x.size(nd - 2),
         x.size(nd - 1), diagonal, lower);
   });
@@ -139,7 +132,7 @@ BadIndex one_hot_kernel(const Tensor& out, const Tensor& index, int64_t classes)
   const int64_t n = index.numel();
   if (n == 0) return {};
   DeviceGuard guard(index.device().index);
-  const cudaStream_t s = stream_of(index);
+  const cudaStream_t s = current_stream(index.device());
   const Tensor bad = zeros({2}, TensorOptions(kInt64).device(index.device()));
   auto* bp = static_cast<unsigned long long*>(bad.data_ptr());
   if (index.dtype() == kInt32) {
