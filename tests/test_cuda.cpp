@@ -5,10 +5,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "cuda/backend.h"
 #include "ignis/cuda.h"
 #include "ignis/ignis.h"
 #include "test_util.h"
@@ -193,6 +195,47 @@ TEST(Cuda, PinnedCopiesDoNotBlockAndArriveAfterSynchronize) {
   back.copy_(g, /*non_blocking=*/true);
   cuda::synchronize();
   EXPECT_TRUE(equal(back, x));
+}
+
+// Ops queue their kernels and return: a scalar operand travels as a kernel argument, a fill is
+// a kernel, autograd and the fused SGD step read nothing back. Only reading a value waits.
+TEST(Cuda, QueuedWorkDoesNotWaitForTheGpu) {
+  REQUIRE_GPU();
+  manual_seed(3);
+  nn::Sequential net(nn::Linear(64, 128), nn::ReLU(), nn::Linear(128, 10));
+  net.to(kGpu);
+  optim::SGD opt(net.parameters(), optim::SGDOptions(0.05).momentum(0.9));
+  const Tensor x = randn({32, 64}).to(kGpu), y = randn({32, 10}).to(kGpu);
+  auto step = [&] {
+    opt.zero_grad();
+    const Tensor h = net.forward(x * 0.5 + 1);
+    const Tensor loss = ((h - y) * (h - y)).mean() + h.softmax(1).sum() * 0;
+    loss.backward();
+    opt.step();
+    Tensor z = zeros({1000}, TensorOptions().device(kGpu));
+    z.fill_(2.5);
+    Tensor w = full({3, 4}, 7, TensorOptions(kInt64).device(kGpu)).t();
+    w.fill_(-1);  // strided: a fill kernel and a copy
+    return loss;
+  };
+  step();  // the first step allocates and opens cuBLAS
+  const int64_t before = cuda::detail::host_sync_count();
+  Tensor loss;
+  for (int k = 0; k < 3; ++k) loss = step();
+  EXPECT_EQ(cuda::detail::host_sync_count(), before)
+      << "a training step on the GPU made the host wait";
+  const double v = loss.item<double>();  // reading the value waits, once
+  EXPECT_EQ(cuda::detail::host_sync_count(), before + 1);
+  EXPECT_TRUE(std::isfinite(v));
+  // The fills and scalars arrived.
+  EXPECT_TRUE(equal(full({2}, 2.5, TensorOptions().device(kGpu)).cpu(), full({2}, 2.5)));
+  Tensor w = zeros({3, 4}, TensorOptions(kInt64).device(kGpu)).t();
+  w.fill_(-1);
+  EXPECT_TRUE(equal(w.cpu(), full({4, 3}, -1, kInt64)));
+  Tensor b = zeros({5}, TensorOptions(kBFloat16).device(kGpu));
+  b.fill_(0.1);
+  EXPECT_TRUE(equal(b.cpu(), full({5}, 0.1, kBFloat16)));
+  EXPECT_TRUE(equal((arange(6, kInt64).to(kGpu) * 3 + 1).cpu(), arange(6, kInt64) * 3 + 1));
 }
 
 TEST(Cuda, ElementwiseOpsMatchTheCpu) {

@@ -66,7 +66,7 @@ void check_divisor(const TensorIter& it, DType dt, const char* op) {
   IGNIS_CUDA_CHECK(cudaGetLastError());
   int zero = 0;
   IGNIS_CUDA_CHECK(cudaMemcpyAsync(&zero, f, sizeof(int), cudaMemcpyDeviceToHost, stream));
-  IGNIS_CUDA_CHECK(cudaStreamSynchronize(stream));
+  wait_for_stream(stream);
   IGNIS_CHECK(zero == 0, op, ": integer division by zero (ZeroDivisionError): the divisor, of dtype ",
               dtype_name(dt), ", has a zero");
 }

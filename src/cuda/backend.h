@@ -10,6 +10,12 @@
 
 namespace ignis::cuda::detail {
 
+/// How many times ignis has made the host wait for a GPU since the process started: a copy to
+/// pageable host memory, item(), an index check, a bad-divisor check, cuda::synchronize,
+/// Stream/Event::synchronize. The async tests count these to prove that queued work does not
+/// wait (as PyTorch's torch.cuda.set_sync_debug_mode finds stray synchronisations).
+int64_t host_sync_count();
+
 /// dst = src between two devices, at least one a GPU (dst and src have the same shape; dtypes
 /// and strides may differ). Waits for the copy unless `non_blocking` and the host side is
 /// pinned (or both sides are GPUs).

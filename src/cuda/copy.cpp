@@ -36,7 +36,7 @@ void host_to_device(const Tensor& dst, const Tensor& src, bool non_blocking) {
   if (!direct) copy_into(dst, d);  // on the same stream, after the transfer
   // A source this function made, or one the driver must stage, is waited for.
   if (!(non_blocking && s.is_same(src) && is_pinned(src))) {
-    IGNIS_CUDA_CHECK(cudaStreamSynchronize(stream));
+    wait_for_stream(stream);
   }
 }
 
@@ -51,7 +51,7 @@ void device_to_host(const Tensor& dst, const Tensor& src, bool non_blocking) {
   // A GPU temporary s may die at once (its block is reused only by later work on this stream);
   // a host staging tensor d may not, so only a direct copy into pinned memory is left running.
   if (!(direct && non_blocking && is_pinned(dst))) {
-    IGNIS_CUDA_CHECK(cudaStreamSynchronize(stream));
+    wait_for_stream(stream);
   }
   if (!direct) copy_into(dst, d);
 }

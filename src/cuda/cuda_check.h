@@ -22,6 +22,11 @@ namespace ignis::cuda::detail {
 void check_device(int device, const char* what);
 /// The device index an argument of -1 stands for (the current device).
 int resolve(int device);
+/// Makes the host wait for `stream`, counting the wait (host_sync_count in cuda/backend.h): every
+/// place where ignis itself blocks on a GPU goes through here.
+void wait_for_stream(cudaStream_t stream);
+/// Counts a host wait that does not go through wait_for_stream (a device or event sync).
+void count_host_sync();
 /// The current stream of a GPU (getCurrentCUDAStream) as the runtime's handle.
 inline cudaStream_t current_stream(Device device) {
   return static_cast<cudaStream_t>(getCurrentCUDAStream(device.index).handle());

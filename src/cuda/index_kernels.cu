@@ -48,7 +48,7 @@ class BadSlot {
   BadIndex read() const {
     DeviceBad h{};
     IGNIS_CUDA_CHECK(cudaMemcpyAsync(&h, ptr(), sizeof h, cudaMemcpyDeviceToHost, stream_));
-    IGNIS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    wait_for_stream(stream_);
     return {h.found != 0, static_cast<int64_t>(h.value)};
   }
 

@@ -27,6 +27,7 @@ inline unsigned blocks_for(int64_t n) {
   return static_cast<unsigned>(std::min<int64_t>((n + kThreads - 1) / kThreads, 65536));
 }
 using detail::current_stream;
+using detail::wait_for_stream;
 
 template <int N>
 struct Operands {

@@ -72,6 +72,16 @@ int resolve(int device) {
   check_device(0, "cuda");
   return current_device();
 }
+
+namespace {
+std::atomic<int64_t> host_syncs{0};
+}  // namespace
+void count_host_sync() { host_syncs.fetch_add(1, std::memory_order_relaxed); }
+int64_t host_sync_count() { return host_syncs.load(std::memory_order_relaxed); }
+void wait_for_stream(cudaStream_t stream) {
+  count_host_sync();
+  IGNIS_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
 }  // namespace detail
 
 bool is_available() { return info().count > 0; }
@@ -94,6 +104,7 @@ void synchronize(int device) {
   const int d = detail::resolve(device);
   detail::check_device(d, "cuda::synchronize");
   DeviceGuard g(d);
+  detail::count_host_sync();
   IGNIS_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
@@ -120,7 +131,7 @@ bool Stream::query() const {
 
 void Stream::synchronize() const {
   DeviceGuard g(device_);
-  IGNIS_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(handle_)));
+  detail::wait_for_stream(static_cast<cudaStream_t>(handle_));
 }
 
 Stream getCurrentCUDAStream(int device) {
@@ -228,7 +239,9 @@ bool Event::query() const {
 }
 
 void Event::synchronize() const {
-  if (event_ != nullptr) IGNIS_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event_)));
+  if (event_ == nullptr) return;
+  detail::count_host_sync();
+  IGNIS_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event_)));
 }
 
 float Event::elapsed_time(const Event& end) const {

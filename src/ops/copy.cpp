@@ -8,6 +8,7 @@
 namespace ignis {
 
 IGNIS_DEFINE_STUB(copy_stub, CopyFn);
+IGNIS_DEFINE_STUB(fill_stub, FillFn);
 
 void copy_into(const Tensor& dst, const Tensor& src, bool non_blocking) {
   if (dst.device() != src.device()) {
@@ -171,7 +172,11 @@ Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) const {
 Tensor& Tensor::fill_(Scalar v) const {
   IGNIS_DISPATCH_METHOD(fill_, fill_, v);
   check_inplace(mut(), "fill_");
-  copy_into(mut(), wrap_scalar(v, dtype(), device()));
+  if (is_cuda() && is_contiguous()) {
+    if (numel() > 0) fill_stub[device()](mut(), v);
+  } else {
+    copy_into(mut(), wrap_scalar(v, dtype(), device()));
+  }
   impl()->bump_version();
   if (AutogradMeta* m = autograd_meta(); m && m->grad_fn && is_grad_enabled()) {
     m->grad_fn.reset();  // a constant now: no history

@@ -17,4 +17,10 @@ Tensor restride_channels_last(const Tensor& x);
 using CopyFn = void (*)(const TensorIter& it, DType dst, DType src);
 IGNIS_DECLARE_STUB(copy_stub, CopyFn);
 
+/// dst (contiguous, on an accelerator) = value cast to dst's dtype, queued on the device's
+/// stream: a scalar operand reaches the device as a kernel argument, without a host copy that
+/// would wait for the stream. The CPU writes its scalars directly and registers no kernel.
+using FillFn = void (*)(const Tensor& dst, Scalar value);
+IGNIS_DECLARE_STUB(fill_stub, FillFn);
+
 }  // namespace ignis

@@ -33,8 +33,7 @@ Tensor wrap_scalar(Scalar s, DType dtype, Device device) {
       *static_cast<T*>(t.data_ptr()) = static_cast<T>(s.to<acc_t<T>>());
     });
   } else if (!device.is_meta()) {  // a meta tensor has no value to set
-    // Written on the host and copied over (not fill_, which wraps its scalar with this).
-    copy_into(t, wrap_scalar(s, dtype, kCPU));
+    fill_stub[device](t, s);  // queued: no host copy waiting for the device's stream
   }
   return t;
 }
