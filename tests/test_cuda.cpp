@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <functional>
 #include <string>
@@ -442,6 +443,53 @@ TEST(Cuda, SoftmaxAndItsBackwardMatchTheCpu) {
       }
     }
   }
+}
+
+// linear and linear_relu run one cuBLASLt GEMM with the bias and ReLU in its epilogue where an
+// algorithm exists, else a fill, a GEMM and a ReLU: either way the CPU's values and gradients.
+TEST(Cuda, LinearEpiloguesMatchTheCpu) {
+  REQUIRE_GPU();
+  manual_seed(4);
+  for (DType dt : {kFloat32, kFloat64, kBFloat16}) {
+    // bfloat16: the epilogue adds the bias before the one rounding, the CPU after the GEMM's
+    const double tol = dt == kBFloat16 ? 2e-2 : dt == kFloat32 ? 1e-4 : 1e-12;
+    const double atol = dt == kBFloat16 ? 1.5e-1 : tol;
+    // rows x in -> out: one row, odd sizes (unaligned leading dimensions), and a larger case
+    for (auto [rows, in, out] : std::vector<std::array<int64_t, 3>>{
+             {1, 5, 3}, {7, 3, 9}, {64, 128, 256}, {33, 65, 17}}) {
+      const Tensor x = randn({rows, in}, kFloat64), w = randn({out, in}, kFloat64);
+      const Tensor b = randn({out + 1}, kFloat64);
+      // an aligned bias, one at an odd offset (a view), and none
+      const std::vector<std::pair<std::string, Tensor>> biases = {
+          {"bias", b.narrow(0, 0, out)}, {"offset bias", b.narrow(0, 1, out)}, {"no bias", {}}};
+      for (const auto& [name, bias] : biases) {
+        for (bool relu : {false, true}) {
+          const std::string what = std::string(dtype_name(dt)) + " " + std::to_string(rows) +
+                                   "x" + std::to_string(in) + "->" + std::to_string(out) + " " +
+                                   name + (relu ? " relu" : "");
+          auto run = [&](Device dev) {
+            const Tensor xd = x.to(dev, dt), wd = w.to(dev, dt);
+            const Tensor bd = bias.defined() ? bias.to(dt).to(dev) : Tensor();
+            return relu ? linear_relu(xd, wd, bd) : nn::functional::linear(xd, wd, bd);
+          };
+          expect_matches(run(kGpu), run(kCPU), tol, atol, what);
+        }
+      }
+    }
+  }
+  // Gradients through the fused forward, in float64.
+  const Tensor xc = randn({12, 20}, kFloat64).requires_grad_(true);
+  const Tensor wc = randn({10, 20}, kFloat64).requires_grad_(true);
+  const Tensor bc = randn({10}, kFloat64).requires_grad_(true);
+  const Tensor xg = xc.detach().to(kGpu).requires_grad_(true);
+  const Tensor wg = wc.detach().to(kGpu).requires_grad_(true);
+  const Tensor bg = bc.detach().to(kGpu).requires_grad_(true);
+  const Tensor gc = randn({12, 10}, kFloat64);
+  linear_relu(xc, wc, bc).backward(gc);
+  linear_relu(xg, wg, bg).backward(gc.to(kGpu));
+  expect_matches(xg.grad(), xc.grad(), 1e-12, 1e-12, "linear_relu grad x");
+  expect_matches(wg.grad(), wc.grad(), 1e-12, 1e-12, "linear_relu grad w");
+  expect_matches(bg.grad(), bc.grad(), 1e-12, 1e-12, "linear_relu grad b");
 }
 
 TEST(Cuda, AutogradThroughGpuOpsMatchesTheCpu) {

@@ -19,6 +19,7 @@ using autograd::SavedVariable;
 
 IGNIS_DEFINE_STUB(mm_stub, GemmFn);
 IGNIS_DEFINE_STUB(bmm_stub, GemmFn);
+IGNIS_DEFINE_STUB(mm_epilogue_stub, GemmEpilogueFn);
 
 IGNIS_OP(mm, "mm(Tensor self, Tensor mat2) -> Tensor", Tensor(const Tensor&, const Tensor&), mm,
          {.differentiable = true, .stubs = {&mm_stub}});
@@ -188,12 +189,18 @@ Tensor linear_2d(const Tensor& x, const Tensor& w, const Tensor& b, bool relu) {
   Tensor out = make_tensor(out_shape, x.dtype(), x.device());
   if (out.numel() > 0) {
     const Tensor o2 = nd == 2 ? out : make_view(out, {rows, nout}, {nout, 1}, 0);
-    if (b.defined()) fill_rows(o2, b);
     const Tensor wt = make_view(w, {in, nout}, {w.stride(1), w.stride(0)}, w.storage_offset());
-    mm_stub[x.device()](o2, x2, wt, 1, b.defined() ? 1 : 0);
-    if (relu) {
-      NoGradGuard ng;
-      Tensor(o2).relu_();
+    // One GEMM with the bias and ReLU in its epilogue where the device has one (cuBLASLt).
+    const bool fused = (!b.defined() || (b.numel() == nout && b.is_contiguous())) &&
+                       mm_epilogue_stub.has_kernel(x.device().type) &&
+                       mm_epilogue_stub[x.device()](o2, x2, wt, b, relu);
+    if (!fused) {
+      if (b.defined()) fill_rows(o2, b);
+      mm_stub[x.device()](o2, x2, wt, 1, b.defined() ? 1 : 0);
+      if (relu) {
+        NoGradGuard ng;
+        Tensor(o2).relu_();
+      }
     }
   }
   if (autograd::any_needs_grad({&x, &w, &b})) {

@@ -16,4 +16,12 @@ using GemmFn = void (*)(const Tensor& out, const Tensor& a, const Tensor& b, dou
 IGNIS_DECLARE_STUB(mm_stub, GemmFn);
 IGNIS_DECLARE_STUB(bmm_stub, GemmFn);
 
+/// out [M, N] (contiguous) = a [M, K] @ b [K, N] + bias, then ReLU when `relu`, in one GEMM whose
+/// epilogue adds the bias (contiguous [N], or undefined) and applies the ReLU (cuBLASLt's
+/// epilogues). Returns false, leaving out untouched, when the library has no algorithm for the
+/// case; linear then runs the GEMM and the epilogue as separate kernels. Registered for CUDA.
+using GemmEpilogueFn = bool (*)(const Tensor& out, const Tensor& a, const Tensor& b,
+                                const Tensor& bias, bool relu);
+IGNIS_DECLARE_STUB(mm_epilogue_stub, GemmEpilogueFn);
+
 }  // namespace ignis
