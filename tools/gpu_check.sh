@@ -21,9 +21,10 @@ export LD_LIBRARY_PATH="$PWD/$B/lib$cuda_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PAT
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null ||
   echo "gpu-check: nvidia-smi found no GPU"
 status=0
-for t in test_caching_allocator test_cuda; do
-  echo "== $t"
-  "$B/bin/$t" --gtest_color=no || status=1
+for t in "$B"/bin/test_*; do
+  [ "$(basename "$t")" = test_op_table ] && continue
+  echo "== $(basename "$t")"
+  "$t" --gtest_color=no || status=1
 done
 echo "== the op table on the GPU"
 "$B/bin/test_op_table" --gtest_color=no --gtest_filter='OpTableCuda.*' || status=1
@@ -39,7 +40,13 @@ echo "== benchmarks"
     "$B/bin/ignis" bench train_step --model resnet50 --batch 128 --device cuda --dtype "$dt" \
       --memory-format channels_last
   done
-  python3 bench/gpu_compare.py
+  if [ -d "$B/mnist" ]; then
+    "$B/bin/ignis" bench mnist_mlp --device cuda --data "$B/mnist"
+    python3 bench/gpu_compare.py --data "$B/mnist"
+  else
+    echo "gpu-check: the bundle has no MNIST (data/mnist was empty where it was made)"
+    python3 bench/gpu_compare.py
+  fi
 } 2>&1 | tee "$log"
 python3 - "$log" <<'PY'
 import re, sys
@@ -50,6 +57,10 @@ def find(w, **k):
         if r["workload"] == w and all(r.get(a) == b for a, b in k.items()):
             return r
 print("== summary (ignis / PyTorch, same GPU, same run)")
+i, t = find("mnist_mlp", device="cuda:0"), find("torch_mnist_mlp")
+if i and t:
+    print(f"MNIST MLP epoch on the GPU: ignis {i['s_per_epoch']} s, PyTorch {t['s_per_epoch']} s:"
+          f" {float(t['s_per_epoch']) / float(i['s_per_epoch']):.2f}x faster")
 for dt in ("float32", "bfloat16"):
     i, t = find("gpu_matmul", dtype=dt, n="8192"), find("torch_gpu_matmul", dtype=dt, n="8192")
     if i and t:
