@@ -451,32 +451,48 @@ TEST(Cuda, LinearEpiloguesMatchTheCpu) {
   REQUIRE_GPU();
   manual_seed(4);
   for (DType dt : {kFloat32, kFloat64, kBFloat16}) {
-    // bfloat16: the epilogue adds the bias before the one rounding, the CPU after the GEMM's
     const double tol = dt == kBFloat16 ? 2e-2 : dt == kFloat32 ? 1e-4 : 1e-12;
     const double atol = dt == kBFloat16 ? 1.5e-1 : tol;
-    // rows x in -> out: one row, odd sizes (unaligned leading dimensions), and a larger case
-    for (auto [rows, in, out] : std::vector<std::array<int64_t, 3>>{
-             {1, 5, 3}, {7, 3, 9}, {64, 128, 256}, {33, 65, 17}}) {
+    // rows x in -> out: single rows, columns and inner sizes (the plain path), odd sizes
+    // (unaligned leading dimensions), and larger ones
+    for (auto [rows, in, out] : std::vector<std::array<int64_t, 3>>{{1, 5, 3},
+                                                                    {1, 1, 1},
+                                                                    {6, 1, 4},
+                                                                    {6, 4, 1},
+                                                                    {7, 3, 9},
+                                                                    {64, 128, 256},
+                                                                    {33, 65, 17}}) {
       const Tensor x = randn({rows, in}, kFloat64), w = randn({out, in}, kFloat64);
       const Tensor b = randn({out + 1}, kFloat64);
-      // an aligned bias, one at an odd offset (a view), and none
-      const std::vector<std::pair<std::string, Tensor>> biases = {
-          {"bias", b.narrow(0, 0, out)}, {"offset bias", b.narrow(0, 1, out)}, {"no bias", {}}};
-      for (const auto& [name, bias] : biases) {
+      for (int bias_kind : {0, 1, 2}) {  // a bias, one at an odd offset (a view), none
         for (bool relu : {false, true}) {
-          const std::string what = std::string(dtype_name(dt)) + " " + std::to_string(rows) +
-                                   "x" + std::to_string(in) + "->" + std::to_string(out) + " " +
-                                   name + (relu ? " relu" : "");
-          auto run = [&](Device dev) {
-            const Tensor xd = x.to(dev, dt), wd = w.to(dev, dt);
-            const Tensor bd = bias.defined() ? bias.to(dt).to(dev) : Tensor();
-            return relu ? linear_relu(xd, wd, bd) : nn::functional::linear(xd, wd, bd);
-          };
-          expect_matches(run(kGpu), run(kCPU), tol, atol, what);
+          for (bool transposed : {false, true}) {  // x as a transposed view
+            const std::string what =
+                std::string(dtype_name(dt)) + " " + std::to_string(rows) + "x" +
+                std::to_string(in) + "->" + std::to_string(out) +
+                (bias_kind == 0 ? " bias" : bias_kind == 1 ? " offset bias" : " no bias") +
+                (relu ? " relu" : "") + (transposed ? " x^T" : "");
+            auto run = [&](Device dev) {
+              Tensor xd = transposed ? x.t().contiguous().to(dev, dt).t() : x.to(dev, dt);
+              const Tensor wd = w.to(dev, dt);
+              const Tensor bb = b.to(dt).to(dev);
+              const Tensor bd = bias_kind == 0   ? bb.narrow(0, 0, out)
+                                : bias_kind == 1 ? bb.narrow(0, 1, out)
+                                                 : Tensor();
+              return relu ? linear_relu(xd, wd, bd) : nn::functional::linear(xd, wd, bd);
+            };
+            expect_matches(run(kGpu), run(kCPU), tol, atol, what);
+          }
         }
       }
     }
   }
+  // NaN propagates through the fused ReLU as through relu() (the CPU's fn::Relu).
+  const Tensor xn = randn({8, 16});
+  xn.narrow(0, 3, 1).fill_(NAN);
+  const Tensor wn = randn({32, 16}), bn = randn({32});
+  expect_matches(linear_relu(xn.to(kGpu), wn.to(kGpu), bn.to(kGpu)), linear_relu(xn, wn, bn), 1e-4,
+                 1e-4, "linear_relu with a NaN row");
   // Gradients through the fused forward, in float64.
   const Tensor xc = randn({12, 20}, kFloat64).requires_grad_(true);
   const Tensor wc = randn({10, 20}, kFloat64).requires_grad_(true);

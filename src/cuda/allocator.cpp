@@ -1,6 +1,7 @@
 // The CUDA device allocator: one caching allocator (core/caching_allocator.h) per GPU over
-// cudaMalloc, cudaFree and CUDA events, registered as the allocator of DeviceType::CUDA; and
-// pinned host memory (cudaHostAlloc) for Tensor::pin_memory.
+// cudaMalloc, cudaFree and CUDA events, registered as the allocator of DeviceType::CUDA; and the
+// cache of pinned host memory (core/host_caching_allocator.h over cudaHostAlloc) behind
+// Tensor::pin_memory and the backend's asynchronous uploads.
 #include <cstdio>
 #include <exception>
 #include <memory>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "core/caching_allocator.h"
+#include "core/host_caching_allocator.h"
 #include "core/tensor_impl.h"
 #include "cuda/backend.h"
 #include "cuda/cuda_check.h"
@@ -33,6 +35,7 @@ class CudaMemory final : public ignis::detail::DeviceMemoryApi {
   }
   void raw_free(void* ptr) override {
     DeviceGuard g(device_);
+    detail::count_host_sync();  // cudaFree waits for the device (empty_cache, an OOM retry)
     IGNIS_CUDA_CHECK(cudaFree(ptr));
   }
   void* record_event(void* stream) override {
@@ -120,6 +123,56 @@ const bool registered = [] {
   return true;
 }();
 
+// Pinned host memory. cudaHostAlloc'd memory is mapped for every GPU (unified addressing), so
+// one cache serves them all; events are recorded on the device of their stream.
+class CudaPinnedMemory final : public ignis::detail::PinnedMemoryApi {
+ public:
+  void* alloc_pinned(size_t nbytes) override {
+    void* p = nullptr;
+    const cudaError_t e = cudaHostAlloc(&p, nbytes, cudaHostAllocDefault);
+    if (e == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();
+      return nullptr;
+    }
+    IGNIS_CUDA_CHECK(e);
+    return p;
+  }
+  // cudaFreeHost waits for the device: counted as a host wait (only empty_cache and an
+  // allocation that found no pinned memory left free blocks).
+  void free_pinned(void* ptr) override {
+    detail::count_host_sync();
+    IGNIS_CUDA_CHECK(cudaFreeHost(ptr));
+  }
+  void* record_event(void* stream, int device) override {
+    DeviceGuard g(device);
+    cudaEvent_t e = nullptr;
+    IGNIS_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    const cudaError_t r = cudaEventRecord(e, static_cast<cudaStream_t>(stream));
+    if (r != cudaSuccess) (void)cudaEventDestroy(e);
+    IGNIS_CUDA_CHECK(r);
+    return e;
+  }
+  bool event_done(void* event) override {
+    const cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(event));
+    if (e == cudaErrorNotReady) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    IGNIS_CUDA_CHECK(e);
+    return true;
+  }
+  void destroy_event(void* event) override {
+    IGNIS_CUDA_CHECK(cudaEventDestroy(static_cast<cudaEvent_t>(event)));
+  }
+};
+
+// Never destroyed, like the device allocator: pinned tensors may outlive main.
+ignis::detail::HostCachingAllocatorCore& host_cache() {
+  static auto* api = new CudaPinnedMemory();
+  static auto* c = new ignis::detail::HostCachingAllocatorCore(*api);
+  return *c;
+}
+
 }  // namespace
 
 MemoryStats memory_stats(int device) {
@@ -130,6 +183,7 @@ void reset_peak_memory_stats(int device) {
 }
 void empty_cache() {
   for (int d = 0; d < device_count(); ++d) the_allocator().empty_cache(Device(DeviceType::CUDA, d));
+  if (is_available()) host_cache().empty_cache();
 }
 
 namespace detail {
@@ -138,13 +192,41 @@ void record_stream(const Tensor& t, const Stream& stream) {
   the_allocator().record_stream(t.impl()->storage()->data, t.device(), stream.handle());
 }
 
+void* pinned_alloc(size_t nbytes) {
+  check_device(0, "pinned memory");
+  return host_cache().allocate(nbytes);
+}
+void pinned_release(void* ptr) { host_cache().release(ptr); }
+bool pinned_record_use(void* ptr, const Stream& stream) {
+  return host_cache().record_event(ptr, stream.handle(), stream.device_index());
+}
+
+MemoryStats pinned_memory_stats() {
+  check_device(0, "pinned_memory_stats");
+  const ignis::detail::HostCacheStats h = host_cache().stats();
+  MemoryStats m;
+  m.allocated = h.allocated;
+  m.reserved = h.allocated + h.cached;
+  m.peak_allocated = h.peak_allocated;
+  m.num_allocs = h.num_allocs;
+  m.cache_hits = h.cache_hits;
+  return m;
+}
+
+// A block of the pinned cache; the tensor's deleter gives it back to the cache (no
+// cudaFreeHost, which would wait for the device), to be reused once the non-blocking copies
+// recorded on it have completed.
 Tensor pin_memory(const Tensor& t) {
   check_device(0, "pin_memory");
-  const size_t n = t.nbytes();
-  void* p = nullptr;
-  IGNIS_CUDA_CHECK(cudaHostAlloc(&p, n == 0 ? 1 : n, cudaHostAllocDefault));
-  Tensor out = from_blob(p, t.sizes(), TensorOptions(t.dtype()),
-                         [](void* q) { (void)cudaFreeHost(q); });
+  void* p = host_cache().allocate(t.nbytes());
+  // (from_blob cannot fail here: the sizes are those of an existing tensor.)
+  Tensor out = from_blob(p, t.sizes(), TensorOptions(t.dtype()), [](void* q) {
+    try {
+      host_cache().release(q);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ignis: freeing pinned memory failed: %s\n", e.what());
+    }
+  });
   copy_into(out, t);
   return out;
 }

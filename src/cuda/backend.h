@@ -17,13 +17,34 @@ namespace ignis::cuda::detail {
 int64_t host_sync_count();
 
 /// dst = src between two devices, at least one a GPU (dst and src have the same shape; dtypes
-/// and strides may differ). Waits for the copy unless `non_blocking` and the host side is
-/// pinned (or both sides are GPUs).
+/// and strides may differ). Waits for the copy unless `non_blocking` (or both sides are GPUs): a
+/// copy to the CPU then needs a pinned, contiguous destination; a copy from the CPU does not
+/// wait with any source (a pageable or converted one is staged through the pinned cache).
 void copy_across_devices(const Tensor& dst, const Tensor& src, bool non_blocking);
 /// Tensor::pin_memory, is_pinned and record_stream.
 Tensor pin_memory(const Tensor& t);
 bool is_pinned(const Tensor& t);
 void record_stream(const Tensor& t, const Stream& stream);
+
+/// The cache of pinned host memory (core/host_caching_allocator.h over cudaHostAlloc) behind
+/// pin_memory, the DataLoader's pinned batches, upload and non-blocking copies from pageable
+/// memory. pinned_alloc gives a block of at least `nbytes`; pinned_release gives it back, to be
+/// reused once the copies recorded on it have completed; pinned_record_use records that work
+/// queued now on `stream` reads or writes the block at `ptr` (false, and nothing recorded, for
+/// memory the cache did not give or a block not in use).
+void* pinned_alloc(size_t nbytes);
+void pinned_release(void* ptr);
+bool pinned_record_use(void* ptr, const Stream& stream);
+/// The pinned cache's counts: allocated (bytes of blocks in use), reserved (those and the cached
+/// blocks, free or waiting for their copies), peak_allocated, num_allocs, cache_hits. Block
+/// sizes are powers of two, at least 512 bytes.
+MemoryStats pinned_memory_stats();
+/// A new 1-d tensor of `numel` elements of `dtype` on `device` holding the `bytes` bytes at `host`,
+/// without a host wait: the bytes are copied at once into a block of the pinned cache, the
+/// transfer is queued on the device's current stream, and the block is reused only once the
+/// transfer has completed (PyTorch's CachingHostAllocator_recordEvent). For the small host-made
+/// tables of the kernels (pooling windows, interpolation tables, CTC's geometry).
+Tensor upload(const void* host, size_t bytes, DType dtype, int64_t numel, Device device);
 
 /// The optimizers' fused multi-tensor steps (cuda/optim_kernels.cu): contiguous float32/float64
 /// CUDA tensors of one dtype and device, updated in place with the CPU fused kernels' arithmetic.
@@ -45,5 +66,22 @@ void adam_multi_tensor(const std::vector<Tensor>& params, const std::vector<Tens
                        const std::vector<Tensor>& max_exp_avg_sq,
                        const std::vector<double>& step_size, const std::vector<double>& bc2_sqrt,
                        const AdamHyperCuda& h);
+struct RMSpropHyper {
+  double lr, alpha, eps, weight_decay, momentum;
+  bool centered, maximize;
+};
+/// grad_avg[i] undefined unless centered, momentum_buffer[i] unless momentum > 0.
+void rmsprop_multi_tensor(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                          const std::vector<Tensor>& square_avg,
+                          const std::vector<Tensor>& grad_avg,
+                          const std::vector<Tensor>& momentum_buffer, const RMSpropHyper& h);
+struct AdagradHyper {
+  double weight_decay, eps;
+  bool maximize;
+};
+/// clr[i] = lr / (1 + (step_i - 1) * lr_decay) per tensor.
+void adagrad_multi_tensor(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                          const std::vector<Tensor>& sums, const std::vector<double>& clr,
+                          const AdagradHyper& h);
 
 }  // namespace ignis::cuda::detail

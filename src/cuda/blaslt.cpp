@@ -90,13 +90,16 @@ uint32_t alignment(const void* p) {
   return a;
 }
 
-// cuBLASLt's workspace: what its heuristic may use, from the caching allocator.
-constexpr size_t kWorkspaceBytes = size_t{4} << 20;
+// cuBLASLt's workspace: at most what its heuristic may ask for; the algorithm's own size is taken
+// from the caching allocator.
+constexpr size_t kWorkspaceBytes = size_t{32} << 20;  // NVIDIA's advice for Hopper
 
 bool gemm_epilogue(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias,
                    bool relu) {
   const int64_t M = out.size(0), N = out.size(1), K = a.size(1);
-  if (out.numel() == 0 || K == 0) return false;  // nothing to fuse: the plain path handles them
+  // Nothing to fuse in an empty product; and like PyTorch, single-row or single-column operands
+  // stay with plain cuBLAS (cuBLASLt's heuristic has rejected them as invalid values).
+  if (out.numel() == 0 || M <= 1 || N <= 1 || K <= 1) return false;
   cudaDataType_t type, scale_type;
   cublasComputeType_t compute;
   switch (out.dtype()) {
@@ -152,9 +155,10 @@ bool gemm_epilogue(const Tensor& out, const Tensor& a, const Tensor& b, const Te
   int found = 0;
   const cublasStatus_t st =
       lt().heuristic(handle(device), d.op, d.a, d.b, d.c, d.c, d.pref, 1, &result, &found);
-  if (st == CUBLAS_STATUS_NOT_SUPPORTED) return false;
-  check(st, "cublasLtMatmulAlgoGetHeuristic");
-  if (found == 0) return false;
+  // No algorithm for this case (not supported, or a layout it rejects): the plain path runs.
+  if (st != CUBLAS_STATUS_SUCCESS || found == 0 || result.state != CUBLAS_STATUS_SUCCESS) {
+    return false;
+  }
   const Tensor workspace =
       result.workspaceSize > 0
           ? make_tensor({static_cast<int64_t>(result.workspaceSize)}, kUInt8, out.device())
@@ -167,7 +171,11 @@ bool gemm_epilogue(const Tensor& out, const Tensor& a, const Tensor& b, const Te
       d.b, f64 ? static_cast<const void*>(&beta64) : &beta32, out.data_ptr(), d.c, out.data_ptr(),
       d.c, &result.algo, workspace.defined() ? workspace.data_ptr() : nullptr, result.workspaceSize,
       detail::current_stream(out.device()));
-  if (done == CUBLAS_STATUS_NOT_SUPPORTED) return false;  // out untouched: the plain path runs
+  // Refused before launching (out untouched): the plain path runs.
+  if (done == CUBLAS_STATUS_NOT_SUPPORTED || done == CUBLAS_STATUS_INVALID_VALUE ||
+      done == CUBLAS_STATUS_ARCH_MISMATCH) {
+    return false;
+  }
   check(done, "cublasLtMatmul");
   return true;
 }

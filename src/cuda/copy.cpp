@@ -3,11 +3,17 @@
 // and cast on its own device first, and a strided destination gets a dense staging tensor that
 // is then copied into it on its device.
 //
-// Waiting: a copy to the CPU waits for its data unless it is non_blocking into pinned memory; a
-// copy from the CPU waits unless it is non_blocking from pinned memory (a pageable source is
-// staged by the driver, and a temporary made here must outlive the transfer, so those wait).
+// Waiting: a copy with non_blocking = false waits for its data (PyTorch's semantics). A
+// non_blocking copy to the CPU waits unless its destination is pinned and contiguous; a
+// non_blocking copy from the CPU never waits: a pinned source is read by the transfer directly,
+// and any other (pageable, or a dense or cast temporary made here) is first copied into a block
+// of the pinned cache, which then goes back to the cache. Either way an event recorded on the
+// stream keeps a pinned-cache block from reuse until the transfer has completed (PyTorch's
+// CachingHostAllocator_recordEvent). upload() is that staged path for the kernels' host tables.
 // Copies between GPUs never block the host: the destination's stream waits for the source's
 // work, and the source's stream for the copy, through events.
+#include <cstring>
+
 #include "core/tensor_impl.h"
 #include "cuda/backend.h"
 #include "cuda/cuda_check.h"
@@ -15,6 +21,27 @@
 
 namespace ignis::cuda::detail {
 namespace {
+
+// Queues a copy of `bytes` host bytes to device memory `dst` on `stream` through a block of the
+// pinned cache, without a host wait: the bytes are copied into the block now, and the block is
+// reused only once the transfer has completed.
+void stage_to_device(void* dst, const void* host, size_t bytes, const Stream& stream) {
+  if (bytes == 0) return;
+  void* block = pinned_alloc(bytes);
+  std::memcpy(block, host, bytes);
+  const cudaError_t e = cudaMemcpyAsync(dst, block, bytes, cudaMemcpyHostToDevice,
+                                        static_cast<cudaStream_t>(stream.handle()));
+  if (e != cudaSuccess) {
+    pinned_release(block);  // nothing was queued
+    IGNIS_CUDA_CHECK(e);
+  }
+  // Should the event fail, the block stays in use for good: the transfer may still read it.
+  pinned_record_use(block, stream);
+  pinned_release(block);
+}
+
+// The storage a (CPU) tensor's data lies in: a pinned-cache block starts there.
+void* storage_of(const Tensor& t) { return t.impl()->storage()->data; }
 
 // x as a dense tensor of `dtype` on its own device (x itself when it already is one).
 Tensor dense_as(const Tensor& x, DType dtype) {
@@ -30,14 +57,18 @@ void host_to_device(const Tensor& dst, const Tensor& src, bool non_blocking) {
   const bool direct = dst.is_contiguous();
   const Tensor d = direct ? dst : make_tensor(dst.sizes(), dst.dtype(), dst.device());
   DeviceGuard g(dst.device());
-  cudaStream_t stream = current_stream(dst.device());
-  IGNIS_CUDA_CHECK(cudaMemcpyAsync(d.data_ptr(), s.data_ptr(), s.nbytes(),
-                                   cudaMemcpyHostToDevice, stream));
-  if (!direct) copy_into(dst, d);  // on the same stream, after the transfer
-  // A source this function made, or one the driver must stage, is waited for.
-  if (!(non_blocking && s.is_same(src) && is_pinned(src))) {
-    wait_for_stream(stream);
+  const Stream str = getCurrentCUDAStream(dst.device().index);
+  cudaStream_t stream = static_cast<cudaStream_t>(str.handle());
+  if (!non_blocking || (s.is_same(src) && is_pinned(src))) {
+    IGNIS_CUDA_CHECK(cudaMemcpyAsync(d.data_ptr(), s.data_ptr(), s.nbytes(),
+                                     cudaMemcpyHostToDevice, stream));
+    // A pinned-cache block (pin_memory) is not reused before the transfer has read it.
+    if (non_blocking) pinned_record_use(storage_of(src), str);
+  } else {
+    stage_to_device(d.data_ptr(), s.data_ptr(), s.nbytes(), str);
   }
+  if (!direct) copy_into(dst, d);  // on the same stream, after the transfer
+  if (!non_blocking) wait_for_stream(stream);
 }
 
 void device_to_host(const Tensor& dst, const Tensor& src, bool non_blocking) {
@@ -49,8 +80,11 @@ void device_to_host(const Tensor& dst, const Tensor& src, bool non_blocking) {
   IGNIS_CUDA_CHECK(cudaMemcpyAsync(d.data_ptr(), s.data_ptr(), s.nbytes(),
                                    cudaMemcpyDeviceToHost, stream));
   // A GPU temporary s may die at once (its block is reused only by later work on this stream);
-  // a host staging tensor d may not, so only a direct copy into pinned memory is left running.
-  if (!(direct && non_blocking && is_pinned(dst))) {
+  // a host staging tensor d may not, so only a direct copy into pinned memory is left running,
+  // and a pinned-cache block (pin_memory) is not reused before the transfer has written it.
+  if (direct && non_blocking && is_pinned(dst)) {
+    pinned_record_use(storage_of(dst), getCurrentCUDAStream(src.device().index));
+  } else {
     wait_for_stream(stream);
   }
   if (!direct) copy_into(dst, d);
@@ -76,6 +110,17 @@ void device_to_device(const Tensor& dst, const Tensor& src) {
 }
 
 }  // namespace
+
+Tensor upload(const void* host, size_t bytes, DType dtype, int64_t numel, Device device) {
+  IGNIS_CHECK(device.is_cuda(), "upload: ", device.str(), " is not a CUDA device");
+  check_device(device.index, "upload");
+  IGNIS_CHECK(numel >= 0 && bytes == static_cast<size_t>(numel) * element_size(dtype),
+              "upload: ", bytes, " bytes do not hold ", numel, " elements of ", dtype_name(dtype));
+  Tensor out = make_tensor({numel}, dtype, device);
+  DeviceGuard g(device);
+  stage_to_device(out.data_ptr(), host, bytes, getCurrentCUDAStream(device.index));
+  return out;
+}
 
 void copy_across_devices(const Tensor& dst, const Tensor& src, bool non_blocking) {
   const bool to_gpu = dst.device().is_cuda(), from_gpu = src.device().is_cuda();

@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "core/tensor_impl.h"
+#include "cuda/backend.h"
 #include "cuda/loops.cuh"
 #include "ops/ctc_loss.h"
 
@@ -64,8 +65,9 @@ struct Batch {
 };
 
 /// Copies the host geometry to `dev`: one int64 tensor [offsets, input lengths, target lengths
-/// (, labels when they are on the CPU)]; `keep` holds the device tensors until the launches are
-/// queued (the caching allocator reuses their blocks only on this stream, after the kernels).
+/// (, labels when they are on the CPU)], uploaded through the pinned cache without a host wait;
+/// `keep` holds the device tensors until the launches are queued (the caching allocator reuses
+/// their blocks only on this stream, after the kernels).
 Batch device_batch(const CtcArgs& a, Device dev, int64_t n, std::vector<Tensor>& keep) {
   const bool host_targets = !a.targets.device().is_cuda();
   const int64_t nt = host_targets ? a.targets.numel() : 0;
@@ -82,7 +84,7 @@ Batch device_batch(const CtcArgs& a, Device dev, int64_t n, std::vector<Tensor>&
     const int64_t* tp = labels.data_ptr<int64_t>();
     for (int64_t i = 0; i < nt; ++i) h[3 * n + i] = tp[i];
   }
-  const Tensor d = host.to(dev);  // a copy from pageable memory: waits until it is there
+  const Tensor d = detail::upload(host.data_ptr(), host.nbytes(), kInt64, host.numel(), dev);
   keep.push_back(d);
   Batch g{};
   const int64_t* dp = d.data_ptr<int64_t>();

@@ -1,8 +1,8 @@
 // CUDA kernels of interpolate's table-driven resampling (nearest, nearest-exact and bilinear, for
 // the stubs of cpu/interpolate_kernels.cpp; bicubic and area are compositions of other ops).
 // The tables of both spatial dims reach the device in one int64 buffer per call (the weights as
-// doubles, bit for bit; the copy from pageable memory waits for itself, as the pooling windows'
-// does).
+// doubles, bit for bit), uploaded through the pinned cache without a host wait (detail::upload),
+// as the pooling windows are.
 //
 // Forward: one thread per output element, with the CPU kernel's formula in acc_t.
 // Backward: one thread per source element (a gather, no atomics). Each dim's table is inverted on
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/tensor_impl.h"
+#include "cuda/backend.h"
 #include "cuda/loops.cuh"
 #include "ignis/ops.h"
 #include "ops/dispatch_size.h"
@@ -81,7 +82,8 @@ struct FwdTables {
       host.insert(host.end(), t->i1.begin(), t->i1.end());
       for (double v : t->lam) host.push_back(std::bit_cast<int64_t>(v));
     }
-    buf = tensor(host).to(d);
+    buf = detail::upload(host.data(), host.size() * sizeof(int64_t), kInt64,
+                         static_cast<int64_t>(host.size()), d);
     const int64_t* p = buf.data_ptr<int64_t>();
     const auto oh = static_cast<int64_t>(th.i0.size()), ow = static_cast<int64_t>(tw.i0.size());
     h = {p, p + oh, reinterpret_cast<const double*>(p + 2 * oh)};
@@ -200,7 +202,8 @@ struct BwdTables {
       at.push_back(host.size());
       for (double v : t->lam) host.push_back(std::bit_cast<int64_t>(v));
     }
-    buf = tensor(host).to(d);
+    buf = detail::upload(host.data(), host.size() * sizeof(int64_t), kInt64,
+                         static_cast<int64_t>(host.size()), d);
     const int64_t* p = buf.data_ptr<int64_t>();
     h = {p + at[0], p + at[1], reinterpret_cast<const double*>(p + at[2])};
     w = {p + at[3], p + at[4], reinterpret_cast<const double*>(p + at[5])};

@@ -66,6 +66,11 @@ void copy_across_devices(const Tensor& dst, const Tensor& src, bool) {
 Tensor pin_memory(const Tensor&) { no_backend("pin_memory"); }
 bool is_pinned(const Tensor&) { return false; }
 void record_stream(const Tensor&, const Stream&) { no_backend("record_stream"); }
+void* pinned_alloc(size_t) { no_backend("pinned memory"); }
+void pinned_release(void*) { no_backend("pinned memory"); }
+bool pinned_record_use(void*, const Stream&) { return false; }  // nothing is pinned
+MemoryStats pinned_memory_stats() { no_backend("pinned_memory_stats"); }
+Tensor upload(const void*, size_t, DType, int64_t, Device) { no_backend("upload"); }
 void sgd_multi_tensor(const std::vector<Tensor>&, const std::vector<Tensor>&,
                       const std::vector<Tensor>&, const std::vector<bool>&, const SgdHyper&) {
   no_backend("SGD");
@@ -75,6 +80,16 @@ void adam_multi_tensor(const std::vector<Tensor>&, const std::vector<Tensor>&,
                        const std::vector<Tensor>&, const std::vector<double>&,
                        const std::vector<double>&, const AdamHyperCuda&) {
   no_backend("Adam");
+}
+void rmsprop_multi_tensor(const std::vector<Tensor>&, const std::vector<Tensor>&,
+                          const std::vector<Tensor>&, const std::vector<Tensor>&,
+                          const std::vector<Tensor>&, const RMSpropHyper&) {
+  no_backend("RMSprop");
+}
+void adagrad_multi_tensor(const std::vector<Tensor>&, const std::vector<Tensor>&,
+                          const std::vector<Tensor>&, const std::vector<double>&,
+                          const AdagradHyper&) {
+  no_backend("Adagrad");
 }
 }  // namespace detail
 

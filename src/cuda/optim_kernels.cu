@@ -1,8 +1,8 @@
 // The optimizers' fused steps on the GPU, multi-tensor: one launch updates up to kList
 // parameters (blockIdx.y picks the tensor, the blocks along x stride over its elements), with
-// the CPU fused kernels' arithmetic (optim/fused_math.h). Called by optim/sgd.cpp and
-// optim/adam.cpp for contiguous float32/float64 CUDA parameters, in place of the 6-10 kernels
-// per parameter of the generic tensor-op path.
+// the CPU fused kernels' arithmetic (optim/fused_math.h). Called by optim/sgd.cpp, adam.cpp,
+// rmsprop.cpp and adagrad.cpp for contiguous float32/float64 CUDA parameters, in place of the
+// 4-10 kernels per parameter of the generic tensor-op path.
 #include <algorithm>
 
 #include "core/tensor_impl.h"
@@ -62,6 +62,46 @@ __global__ void adam_cuda(AdamList<T> l, optim::AdamScalars<T> c0) {
        i += step) {
     optim::adam_element<T, L2, DECOUPLED, AMSGRAD, SMALL_W1>(
         l.p[t][i], l.g[t][i], l.m[t][i], l.v[t][i], AMSGRAD ? l.vmax[t] + i : nullptr, c);
+  }
+}
+
+template <class T>
+struct RMSpropList {
+  T* p[kList];
+  const T* g[kList];
+  T *sq[kList], *ga[kList], *buf[kList];
+  int64_t n[kList];
+};
+
+template <class T, bool WD, bool CENTERED, bool MOM, bool SMALL_W>
+__global__ void rmsprop_cuda(RMSpropList<T> l, optim::RMSpropScalars<T> c) {
+  const int t = blockIdx.y;
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < l.n[t];
+       i += step) {
+    optim::rmsprop_element<T, WD, CENTERED, MOM, SMALL_W>(
+        l.p[t][i], l.g[t][i], l.sq[t][i], CENTERED ? l.ga[t] + i : nullptr,
+        MOM ? l.buf[t] + i : nullptr, c);
+  }
+}
+
+template <class T>
+struct AdagradList {
+  T* p[kList];
+  const T* g[kList];
+  T* sum[kList];
+  int64_t n[kList];
+  T neg_clr[kList];  // per tensor: each has its own step count (and so its own decayed lr)
+};
+
+template <class T, bool WD>
+__global__ void adagrad_cuda(AdagradList<T> l, T sign, T wd, T eps) {
+  const int t = blockIdx.y;
+  const T neg_clr = l.neg_clr[t];
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < l.n[t];
+       i += step) {
+    optim::adagrad_element<T, WD>(l.p[t][i], l.g[t][i], l.sum[t][i], sign, wd, eps, neg_clr);
   }
 }
 
@@ -159,6 +199,85 @@ void adam_multi_tensor(const std::vector<Tensor>& params, const std::vector<Tens
               });
             });
           });
+        });
+        IGNIS_CUDA_CHECK(cudaGetLastError());
+      }
+    }
+  });
+}
+
+void rmsprop_multi_tensor(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                          const std::vector<Tensor>& square_avg,
+                          const std::vector<Tensor>& grad_avg,
+                          const std::vector<Tensor>& momentum_buffer, const RMSpropHyper& h) {
+  if (params.empty()) return;
+  const Device dev = params[0].device();
+  DeviceGuard guard(dev.index);
+  const auto stream = current_stream(dev);
+  dispatch_floating(params[0].dtype(), "RMSprop", [&]<class T>() {
+    if constexpr (std::is_same_v<T, BFloat16>) {
+      IGNIS_FAIL("RMSprop: the fused CUDA step takes float32 and float64");
+    } else {
+      const optim::RMSpropScalars<T> c{h.maximize ? T(-1) : T(1), T(h.weight_decay), T(h.alpha),
+                                       T(1 - h.alpha), T(h.eps), T(h.momentum), T(-h.lr)};
+      const bool small_w = c.one_minus_alpha < T(0.5) && c.one_minus_alpha > T(-0.5);
+      const bool mom = h.momentum > 0;
+      for (size_t at = 0; at < params.size(); at += kList) {
+        const int count = static_cast<int>(std::min<size_t>(kList, params.size() - at));
+        RMSpropList<T> l{};
+        for (int k = 0; k < count; ++k) {
+          const size_t j = at + k;
+          l.p[k] = params[j].data_ptr<T>();
+          l.g[k] = grads[j].data_ptr<T>();
+          l.sq[k] = square_avg[j].data_ptr<T>();
+          l.ga[k] = h.centered ? grad_avg[j].data_ptr<T>() : nullptr;
+          l.buf[k] = mom ? momentum_buffer[j].data_ptr<T>() : nullptr;
+          l.n[k] = params[j].numel();
+        }
+        const dim3 grid = grid_of(l.n, count);
+        with_flag(h.weight_decay != 0, [&](auto WD) {
+          with_flag(h.centered, [&](auto CENTERED) {
+            with_flag(mom, [&](auto MOM) {
+              with_flag(small_w, [&](auto SMALL_W) {
+                rmsprop_cuda<T, decltype(WD)::value, decltype(CENTERED)::value,
+                             decltype(MOM)::value, decltype(SMALL_W)::value>
+                    <<<grid, kThreads, 0, stream>>>(l, c);
+              });
+            });
+          });
+        });
+        IGNIS_CUDA_CHECK(cudaGetLastError());
+      }
+    }
+  });
+}
+
+void adagrad_multi_tensor(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                          const std::vector<Tensor>& sums, const std::vector<double>& clr,
+                          const AdagradHyper& h) {
+  if (params.empty()) return;
+  const Device dev = params[0].device();
+  DeviceGuard guard(dev.index);
+  const auto stream = current_stream(dev);
+  dispatch_floating(params[0].dtype(), "Adagrad", [&]<class T>() {
+    if constexpr (std::is_same_v<T, BFloat16>) {
+      IGNIS_FAIL("Adagrad: the fused CUDA step takes float32 and float64");
+    } else {
+      for (size_t at = 0; at < params.size(); at += kList) {
+        const int count = static_cast<int>(std::min<size_t>(kList, params.size() - at));
+        AdagradList<T> l{};
+        for (int k = 0; k < count; ++k) {
+          const size_t j = at + k;
+          l.p[k] = params[j].data_ptr<T>();
+          l.g[k] = grads[j].data_ptr<T>();
+          l.sum[k] = sums[j].data_ptr<T>();
+          l.n[k] = params[j].numel();
+          l.neg_clr[k] = T(-clr[j]);
+        }
+        const dim3 grid = grid_of(l.n, count);
+        with_flag(h.weight_decay != 0, [&](auto WD) {
+          adagrad_cuda<T, decltype(WD)::value><<<grid, kThreads, 0, stream>>>(
+              l, h.maximize ? T(-1) : T(1), T(h.weight_decay), T(h.eps));
         });
         IGNIS_CUDA_CHECK(cudaGetLastError());
       }

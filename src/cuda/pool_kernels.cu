@@ -1,5 +1,6 @@
 // CUDA pooling kernels over the windows of ops/pool_windows.h (the CPU kernels' clipped
-// windows, copied to the device in one buffer per call): one thread per output for the forward passes, reading x through
+// windows, uploaded to the device in one buffer per call through the pinned cache, without a
+// host wait): one thread per output for the forward passes, reading x through
 // its strides (NCHW or channels-last alike: out and indices share x's layout); the backward
 // passes give each thread one (n, c) plane and walk its outputs in order, so overlapping windows
 // add up in a fixed order without atomics. Max pooling: the first maximum in row-major order
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "core/tensor_impl.h"
+#include "cuda/backend.h"
 #include "cuda/loops.cuh"
 #include "ignis/ops.h"
 #include "ops/pool_windows.h"
@@ -35,7 +37,8 @@ struct DevWindows {
     };
     append(ch);
     append(cw);
-    buf = tensor(host).to(d);
+    buf = detail::upload(host.data(), host.size() * sizeof(int64_t), kInt64,
+                         static_cast<int64_t>(host.size()), d);
     const int64_t* p = buf.data_ptr<int64_t>();
     const auto oh = static_cast<int64_t>(ch.first.size());
     const auto ow = static_cast<int64_t>(cw.first.size());

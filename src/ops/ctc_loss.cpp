@@ -171,7 +171,8 @@ Tensor F::ctc_loss(const Tensor& log_probs, const Tensor& targets, IntArrayRef i
   if (reduction == "mean") {
     std::vector<double> len(target_lengths.begin(), target_lengths.end());
     for (double& l : len) l = std::max(l, 1.0);
-    const Tensor div = tensor(len).to(TensorOptions().dtype(nll.dtype()).device(nll.device()));
+    const Tensor div = tensor(len).to(TensorOptions().dtype(nll.dtype()).device(nll.device()),
+                                      /*non_blocking=*/true);
     return (nll / div).mean();
   }
   return unbatched ? nll.squeeze(0) : nll;

@@ -71,14 +71,16 @@ Tensor scatter_back(const Tensor& g, int64_t d, int64_t in, const ResampleTable&
   Shape s = g.sizes().shape();
   s[d] = in;
   const Tensor z = zeros(s, g.options());
-  const Tensor i0 = tensor(t.i0).to(g.device());
+  const Tensor i0 = tensor(t.i0).to(g.device(), /*non_blocking=*/true);
   if (!bilinear) return z.index_add(d, i0, g);
   Shape ws(static_cast<size_t>(g.dim()), 1);
   ws[d] = g.size(d);
   std::vector<double> rest(t.lam.size());
   for (size_t k = 0; k < rest.size(); ++k) rest[k] = 1.0 - t.lam[k];
-  const Tensor w0 = tensor(rest, g.options()).view(ws), w1 = tensor(t.lam, g.options()).view(ws);
-  return z.index_add(d, i0, g * w0).index_add(d, tensor(t.i1).to(g.device()), g * w1);
+  const Tensor w0 = tensor(rest, g.dtype()).to(g.device(), true).view(ws);
+  const Tensor w1 = tensor(t.lam, g.dtype()).to(g.device(), true).view(ws);
+  const Tensor i1 = tensor(t.i1).to(g.device(), /*non_blocking=*/true);
+  return z.index_add(d, i0, g * w0).index_add(d, i1, g * w1);
 }
 
 /// Checks the mode, rank and align_corners; returns whether the mode is bilinear.

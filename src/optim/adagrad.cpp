@@ -1,10 +1,12 @@
-// Adagrad: PyTorch's _single_tensor_adagrad, with a fused CPU kernel for float32/float64.
+// Adagrad: PyTorch's _single_tensor_adagrad, with a fused CPU kernel for float32/float64 and a
+// fused multi-tensor CUDA kernel (cuda/optim_kernels.cu).
 #include "ignis/optim/adagrad.h"
 
 #include <cmath>
 
 #include "ignis/autograd.h"
 #include "ignis/ops.h"
+#include "cuda/backend.h"
 #include "optim/fused.h"
 
 namespace ignis::optim {
@@ -64,11 +66,7 @@ template <class T, bool WD>
 void adagrad_loop(T* __restrict p, const T* __restrict g, T* __restrict sum, int64_t n, T sign,
                   T wd, T eps, T neg_clr) {
   for (int64_t i = 0; i < n; ++i) {
-    T gi = g[i] * sign;
-    if constexpr (WD) gi = gi + wd * p[i];
-    T si = sum[i] + T(1) * gi * gi;
-    sum[i] = si;
-    p[i] = p[i] + neg_clr * gi / (std::sqrt(si) + eps);
+    adagrad_element<T, WD>(p[i], g[i], sum[i], sign, wd, eps, neg_clr);
   }
 }
 
@@ -88,6 +86,27 @@ void adagrad_fused(const Tensor& param, const Tensor& grad, AdagradParamState& s
   });
 }
 
+// GPU parameters of a group, gathered for one multi-tensor launch (cuda/optim_kernels.cu): a
+// launch per device and dtype (the first parameter's; others take the generic path).
+struct CudaBatch {
+  std::vector<Tensor> p, g, sum;
+  std::vector<double> clr;
+  bool takes(const Tensor& param, const Tensor& grad, const AdagradParamState& st) const {
+    return fused_cuda_ok(param, grad) && st.sum.defined() &&
+           fused_cuda_state_ok(param, st.sum) &&
+           (p.empty() || (param.device() == p[0].device() && param.dtype() == p[0].dtype()));
+  }
+  void run(const AdagradOptions& o) {
+    if (p.empty()) return;
+    cuda::detail::adagrad_multi_tensor(p, g, sum, clr,
+                                       {o.weight_decay(), o.eps(), o.maximize()});
+    for (size_t k = 0; k < p.size(); ++k) {
+      bump(p[k]);
+      bump(sum[k]);
+    }
+  }
+};
+
 }  // namespace
 
 Tensor Adagrad::step(const LossClosure& closure) {
@@ -95,6 +114,7 @@ Tensor Adagrad::step(const LossClosure& closure) {
   NoGradGuard no_grad;
   for (ParamGroup& group : groups_) {
     const auto& o = static_cast<const AdagradOptions&>(group.options());
+    CudaBatch batch;
     for (Tensor& p : group.params()) {
       const Tensor& grad = p.grad();
       if (!grad.defined()) continue;
@@ -102,6 +122,13 @@ Tensor Adagrad::step(const LossClosure& closure) {
       auto& st = static_cast<AdagradParamState&>(*state(p));
       st.step += 1;
       const double clr = o.lr() / (1 + static_cast<double>(st.step - 1) * o.lr_decay());
+      if (batch.takes(p, grad, st)) {
+        batch.p.push_back(p);
+        batch.g.push_back(grad);
+        batch.sum.push_back(st.sum);
+        batch.clr.push_back(clr);
+        continue;
+      }
       if (fused_ok(p, grad) && fused_state_ok(p, st.sum)) {
         if (p.dtype() == kFloat32) adagrad_fused<float>(p, grad, st, o, clr);
         else adagrad_fused<double>(p, grad, st, o, clr);
@@ -116,6 +143,7 @@ Tensor Adagrad::step(const LossClosure& closure) {
       Tensor std_ = st.sum.sqrt().add_(o.eps());
       p.add_(g.mul(-clr).div_(std_));
     }
+    batch.run(o);
   }
   return loss;
 }

@@ -1,6 +1,7 @@
 // One element of the optimizers' fused steps, shared by the CPU kernels (optim/sgd.cpp,
-// optim/adam.cpp) and the CUDA multi-tensor kernels (cuda/optim_kernels.cu): the same arithmetic
-// in the same order as the generic tensor-op path (PyTorch's), in the parameter's dtype.
+// optim/adam.cpp, optim/rmsprop.cpp, optim/adagrad.cpp) and the CUDA multi-tensor kernels
+// (cuda/optim_kernels.cu): the same arithmetic in the same order as the generic tensor-op path
+// (PyTorch's), in the parameter's dtype.
 #pragma once
 
 #include <cmath>
@@ -60,6 +61,55 @@ IGNIS_HD IGNIS_FN_INLINE void adam_element(T& p, T g, T& m, T& v, T* vmax,
   }
   const T denom = std::sqrt(vi) / c.bc2 + c.eps;
   p = pi + c.neg_step_size * mi / denom;
+}
+
+/// Scalars of one fused RMSprop step, in the parameter's dtype.
+template <class T>
+struct RMSpropScalars {
+  T sign, wd, alpha, one_minus_alpha, eps, mom, neg_lr;
+};
+
+/// RMSprop: s = alpha * s + (1 - alpha) * g * g; centered: ga = lerp(ga, g, 1 - alpha) (from
+/// the nearer end, as PyTorch) and avg = sqrt(s - ga * ga) + eps, else avg = sqrt(s) + eps;
+/// with momentum b = mom * b + g / avg and p += -lr * b, else p += -lr * g / avg. `ga` and `buf`
+/// are only read without CENTERED / MOM (may be null then).
+template <class T, bool WD, bool CENTERED, bool MOM, bool SMALL_W>
+IGNIS_HD IGNIS_FN_INLINE void rmsprop_element(T& p, T g, T& sq, T* ga, T* buf,
+                                              const RMSpropScalars<T>& c) {
+  T gi = g * c.sign;
+  if constexpr (WD) gi = gi + c.wd * p;
+  const T si = sq * c.alpha + c.one_minus_alpha * gi * gi;
+  sq = si;
+  T avg;
+  if constexpr (CENTERED) {
+    T gai;
+    if constexpr (SMALL_W) gai = *ga + c.one_minus_alpha * (gi - *ga);
+    else gai = gi - (gi - *ga) * (T(1) - c.one_minus_alpha);
+    *ga = gai;
+    avg = std::sqrt(si + T(-1) * gai * gai);
+  } else {
+    avg = std::sqrt(si);
+  }
+  avg = avg + c.eps;
+  if constexpr (MOM) {
+    const T bi = *buf * c.mom + gi / avg;
+    *buf = bi;
+    p = p + c.neg_lr * bi;
+  } else {
+    p = p + c.neg_lr * gi / avg;
+  }
+}
+
+/// Adagrad: sum += g * g, p += -clr * g / (sqrt(sum) + eps), clr = lr / (1 + (step - 1) *
+/// lr_decay) being the tensor's decayed learning rate.
+template <class T, bool WD>
+IGNIS_HD IGNIS_FN_INLINE void adagrad_element(T& p, T g, T& sum, T sign, T wd, T eps,
+                                              T neg_clr) {
+  T gi = g * sign;
+  if constexpr (WD) gi = gi + wd * p;
+  const T si = sum + T(1) * gi * gi;  // addcmul_(g, g, value=1)
+  sum = si;
+  p = p + neg_clr * gi / (std::sqrt(si) + eps);
 }
 
 }  // namespace ignis::optim

@@ -1,10 +1,12 @@
-// RMSprop: PyTorch's _single_tensor_rmsprop, with a fused CPU kernel for float32/float64.
+// RMSprop: PyTorch's _single_tensor_rmsprop, with a fused CPU kernel for float32/float64 and a
+// fused multi-tensor CUDA kernel (cuda/optim_kernels.cu).
 #include "ignis/optim/rmsprop.h"
 
 #include <cmath>
 
 #include "ignis/autograd.h"
 #include "ignis/ops.h"
+#include "cuda/backend.h"
 #include "optim/fused.h"
 
 namespace ignis::optim {
@@ -50,31 +52,10 @@ namespace {
 // the arrays and the loop vectorises.
 template <class T, bool WD, bool CENTERED, bool MOM, bool SMALL_W>
 void rmsprop_loop(T* __restrict p, const T* __restrict g, T* __restrict sq, T* __restrict ga,
-                  T* __restrict buf, int64_t n, T sign, T wd, T alpha, T one_minus_alpha, T eps,
-                  T mom, T neg_lr) {
+                  T* __restrict buf, int64_t n, const RMSpropScalars<T> c) {
   for (int64_t i = 0; i < n; ++i) {
-    T gi = g[i] * sign;
-    if constexpr (WD) gi = gi + wd * p[i];
-    T si = sq[i] * alpha + one_minus_alpha * gi * gi;
-    sq[i] = si;
-    T avg;
-    if constexpr (CENTERED) {
-      T gai;  // lerp(ga, g, 1 - alpha), from the nearer end as PyTorch
-      if constexpr (SMALL_W) gai = ga[i] + one_minus_alpha * (gi - ga[i]);
-      else gai = gi - (gi - ga[i]) * (T(1) - one_minus_alpha);
-      ga[i] = gai;
-      avg = std::sqrt(si + T(-1) * gai * gai);
-    } else {
-      avg = std::sqrt(si);
-    }
-    avg = avg + eps;
-    if constexpr (MOM) {
-      T bi = buf[i] * mom + gi / avg;
-      buf[i] = bi;
-      p[i] = p[i] + neg_lr * bi;
-    } else {
-      p[i] = p[i] + neg_lr * gi / avg;
-    }
+    rmsprop_element<T, WD, CENTERED, MOM, SMALL_W>(p[i], g[i], sq[i], CENTERED ? ga + i : nullptr,
+                                                   MOM ? buf + i : nullptr, c);
   }
 }
 
@@ -86,10 +67,9 @@ void rmsprop_fused(const Tensor& param, const Tensor& grad, RMSpropParamState& s
   T* sq = st.square_avg.data_ptr<T>();
   T* ga = o.centered() ? st.grad_avg.data_ptr<T>() : nullptr;
   T* buf = o.momentum() > 0 ? st.momentum_buffer.data_ptr<T>() : nullptr;
-  const T sign = o.maximize() ? T(-1) : T(1);
-  const T wd = T(o.weight_decay()), alpha = T(o.alpha()), one_minus_alpha = T(1 - o.alpha());
-  const T eps = T(o.eps()), mom = T(o.momentum()), neg_lr = T(-o.lr());
-  const bool small_w = one_minus_alpha < T(0.5) && one_minus_alpha > T(-0.5);
+  const RMSpropScalars<T> c{o.maximize() ? T(-1) : T(1), T(o.weight_decay()), T(o.alpha()),
+                            T(1 - o.alpha()), T(o.eps()), T(o.momentum()), T(-o.lr())};
+  const bool small_w = c.one_minus_alpha < T(0.5) && c.one_minus_alpha > T(-0.5);
   with_flag(o.weight_decay() != 0, [&](auto WD) {
     with_flag(o.centered(), [&](auto CENTERED) {
       with_flag(o.momentum() > 0, [&](auto MOM) {
@@ -98,14 +78,38 @@ void rmsprop_fused(const Tensor& param, const Tensor& grad, RMSpropParamState& s
             rmsprop_loop<T, decltype(WD)::value, decltype(CENTERED)::value, decltype(MOM)::value,
                          decltype(SMALL_W)::value>(
                 p + begin, g + begin, sq + begin, ga ? ga + begin : nullptr,
-                buf ? buf + begin : nullptr, end - begin, sign, wd, alpha, one_minus_alpha, eps,
-                mom, neg_lr);
+                buf ? buf + begin : nullptr, end - begin, c);
           });
         });
       });
     });
   });
 }
+
+// GPU parameters of a group, gathered for one multi-tensor launch (cuda/optim_kernels.cu): a
+// launch per device and dtype (the first parameter's; others take the generic path).
+struct CudaBatch {
+  std::vector<Tensor> p, g, sq, ga, buf;
+  bool takes(const Tensor& param, const Tensor& grad, const RMSpropParamState& st,
+             const RMSpropOptions& o) const {
+    return fused_cuda_ok(param, grad) && fused_cuda_state_ok(param, st.square_avg) &&
+           (o.momentum() <= 0 || fused_cuda_state_ok(param, st.momentum_buffer)) &&
+           (!o.centered() || fused_cuda_state_ok(param, st.grad_avg)) &&
+           (p.empty() || (param.device() == p[0].device() && param.dtype() == p[0].dtype()));
+  }
+  void run(const RMSpropOptions& o) {
+    if (p.empty()) return;
+    cuda::detail::rmsprop_multi_tensor(p, g, sq, ga, buf,
+                                       {o.lr(), o.alpha(), o.eps(), o.weight_decay(),
+                                        o.momentum(), o.centered(), o.maximize()});
+    for (size_t k = 0; k < p.size(); ++k) {
+      bump(p[k]);
+      bump(sq[k]);
+      if (o.momentum() > 0) bump(buf[k]);
+      if (o.centered()) bump(ga[k]);
+    }
+  }
+};
 
 }  // namespace
 
@@ -114,6 +118,7 @@ Tensor RMSprop::step(const LossClosure& closure) {
   NoGradGuard no_grad;
   for (ParamGroup& group : groups_) {
     const auto& o = static_cast<const RMSpropOptions&>(group.options());
+    CudaBatch batch;
     for (Tensor& p : group.params()) {
       const Tensor& grad = p.grad();
       if (!grad.defined()) continue;
@@ -124,6 +129,14 @@ Tensor RMSprop::step(const LossClosure& closure) {
       }
       if (o.centered() && !st.grad_avg.defined()) st.grad_avg = zeros(p.sizes(), p.options());
       st.step += 1;
+      if (batch.takes(p, grad, st, o)) {
+        batch.p.push_back(p);
+        batch.g.push_back(grad);
+        batch.sq.push_back(st.square_avg);
+        batch.ga.push_back(st.grad_avg);
+        batch.buf.push_back(st.momentum_buffer);
+        continue;
+      }
       if (fused_ok(p, grad) && fused_state_ok(p, st.square_avg) &&
           fused_state_ok(p, st.momentum_buffer) && fused_state_ok(p, st.grad_avg)) {
         if (p.dtype() == kFloat32) rmsprop_fused<float>(p, grad, st, o);
@@ -153,6 +166,7 @@ Tensor RMSprop::step(const LossClosure& closure) {
         p.add_(g.mul(-o.lr()).div_(avg));
       }
     }
+    batch.run(o);
   }
   return loss;
 }
