@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/backend.h"
 #include "ignis/cuda.h"
 #include "ignis/ignis.h"
 #include "test_util.h"
@@ -273,6 +274,25 @@ TEST(CudaSort, LargeInputsTakeEveryPathAndMatchTheCpu) {
 }
 
 // More items than one chunk (2^26): lines are sorted a chunk at a time, the last chunk short.
+// Sorting many lines queues its work without waiting (CUB's segmented radix sort; its
+// DeviceSegmentedSort reads partition sizes back to the host above a few hundred segments).
+TEST(CudaSort, ManyLinesSortWithoutWaiting) {
+  REQUIRE_GPU();
+  const Tensor x = randn({3000, 40});
+  const Tensor g = x.to(kGpu);
+  cuda::synchronize();
+  const int64_t before = cuda::detail::host_sync_count();
+  const auto [v, i] = sort(g, 1, /*descending=*/true);
+  const auto [tv, ti] = topk(g, 5, 1);
+  const Tensor a = argsort(g, 0);
+  EXPECT_EQ(cuda::detail::host_sync_count(), before);
+  const auto [cv, ci] = sort(x, 1, true);
+  EXPECT_TRUE(equal(v.cpu(), cv));
+  EXPECT_TRUE(equal(i.cpu(), ci));
+  EXPECT_TRUE(equal(ti.cpu(), std::get<1>(topk(x, 5, 1))));
+  EXPECT_TRUE(equal(a.cpu(), argsort(x, 0)));
+}
+
 TEST(CudaSort, MoreItemsThanOneChunk) {
   REQUIRE_GPU();
   manual_seed(8);

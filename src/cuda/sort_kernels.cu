@@ -17,7 +17,7 @@
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
-#include <cub/device/device_segmented_sort.cuh>
+#include <cub/device/device_segmented_radix_sort.cuh>
 #include <limits>
 
 #include "core/tensor_impl.h"
@@ -93,7 +93,7 @@ struct SortKey<double> {
 // ---- sorting lines of a dense [outer, n, inner] block
 
 /// Lines per chunk: at most this many items (keys and positions: 32 bytes each at most) at once.
-/// The segmented sort so never sees more than 2^26 items or segments (int in CUB before 3.0); a
+/// The segmented sort so never sees more than 2^26 items or segments (its counts are int); a
 /// line longer than a chunk is a chunk of its own, sorted by the device-wide radix sort, whose
 /// item count is 64-bit.
 constexpr int64_t kChunkItems = int64_t{1} << 26;
@@ -191,11 +191,17 @@ void sort_lines(const ReduceLayout& L, Device dev, bool descending, const char* 
             offsets.data_ptr<int64_t>(), per_chunk + 1, n);
         IGNIS_CUDA_CHECK(cudaGetLastError());
       }
+      // The segmented radix sort (stable, as every radix sort): DeviceSegmentedSort would read
+      // its partition sizes back to the host above a few hundred segments, waiting for the
+      // stream. A chunk's items and lines fit its int counts (kChunkItems).
       const int64_t* off = offsets.data_ptr<int64_t>();
-      IGNIS_CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairs(nullptr, bytes, keys, pos, count,
-                                                                 cl, off, off + 1, s));
-      IGNIS_CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairs(
-          ensure_bytes(temp, bytes, dev), bytes, keys, pos, count, cl, off, off + 1, s));
+      const int items = static_cast<int>(count), segments = static_cast<int>(cl);
+      constexpr int kBits = static_cast<int>(sizeof(K) * 8);
+      IGNIS_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortPairs(
+          nullptr, bytes, keys, pos, items, segments, off, off + 1, 0, kBits, s));
+      IGNIS_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortPairs(
+          ensure_bytes(temp, bytes, dev), bytes, keys, pos, items, segments, off, off + 1, 0,
+          kBits, s));
       done(t0, cl, static_cast<const K*>(keys.Current()),
            static_cast<const int64_t*>(pos.Current()));
     }
