@@ -101,7 +101,10 @@ Tensor sample(IntArrayRef shape, DType dt) {
 
 std::string tag(DType dt, const Tensor& x, int64_t dim) {
   std::string s = std::string(dtype_name(dt)) + " shape [";
-  for (int64_t d = 0; d < x.dim(); ++d) s += (d ? "," : "") + std::to_string(x.size(d));
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (d) s += ",";
+    s += std::to_string(x.size(d));
+  }
   return s + "] dim " + std::to_string(dim) + (x.is_contiguous() ? "" : " strided");
 }
 
