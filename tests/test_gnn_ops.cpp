@@ -109,6 +109,20 @@ TEST(ScatterReduce, IntegerMeanFloorsLikePyTorch) {
   EXPECT_EQ(vals(r), (std::vector<double>{-4, 5}));  // floor(-7 / 2) = -4
 }
 
+// uint8 sums and counts wrap at 256, and a count that wraps to 0 divides by 1 (PyTorch 1.13
+// gives [0, 0] and [1, 0] here): no division by zero.
+TEST(ScatterReduce, Uint8MeanOfManyEntriesWrapsLikePyTorch) {
+  const Tensor self = zeros({2}, kUInt8);
+  for (auto [n, want] : {std::pair<int64_t, double>{256, 0}, {300, 1}}) {
+    const Tensor src = full({n}, 7, kUInt8), idx = zeros({n}, kInt64);
+    for (const Tensor& r : {scatter_reduce(self, 0, idx, src, "mean", false),
+                            scatter_reduce(self.unsqueeze(1), 0, idx.unsqueeze(1),
+                                           src.unsqueeze(1), "mean", false).squeeze(1)}) {
+      EXPECT_EQ(vals(r), (std::vector<double>{want, 0})) << n << " entries";
+    }
+  }
+}
+
 TEST(ScatterReduce, ProdTwoZerosFirstOrderGradientAndDoubleBackwardError) {
   Tensor self = tensor({2.0, 3.0}, kFloat64).requires_grad_(true);
   Tensor src = tensor({0.0, 0.0, 5.0, 4.0}, kFloat64).requires_grad_(true);

@@ -102,8 +102,12 @@ inline A divide(A a, int64_t count) {
   if constexpr (std::is_floating_point_v<A>) {
     return a / static_cast<A>(count);
   } else {
-    A q = static_cast<A>(a / static_cast<A>(count));
-    if (a % static_cast<A>(count) != 0 && a < 0) --q;
+    // The count in the integer dtype, as PyTorch's (a uint8 count wraps at 256), and a wrapped
+    // count of 0 taken as 1, as PyTorch's masked_fill: never a division by zero.
+    A c = static_cast<A>(count);
+    if (c == 0) c = 1;
+    A q = static_cast<A>(a / c);
+    if (a % c != 0 && a < 0) --q;
     return q;
   }
 }

@@ -122,9 +122,11 @@ __device__ __forceinline__ A divide(A a, int64_t count) {
   if constexpr (std::is_floating_point_v<A>) {
     return a / static_cast<A>(count);
   } else {
-    A q = static_cast<A>(a / static_cast<A>(count));
+    A c = static_cast<A>(count);  // wrapped as the CPU's, 0 taken as 1 (PyTorch's)
+    if (c == 0) c = 1;
+    A q = static_cast<A>(a / c);
     if constexpr (std::is_signed_v<A>) {
-      if (a % static_cast<A>(count) != 0 && a < 0) --q;
+      if (a % c != 0 && a < 0) --q;
     }
     return q;
   }
