@@ -14,36 +14,18 @@
 #include "cuda/backend.h"
 #include "ignis/cuda.h"
 #include "ignis/ignis.h"
+#include "cuda_test_util.h"
 #include "test_util.h"
 
 using namespace ignis;
+using namespace ignis::testing;
 using ::testing::AnyOf;
 using ::testing::HasSubstr;
 
 namespace {
 
-const Device kGpu(DeviceType::CUDA, 0);
 
-#define REQUIRE_GPU()                                                              \
-  do {                                                                             \
-    if (!cuda::is_available()) GTEST_SKIP() << "no GPU: " << cuda::unavailable_reason(); \
-  } while (0)
 
-// a on the GPU equals b on the CPU: same shape and dtype; values within tolerance (bitwise for
-// integers and bool).
-void expect_matches(const Tensor& gpu, const Tensor& cpu, double rtol, double atol,
-                    const std::string& what) {
-  ASSERT_TRUE(gpu.device().is_cuda()) << what;
-  const Tensor back = gpu.cpu();
-  ASSERT_EQ(back.sizes(), cpu.sizes()) << what;
-  ASSERT_EQ(back.dtype(), cpu.dtype()) << what;
-  if (!cpu.is_floating_point()) {
-    EXPECT_TRUE(equal(back, cpu)) << what;
-    return;
-  }
-  EXPECT_TRUE(allclose(back.to(kFloat64), cpu.to(kFloat64), rtol, atol, /*equal_nan=*/true))
-      << what << "\ngpu: " << back << "\ncpu: " << cpu;
-}
 
 double rtol_of(DType t) { return t == kBFloat16 ? 1e-2 : t == kFloat32 ? 1e-5 : 1e-12; }
 double atol_of(DType t) { return t == kBFloat16 ? 1e-2 : t == kFloat32 ? 1e-6 : 1e-12; }

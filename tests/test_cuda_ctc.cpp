@@ -17,21 +17,18 @@
 #include "ignis/cuda.h"
 #include "ignis/ignis.h"
 #include "ignis/nn/loss_extra.h"
+#include "cuda_test_util.h"
 #include "test_util.h"
 
 using namespace ignis;
+using namespace ignis::testing;
 using ::testing::AnyOf;
 using ::testing::HasSubstr;
 namespace F = ignis::nn::functional;
 
 namespace {
 
-const Device kGpu(DeviceType::CUDA, 0);
 
-#define REQUIRE_GPU()                                                                    \
-  do {                                                                                   \
-    if (!cuda::is_available()) GTEST_SKIP() << "no GPU: " << cuda::unavailable_reason(); \
-  } while (0)
 
 Tensor i64(std::vector<int64_t> v) { return tensor(v); }
 
@@ -41,17 +38,6 @@ Tensor log_probs(IntArrayRef shape, uint64_t seed, DType dt) {
   return log_softmax(randn(shape, kFloat64) * 2.0, static_cast<int64_t>(shape.size()) - 1).to(dt);
 }
 
-// The GPU tensor equals the CPU one: same shape and dtype; values within tolerance, equal
-// infinities, NaN where the CPU has NaN.
-void expect_matches(const Tensor& gpu, const Tensor& cpu, double rtol, double atol,
-                    const std::string& what) {
-  ASSERT_TRUE(gpu.device().is_cuda()) << what;
-  const Tensor back = gpu.cpu();
-  ASSERT_EQ(back.sizes(), cpu.sizes()) << what;
-  ASSERT_EQ(back.dtype(), cpu.dtype()) << what;
-  EXPECT_TRUE(allclose(back.to(kFloat64), cpu.to(kFloat64), rtol, atol, /*equal_nan=*/true))
-      << what << "\ngpu: " << back << "\ncpu: " << cpu;
-}
 
 // CUDA's exp and log differ from glibc's by an ulp or two: float32 results differ in the last
 // digits (more over long recursions), float64 ones far below these tolerances.

@@ -16,18 +16,15 @@
 #include "ignis/cuda.h"
 #include "ignis/ignis.h"
 #include "ignis/profiler.h"
+#include "cuda_test_util.h"
 #include "test_util.h"
 
 using namespace ignis;
+using namespace ignis::testing;
 
 namespace {
 
-const Device kGpu(DeviceType::CUDA, 0);
 
-#define REQUIRE_GPU()                                                              \
-  do {                                                                             \
-    if (!cuda::is_available()) GTEST_SKIP() << "no GPU: " << cuda::unavailable_reason(); \
-  } while (0)
 
 using Make = std::function<std::unique_ptr<optim::Optimizer>(std::vector<Tensor>)>;
 

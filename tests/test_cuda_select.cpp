@@ -13,19 +13,16 @@
 
 #include "ignis/cuda.h"
 #include "ignis/ignis.h"
+#include "cuda_test_util.h"
 #include "test_util.h"
 
 using namespace ignis;
+using namespace ignis::testing;
 using ::testing::HasSubstr;
 
 namespace {
 
-const Device kGpu(DeviceType::CUDA, 0);
 
-#define REQUIRE_GPU()                                                                    \
-  do {                                                                                   \
-    if (!cuda::is_available()) GTEST_SKIP() << "no GPU: " << cuda::unavailable_reason(); \
-  } while (0)
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -48,16 +45,6 @@ void expect_same(const Tensor& gpu, const Tensor& cpu, const std::string& what) 
       << what << "\ngpu: " << back << "\ncpu: " << ref;
 }
 
-// Values within tolerance (NaN equal to NaN).
-void expect_close(const Tensor& gpu, const Tensor& cpu, double rtol, double atol,
-                  const std::string& what) {
-  ASSERT_TRUE(gpu.device().is_cuda()) << what;
-  const Tensor back = gpu.cpu();
-  ASSERT_EQ(back.sizes(), cpu.sizes()) << what;
-  ASSERT_EQ(back.dtype(), cpu.dtype()) << what;
-  EXPECT_TRUE(allclose(back.to(kFloat64), cpu.to(kFloat64), rtol, atol, /*equal_nan=*/true))
-      << what << "\ngpu: " << back << "\ncpu: " << cpu;
-}
 
 double rtol_of(DType t) { return t == kBFloat16 ? 1e-2 : t == kFloat32 ? 1e-5 : 1e-12; }
 double atol_of(DType t) { return t == kBFloat16 ? 1e-2 : t == kFloat32 ? 1e-5 : 1e-12; }
@@ -167,7 +154,7 @@ TEST(CudaSelect, MaskedSelectGradientMatchesTheCpu) {
   const Tensor w = randn({yc.numel()}, kFloat64);
   (yc * w).sum().backward();
   (yg * G(w)).sum().backward();
-  expect_close(gx.grad(), cx.grad(), 1e-12, 1e-12, "grad of masked_select");
+  expect_matches(gx.grad(), cx.grad(), 1e-12, 1e-12, "grad of masked_select");
   // x[mask] with a mask of x's shape is masked_select; with a mask of leading dims it goes
   // through nonzero.
   const Tensor m2 = bool_mask({6, 7}, 0.4);
@@ -331,11 +318,11 @@ TEST(CudaInterpolate, BilinearMatchesTheCpu) {
            {std::vector<int64_t>{11, 17}, {2, 3}, {9, 3}, {5, 13}, {1, 1}, {5, 7}}) {
         const std::string what = d + " bilinear align_corners=" + std::to_string(ac) + " to [" +
                                  std::to_string(size[0]) + ", " + std::to_string(size[1]) + "]";
-        expect_close(interpolate(G(x), IntArrayRef(size), "bilinear", ac),
+        expect_matches(interpolate(G(x), IntArrayRef(size), "bilinear", ac),
                      interpolate(x, IntArrayRef(size), "bilinear", ac), rtol_of(dt), atol_of(dt),
                      what);
       }
-      expect_close(interpolate(G(x), {1.7, 0.6}, "bilinear", ac),
+      expect_matches(interpolate(G(x), {1.7, 0.6}, "bilinear", ac),
                    interpolate(x, {1.7, 0.6}, "bilinear", ac), rtol_of(dt), atol_of(dt),
                    d + " bilinear scale [1.7, 0.6]");
     }
@@ -344,16 +331,16 @@ TEST(CudaInterpolate, BilinearMatchesTheCpu) {
     xs.narrow(2, 1, 1).narrow(3, 2, 1).fill_(kNaN);
     xs.narrow(2, 3, 1).narrow(3, 0, 1).fill_(kInf);
     xs.narrow(2, 4, 1).narrow(3, 6, 1).fill_(-kInf);
-    expect_close(interpolate(G(xs), {8, 12}, "bilinear"), interpolate(xs, {8, 12}, "bilinear"),
+    expect_matches(interpolate(G(xs), {8, 12}, "bilinear"), interpolate(xs, {8, 12}, "bilinear"),
                  rtol_of(dt), atol_of(dt), d + " bilinear with NaN and infinities");
   }
   // Many blocks.
   const Tensor big = randn({2, 3, 67, 45});
-  expect_close(interpolate(G(big), {301, 211}, "bilinear"),
+  expect_matches(interpolate(G(big), {301, 211}, "bilinear"),
                interpolate(big, {301, 211}, "bilinear"), 1e-5, 1e-5,
                "float32 [2, 3, 67, 45] to [301, 211]");
   const Tensor tall = randn({1, 2, 400, 300}, kFloat64);
-  expect_close(interpolate(G(tall), {37, 29}, "bilinear", true),
+  expect_matches(interpolate(G(tall), {37, 29}, "bilinear", true),
                interpolate(tall, {37, 29}, "bilinear", true), 1e-12, 1e-12,
                "float64 [1, 2, 400, 300] to [37, 29]");
 }
@@ -389,7 +376,7 @@ TEST(CudaInterpolate, GradientsMatchTheCpu) {
       const Tensor w = randn(yc.sizes(), kFloat64).to(dt);
       (yc * w).sum().backward();
       (yg * G(w)).sum().backward();
-      expect_close(gx.grad(), cx.grad(), rtol_of(dt), atol_of(dt), "grad of " + what);
+      expect_matches(gx.grad(), cx.grad(), rtol_of(dt), atol_of(dt), "grad of " + what);
     }
   }
   // 3-d nearest, and a large upsampling: every source element gathers ~10^4 contributions.
@@ -398,14 +385,14 @@ TEST(CudaInterpolate, GradientsMatchTheCpu) {
   const Tensor w1 = randn({2, 3, 17}, kFloat64);
   (interpolate(c1, {17}) * w1).sum().backward();
   (interpolate(g1, {17}) * G(w1)).sum().backward();
-  expect_close(g1.grad(), c1.grad(), 1e-12, 1e-12, "grad of 1-d nearest");
+  expect_matches(g1.grad(), c1.grad(), 1e-12, 1e-12, "grad of 1-d nearest");
   const Tensor xb = randn({1, 2, 3, 2}, kFloat64);
   for (const std::string mode : {"bilinear", "nearest"}) {
     const Tensor cb = xb.detach().requires_grad_(true), gb = G(xb).detach().requires_grad_(true);
     const Tensor wb = randn({1, 2, 200, 150}, kFloat64);
     (interpolate(cb, {200, 150}, mode) * wb).sum().backward();
     (interpolate(gb, {200, 150}, mode) * G(wb)).sum().backward();
-    expect_close(gb.grad(), cb.grad(), 1e-11, 1e-11, "grad of a 100x upsampling, " + mode);
+    expect_matches(gb.grad(), cb.grad(), 1e-11, 1e-11, "grad of a 100x upsampling, " + mode);
   }
   // Many blocks in float32.
   const Tensor xl = randn({2, 3, 67, 45});
@@ -413,7 +400,7 @@ TEST(CudaInterpolate, GradientsMatchTheCpu) {
   const Tensor wl = randn({2, 3, 150, 31});
   (interpolate(cl, {150, 31}, "bilinear") * wl).sum().backward();
   (interpolate(gl, {150, 31}, "bilinear") * G(wl)).sum().backward();
-  expect_close(gl.grad(), cl.grad(), 1e-5, 1e-5, "grad of float32 [2, 3, 67, 45] to [150, 31]");
+  expect_matches(gl.grad(), cl.grad(), 1e-5, 1e-5, "grad of float32 [2, 3, 67, 45] to [150, 31]");
 }
 
 TEST(CudaInterpolate, DoubleBackwardBicubicAndAreaRunOnTheGpu) {
@@ -425,22 +412,22 @@ TEST(CudaInterpolate, DoubleBackwardBicubicAndAreaRunOnTheGpu) {
     if (mode == "bilinear" || mode == "bicubic") ac = false;
     const Tensor cx = x.detach().requires_grad_(true), gx = G(x).detach().requires_grad_(true);
     const Tensor yc = interpolate(cx, {9, 4}, mode, ac), yg = interpolate(gx, {9, 4}, mode, ac);
-    expect_close(yg, yc.detach(), 1e-12, 1e-12, mode + " forward");
+    expect_matches(yg, yc.detach(), 1e-12, 1e-12, mode + " forward");
     const Tensor w = randn({2, 3, 9, 4}, kFloat64);
     // The gradient of a loss quadratic in y as a graph (create_graph), then differentiated again.
     const Tensor dc =
         autograd::grad({(yc * yc * w).sum()}, {cx}, {}, std::nullopt, /*create_graph=*/true)[0];
     const Tensor dg =
         autograd::grad({(yg * yg * G(w)).sum()}, {gx}, {}, std::nullopt, /*create_graph=*/true)[0];
-    expect_close(dg, dc.detach(), 1e-12, 1e-12, mode + " backward with create_graph");
+    expect_matches(dg, dc.detach(), 1e-12, 1e-12, mode + " backward with create_graph");
     // The fused backward (no graph), of a loss linear in y.
     const Tensor fc = autograd::grad({(yc * w).sum()}, {cx}, {}, /*retain_graph=*/true)[0];
     const Tensor fg = autograd::grad({(yg * G(w)).sum()}, {gx}, {}, /*retain_graph=*/true)[0];
-    expect_close(fg, fc, 1e-12, 1e-12, mode + " fused backward");
+    expect_matches(fg, fc, 1e-12, 1e-12, mode + " fused backward");
     const Tensor v = randn({2, 3, 6, 5}, kFloat64);
     const Tensor hc = autograd::grad({(dc * v).sum()}, {cx})[0];
     const Tensor hg = autograd::grad({(dg * G(v)).sum()}, {gx})[0];
-    expect_close(hg, hc, 1e-12, 1e-12, mode + " double backward");
+    expect_matches(hg, hc, 1e-12, 1e-12, mode + " double backward");
   }
 }
 

@@ -16,20 +16,17 @@
 #include "cuda/backend.h"
 #include "ignis/cuda.h"
 #include "ignis/ignis.h"
+#include "cuda_test_util.h"
 #include "test_util.h"
 
 using namespace ignis;
+using namespace ignis::testing;
 
 namespace {
 
-const Device kGpu(DeviceType::CUDA, 0);
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-#define REQUIRE_GPU()                                                                    \
-  do {                                                                                   \
-    if (!cuda::is_available()) GTEST_SKIP() << "no GPU: " << cuda::unavailable_reason(); \
-  } while (0)
 
 const std::vector<DType> kAllDTypes = {kBool,     kUInt8,   kInt32,  kInt64,
                                        kBFloat16, kFloat32, kFloat64};
@@ -61,12 +58,7 @@ void expect_same(const Tensor& gpu, const Tensor& cpu, const std::string& what) 
 
 // a on the GPU is b on the CPU within a relative and absolute tolerance (NaN where b has NaN).
 void expect_close(const Tensor& gpu, const Tensor& cpu, double tol, const std::string& what) {
-  ASSERT_TRUE(gpu.device().is_cuda()) << what;
-  const Tensor back = gpu.cpu();
-  ASSERT_EQ(back.sizes(), cpu.sizes()) << what;
-  ASSERT_EQ(back.dtype(), cpu.dtype()) << what;
-  EXPECT_TRUE(allclose(back.to(kFloat64), cpu.to(kFloat64), tol, tol, /*equal_nan=*/true))
-      << what << "\ngpu: " << back << "\ncpu: " << cpu;
+  expect_matches(gpu, cpu, tol, tol, what);
 }
 
 void expect_pair(const std::tuple<Tensor, Tensor>& gpu, const std::tuple<Tensor, Tensor>& cpu,

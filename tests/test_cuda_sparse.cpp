@@ -19,41 +19,21 @@
 #include "ignis/cuda.h"
 #include "ignis/ignis.h"
 #include "ops/scatter.h"
+#include "cuda_test_util.h"
 #include "test_util.h"
 
 using namespace ignis;
+using namespace ignis::testing;
 using ::testing::AnyOf;
 using ::testing::HasSubstr;
 
 namespace {
 
-const Device kGpu(DeviceType::CUDA, 0);
 
-#define REQUIRE_GPU()                                                                    \
-  do {                                                                                   \
-    if (!cuda::is_available()) GTEST_SKIP() << "no GPU: " << cuda::unavailable_reason(); \
-  } while (0)
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// gpu (on the GPU) equals cpu: same shape and dtype; values within tolerance (NaN where NaN),
-// bitwise for integers.
-void expect_matches(const Tensor& gpu, const Tensor& cpu, double rtol, double atol,
-                    const std::string& what) {
-  ASSERT_TRUE(gpu.defined() && cpu.defined()) << what;
-  ASSERT_TRUE(gpu.device().is_cuda()) << what;
-  const Tensor back = gpu.detach().cpu();
-  const Tensor want = cpu.detach();
-  ASSERT_EQ(back.sizes(), want.sizes()) << what;
-  ASSERT_EQ(back.dtype(), want.dtype()) << what;
-  if (!want.is_floating_point()) {
-    EXPECT_TRUE(equal(back, want)) << what << "\ngpu: " << back << "\ncpu: " << want;
-    return;
-  }
-  EXPECT_TRUE(allclose(back.to(kFloat64), want.to(kFloat64), rtol, atol, /*equal_nan=*/true))
-      << what << "\ngpu: " << back << "\ncpu: " << want;
-}
 
 double rtol_of(DType t) { return t == kBFloat16 ? 1e-2 : t == kFloat32 ? 1e-5 : 1e-12; }
 double atol_of(DType t) { return t == kBFloat16 ? 1e-2 : t == kFloat32 ? 1e-5 : 1e-12; }

@@ -17,37 +17,19 @@
 #include "ignis/cuda.h"
 #include "ignis/ignis.h"
 #include "ignis/nn/loss_extra.h"
+#include "cuda_test_util.h"
 #include "test_util.h"
 
 using namespace ignis;
+using namespace ignis::testing;
 using ::testing::AnyOf;
 using ::testing::HasSubstr;
 namespace F = ignis::nn::functional;
 
 namespace {
 
-const Device kGpu(DeviceType::CUDA, 0);
 
-#define REQUIRE_GPU()                                                                    \
-  do {                                                                                   \
-    if (!cuda::is_available()) GTEST_SKIP() << "no GPU: " << cuda::unavailable_reason(); \
-  } while (0)
 
-// a on the GPU equals b on the CPU: same shape and dtype; values within tolerance (bitwise for
-// integers and bool), NaN where the CPU has NaN.
-void expect_matches(const Tensor& gpu, const Tensor& cpu, double rtol, double atol,
-                    const std::string& what) {
-  ASSERT_TRUE(gpu.device().is_cuda()) << what;
-  const Tensor back = gpu.cpu();
-  ASSERT_EQ(back.sizes(), cpu.sizes()) << what;
-  ASSERT_EQ(back.dtype(), cpu.dtype()) << what;
-  if (!cpu.is_floating_point()) {
-    EXPECT_TRUE(equal(back, cpu)) << what;
-    return;
-  }
-  EXPECT_TRUE(allclose(back.to(kFloat64), cpu.to(kFloat64), rtol, atol, /*equal_nan=*/true))
-      << what << "\ngpu: " << back << "\ncpu: " << cpu;
-}
 
 MemoryStats pinned() { return cuda::detail::pinned_memory_stats(); }
 
