@@ -32,8 +32,10 @@ __device__ inline void record_bad(DeviceBad* bad, int64_t v) {
 
 template <class T>
 __device__ inline T add_values(T a, T b) {
-  if constexpr (std::is_same_v<T, bool>) return a || b;
-  else return static_cast<T>(static_cast<acc_t<T>>(a) + static_cast<acc_t<T>>(b));
+  if constexpr (std::is_same_v<T, bool>)
+    return a || b;
+  else
+    return static_cast<T>(static_cast<acc_t<T>>(a) + static_cast<acc_t<T>>(b));
 }
 
 // The bad-index record of one kernel launch, on the device.
@@ -57,40 +59,6 @@ class BadSlot {
   cudaStream_t stream_;
 };
 
-
-template <int N>
-Geometry<N> geometry(const TensorIter& it) {
-  IGNIS_CHECK(it.ndim <= kMaxDims, "CUDA indexing: more than ", kMaxDims,
-              " dims that cannot be merged");
-  Geometry<N> g{};
-  g.ndim = it.ndim;
-  for (int d = 0; d < it.ndim; ++d) {
-    g.shape[d] = it.shape[d];
-    for (int k = 0; k < N; ++k) g.strides[k][d] = it.strides[k][d];
-  }
-  return g;
-}
-
-template <int N>
-__device__ inline void offsets(const Geometry<N>& g, const Operands<N>& ops, int64_t i,
-                               char** p) {
-#pragma unroll
-  for (int k = 0; k < N; ++k) p[k] = ops.data[k];
-  for (int d = 0; d < g.ndim; ++d) {
-    const int64_t idx = i % g.shape[d];
-    i /= g.shape[d];
-#pragma unroll
-    for (int k = 0; k < N; ++k) p[k] += idx * g.strides[k][d];
-  }
-}
-
-template <int N>
-Operands<N> operands(const TensorIter& it) {
-  Operands<N> o;
-  for (int k = 0; k < N; ++k) o.data[k] = it.data[k];
-  return o;
-}
-
 // ---- gather: out = *(src + index * stride)
 
 template <class T, class I>
@@ -99,7 +67,7 @@ __global__ void gather_cuda(int64_t n, Operands<3> ops, Geometry<3> g, int64_t s
   const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += step) {
     char* p[3];
-    offsets(g, ops, e, p);
+    operand_ptrs(g, ops, e, p);
     int64_t i = *reinterpret_cast<const I*>(p[2]);
     const int64_t orig = i;
     if (!fix_index(i, b)) {
@@ -119,7 +87,7 @@ BadIndex gather_kernel(const TensorIter& it, DType dt, DType index_dt, int64_t s
   dispatch_size(dt, [&]<class T>() {
     dispatch_index(index_dt, [&]<class I>() {
       gather_cuda<T, I><<<blocks_for(it.numel), kThreads, 0, s>>>(
-          it.numel, operands<3>(it), geometry<3>(it), stride, b, bad.ptr());
+          it.numel, operands_of<3>(it), geometry_of<3>(it, "CUDA indexing"), stride, b, bad.ptr());
     });
   });
   IGNIS_CUDA_CHECK(cudaGetLastError());
@@ -129,14 +97,15 @@ BadIndex gather_kernel(const TensorIter& it, DType dt, DType index_dt, int64_t s
 // ---- put: *(dst + index * stride) = src (or +=, in one thread)
 
 template <class T, class I>
-__global__ void put_cuda(int64_t n, Operands<3> ops, Geometry<3> g, int64_t stride,
-                         IndexBounds b, bool accumulate, DeviceBad* bad) {
-  const int64_t first = accumulate ? 0 : static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+__global__ void put_cuda(int64_t n, Operands<3> ops, Geometry<3> g, int64_t stride, IndexBounds b,
+                         bool accumulate, DeviceBad* bad) {
+  const int64_t first =
+      accumulate ? 0 : static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t step = accumulate ? 1 : static_cast<int64_t>(blockDim.x) * gridDim.x;
   if (accumulate && (blockIdx.x != 0 || threadIdx.x != 0)) return;
   for (int64_t e = first; e < n; e += step) {
     char* p[3];
-    offsets(g, ops, e, p);
+    operand_ptrs(g, ops, e, p);
     int64_t i = *reinterpret_cast<const I*>(p[2]);
     const int64_t orig = i;
     if (!fix_index(i, b)) {
@@ -150,8 +119,8 @@ __global__ void put_cuda(int64_t n, Operands<3> ops, Geometry<3> g, int64_t stri
   }
 }
 
-BadIndex put_kernel(const TensorIter& it, DType dt, DType index_dt, int64_t stride,
-                    IndexBounds b, bool accumulate) {
+BadIndex put_kernel(const TensorIter& it, DType dt, DType index_dt, int64_t stride, IndexBounds b,
+                    bool accumulate) {
   if (it.numel == 0) return {};
   DeviceGuard guard(it.device.index);
   const cudaStream_t s = current_stream(it.device);
@@ -159,7 +128,8 @@ BadIndex put_kernel(const TensorIter& it, DType dt, DType index_dt, int64_t stri
   dispatch_dtype(dt, "index_put_", [&]<class T>() {
     dispatch_index(index_dt, [&]<class I>() {
       put_cuda<T, I><<<accumulate ? 1 : blocks_for(it.numel), accumulate ? 1 : kThreads, 0, s>>>(
-          it.numel, operands<3>(it), geometry<3>(it), stride, b, accumulate, bad.ptr());
+          it.numel, operands_of<3>(it), geometry_of<3>(it, "CUDA indexing"), stride, b, accumulate,
+          bad.ptr());
     });
   });
   IGNIS_CUDA_CHECK(cudaGetLastError());
@@ -174,7 +144,7 @@ __global__ void scatter_cuda(int64_t n, Operands<3> ops, Geometry<3> g, ScatterA
   const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += step) {
     char* p[3];
-    offsets(g, ops, e, p);
+    operand_ptrs(g, ops, e, p);
     for (int64_t l = 0; l < a.line; ++l) {
       int64_t i = *reinterpret_cast<const I*>(p[1] + l * a.index_stride);
       const int64_t orig = i;
@@ -197,7 +167,7 @@ BadIndex scatter_kernel(const TensorIter& it, DType dt, DType index_dt, const Sc
   dispatch_dtype(dt, "scatter", [&]<class T>() {
     dispatch_index(index_dt, [&]<class I>() {
       scatter_cuda<T, I><<<blocks_for(it.numel), kThreads, 0, s>>>(
-          it.numel, operands<3>(it), geometry<3>(it), a, bad.ptr());
+          it.numel, operands_of<3>(it), geometry_of<3>(it, "CUDA indexing"), a, bad.ptr());
     });
   });
   IGNIS_CUDA_CHECK(cudaGetLastError());
@@ -258,8 +228,8 @@ BadIndex index_add_kernel(const Tensor& self, int64_t dim, const Tensor& index,
       const BadIndex b = bad.read();
       if (b.found || outer == 0 || inner == 0) return b;
       index_add_cuda<T, I><<<blocks_for(outer * inner), kThreads, 0, s>>>(
-          static_cast<T*>(self.data_ptr()), static_cast<const T*>(source.data_ptr()), idx, outer,
-          E, inner, st[0], st[1], st[2], rt[0], rt[1], rt[2], alpha.to<acc_t<T>>());
+          static_cast<T*>(self.data_ptr()), static_cast<const T*>(source.data_ptr()), idx, outer, E,
+          inner, st[0], st[1], st[2], rt[0], rt[1], rt[2], alpha.to<acc_t<T>>());
       IGNIS_CUDA_CHECK(cudaGetLastError());
       return {};
     });
@@ -277,7 +247,8 @@ struct MaskedFill {
 void masked_fill_kernel(const TensorIter& it, DType dt, Scalar value) {
   dispatch_dtype(dt, "masked_fill", [&]<class T>() {
     using L = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
-    gpu_kernel<L, L, uint8_t>(it, MaskedFill<acc_t<L>>{static_cast<acc_t<L>>(value.to<acc_t<T>>())});
+    gpu_kernel<L, L, uint8_t>(it,
+                              MaskedFill<acc_t<L>>{static_cast<acc_t<L>>(value.to<acc_t<T>>())});
   });
 }
 

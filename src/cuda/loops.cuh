@@ -40,6 +40,40 @@ struct Geometry {
   int64_t strides[N][kMaxDims];  // bytes
 };
 
+/// The iterator's operands, merged shape and byte strides (innermost dim first), for kernels
+/// that walk a TensorIter themselves; `op` names the caller when there are too many dims.
+template <int N>
+Operands<N> operands_of(const TensorIter& it) {
+  Operands<N> o;
+  for (int k = 0; k < N; ++k) o.data[k] = it.data[k];
+  return o;
+}
+template <int N>
+Geometry<N> geometry_of(const TensorIter& it, const char* op) {
+  IGNIS_CHECK(it.ndim <= kMaxDims, op, ": more than ", kMaxDims,
+              " dims that cannot be merged on CUDA");
+  Geometry<N> g{};
+  g.ndim = it.ndim;
+  for (int d = 0; d < it.ndim; ++d) {
+    g.shape[d] = it.shape[d];
+    for (int k = 0; k < N; ++k) g.strides[k][d] = it.strides[k][d];
+  }
+  return g;
+}
+/// p[k] = operand k's address at element e of the iteration space (innermost dim first).
+template <int N>
+__device__ __forceinline__ void operand_ptrs(const Geometry<N>& g, const Operands<N>& ops,
+                                             int64_t e, char** p) {
+#pragma unroll
+  for (int k = 0; k < N; ++k) p[k] = ops.data[k];
+  for (int d = 0; d < g.ndim; ++d) {
+    const int64_t idx = e % g.shape[d];
+    e /= g.shape[d];
+#pragma unroll
+    for (int k = 0; k < N; ++k) p[k] += idx * g.strides[k][d];
+  }
+}
+
 /// The functor's exact path for rare inputs (see cpu/loops.h's has_exact_path).
 template <class F, class T>
 concept has_exact_path = requires(const F& f, T x) {
@@ -80,15 +114,7 @@ __global__ void strided_kernel(int64_t n, Operands<1 + sizeof...(In)> ops,
   const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
     char* p[N];
-#pragma unroll
-    for (int k = 0; k < N; ++k) p[k] = ops.data[k];
-    int64_t rem = i;
-    for (int d = 0; d < g.ndim; ++d) {
-      const int64_t idx = rem % g.shape[d];
-      rem /= g.shape[d];
-#pragma unroll
-      for (int k = 0; k < N; ++k) p[k] += idx * g.strides[k][d];
-    }
+    operand_ptrs(g, ops, i, p);
     apply<Out, In...>(p, f, std::index_sequence_for<In...>{});
   }
 }
@@ -99,23 +125,15 @@ void gpu_kernel(const TensorIter& it, const F& f) {
   constexpr int N = 1 + sizeof...(In);
   if (it.numel == 0) return;
   IGNIS_CHECK(it.ntensors == N, "CUDA elementwise: ", it.ntensors, " operands, kernel takes ", N);
-  IGNIS_CHECK(it.ndim <= kMaxDims, "CUDA elementwise: more than ", kMaxDims,
-              " dims that cannot be merged");
   DeviceGuard guard(it.device.index);
   const cudaStream_t stream = current_stream(it.device);
-  Operands<N> ops;
-  for (int k = 0; k < N; ++k) ops.data[k] = it.data[k];
+  const Operands<N> ops = operands_of<N>(it);
   const unsigned blocks = blocks_for(it.numel);
   if (it.is_contiguous({sizeof(Out), sizeof(In)...})) {
     dense_kernel<F, Out, In...><<<blocks, kThreads, 0, stream>>>(it.numel, ops, f);
   } else {
-    Geometry<N> g{};
-    g.ndim = it.ndim;
-    for (int d = 0; d < it.ndim; ++d) {
-      g.shape[d] = it.shape[d];
-      for (int k = 0; k < N; ++k) g.strides[k][d] = it.strides[k][d];
-    }
-    strided_kernel<F, Out, In...><<<blocks, kThreads, 0, stream>>>(it.numel, ops, g, f);
+    strided_kernel<F, Out, In...>
+        <<<blocks, kThreads, 0, stream>>>(it.numel, ops, geometry_of<N>(it, "CUDA elementwise"), f);
   }
   IGNIS_CUDA_CHECK(cudaGetLastError());
 }

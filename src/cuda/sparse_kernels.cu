@@ -379,33 +379,6 @@ void segment_reduce_kernel(const Tensor& out, const Tensor& src, int64_t dim, co
 
 // ---- scatter_reduce, general index: a thread per line along dim
 
-template <int N>
-Geometry<N> geometry(const TensorIter& it) {
-  IGNIS_CHECK(it.ndim <= kMaxDims, "scatter_reduce: more than ", kMaxDims,
-              " dims that cannot be merged on CUDA");
-  Geometry<N> g{};
-  g.ndim = it.ndim;
-  for (int d = 0; d < it.ndim; ++d) {
-    g.shape[d] = it.shape[d];
-    for (int k = 0; k < N; ++k) g.strides[k][d] = it.strides[k][d];
-  }
-  return g;
-}
-
-// The operands' addresses at element e of the iterator (innermost dim first, as the CPU walks).
-template <int N>
-__device__ __forceinline__ void offsets(const Geometry<N>& g, const Operands<N>& ops, int64_t e,
-                                        char** p) {
-#pragma unroll
-  for (int k = 0; k < N; ++k) p[k] = ops.data[k];
-  for (int d = 0; d < g.ndim; ++d) {
-    const int64_t idx = e % g.shape[d];
-    e /= g.shape[d];
-#pragma unroll
-    for (int k = 0; k < N; ++k) p[k] += idx * g.strides[k][d];
-  }
-}
-
 // acc and cnt: [size][lines] scratch (cnt zeroed); line e's partial result for position i is at
 // i * lines + e. cnt is back to zero for every position when the kernel ends.
 template <class T, class I>
@@ -417,7 +390,7 @@ __global__ void scatter_reduce_cuda(int64_t lines, Operands<3> ops, Geometry<3> 
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < lines;
        e += step) {
     char* p[3];
-    offsets(g, ops, e, p);
+    operand_ptrs(g, ops, e, p);
     char* ob = p[0];
     const char* ib = p[1];
     const char* sb = p[2];
@@ -470,7 +443,7 @@ __global__ void resolve_lines_cuda(DeviceFirstBad* b, Operands<3> ops, Geometry<
   if (b->pos == kNone) return;
   const auto pos = static_cast<int64_t>(b->pos);
   char* p[3];
-  offsets(g, ops, pos / line, p);
+  operand_ptrs(g, ops, pos / line, p);
   b->value =
       static_cast<long long>(*reinterpret_cast<const I*>(p[1] + (pos % line) * index_stride));
 }
@@ -482,9 +455,8 @@ BadIndex scatter_reduce_impl(const TensorIter& it, const ScatterReduceArgs& a) {
   DeviceGuard guard(dev.index);
   const cudaStream_t s = current_stream(dev);
   const int64_t lines = it.numel;
-  const Geometry<3> g = geometry<3>(it);
-  Operands<3> ops;
-  for (int k = 0; k < 3; ++k) ops.data[k] = it.data[k];
+  const Geometry<3> g = geometry_of<3>(it, "scatter_reduce");
+  const Operands<3> ops = operands_of<3>(it);
   // lines * size <= out.numel(): the scratch is at most out's extent.
   const int64_t slots = lines * a.size;
   const Tensor acc = make_tensor({slots * static_cast<int64_t>(sizeof(A))}, kUInt8, dev);
