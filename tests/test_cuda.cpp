@@ -774,6 +774,58 @@ TEST(Cuda, ZooModelsForwardAndBackwardMatchTheCpu) {
   }
 }
 
+// Graph mode on the GPU: a compiled module traces on the GPU inputs' device (a new trace when
+// the device changes), its nodes run the ops' CUDA kernels (fused nodes run as their ops there),
+// and values, gradients and frozen (batch-norm-folded) graphs match eager on the GPU.
+TEST(Cuda, CompiledGraphsRunOnTheGpu) {
+  REQUIRE_GPU();
+  manual_seed(21);
+  auto lenet = models::lenet({1, 28, 10});
+  auto compiled = jit::compile(lenet);
+  const Tensor x = randn({4, 1, 28, 28});
+  (void)compiled->forward(x);  // a CPU trace first
+  lenet->to(kGpu);
+  const Tensor xg = x.to(kGpu);
+  const Tensor yc = compiled->forward(xg);
+  EXPECT_EQ(compiled->traces(), 2);  // the device is part of the guard
+  EXPECT_TRUE(yc.is_cuda());
+  const Tensor ye = lenet->forward(xg);
+  expect_matches(yc, ye.detach().cpu(), 1e-5, 1e-5, "compiled lenet on the GPU");
+  // Gradients through the graph equal eager's.
+  const Tensor y = tensor({1, 2, 3, 4}).to(kGpu);
+  lenet->zero_grad();
+  nn::functional::cross_entropy(compiled->forward(xg), y).backward();
+  std::vector<Tensor> graph_grads;
+  for (const Tensor& p : lenet->parameters()) graph_grads.push_back(p.grad().clone());
+  lenet->zero_grad();
+  nn::functional::cross_entropy(lenet->forward(xg), y).backward();
+  const auto params = lenet->parameters();
+  for (size_t k = 0; k < params.size(); ++k) {
+    expect_matches(graph_grads[k], params[k].grad().cpu(), 1e-5, 1e-6,
+                   "grad " + std::to_string(k));
+  }
+  // A frozen ResNet-18 in eval mode: batch norm folded into the convolutions, on the GPU.
+  auto resnet = models::resnet18({3, 32, 10});
+  resnet->to(kGpu);
+  resnet->eval();
+  auto frozen = jit::compile(resnet, {.freeze = true});
+  NoGradGuard ng;
+  const Tensor xr = randn({2, 3, 32, 32}).to(kGpu);
+  const Tensor yf = frozen->forward(xr);
+  EXPECT_EQ(frozen->graph().count("batch_norm"), 0);
+  expect_matches(yf, resnet->forward(xr).cpu(), 1e-4, 1e-4, "frozen resnet18 on the GPU");
+  // An elementwise chain fused into one node runs as its ops on the GPU.
+  const Tensor a = randn({64, 33}).to(kGpu), b = randn({64, 33}).to(kGpu);
+  auto chain = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{gelu(in[0] * 0.5 + in[1]).sigmoid() * in[1]};
+  };
+  jit::Graph g = jit::trace(chain, {a, b}, {});
+  jit::optimize(g);
+  EXPECT_EQ(g.count("fused_elementwise"), 1) << g.str();
+  expect_matches(jit::Executor(std::make_shared<jit::Graph>(g)).run({a, b})[0],
+                 chain({a, b})[0].cpu(), 1e-6, 1e-6, "fused chain on the GPU");
+}
+
 // NCCL in a process started alone: a world of one on GPU 0 (no MPI). The collectives are then
 // identities (or copies), which checks the plumbing: streams, events, staging, the Work.
 TEST(Cuda, NcclWorldOfOne) {
