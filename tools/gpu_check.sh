@@ -3,7 +3,11 @@
 # (every op against the CPU, copies, streams, events, the allocator, NCCL in a world of one, the
 # zoo models), then the lecture notes' timed GPU examples. Prints the GPU and driver first.
 # Exit status: 0 when everything passed.
+#   bash tools/gpu_check.sh [all|tests|bench]   (default all: a device call too short for both
+#                                                can run the tests and the benchmarks apart)
 set -uo pipefail
+part=${1:-all}
+case $part in all|tests|bench) ;; *) echo "gpu-check: expected all, tests or bench, got '$part'"; exit 2;; esac
 cd "$(dirname "$0")/.."
 B=gpu-bundle
 if [ ! -x "$B/bin/test_cuda" ] && [ -f "$B.tgz" ]; then tar -xzf "$B.tgz"; fi
@@ -21,15 +25,18 @@ export LD_LIBRARY_PATH="$PWD/$B/lib$cuda_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PAT
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null ||
   echo "gpu-check: nvidia-smi found no GPU"
 status=0
-for t in "$B"/bin/test_*; do
-  [ "$(basename "$t")" = test_op_table ] && continue
-  echo "== $(basename "$t")"
-  "$t" --gtest_color=no || status=1
-done
-echo "== the op table on the GPU"
-"$B/bin/test_op_table" --gtest_color=no --gtest_filter='OpTableCuda.*' || status=1
-echo "== gpu_async (the lecture notes' GPU examples, timed)"
-"$B/bin/gpu_async" || status=1
+if [ "$part" != bench ]; then
+  for t in "$B"/bin/test_*; do
+    [ "$(basename "$t")" = test_op_table ] && continue
+    echo "== $(basename "$t")"
+    "$t" --gtest_color=no || status=1
+  done
+  echo "== the op table on the GPU"
+  "$B/bin/test_op_table" --gtest_color=no --gtest_filter='OpTableCuda.*' || status=1
+  echo "== gpu_async (the lecture notes' GPU examples, timed)"
+  "$B/bin/gpu_async" || status=1
+fi
+[ "$part" = tests ] && exit $status
 # The GPU benchmarks, ignis's and PyTorch's side by side (bench/gpu_compare.py), then a summary
 # of the ratios for docs/benchmarks.md.
 log=$(mktemp)
