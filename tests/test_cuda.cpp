@@ -401,6 +401,46 @@ TEST(Cuda, ReductionsMatchTheCpu) {
   EXPECT_EQ(std::get<1>(e.to(kGpu).max(1)).item().toLong(), 1);
 }
 
+// A few long rows or columns, and full reductions, are split into partial folds over many
+// blocks and merged in a fixed order: the CPU's values, and the same bits on every run.
+TEST(Cuda, LongReductionsSplitAcrossBlocksMatchTheCpu) {
+  REQUIRE_GPU();
+  manual_seed(31);
+  for (DType dt : {kFloat32, kFloat64}) {
+    const double tol = dt == kFloat32 ? 1e-4 : 1e-10;
+    const Tensor x = randn({1 << 20}, dt) + 0.5;
+    const Tensor rows = randn({3, 300000}, dt), cols = randn({300000, 3}, dt);
+    const std::vector<std::pair<std::string, std::function<Tensor(const Tensor&)>>> ops = {
+        {"full sum", [&](const Tensor& t) { return t.sum(); }},
+        {"full mean", [&](const Tensor& t) { return t.mean(); }},
+        {"full var", [&](const Tensor& t) { return t.var(); }},
+        {"full amax", [&](const Tensor& t) { return t.amax(); }},
+        {"full norm", [&](const Tensor& t) { return t.norm(); }},
+        {"full logsumexp", [&](const Tensor& t) { return t.logsumexp(0); }}};
+    for (const auto& [name, op] : ops) {
+      const Tensor g = op(x.to(kGpu));
+      expect_matches(g, op(x), tol, tol, name);
+      EXPECT_TRUE(equal(g.cpu(), op(x.to(kGpu)).cpu())) << name << ": not deterministic";
+    }
+    for (int64_t d : {0, 1}) {
+      for (const Tensor& t : {rows, cols}) {
+        const std::string what = "dim " + std::to_string(d) + " of " +
+                                 std::to_string(t.size(0)) + "x" + std::to_string(t.size(1));
+        expect_matches(t.to(kGpu).sum(d), t.sum(d), tol, tol, "sum " + what);
+        expect_matches(t.to(kGpu).mean(d), t.mean(d), tol, tol, "mean " + what);
+        expect_matches(t.to(kGpu).std(d), t.std(d), tol, tol, "std " + what);
+        expect_matches(t.to(kGpu).amin(d), t.amin(d), 0, 0, "amin " + what);
+        expect_matches(t.to(kGpu).logsumexp(d), t.logsumexp(d), tol, tol, "logsumexp " + what);
+      }
+    }
+  }
+  // Integers fold in int64, exactly.
+  const Tensor ints = randint(-1000, 1000, {3, 1 << 19});
+  expect_matches(ints.to(kGpu).sum(), ints.sum(), 0, 0, "int64 full sum");
+  expect_matches(ints.to(kGpu).sum(1), ints.sum(1), 0, 0, "int64 row sums");
+  expect_matches(ints.t().contiguous().to(kGpu).sum(0), ints.sum(1), 0, 0, "int64 column sums");
+}
+
 TEST(Cuda, SoftmaxAndItsBackwardMatchTheCpu) {
   REQUIRE_GPU();
   manual_seed(5);

@@ -1,10 +1,14 @@
 // CUDA kernels of the reductions: the one-pass reductions (sum, mean, prod, amax, amin, all, any,
 // norm) and the two-pass ones (var / std, logsumexp) with the CPU's reducers (ops/reducers.h),
-// max/min over one dim with indices, and softmax / log_softmax with their backward. The input is seen as a dense [outer, n, inner] block
-// (ops/reduce_layout.h, the CPU driver's analysis): rows (inner = 1) are folded by a block of
-// threads each, with a tree in shared memory; columns by one thread per output, whose neighbours
-// read neighbouring addresses. The order of the folds is fixed, so results are deterministic.
+// max/min over one dim with indices, and softmax / log_softmax with their backward. The input is
+// seen as a dense [outer, n, inner] block (ops/reduce_layout.h, the CPU driver's analysis): rows
+// (inner = 1) are folded by a block of threads each, with a tree in shared memory; columns by one
+// thread per output, whose neighbours read neighbouring addresses; a few long rows or columns
+// (a full reduction) are first split into partial folds of fixed ranges, merged by a second
+// kernel. The order of the folds is fixed, so results are deterministic.
+#include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "core/tensor_impl.h"
 #include "cuda/loops.cuh"
@@ -75,17 +79,127 @@ __global__ void reduce_cols_kernel(const T* x, Out* out, int64_t outer, int64_t 
   }
 }
 
-// out (contiguous, nout elements) from the layout: rows by blocks, columns by threads.
+// ---- long reductions: split into partial folds of fixed ranges, merged in a fixed order by a
+// second kernel (deterministic), so that a few long rows or columns (a full reduction is one
+// row) keep the whole GPU busy rather than one block or a few threads
+
+// The reducer type a GetR gives (its __device__ call operator cannot be named on the host).
+template <class GetR>
+struct ReducerOf;
+template <class R>
+struct ReducerOf<SameReducer<R>> {
+  using type = R;
+};
+template <class S, class Make>
+struct ReducerOf<SecondPass<S, Make>> {
+  using type = decltype(std::declval<const Make&>()(std::declval<S>()));
+};
+template <class GetR>
+using reducer_of = typename ReducerOf<GetR>::type;
+
+constexpr int64_t kRowChunk = 16384;  // elements per partial fold of a row, at least
+constexpr int64_t kColChunk = 256;    // rows per partial fold of a column, at least
+constexpr int64_t kRowParts = 1024;   // blocks worth launching for rows
+constexpr int64_t kColParts = 65536;  // threads worth launching for columns
+
+// Block b folds row b / chunks over [c * len, min(n, (c + 1) * len)), c = b % chunks, into
+// part[b], unfinished.
+template <class T, class GetR>
+__global__ void fold_row_chunks_kernel(const T* x, typename reducer_of<GetR>::acc_type* part,
+                                       int64_t rows, int64_t n, int64_t chunks, int64_t len,
+                                       GetR get_r) {
+  using A = typename reducer_of<GetR>::acc_type;
+  __shared__ A s[kRowThreads];
+  for (int64_t b = blockIdx.x; b < rows * chunks; b += gridDim.x) {
+    const int64_t row = b / chunks, begin = (b % chunks) * len;
+    const int64_t end = begin + len < n ? begin + len : n;
+    const auto r = get_r(row);
+    A acc = r.identity();
+    for (int64_t j = begin + threadIdx.x; j < end; j += blockDim.x) {
+      acc = r.step(acc, static_cast<acc_t<T>>(x[row * n + j]));
+    }
+    s[threadIdx.x] = acc;
+    __syncthreads();
+    for (int w = blockDim.x / 2; w > 0; w >>= 1) {
+      if (threadIdx.x < w) s[threadIdx.x] = r.merge(s[threadIdx.x], s[threadIdx.x + w]);
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) part[b] = s[0];
+    __syncthreads();
+  }
+}
+
+// Thread t folds column k = t % total over rows [c * len, min(n, (c + 1) * len)), c = t / total,
+// into part[t], unfinished (neighbouring threads read neighbouring columns).
+template <class T, class GetR>
+__global__ void fold_col_chunks_kernel(const T* x, typename reducer_of<GetR>::acc_type* part,
+                                       int64_t outer, int64_t n, int64_t inner, int64_t chunks,
+                                       int64_t len, GetR get_r) {
+  const int64_t total = outer * inner;
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < total * chunks;
+       t += step) {
+    const int64_t k = t % total, begin = (t / total) * len;
+    const int64_t end = begin + len < n ? begin + len : n;
+    const int64_t o = k / inner, i = k % inner;
+    const auto r = get_r(k);
+    auto acc = r.identity();
+    for (int64_t j = begin; j < end; ++j) {
+      acc = r.step(acc, static_cast<acc_t<T>>(x[(o * n + j) * inner + i]));
+    }
+    part[t] = acc;
+  }
+}
+
+// out[k] = the merge of output k's partial folds part[k * k_stride + c * c_stride], c in order.
+template <class Out, class GetR>
+__global__ void merge_chunks_kernel(const typename reducer_of<GetR>::acc_type* part, Out* out,
+                                    int64_t nout, int64_t n, int64_t chunks, int64_t k_stride,
+                                    int64_t c_stride, GetR get_r) {
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < nout;
+       k += step) {
+    const auto r = get_r(k);
+    auto acc = r.identity();
+    for (int64_t c = 0; c < chunks; ++c) acc = r.merge(acc, part[k * k_stride + c * c_stride]);
+    out[k] = static_cast<Out>(r.finish(acc, n));
+  }
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// out (contiguous, nout elements) from the layout: rows by blocks, columns by threads; long
+// ones split into partial folds first.
 template <class T, class Out, class GetR>
-void reduce_layout_into(const ReduceLayout& L, Out* o, int64_t nout, const GetR& get_r,
+void reduce_layout_into(const ReduceLayout& L, Out* o, int64_t nout, const GetR& get_r, Device dev,
                         cudaStream_t stream) {
+  using A = typename reducer_of<GetR>::acc_type;
   const T* p = static_cast<const T*>(L.data);
-  if (L.inner == 1 && L.n >= 64) {
-    reduce_rows_kernel<T, Out, GetR><<<grid_for(L.outer, 1), kRowThreads, 0, stream>>>(
-        p, o, L.outer, L.n, get_r);
+  const bool rows = L.inner == 1 && L.n >= 64;
+  const int64_t chunks = rows ? std::min(ceil_div(L.n, kRowChunk), ceil_div(kRowParts, L.outer))
+                              : std::min(ceil_div(L.n, kColChunk), ceil_div(kColParts, nout));
+  if (chunks >= 2) {
+    const int64_t len = ceil_div(L.n, chunks);
+    const Tensor part_buf =
+        make_tensor({nout * chunks * static_cast<int64_t>(sizeof(A))}, kUInt8, dev);
+    A* part = static_cast<A*>(part_buf.data_ptr());
+    if (rows) {
+      fold_row_chunks_kernel<T, GetR><<<grid_for(L.outer * chunks, 1), kRowThreads, 0, stream>>>(
+          p, part, L.outer, L.n, chunks, len, get_r);
+    } else {
+      fold_col_chunks_kernel<T, GetR><<<grid_for(nout * chunks, kThreads), kThreads, 0, stream>>>(
+          p, part, L.outer, L.n, L.inner, chunks, len, get_r);
+    }
+    IGNIS_CUDA_CHECK(cudaGetLastError());
+    // (part_buf's block is reused only by later work on this stream: freeing it here is safe.)
+    merge_chunks_kernel<Out, GetR><<<grid_for(nout, kThreads), kThreads, 0, stream>>>(
+        part, o, nout, L.n, chunks, rows ? chunks : 1, rows ? 1 : nout, get_r);
+  } else if (rows) {
+    reduce_rows_kernel<T, Out, GetR>
+        <<<grid_for(L.outer, 1), kRowThreads, 0, stream>>>(p, o, L.outer, L.n, get_r);
   } else {
-    reduce_cols_kernel<T, Out, GetR><<<grid_for(nout, kThreads), kThreads, 0, stream>>>(
-        p, o, L.outer, L.n, L.inner, get_r);
+    reduce_cols_kernel<T, Out, GetR>
+        <<<grid_for(nout, kThreads), kThreads, 0, stream>>>(p, o, L.outer, L.n, L.inner, get_r);
   }
   IGNIS_CUDA_CHECK(cudaGetLastError());
 }
@@ -93,8 +207,8 @@ void reduce_layout_into(const ReduceLayout& L, Out* o, int64_t nout, const GetR&
 // Every output folds nothing: the reducer's empty value.
 template <class T, class Out, class GetR>
 void fill_empty(Out* o, int64_t nout, const GetR& get_r, cudaStream_t stream) {
-  reduce_cols_kernel<T, Out, GetR><<<grid_for(nout, kThreads), kThreads, 0, stream>>>(
-      nullptr, o, nout, 0, 1, get_r);
+  reduce_cols_kernel<T, Out, GetR>
+      <<<grid_for(nout, kThreads), kThreads, 0, stream>>>(nullptr, o, nout, 0, 1, get_r);
   IGNIS_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -106,7 +220,8 @@ void run_reduction(const Tensor& out, const Tensor& x, const ReducePlan& plan, c
   cudaStream_t stream = current_stream(out.device());
   Out* o = static_cast<Out*>(out.data_ptr());
   if (plan.reduced_numel == 0) return fill_empty<T, Out>(o, nout, SameReducer<R>{r}, stream);
-  reduce_layout_into<T, Out>(reduce_layout(x, plan), o, nout, SameReducer<R>{r}, stream);
+  reduce_layout_into<T, Out>(reduce_layout(x, plan), o, nout, SameReducer<R>{r}, out.device(),
+                             stream);
 }
 
 // s_k = r1's result over output k's elements, then out[k] = make2(s_k)'s over the same ones.
@@ -126,8 +241,8 @@ void run_two_pass(const Tensor& out, const Tensor& x, const ReducePlan& plan, co
     return fill_empty<T, Out>(o, nout, SecondPass<S, Make2>{s, make2}, stream);
   }
   const ReduceLayout L = reduce_layout(x, plan);
-  reduce_layout_into<T, S>(L, s, nout, SameReducer<R1>{r1}, stream);
-  reduce_layout_into<T, Out>(L, o, nout, SecondPass<S, Make2>{s, make2}, stream);
+  reduce_layout_into<T, S>(L, s, nout, SameReducer<R1>{r1}, out.device(), stream);
+  reduce_layout_into<T, Out>(L, o, nout, SecondPass<S, Make2>{s, make2}, out.device(), stream);
 }
 
 // Integer and bool inputs fold in int64 (sum, prod promote them to int64), as on the CPU.
@@ -265,9 +380,9 @@ void softmax_kernel(const Tensor& out, const Tensor& x, int64_t dim, bool log) {
   const ReduceLayout L = dim_layout(x, dim);
   DeviceGuard guard(x.device().index);
   dispatch_floating(x.dtype(), log ? "log_softmax" : "softmax", [&]<class T>() {
-    softmax_cuda<T><<<grid_for(L.outer * L.inner, kThreads), kThreads, 0,
-                      current_stream(x.device())>>>(
-        static_cast<const T*>(L.data), out.data_ptr<T>(), L.outer, L.n, L.inner, log);
+    softmax_cuda<T>
+        <<<grid_for(L.outer * L.inner, kThreads), kThreads, 0, current_stream(x.device())>>>(
+            static_cast<const T*>(L.data), out.data_ptr<T>(), L.outer, L.n, L.inner, log);
   });
   IGNIS_CUDA_CHECK(cudaGetLastError());
 }
