@@ -407,7 +407,8 @@ TEST(Cuda, LongReductionsSplitAcrossBlocksMatchTheCpu) {
   REQUIRE_GPU();
   manual_seed(31);
   for (DType dt : {kFloat32, kFloat64}) {
-    const double tol = dt == kFloat32 ? 1e-4 : 1e-10;
+    // float32 sums of 300,000 values in another order: absolute errors up to about 1e-3
+    const double tol = dt == kFloat32 ? 1e-4 : 1e-10, atol = dt == kFloat32 ? 3e-3 : 1e-10;
     const Tensor x = randn({1 << 20}, dt) + 0.5;
     const Tensor rows = randn({3, 300000}, dt), cols = randn({300000, 3}, dt);
     const std::vector<std::pair<std::string, std::function<Tensor(const Tensor&)>>> ops = {
@@ -419,18 +420,19 @@ TEST(Cuda, LongReductionsSplitAcrossBlocksMatchTheCpu) {
         {"full logsumexp", [&](const Tensor& t) { return t.logsumexp(0); }}};
     for (const auto& [name, op] : ops) {
       const Tensor g = op(x.to(kGpu));
-      expect_matches(g, op(x), tol, tol, name);
+      expect_matches(g, op(x), tol, atol, name);
       EXPECT_TRUE(equal(g.cpu(), op(x.to(kGpu)).cpu())) << name << ": not deterministic";
     }
     for (int64_t d : {0, 1}) {
       for (const Tensor& t : {rows, cols}) {
         const std::string what = "dim " + std::to_string(d) + " of " +
                                  std::to_string(t.size(0)) + "x" + std::to_string(t.size(1));
-        expect_matches(t.to(kGpu).sum(d), t.sum(d), tol, tol, "sum " + what);
-        expect_matches(t.to(kGpu).mean(d), t.mean(d), tol, tol, "mean " + what);
-        expect_matches(t.to(kGpu).std(d), t.std(d), tol, tol, "std " + what);
+        expect_matches(t.to(kGpu).sum(d), t.sum(d), tol, atol, "sum " + what);
+        expect_matches(t.to(kGpu).mean(d), t.mean(d), tol, atol, "mean " + what);
+        expect_matches(t.to(kGpu).std(d), t.std(d), tol, atol, "std " + what);
         expect_matches(t.to(kGpu).amin(d), t.amin(d), 0, 0, "amin " + what);
-        expect_matches(t.to(kGpu).logsumexp(d), t.logsumexp(d), tol, tol, "logsumexp " + what);
+        EXPECT_TRUE(equal(t.to(kGpu).sum(d).cpu(), t.to(kGpu).sum(d).cpu())) << what;
+        expect_matches(t.to(kGpu).logsumexp(d), t.logsumexp(d), tol, atol, "logsumexp " + what);
       }
     }
   }

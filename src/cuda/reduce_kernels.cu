@@ -97,10 +97,11 @@ struct ReducerOf<SecondPass<S, Make>> {
 template <class GetR>
 using reducer_of = typename ReducerOf<GetR>::type;
 
-constexpr int64_t kRowChunk = 16384;  // elements per partial fold of a row, at least
-constexpr int64_t kColChunk = 256;    // rows per partial fold of a column, at least
+constexpr int64_t kRowChunk = 16384;  // elements per partial fold of a row (about)
+constexpr int64_t kColChunk = 256;    // rows per partial fold of a column (about)
 constexpr int64_t kRowParts = 1024;   // blocks worth launching for rows
 constexpr int64_t kColParts = 65536;  // threads worth launching for columns
+constexpr int64_t kMaxChunks = 1024;  // partial folds per output: one thread merges them
 
 // Block b folds row b / chunks over [c * len, min(n, (c + 1) * len)), c = b % chunks, into
 // part[b], unfinished.
@@ -176,8 +177,9 @@ void reduce_layout_into(const ReduceLayout& L, Out* o, int64_t nout, const GetR&
   using A = typename reducer_of<GetR>::acc_type;
   const T* p = static_cast<const T*>(L.data);
   const bool rows = L.inner == 1 && L.n >= 64;
-  const int64_t chunks = rows ? std::min(ceil_div(L.n, kRowChunk), ceil_div(kRowParts, L.outer))
-                              : std::min(ceil_div(L.n, kColChunk), ceil_div(kColParts, nout));
+  const int64_t chunks =
+      rows ? std::min(ceil_div(L.n, kRowChunk), ceil_div(kRowParts, L.outer))
+           : std::min({ceil_div(L.n, kColChunk), ceil_div(kColParts, nout), kMaxChunks});
   if (chunks >= 2) {
     const int64_t len = ceil_div(L.n, chunks);
     const Tensor part_buf =

@@ -72,7 +72,7 @@ struct RMSpropScalars {
 /// RMSprop: s = alpha * s + (1 - alpha) * g * g; centered: ga = lerp(ga, g, 1 - alpha) (from
 /// the nearer end, as PyTorch) and avg = sqrt(s - ga * ga) + eps, else avg = sqrt(s) + eps;
 /// with momentum b = mom * b + g / avg and p += -lr * b, else p += -lr * g / avg. `ga` and `buf`
-/// are only read without CENTERED / MOM (may be null then).
+/// are only used with CENTERED / MOM (they may be null otherwise).
 template <class T, bool WD, bool CENTERED, bool MOM, bool SMALL_W>
 IGNIS_HD IGNIS_FN_INLINE void rmsprop_element(T& p, T g, T& sq, T* ga, T* buf,
                                               const RMSpropScalars<T>& c) {
