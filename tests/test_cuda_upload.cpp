@@ -222,6 +222,20 @@ TEST(CudaUpload, UploadQueuesWithoutWaiting) {
               HasSubstr("upload: cpu is not a CUDA device"));
 }
 
+// A pageable source larger than 16 MiB is not pinned again for a non-blocking copy: the copy
+// waits instead (as a blocking one), and arrives.
+TEST(CudaUpload, LargePageableCopiesWaitRatherThanPinTheirSize) {
+  REQUIRE_GPU();
+  const Tensor x = arange(int64_t{5} << 20, kFloat32);  // 20 MiB
+  cuda::synchronize();
+  const MemoryStats p0 = pinned();
+  const int64_t before = cuda::detail::host_sync_count();
+  const Tensor g = x.to(kGpu, /*non_blocking=*/true);
+  EXPECT_EQ(cuda::detail::host_sync_count(), before + 1);
+  EXPECT_EQ(pinned().reserved, p0.reserved);
+  expect_matches(g, x, 0, 0, "20 MiB");
+}
+
 TEST(CudaUpload, NonBlockingCopiesFromPageableMemoryDoNotWait) {
   REQUIRE_GPU();
   manual_seed(5);
@@ -233,6 +247,10 @@ TEST(CudaUpload, NonBlockingCopiesFromPageableMemoryDoNotWait) {
   Tensor into_float = empty({300, 70}, TensorOptions(kFloat32).device(kGpu));
   cuda::synchronize();
 
+  // Long work queued first: had a copy waited for the stream (in ignis, or inside the driver,
+  // which host_sync_count cannot see), the stream would be idle after the copies.
+  const Tensor busy = busy_gpu();
+  const MemoryStats staged0 = pinned();
   const int64_t before = cuda::detail::host_sync_count();
   const Tensor g = x.to(kGpu, /*non_blocking=*/true);       // contiguous
   const Tensor gt = x.t().to(kGpu, /*non_blocking=*/true);  // strided source
@@ -246,6 +264,10 @@ TEST(CudaUpload, NonBlockingCopiesFromPageableMemoryDoNotWait) {
   pinned_back.copy_(gi, /*non_blocking=*/true);  // into pinned memory: no wait either
   EXPECT_EQ(cuda::detail::host_sync_count(), before)
       << "a non-blocking copy from pageable memory made the host wait";
+  EXPECT_FALSE(cuda::getCurrentCUDAStream().query())
+      << "the stream ran dry: a copy waited for the queued work";
+  EXPECT_GT(pinned().num_allocs + pinned().cache_hits, staged0.num_allocs + staged0.cache_hits)
+      << "the pageable sources were not staged through the pinned cache";
   // The sources were staged at once: changing them now changes nothing on the GPU.
   x.fill_(0);
   xi.fill_(0);

@@ -19,7 +19,8 @@ int64_t host_sync_count();
 /// dst = src between two devices, at least one a GPU (dst and src have the same shape; dtypes
 /// and strides may differ). Waits for the copy unless `non_blocking` (or both sides are GPUs): a
 /// copy to the CPU then needs a pinned, contiguous destination; a copy from the CPU does not
-/// wait with any source (a pageable or converted one is staged through the pinned cache).
+/// wait from pinned memory, nor from a pageable or converted source of at most 16 MiB (staged
+/// through the pinned cache); a larger pageable one waits, rather than pin its size again.
 void copy_across_devices(const Tensor& dst, const Tensor& src, bool non_blocking);
 /// Tensor::pin_memory, is_pinned and record_stream.
 Tensor pin_memory(const Tensor& t);

@@ -22,6 +22,9 @@
 namespace ignis::cuda::detail {
 namespace {
 
+// The largest pageable source a non-blocking copy stages through the pinned cache.
+constexpr size_t kMaxStagedBytes = size_t{16} << 20;
+
 // Queues a copy of `bytes` host bytes to device memory `dst` on `stream` through a block of the
 // pinned cache, without a host wait: the bytes are copied into the block now, and the block is
 // reused only once the transfer has completed.
@@ -59,16 +62,20 @@ void host_to_device(const Tensor& dst, const Tensor& src, bool non_blocking) {
   DeviceGuard g(dst.device());
   const Stream str = getCurrentCUDAStream(dst.device().index);
   cudaStream_t stream = static_cast<cudaStream_t>(str.handle());
-  if (!non_blocking || (s.is_same(src) && is_pinned(src))) {
+  // A pinned source is read by the DMA directly; a pageable (or converted) one is staged through
+  // the pinned cache, unless it is large (pinning its size again would cost more than the wait).
+  const bool pinned_src = s.is_same(src) && is_pinned(src);
+  const bool stage = non_blocking && !pinned_src && s.nbytes() <= kMaxStagedBytes;
+  if (stage) {
+    stage_to_device(d.data_ptr(), s.data_ptr(), s.nbytes(), str);
+  } else {
     IGNIS_CUDA_CHECK(cudaMemcpyAsync(d.data_ptr(), s.data_ptr(), s.nbytes(),
                                      cudaMemcpyHostToDevice, stream));
     // A pinned-cache block (pin_memory) is not reused before the transfer has read it.
-    if (non_blocking) pinned_record_use(storage_of(src), str);
-  } else {
-    stage_to_device(d.data_ptr(), s.data_ptr(), s.nbytes(), str);
+    if (non_blocking && pinned_src) pinned_record_use(storage_of(src), str);
   }
   if (!direct) copy_into(dst, d);  // on the same stream, after the transfer
-  if (!non_blocking) wait_for_stream(stream);
+  if (!non_blocking || (!pinned_src && !stage)) wait_for_stream(stream);
 }
 
 void device_to_host(const Tensor& dst, const Tensor& src, bool non_blocking) {
