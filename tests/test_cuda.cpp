@@ -856,16 +856,30 @@ TEST(Cuda, CompiledGraphsRunOnTheGpu) {
   const Tensor yf = frozen->forward(xr);
   EXPECT_EQ(frozen->graph().count("batch_norm"), 0);
   expect_matches(yf, resnet->forward(xr).cpu(), 1e-4, 1e-4, "frozen resnet18 on the GPU");
-  // An elementwise chain fused into one node runs as its ops on the GPU.
-  const Tensor a = randn({64, 33}).to(kGpu), b = randn({64, 33}).to(kGpu);
-  auto chain = [](const std::vector<Tensor>& in) {
-    return std::vector<Tensor>{gelu(in[0] * 0.5 + in[1]).sigmoid() * in[1]};
-  };
-  jit::Graph g = jit::trace(chain, {a, b}, {});
-  jit::optimize(g);
-  EXPECT_EQ(g.count("fused_elementwise"), 1) << g.str();
-  expect_matches(jit::Executor(std::make_shared<jit::Graph>(g)).run({a, b})[0],
-                 chain({a, b})[0].cpu(), 1e-6, 1e-6, "fused chain on the GPU");
+  // An elementwise chain fused into one node runs as one generated kernel on the GPU (NVRTC;
+  // the "compiler" backend makes a failure to compile or load it an error), without waiting,
+  // with full, repeated-row and scalar inputs, in both dtypes.
+  jit::set_fusion_backend("compiler");
+  for (DType dt : {kFloat32, kFloat64}) {
+    const Tensor a = randn({64, 33}, dt).to(kGpu), b = randn({64, 33}, dt).to(kGpu);
+    const Tensor row = randn({33}, dt).to(kGpu), s = full({}, 1.5, dt).to(kGpu);
+    auto chain = [](const std::vector<Tensor>& in) {
+      return std::vector<Tensor>{
+          (gelu(in[0] * 0.5 + in[1]).sigmoid() * in[1] + in[2]).tanh() * in[3] -
+          in[0].exp().clamp_max(std::numeric_limits<double>::infinity())};
+    };
+    jit::Graph g = jit::trace(chain, {a, b, row, s}, {});
+    jit::optimize(g);
+    EXPECT_EQ(g.count("fused_elementwise"), 1) << g.str();
+    jit::Executor exec(std::make_shared<jit::Graph>(g));
+    (void)exec.run({a, b, row, s});  // compiles
+    const int64_t before = cuda::detail::host_sync_count();
+    const Tensor fused = exec.run({a, b, row, s})[0];
+    EXPECT_EQ(cuda::detail::host_sync_count(), before) << "the fused kernel made the host wait";
+    expect_matches(fused, chain({a, b, row, s})[0].cpu(), dt == kFloat32 ? 1e-5 : 1e-12,
+                   dt == kFloat32 ? 1e-6 : 1e-12, "fused chain on the GPU");
+  }
+  jit::set_fusion_backend("auto");
 }
 
 // NCCL in a process started alone: a world of one on GPU 0 (no MPI). The collectives are then

@@ -6,6 +6,7 @@
 #include "ignis/cuda.h"
 #include "ignis/tensor.h"
 
+#include <string>
 #include <vector>
 
 namespace ignis::cuda::detail {
@@ -15,6 +16,11 @@ namespace ignis::cuda::detail {
 /// Stream/Event::synchronize. The async tests count these to prove that queued work does not
 /// wait (as PyTorch's torch.cuda.set_sync_debug_mode finds stray synchronisations).
 int64_t host_sync_count();
+
+/// The cubin of CUDA C++ `source` for architecture sm_`sm` (90 for an H100), compiled by NVRTC
+/// with the standard headers the shared functors include (cuda/nvrtc_std.h); throws NVRTC's log
+/// when it does not compile. Needs libnvrtc, not a GPU (graph mode's fused kernels).
+std::string nvrtc_compile(const std::string& source, int sm);
 
 /// dst = src between two devices, at least one a GPU (dst and src have the same shape; dtypes
 /// and strides may differ). Waits for the copy unless `non_blocking` (or both sides are GPUs): a

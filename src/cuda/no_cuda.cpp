@@ -59,6 +59,7 @@ void empty_cache() {}  // nothing cached
 
 namespace detail {
 int64_t host_sync_count() { return 0; }
+std::string nvrtc_compile(const std::string&, int) { no_backend("nvrtc_compile"); }
 void copy_across_devices(const Tensor& dst, const Tensor& src, bool) {
   IGNIS_FAIL("copy_: copying from ", src.device().str(), " to ", dst.device().str(),
              ": ignis was built without a CUDA backend");

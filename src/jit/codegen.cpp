@@ -102,13 +102,17 @@ std::string c_type(DType d) { return d == kFloat64 ? "double" : "float"; }
 
 std::string operand(const FusedOperand& o) {
   switch (o.kind) {
-    case FusedOperand::Kind::Input: return "a" + std::to_string(o.index);
-    case FusedOperand::Kind::Value: return "v" + std::to_string(o.index);
+    case FusedOperand::Kind::Input:
+    case FusedOperand::Kind::Value: {
+      std::string name(1, o.kind == FusedOperand::Kind::Input ? 'a' : 'v');
+      return name += std::to_string(o.index);  // (not "a" + ...: GCC 12's -Wrestrict)
+    }
     case FusedOperand::Kind::Number: {
       const std::string n = format_number(o.number);
-      if (n == "inf") return "T(__builtin_inf())";
-      if (n == "-inf") return "T(-__builtin_inf())";
-      if (n == "nan") return "T(__builtin_nan(\"\"))";
+      // (std::numeric_limits rather than compiler builtins: NVRTC has none for these)
+      if (n == "inf") return "std::numeric_limits<T>::infinity()";
+      if (n == "-inf") return "(-std::numeric_limits<T>::infinity())";
+      if (n == "nan") return "std::numeric_limits<T>::quiet_NaN()";
       return "T(" + n + ")";
     }
   }
@@ -181,7 +185,8 @@ std::string emit_body(std::ostream& s, const FusedProgram& p, const std::string&
     if (info.arity == 2) s << ", " << operand(in.b);
     s << ");\n";
   }
-  return "v" + std::to_string(p.code.size() - 1);
+  std::string result(1, 'v');
+  return result += std::to_string(p.code.size() - 1);
 }
 
 }  // namespace
@@ -204,6 +209,30 @@ std::string fused_kernel_source(const FusedProgram& p, DType dtype, const std::s
   s << "    for (long long c = c0; c < c1; ++c) {\n";
   const std::string result = emit_body(s, p, layouts, "      ");
   s << "      o[c] = " << result << ";\n    }\n    k += c1 - c0;\n  }\n}\n";
+  return s.str();
+}
+
+std::string fused_cuda_kernel_source(const FusedProgram& p, DType dtype,
+                                     const std::string& layouts) {
+  std::ostringstream s;
+  s << kPrelude << "\n// ---- the kernel: " << p.str() << " (inputs: " << layouts << ")\n";
+  s << kApply;
+  s << "struct IgnisFusedInputs { const void* p[" << kMaxFusedInputs
+    << "]; };\n"
+       "extern \"C\" __global__ void ignis_fused_kernel(IgnisFusedInputs in, void* out_, "
+       "long long n, long long cols) {\n";
+  s << "  using T = " << c_type(dtype) << ";\n";
+  for (int i = 0; i < p.num_inputs; ++i) {
+    s << "  const T* __restrict in" << i << " = static_cast<const T*>(in.p[" << i << "]);\n";
+  }
+  s << "  T* __restrict out = static_cast<T*>(out_);\n"
+       "  const long long step = static_cast<long long>(blockDim.x) * gridDim.x;\n"
+       "  for (long long k = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; "
+       "k < n; k += step) {\n"
+       "    const long long r = k / cols, c = k - r * cols;\n";
+  emit_row_pointers(s, layouts, "    ");
+  const std::string result = emit_body(s, p, layouts, "    ");
+  s << "    out[k] = " << result << ";\n  }\n}\n";
   return s.str();
 }
 

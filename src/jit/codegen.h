@@ -23,6 +23,12 @@ using FusedKernelFn = void (*)(const void* const* in, void* out, int64_t begin, 
 /// segments, vectorisable along the row.
 std::string fused_kernel_source(const FusedProgram& p, DType dtype, const std::string& layouts);
 
+/// The CUDA C++ source of the same kernel for a GPU (compiled by NVRTC in the CUDA backend:
+/// cuda/nvrtc_fusion.cpp), from the same functors: `extern "C" __global__ void
+/// ignis_fused_kernel(IgnisFusedInputs in, void* out, long long n, long long cols)`, a thread
+/// per output element in a grid-stride loop; IgnisFusedInputs holds kMaxFusedInputs pointers.
+std::string fused_cuda_kernel_source(const FusedProgram& p, DType dtype, const std::string& layouts);
+
 /// A generated row-wise reduction kernel (fused_reduction): for each row r in [row_begin,
 /// row_end) of `cols` elements, x = prologue(inputs) (or input 0), the reduction of x along the
 /// row (layer_norm: (x - mean) * rsqrt(var + eps); softmax; log_softmax), then

@@ -42,6 +42,8 @@ std::string g_why;  // why the compiler is not used (empty when it is)
 
 namespace detail {
 
+IGNIS_DEFINE_STUB(fused_elementwise_stub, FusedDeviceFn);
+
 // ---- the composite: the ops' front ends, one by one (autograd records each)
 
 Tensor run_fused_composite(const FusedProgram& p, const std::vector<Tensor>& in) {
@@ -155,7 +157,7 @@ std::shared_ptr<const FusedProgram> parsed_program(const std::string& text, int 
 
 IGNIS_OP(fused_elementwise, "fused_elementwise(Tensor[] inputs, str program) -> Tensor",
          Tensor(const std::vector<Tensor>&, const std::string&), fused_elementwise,
-         {.differentiable = true, .kind = "kernel"});
+         {.differentiable = true, .kind = "kernel", .stubs = {&detail::fused_elementwise_stub}});
 
 Tensor fused_elementwise(const std::vector<Tensor>& inputs, const std::string& program) {
   IGNIS_DISPATCH(fused_elementwise, fused_elementwise, inputs, program);
@@ -169,11 +171,16 @@ Tensor fused_elementwise(const std::vector<Tensor>& inputs, const std::string& p
   // Training: the ops one by one, so that each records its own backward.
   bool needs_grad = false;
   for (const Tensor& t : inputs) needs_grad = needs_grad || t.requires_grad();
-  if ((needs_grad && is_grad_enabled()) || !inputs[0].device().is_cpu()) {
-    if (inputs[0].device().is_meta()) return make_tensor(shape, dtype, inputs[0].device());
+  const Device device = inputs[0].device();
+  // A GPU runs the generated CUDA kernel unless the interpreter is asked for (it is CPU code).
+  const bool on_device = device.is_cuda() &&
+                         detail::fused_elementwise_stub.has_kernel(device.type) &&
+                         g_backend.load() != kInterpreter;
+  if ((needs_grad && is_grad_enabled()) || !(device.is_cpu() || on_device)) {
+    if (device.is_meta()) return make_tensor(shape, dtype, device);
     return detail::run_fused_composite(*p, inputs);
   }
-  Tensor out = make_tensor(shape, dtype, kCPU);
+  Tensor out = make_tensor(shape, dtype, device);
   const int64_t n = out.numel();
   if (n == 0) return out;
   // Rows of the output's last dim when an input repeats along them (a bias row, a per-row
@@ -207,9 +214,25 @@ Tensor fused_elementwise(const std::vector<Tensor>& inputs, const std::string& p
     keep.push_back(std::move(c));
   }
   const int64_t cols = rows ? last : n;
-  const int64_t grain = std::max<int64_t>(kGrainSize / 4, 1);
   const std::string key =
       "fused_elementwise|" + program + "|" + std::string(dtype_name(dtype)) + "|" + layouts;
+  if (on_device) {
+    try {
+      detail::fused_elementwise_stub[device](out, ptrs, cols, key, [&] {
+        return detail::fused_cuda_kernel_source(*p, dtype, layouts);
+      });
+      return out;
+    } catch (const Error& e) {
+      IGNIS_CHECK(g_backend.load() != kCompiler, op, ": the compiler backend was asked for, but ",
+                  e.what());
+      {
+        std::lock_guard<std::mutex> lock(g_why_mu);
+        g_why = e.what();
+      }
+      return detail::run_fused_composite(*p, inputs);
+    }
+  }
+  const int64_t grain = std::max<int64_t>(kGrainSize / 4, 1);
   if (auto fn = reinterpret_cast<detail::FusedKernelFn>(detail::fused_kernel(
           key, [&] { return detail::fused_kernel_source(*p, dtype, layouts); },
           "fused_elementwise"))) {

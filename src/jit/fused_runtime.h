@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dispatch.h"
 #include "ignis/tensor.h"
 #include "jit/fused_program.h"
 #include "ops/functors.h"
@@ -34,6 +35,16 @@ std::shared_ptr<const FusedProgram> parsed_program(const std::string& text, int 
 /// `op`. The kernel's symbol is `ignis_fused_kernel`; its signature is the caller's business.
 void* fused_kernel(const std::string& key, const std::function<std::string()>& source,
                    const char* op);
+
+/// fused_elementwise on an accelerator: out[k] = the program over `inputs` (the data pointers of
+/// contiguous tensors on out's device, laid out as codegen.h describes against rows of `cols`),
+/// by the kernel of `source()` (fused_cuda_kernel_source), compiled at the first use of `key`
+/// (the program, dtype and layouts) on the device's architecture. Throws when it cannot be
+/// compiled or loaded (fused_elementwise then runs the program's ops).
+using FusedDeviceFn = void (*)(const Tensor& out, const std::vector<const void*>& inputs,
+                               int64_t cols, const std::string& key,
+                               const std::function<std::string()>& source);
+IGNIS_DECLARE_STUB(fused_elementwise_stub, FusedDeviceFn);
 
 // ---- the interpreter: a program over tiles of a row segment, each op through its functor
 

@@ -1,0 +1,103 @@
+// Graph mode's fused elementwise kernels for GPUs (src/cuda/nvrtc_fusion.cpp): the CUDA source
+// generated from the shared functors compiles with NVRTC for an H100 (sm_90). Compiling needs
+// libnvrtc, not a GPU, so this runs wherever the CUDA toolkit is installed (CI's machines); the
+// kernels' values are checked on a GPU by Cuda.CompiledGraphsRunOnTheGpu (test_cuda.cpp).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "cuda/backend.h"
+#include "ignis/cuda.h"
+#include "jit/codegen.h"
+#include "jit/fused_program.h"
+#include "test_util.h"
+
+using namespace ignis;
+using namespace ignis::jit::detail;
+using ::testing::HasSubstr;
+
+namespace {
+
+// Every op fused programs know (jit/fused_program.h), in the order of the FusedOp enum.
+constexpr int kFusedOps = 0
+#define IGNIS_X(name, F, arity, params) +1
+    IGNIS_FUSED_BASE_OPS(IGNIS_X)
+#undef IGNIS_X
+#define IGNIS_FLOAT_UNARY_OP(name, F, saves, grad) +1
+#include "ignis/float_unary_ops.def"
+#undef IGNIS_FLOAT_UNARY_OP
+    ;
+
+// One program chaining every op: v_j = op_j(v_{j-1} [, input j % 4]), parameters 0.5.
+FusedProgram every_op() {
+  FusedProgram p;
+  p.num_inputs = 4;
+  for (int j = 0; j < kFusedOps; ++j) {
+    FusedInstr in;
+    in.op = static_cast<FusedOp>(j);
+    in.a = j == 0 ? FusedOperand{FusedOperand::Kind::Input, 0, 0}
+                  : FusedOperand{FusedOperand::Kind::Value, j - 1, 0};
+    const FusedOpInfo& info = fused_op_info(in.op);
+    if (info.arity == 2) in.b = FusedOperand{FusedOperand::Kind::Input, j % 4, 0};
+    if (info.params > 0) in.param = 0.5;
+    p.code.push_back(in);
+  }
+  // A number operand, infinities included (spelled as builtins in the source).
+  FusedInstr last;
+  last.op = FusedOp::maximum;
+  last.a = FusedOperand{FusedOperand::Kind::Value, kFusedOps - 1, 0};
+  last.b = FusedOperand{FusedOperand::Kind::Number, 0, -std::numeric_limits<double>::infinity()};
+  p.code.push_back(last);
+  return p;
+}
+
+// Skips when libnvrtc cannot be opened (a build without the CUDA backend, or no toolkit).
+std::string compile_or_skip(const std::string& source, int sm, bool& skipped) {
+  try {
+    skipped = false;
+    return cuda::detail::nvrtc_compile(source, sm);
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    if (msg.find("could not be loaded") != std::string::npos ||
+        msg.find("without a CUDA backend") != std::string::npos) {
+      skipped = true;
+      return msg;
+    }
+    throw;
+  }
+}
+
+}  // namespace
+
+TEST(JitNvrtc, EveryFusedOpCompilesForTheGpuInBothDtypesAndEveryLayout) {
+  const FusedProgram p = every_op();
+  ASSERT_GT(kFusedOps, 30);
+  for (DType dt : {kFloat32, kFloat64}) {
+    // Full, repeated row, per-row column, and scalar inputs.
+    const std::string source = fused_cuda_kernel_source(p, dt, "frcs");
+    EXPECT_THAT(source, HasSubstr("extern \"C\" __global__ void ignis_fused_kernel("));
+    bool skipped = false;
+    std::string cubin;
+    try {
+      cubin = compile_or_skip(source, 90, skipped);
+    } catch (const Error& e) {
+      FAIL() << dtype_name(dt) << ": " << e.what();
+    }
+    if (skipped) GTEST_SKIP() << "no NVRTC here: " << cubin;
+    ASSERT_GT(cubin.size(), 4u);
+    EXPECT_EQ(cubin.substr(0, 4), std::string("\x7f" "ELF")) << "not a cubin";
+  }
+}
+
+TEST(JitNvrtc, CompileErrorsComeBackWithNvrtcsLog) {
+  bool skipped = false;
+  try {
+    const std::string r = compile_or_skip("__global__ void k() { undeclared_name(); }", 90, skipped);
+    if (skipped) GTEST_SKIP() << "no NVRTC here: " << r;
+    FAIL() << "a broken source compiled";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("NVRTC could not compile a fused kernel for sm_90"));
+    EXPECT_THAT(e.what(), HasSubstr("undeclared_name"));
+  }
+}
