@@ -82,8 +82,10 @@ struct FakePinned : ignis::detail::PinnedMemoryApi {
     last_recorded = e;
     return reinterpret_cast<void*>(id);
   }
+  int queries = 0;
   bool event_done(void* e) override {
     std::lock_guard<std::mutex> g(mu);
+    ++queries;
     auto it = events.find(reinterpret_cast<intptr_t>(e));
     if (it == events.end()) {
       ADD_FAILURE() << "event_done on a destroyed event";
@@ -206,6 +208,45 @@ TEST(HostCachingAllocator, ABlockIsReusedOnlyAfterItsEventHasCompleted) {
   EXPECT_EQ(rt.allocs, 2);
   c.release(p);
   c.release(q);
+}
+
+// Released blocks are reclaimed in release order, up to the first one still in use (as
+// PyTorch's host allocator): a host far ahead of the GPU pays one event query per allocation,
+// not one per pending block.
+TEST(HostCachingAllocator, PendingBlocksAreReclaimedInReleaseOrderWithBoundedQueries) {
+  FakePinned rt;
+  HostCachingAllocatorCore c(rt);
+  std::vector<void*> blocks;
+  for (int i = 0; i < 50; ++i) {
+    void* p = c.allocate(4096);  // each pending one before: a new block every time
+    EXPECT_TRUE(c.record_event(p, kStreamA, 0));
+    c.release(p);
+    blocks.push_back(p);
+  }
+  EXPECT_EQ(rt.allocs, 50);
+  EXPECT_EQ(c.stats().pending, 50);
+  // The first block's copy is still queued: the scan stops there, after one query.
+  rt.queries = 0;
+  void* q = c.allocate(4096);
+  EXPECT_EQ(rt.queries, 1);
+  EXPECT_EQ(rt.allocs, 51);
+  c.release(q);  // no event: free at once
+  // The first half of the copies complete: those blocks come back, in release order, and the
+  // scan stops at the first block still in use.
+  rt.complete(kStreamA, 0, 25);
+  rt.queries = 0;
+  EXPECT_EQ(c.allocate(4096), q);  // a free block first: no query
+  EXPECT_EQ(rt.queries, 0);
+  void* r = c.allocate(4096);
+  EXPECT_EQ(rt.queries, 26);  // 25 done, then the 26th still queued
+  EXPECT_EQ(c.stats().pending, 25);
+  EXPECT_TRUE(r == blocks[0] || r == blocks[24]) << "a reclaimed block";
+  c.release(q);
+  c.release(r);
+  rt.complete_all();
+  c.empty_cache();
+  EXPECT_EQ(c.stats().pending, 0);
+  EXPECT_EQ(rt.live_events(), 0u);
 }
 
 TEST(HostCachingAllocator, EveryStreamsEventMustComplete) {

@@ -19,6 +19,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <mutex>
 #include <unordered_map>
 #include <utility>
@@ -97,7 +98,7 @@ class HostCachingAllocatorCore {
   mutable std::mutex mu_;
   std::unordered_map<void*, Block*> blocks_;    // every block held, by address
   std::array<std::vector<Block*>, 64> free_{};  // per size class (log2 of the size)
-  std::vector<Block*> pending_;                 // released, events outstanding
+  std::deque<Block*> pending_;  // released, events outstanding, in release order
   HostCacheStats stats_;
 };
 
