@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "ignis/cuda.h"
 #include "ignis/ignis.h"
@@ -36,6 +37,23 @@ inline void expect_matches(const Tensor& gpu, const Tensor& cpu, double rtol, do
   }
   EXPECT_TRUE(allclose(back.to(kFloat64), want.to(kFloat64), rtol, atol, /*equal_nan=*/true))
       << what << "\ngpu: " << back << "\ncpu: " << want;
+}
+
+/// Sample inputs of one dtype: a dense 2-d tensor, its transpose (strided), a 0-d tensor and an
+/// empty one; floats include signed zeros (and a large value), integers negative ones.
+inline std::vector<Tensor> cuda_samples(DType dt) {
+  Tensor base;
+  if (dt == kBool) {
+    base = tensor(std::vector<int64_t>{0, 1, 1, 0, 1, 0}).reshape({2, 3}).to(kBool);
+  } else if (is_floating_point(dt)) {
+    base = tensor(std::vector<double>{-2.5, -0.0, 0.0, 0.75, 3.0, 1e4}, kFloat64)
+               .reshape({2, 3})
+               .to(dt);
+  } else {
+    base = tensor(std::vector<int64_t>{-7, 0, 3, 5, 2, 9}).reshape({2, 3}).to(dt);
+    if (dt == kUInt8) base = base.abs();
+  }
+  return {base, base.t(), base.flatten()[1], base.narrow(1, 0, 0)};
 }
 
 }  // namespace ignis::testing

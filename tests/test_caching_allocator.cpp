@@ -222,8 +222,12 @@ TEST(CachingAllocator, ManyAllocationsInAnyOrderLeaveNothingBehind) {
     const size_t n = (next() % 8 == 0) ? next() % (12 * kMiB) : next() % 70000;
     char* p = static_cast<char*>(a.allocate(n, next() % 2 ? kStreamA : kStreamB));
     auto after = ranges.lower_bound(p);
-    if (after != ranges.end()) ASSERT_LE(p + n, after->first);
-    if (after != ranges.begin()) ASSERT_LE(std::prev(after)->second, p);
+    if (after != ranges.end()) {
+      ASSERT_LE(p + n, after->first);
+    }
+    if (after != ranges.begin()) {
+      ASSERT_LE(std::prev(after)->second, p);
+    }
     ranges[p] = p + n;
     live.push_back(p);
   }

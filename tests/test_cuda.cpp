@@ -30,22 +30,6 @@ namespace {
 double rtol_of(DType t) { return t == kBFloat16 ? 1e-2 : t == kFloat32 ? 1e-5 : 1e-12; }
 double atol_of(DType t) { return t == kBFloat16 ? 1e-2 : t == kFloat32 ? 1e-6 : 1e-12; }
 
-// Sample inputs of one dtype: a dense 2-d tensor, its transpose (strided), a 0-d tensor and an
-// empty one; floats include signed zeros, infinities and NaN.
-std::vector<Tensor> samples(DType dt) {
-  Tensor base;
-  if (dt == kBool) {
-    base = tensor(std::vector<int64_t>{0, 1, 1, 0, 1, 0}).reshape({2, 3}).to(kBool);
-  } else if (is_floating_point(dt)) {
-    base = tensor(std::vector<double>{-2.5, -0.0, 0.0, 0.75, 3.0, 1e4}, kFloat64)
-               .reshape({2, 3})
-               .to(dt);
-  } else {
-    base = tensor(std::vector<int64_t>{-7, 0, 3, 5, 2, 9}).reshape({2, 3}).to(dt);
-    if (dt == kUInt8) base = base.abs();
-  }
-  return {base, base.t(), base.flatten()[1], base.narrow(1, 0, 0)};
-}
 
 }  // namespace
 
@@ -145,7 +129,7 @@ TEST(CudaRuntime, DeviceStringsAndTensorPredicates) {
 TEST(Cuda, CopiesRoundTripEveryDtypeAndLayout) {
   REQUIRE_GPU();
   for (DType dt : {kBool, kUInt8, kInt32, kInt64, kBFloat16, kFloat32, kFloat64}) {
-    for (const Tensor& x : samples(dt)) {
+    for (const Tensor& x : cuda_samples(dt)) {
       const Tensor g = x.to(kGpu);
       EXPECT_TRUE(g.is_cuda());
       expect_matches(g, x.contiguous(), 0, 0, "round trip " + std::string(dtype_name(dt)));
@@ -244,7 +228,7 @@ TEST(Cuda, ElementwiseOpsMatchTheCpu) {
       {"x * 3 + 1", [](const Tensor& a) { return a * 3 + 1; }},
   };
   for (DType dt : {kFloat32, kFloat64, kBFloat16}) {
-    for (const Tensor& x : samples(dt)) {
+    for (const Tensor& x : cuda_samples(dt)) {
       for (const auto& [name, f] : unary) {
         expect_matches(f(x.to(kGpu)), f(x), rtol_of(dt), atol_of(dt),
                        std::string(name) + " " + std::string(dtype_name(dt)) + " dims " + std::to_string(x.dim()));
@@ -262,7 +246,7 @@ TEST(Cuda, ElementwiseOpsMatchTheCpu) {
       {"where", [](const Tensor& a, const Tensor& b) { return where(a > b, a, b); }},
   };
   for (DType dt : {kInt32, kInt64, kFloat32, kFloat64, kBFloat16}) {
-    const std::vector<Tensor> s = samples(dt);
+    const std::vector<Tensor> s = cuda_samples(dt);
     const Tensor a = s[0], row = s[0][1], scalar = s[2];
     for (const auto& [name, f] : binary) {
       // Same shape, broadcast of a row, a 0-d operand, a strided operand.
@@ -275,7 +259,7 @@ TEST(Cuda, ElementwiseOpsMatchTheCpu) {
     }
   }
   // True division promotes integers; integer remainder checks for zeros as on the CPU.
-  const Tensor i = samples(kInt64)[0];
+  const Tensor i = cuda_samples(kInt64)[0];
   expect_matches(i.to(kGpu) / 2, i / 2, 1e-6, 1e-6, "int / 2");
   EXPECT_THAT(error_of([&] { (void)i.to(kGpu).remainder(i.to(kGpu)); }),
               HasSubstr("remainder: integer division by zero"));

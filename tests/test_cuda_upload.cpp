@@ -47,21 +47,11 @@ Tensor busy_gpu() {
   return a;
 }
 
-// Values of every dtype: a 2-d tensor, its transpose (strided), a 0-d and an empty one.
+// cuda_samples, and a larger strided one.
 std::vector<Tensor> samples(DType dt) {
-  Tensor base;
-  if (dt == kBool) {
-    base = tensor(std::vector<int64_t>{0, 1, 1, 0, 1, 0}).reshape({2, 3}).to(kBool);
-  } else if (is_floating_point(dt)) {
-    base = tensor(std::vector<double>{-2.5, -0.0, 0.0, 0.75, 3.0, 1e4}, kFloat64)
-               .reshape({2, 3})
-               .to(dt);
-  } else {
-    base = tensor(std::vector<int64_t>{-7, 0, 3, 5, 2, 9}).reshape({2, 3}).to(dt);
-    if (dt == kUInt8) base = base.abs();
-  }
-  return {base, base.t(), base.flatten()[1], base.narrow(1, 0, 0),
-          arange(3000, kInt64).reshape({60, 50}).to(dt).t()};
+  std::vector<Tensor> s = cuda_samples(dt);
+  s.push_back(arange(3000, kInt64).reshape({60, 50}).to(dt).t());
+  return s;
 }
 
 }  // namespace

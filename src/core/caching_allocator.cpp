@@ -7,14 +7,12 @@
 
 namespace ignis::detail {
 
-namespace {
-std::string mib(int64_t b) {
+std::string format_mib(int64_t b) {
   std::ostringstream os;
   os.precision(2);
   os << std::fixed << static_cast<double>(b) / (1 << 20) << " MiB";
   return os.str();
 }
-}  // namespace
 
 bool CachingAllocatorCore::Order::operator()(const Block* a, const Block* b) const {
   if (a->stream != b->stream) return std::less<void*>()(a->stream, b->stream);
@@ -66,9 +64,9 @@ CachingAllocatorCore::Block* CachingAllocatorCore::new_segment(size_t size, void
     release_cached();  // give the cache back and try once more
     p = api_.raw_alloc(seg);
   }
-  IGNIS_CHECK(p != nullptr, device_, ": out of memory: tried to allocate ", mib(request),
-              " (a segment of ", mib(seg), "); ", mib(stats_.allocated), " allocated and ",
-              mib(stats_.reserved), " reserved by ignis");
+  IGNIS_CHECK(p != nullptr, device_, ": out of memory: tried to allocate ", format_mib(request),
+              " (a segment of ", format_mib(seg), "); ", format_mib(stats_.allocated),
+              " allocated and ", format_mib(stats_.reserved), " reserved by ignis");
   auto* b = new Block;
   b->ptr = static_cast<char*>(p);
   b->size = seg;

@@ -30,6 +30,9 @@
 namespace ignis::detail {
 
 /// What the caching allocator needs from one device.
+/// `bytes` as "12.00 MiB", for the allocators' error messages.
+std::string format_mib(int64_t bytes);
+
 struct DeviceMemoryApi {
   virtual ~DeviceMemoryApi() = default;
   /// Device memory of `nbytes`, or nullptr when the device has none left.

@@ -4,21 +4,12 @@
 #include <bit>
 #include <cstdint>
 #include <exception>
-#include <sstream>
 #include <string>
 
+#include "core/caching_allocator.h"
 #include "ignis/error.h"
 
 namespace ignis::detail {
-
-namespace {
-std::string mib(int64_t b) {
-  std::ostringstream os;
-  os.precision(2);
-  os << std::fixed << static_cast<double>(b) / (1 << 20) << " MiB";
-  return os.str();
-}
-}  // namespace
 
 HostCachingAllocatorCore::HostCachingAllocatorCore(PinnedMemoryApi& api) : api_(api) {}
 
@@ -63,8 +54,9 @@ void* HostCachingAllocatorCore::allocate(size_t nbytes) {
   }
   std::lock_guard<std::mutex> g(mu_);
   IGNIS_CHECK(p != nullptr, "pinned host memory: out of memory: tried to allocate ",
-              mib(static_cast<int64_t>(nbytes)), " (a block of ", mib(static_cast<int64_t>(size)),
-              "); ", mib(stats_.allocated), " in use and ", mib(stats_.cached), " cached by ignis");
+              format_mib(static_cast<int64_t>(nbytes)), " (a block of ",
+              format_mib(static_cast<int64_t>(size)), "); ", format_mib(stats_.allocated),
+              " in use and ", format_mib(stats_.cached), " cached by ignis");
   auto* b = new Block;
   b->ptr = p;
   b->size = size;

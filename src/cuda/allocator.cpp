@@ -19,6 +19,27 @@
 namespace ignis::cuda {
 namespace {
 
+// The allocators' stream-ordered events (both caches ask them, never wait for them).
+void* record_on(void* stream, int device) {
+  DeviceGuard g(device);
+  cudaEvent_t e = nullptr;
+  IGNIS_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  const cudaError_t r = cudaEventRecord(e, static_cast<cudaStream_t>(stream));
+  if (r != cudaSuccess) (void)cudaEventDestroy(e);
+  IGNIS_CUDA_CHECK(r);
+  return e;
+}
+bool event_completed(void* event) {
+  const cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(event));
+  if (e == cudaErrorNotReady) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  IGNIS_CUDA_CHECK(e);
+  return true;
+}
+void destroy(void* event) { IGNIS_CUDA_CHECK(cudaEventDestroy(static_cast<cudaEvent_t>(event))); }
+
 class CudaMemory final : public ignis::detail::DeviceMemoryApi {
  public:
   explicit CudaMemory(int device) : device_(device) {}
@@ -38,25 +59,9 @@ class CudaMemory final : public ignis::detail::DeviceMemoryApi {
     detail::count_host_sync();  // cudaFree waits for the device (empty_cache, an OOM retry)
     IGNIS_CUDA_CHECK(cudaFree(ptr));
   }
-  void* record_event(void* stream) override {
-    DeviceGuard g(device_);
-    cudaEvent_t e = nullptr;
-    IGNIS_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    IGNIS_CUDA_CHECK(cudaEventRecord(e, static_cast<cudaStream_t>(stream)));
-    return e;
-  }
-  bool event_done(void* event) override {
-    const cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(event));
-    if (e == cudaErrorNotReady) {
-      (void)cudaGetLastError();
-      return false;
-    }
-    IGNIS_CUDA_CHECK(e);
-    return true;
-  }
-  void destroy_event(void* event) override {
-    IGNIS_CUDA_CHECK(cudaEventDestroy(static_cast<cudaEvent_t>(event)));
-  }
+  void* record_event(void* stream) override { return record_on(stream, device_); }
+  bool event_done(void* event) override { return event_completed(event); }
+  void destroy_event(void* event) override { destroy(event); }
 
  private:
   int device_;
@@ -143,27 +148,9 @@ class CudaPinnedMemory final : public ignis::detail::PinnedMemoryApi {
     detail::count_host_sync();
     IGNIS_CUDA_CHECK(cudaFreeHost(ptr));
   }
-  void* record_event(void* stream, int device) override {
-    DeviceGuard g(device);
-    cudaEvent_t e = nullptr;
-    IGNIS_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    const cudaError_t r = cudaEventRecord(e, static_cast<cudaStream_t>(stream));
-    if (r != cudaSuccess) (void)cudaEventDestroy(e);
-    IGNIS_CUDA_CHECK(r);
-    return e;
-  }
-  bool event_done(void* event) override {
-    const cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(event));
-    if (e == cudaErrorNotReady) {
-      (void)cudaGetLastError();
-      return false;
-    }
-    IGNIS_CUDA_CHECK(e);
-    return true;
-  }
-  void destroy_event(void* event) override {
-    IGNIS_CUDA_CHECK(cudaEventDestroy(static_cast<cudaEvent_t>(event)));
-  }
+  void* record_event(void* stream, int device) override { return record_on(stream, device); }
+  bool event_done(void* event) override { return event_completed(event); }
+  void destroy_event(void* event) override { destroy(event); }
 };
 
 // Never destroyed, like the device allocator: pinned tensors may outlive main.
