@@ -863,6 +863,30 @@ TEST(Cuda, CompiledGraphsRunOnTheGpu) {
     expect_matches(fused, chain({a, b, row, s})[0].cpu(), dt == kFloat32 ? 1e-5 : 1e-12,
                    dt == kFloat32 ? 1e-6 : 1e-12, "fused chain on the GPU");
   }
+  // Fused row reductions (layer_norm with a prologue and an affine epilogue, softmax with a
+  // prologue) as generated kernels, a block per row, long rows and short ones.
+  for (DType dt : {kFloat32, kFloat64}) {
+    for (int64_t cols : {96, 3000}) {
+      const Tensor a = randn({40, cols}, dt).to(kGpu), b = randn({40, cols}, dt).to(kGpu);
+      const Tensor w = randn({cols}, dt).to(kGpu), bias = randn({cols}, dt).to(kGpu);
+      auto fn = [cols](const std::vector<Tensor>& in) {
+        const Tensor ln =
+            nn::functional::layer_norm(in[0] + in[1], {cols}, in[2], in[3], 1e-5).relu();
+        return std::vector<Tensor>{ln + softmax(in[0] * 2, -1) * in[1]};
+      };
+      jit::Graph g = jit::trace(fn, {a, b, w, bias}, {});
+      jit::optimize(g);
+      EXPECT_EQ(g.count("fused_reduction"), 2) << g.str();
+      jit::Executor exec(std::make_shared<jit::Graph>(g));
+      (void)exec.run({a, b, w, bias});  // compiles
+      const int64_t before = cuda::detail::host_sync_count();
+      const Tensor fused = exec.run({a, b, w, bias})[0];
+      EXPECT_EQ(cuda::detail::host_sync_count(), before) << "a fused reduction made the host wait";
+      expect_matches(fused, fn({a, b, w, bias})[0].cpu(), dt == kFloat32 ? 1e-4 : 1e-11,
+                     dt == kFloat32 ? 1e-5 : 1e-11,
+                     "fused reductions on the GPU, " + std::to_string(cols) + " columns");
+    }
+  }
   jit::set_fusion_backend("auto");
 }
 

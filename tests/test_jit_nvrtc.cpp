@@ -90,6 +90,31 @@ TEST(JitNvrtc, EveryFusedOpCompilesForTheGpuInBothDtypesAndEveryLayout) {
   }
 }
 
+TEST(JitNvrtc, FusedReductionsCompileForTheGpu) {
+  // layer_norm's affine epilogue over (x, weight row, bias row, the normalised value), a
+  // prologue adding a residual, and softmax / log_softmax with and without them.
+  const FusedProgram prologue = parse_fused_program("add(i0,i3,1)", 4);
+  const FusedProgram epilogue = parse_fused_program("mul(i4,i1);add(v0,i2,1)", 5);
+  for (const char* reduction : {"layer_norm", "softmax", "log_softmax"}) {
+    for (DType dt : {kFloat32, kFloat64}) {
+      for (bool with : {false, true}) {
+        const std::string source = fused_cuda_reduction_source(
+            with ? &prologue : nullptr, reduction, with ? &epilogue : nullptr, 4, dt, "frrf");
+        bool skipped = false;
+        std::string cubin;
+        try {
+          cubin = compile_or_skip(source, 90, skipped);
+        } catch (const Error& e) {
+          FAIL() << reduction << " " << dtype_name(dt) << (with ? " with" : " without")
+                 << " prologue and epilogue: " << e.what();
+        }
+        if (skipped) GTEST_SKIP() << "no NVRTC here: " << cubin;
+        EXPECT_EQ(cubin.substr(0, 4), std::string("\x7f" "ELF")) << reduction;
+      }
+    }
+  }
+}
+
 TEST(JitNvrtc, CompileErrorsComeBackWithNvrtcsLog) {
   bool skipped = false;
   try {

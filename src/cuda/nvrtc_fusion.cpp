@@ -1,5 +1,5 @@
-// Graph mode's fused elementwise kernels on a GPU (fused_elementwise_stub): the CUDA source that
-// jit/codegen.cpp writes from the shared functors (ops/functors.h, the code of the CPU kernels
+// Graph mode's fused kernels on a GPU (fused_elementwise_stub, fused_reduction_stub): the source
+// that jit/codegen.cpp writes from the shared functors (ops/functors.h, the code of the CPU kernels
 // and of the CUDA backend's own), compiled at first use by NVRTC (opened like cuBLAS: see
 // cuda/lazy_library.h) into a cubin for the device's architecture, loaded with the runtime's
 // library API and kept per (architecture, source) for the life of the process. NVRTC has no
@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/tensor_impl.h"
 #include "cuda/backend.h"
 #include "cuda/cuda_check.h"
 #include "cuda/lazy_library.h"
@@ -115,6 +116,33 @@ void fused_elementwise_cuda(const Tensor& out, const std::vector<const void*>& i
                                     args, 0, detail::current_stream(out.device())));
 }
 
+void fused_reduction_cuda(const Tensor& out, const std::vector<const void*>& inputs, int64_t rows,
+                          int64_t cols, double eps, bool scratch, const std::string& key,
+                          const std::function<std::string()>& source) {
+  if (out.numel() == 0) return;
+  IGNIS_CHECK(inputs.size() <= static_cast<size_t>(jit::detail::kMaxFusedInputs),
+              "fused_reduction: ", inputs.size(), " inputs, a CUDA kernel takes at most ",
+              jit::detail::kMaxFusedInputs);
+  DeviceGuard guard(out.device().index);
+  const cudaKernel_t k = kernel_for(key, source, out.device().index);
+  struct Inputs {  // the generated kernel's IgnisFusedInputs
+    const void* p[jit::detail::kMaxFusedInputs];
+  } in{};
+  std::copy(inputs.begin(), inputs.end(), in.p);
+  // The prologue's values, a row per block: from the caching allocator, reused only by later
+  // work on this stream.
+  const Tensor buf = scratch ? make_tensor({rows * cols}, out.dtype(), out.device()) : Tensor();
+  void* dst = out.data_ptr();
+  void* tmp = buf.defined() ? buf.data_ptr() : nullptr;
+  long long r = rows, c = cols;
+  double e = eps;
+  void* args[] = {&in, &dst, &r, &c, &e, &tmp};
+  constexpr int kBlock = 256;  // the kernel's shared tree holds 256 values
+  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(rows, 65536));
+  IGNIS_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(k), dim3(blocks), dim3(kBlock),
+                                    args, 0, detail::current_stream(out.device())));
+}
+
 }  // namespace
 
 namespace detail {
@@ -154,6 +182,8 @@ std::string nvrtc_compile(const std::string& source, int sm) {
 }  // namespace detail
 
 using jit::detail::fused_elementwise_stub;
+using jit::detail::fused_reduction_stub;
 IGNIS_REGISTER_KERNEL(fused_elementwise_stub, CUDA, &fused_elementwise_cuda);
+IGNIS_REGISTER_KERNEL(fused_reduction_stub, CUDA, &fused_reduction_cuda);
 
 }  // namespace ignis::cuda

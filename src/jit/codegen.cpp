@@ -292,6 +292,87 @@ std::string fused_reduction_source(const FusedProgram* prologue, const std::stri
   return s.str();
 }
 
+std::string fused_cuda_reduction_source(const FusedProgram* prologue, const std::string& reduction,
+                                        const FusedProgram* epilogue, int num_inputs, DType dtype,
+                                        const std::string& layouts) {
+  std::ostringstream s;
+  s << kPrelude << "\n// ---- the kernel: " << reduction << " of "
+    << (prologue ? prologue->str() : std::string("i0")) << ", then "
+    << (epilogue ? epilogue->str() : std::string("nothing")) << " (inputs: " << layouts << ")\n";
+  s << kApply;
+  // Tree reductions of one value per thread over the block (blockDim.x a power of two), in a
+  // fixed order; every thread gets the result.
+  s << "template <class T, class F> T ignis_block_fold(T v, T* sh, const F& f) {\n"
+       "  sh[threadIdx.x] = v;\n  __syncthreads();\n"
+       "  for (unsigned w = blockDim.x / 2; w > 0; w /= 2) {\n"
+       "    if (threadIdx.x < w) sh[threadIdx.x] = f(sh[threadIdx.x], sh[threadIdx.x + w]);\n"
+       "    __syncthreads();\n  }\n"
+       "  const T r = sh[0];\n  __syncthreads();\n  return r;\n}\n"
+       "struct IgnisSum { template <class T> T operator()(T a, T b) const { return a + b; } };\n"
+       "struct IgnisMax { template <class T> T operator()(T a, T b) const { return b > a ? b : a; } "
+       "};\n";
+  s << "struct IgnisFusedInputs { const void* p[" << kMaxFusedInputs << "]; };\n"
+       "extern \"C\" __global__ void ignis_fused_kernel(IgnisFusedInputs in, void* out_, "
+       "long long rows, long long cols, double eps_, void* scratch_) {\n";
+  s << "  using T = " << c_type(dtype) << ";\n  __shared__ T sh[256];\n";
+  for (int i = 0; i < num_inputs; ++i) {
+    s << "  const T* __restrict in" << i << " = static_cast<const T*>(in.p[" << i << "]);\n";
+  }
+  s << "  T* __restrict out = static_cast<T*>(out_);\n"
+       "  const T eps = static_cast<T>(eps_);\n"
+       "  (void)eps;\n"
+       "  for (long long r = blockIdx.x; r < rows; r += gridDim.x) {\n"
+       "    T* __restrict o = out + r * cols;\n";
+  emit_row_pointers(s, layouts, "    ");
+  // Pass 1: the prologue into this row's scratch (each thread reads back only what it wrote).
+  if (prologue != nullptr) {
+    s << "    T* __restrict xb = static_cast<T*>(scratch_) + r * cols;\n"
+         "    for (long long c = threadIdx.x; c < cols; c += blockDim.x) {\n";
+    const std::string v = emit_body(s, *prologue, layouts, "      ");
+    s << "      xb[c] = " << v << ";\n    }\n    const T* x = xb;\n";
+  } else {
+    s << "    const T* x = p0;\n";
+  }
+  s << "    T part = T(0);\n";
+  std::string value;
+  if (reduction == "layer_norm") {
+    s << "    for (long long c = threadIdx.x; c < cols; c += blockDim.x) part += x[c];\n"
+         "    const T mean = ignis_block_fold(part, sh, IgnisSum{}) / static_cast<T>(cols);\n"
+         "    part = T(0);\n"
+         "    for (long long c = threadIdx.x; c < cols; c += blockDim.x) {\n"
+         "      const T d = x[c] - mean;\n      part += d * d;\n    }\n"
+         "    const T var = ignis_block_fold(part, sh, IgnisSum{}) / static_cast<T>(cols);\n"
+         "    const T rstd = ignis::fn::Rsqrt{}(var + eps);\n";
+    value = "(x[c] - mean) * rstd";
+  } else {
+    s << "    part = -std::numeric_limits<T>::infinity();\n"
+         "    for (long long c = threadIdx.x; c < cols; c += blockDim.x) "
+         "part = x[c] > part ? x[c] : part;\n"
+         "    const T m = ignis_block_fold(part, sh, IgnisMax{});\n"
+         "    part = T(0);\n"
+         "    for (long long c = threadIdx.x; c < cols; c += blockDim.x) "
+         "part += ignis::fn::Exp{}(x[c] - m);\n"
+         "    const T sum = ignis_block_fold(part, sh, IgnisSum{});\n";
+    if (reduction == "softmax") {
+      s << "    const T inv = T(1) / sum;\n";
+      value = "ignis::fn::Exp{}(x[c] - m) * inv";
+    } else {
+      s << "    const T ls = std::log(sum);\n";
+      value = "(x[c] - m) - ls";
+    }
+  }
+  s << "    for (long long c = threadIdx.x; c < cols; c += blockDim.x) {\n"
+    << "      const T a" << num_inputs << " = " << value << ";\n";
+  if (epilogue != nullptr) {
+    const std::string v = emit_body(s, *epilogue, layouts, "      ");
+    s << "      o[c] = " << v << ";\n";
+  } else {
+    s << "      o[c] = a" << num_inputs << ";\n";
+  }
+  s << "    }\n  }\n}\n";
+  return s.str();
+}
+
 void* compiled_symbol(const std::string& source, std::string& why) {
   Cache& c = cache();
   const std::string compiler = jit_compiler();

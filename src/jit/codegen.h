@@ -29,6 +29,15 @@ std::string fused_kernel_source(const FusedProgram& p, DType dtype, const std::s
 /// per output element in a grid-stride loop; IgnisFusedInputs holds kMaxFusedInputs pointers.
 std::string fused_cuda_kernel_source(const FusedProgram& p, DType dtype, const std::string& layouts);
 
+/// The CUDA C++ source of a fused reduction for a GPU (NVRTC, cuda/nvrtc_fusion.cpp):
+/// `extern "C" __global__ void ignis_fused_kernel(IgnisFusedInputs in, void* out, long long rows,
+/// long long cols, double eps, void* scratch)`, a block of 256 threads per row (grid-stride over
+/// the rows), the row's statistics by tree reductions in shared memory; `scratch` holds rows *
+/// cols elements for the prologue's values (unused without a prologue).
+std::string fused_cuda_reduction_source(const FusedProgram* prologue, const std::string& reduction,
+                                        const FusedProgram* epilogue, int num_inputs, DType dtype,
+                                        const std::string& layouts);
+
 /// A generated row-wise reduction kernel (fused_reduction): for each row r in [row_begin,
 /// row_end) of `cols` elements, x = prologue(inputs) (or input 0), the reduction of x along the
 /// row (layer_norm: (x - mean) * rsqrt(var + eps); softmax; log_softmax), then

@@ -117,7 +117,8 @@ IGNIS_OP(fused_reduction,
          "float eps=1e-05) -> Tensor",
          Tensor(const std::vector<Tensor>&, const std::string&, int64_t, const std::string&,
                 const std::string&, double),
-         fused_reduction, {.differentiable = true, .kind = "kernel"});
+         fused_reduction,
+         {.differentiable = true, .kind = "kernel", .stubs = {&detail::fused_reduction_stub}});
 
 Tensor fused_reduction(const std::vector<Tensor>& inputs, const std::string& reduction,
                        int64_t dims, const std::string& prologue, const std::string& epilogue,
@@ -148,11 +149,15 @@ Tensor fused_reduction(const std::vector<Tensor>& inputs, const std::string& red
   IGNIS_CHECK(std::isfinite(eps), op, ": eps must be finite, got ", eps);
   bool needs_grad = false;
   for (const Tensor& t : inputs) needs_grad = needs_grad || t.requires_grad();
-  if ((needs_grad && is_grad_enabled()) || !inputs[0].device().is_cpu()) {
-    if (inputs[0].device().is_meta()) return make_tensor(shape, dtype, inputs[0].device());
+  const Device device = inputs[0].device();
+  // A GPU runs the generated CUDA kernel unless the interpreter is asked for (it is CPU code).
+  const bool on_device = device.is_cuda() && detail::fused_reduction_stub.has_kernel(device.type) &&
+                         fusion_backend() != "interpreter";
+  if ((needs_grad && is_grad_enabled()) || !(device.is_cpu() || on_device)) {
+    if (device.is_meta()) return make_tensor(shape, dtype, device);
     return composite(pro.get(), reduction, dims, epi.get(), eps, inputs, shape);
   }
-  Tensor out = make_tensor(shape, dtype, kCPU);
+  Tensor out = make_tensor(shape, dtype, device);
   const int64_t numel = out.numel();
   if (numel == 0) return out;
   int64_t C = 1;
@@ -194,9 +199,22 @@ Tensor fused_reduction(const std::vector<Tensor>& inputs, const std::string& red
     ptrs.push_back(c.data_ptr());
     keep.push_back(std::move(c));
   }
-  const int64_t grain = std::max<int64_t>(kGrainSize / 4 / C, 1);
   const std::string key = std::string(op) + "|" + reduction + "|" + prologue + "|" + epilogue +
                           "|" + std::string(dtype_name(dtype)) + "|" + layouts;
+  if (on_device) {
+    try {
+      detail::fused_reduction_stub[device](out, ptrs, R, C, eps, pro != nullptr, key, [&] {
+        return detail::fused_cuda_reduction_source(pro.get(), reduction, epi.get(), n, dtype,
+                                                   layouts);
+      });
+      return out;
+    } catch (const Error& e) {
+      IGNIS_CHECK(fusion_backend() != "compiler", op, ": the compiler backend was asked for, but ",
+                  e.what());
+      return composite(pro.get(), reduction, dims, epi.get(), eps, inputs, shape);
+    }
+  }
+  const int64_t grain = std::max<int64_t>(kGrainSize / 4 / C, 1);
   auto fn = reinterpret_cast<detail::FusedReductionFn>(detail::fused_kernel(
       key,
       [&] {

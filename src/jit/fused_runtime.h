@@ -46,6 +46,16 @@ using FusedDeviceFn = void (*)(const Tensor& out, const std::vector<const void*>
                                const std::function<std::string()>& source);
 IGNIS_DECLARE_STUB(fused_elementwise_stub, FusedDeviceFn);
 
+/// fused_reduction on an accelerator: each of the `rows` rows of `cols` elements of out (on its
+/// device) by the kernel of `source()` (fused_cuda_reduction_source), compiled at the first use
+/// of `key`; `scratch`: the kernel needs rows * cols elements of scratch (a prologue's values).
+/// Throws when it cannot be compiled or loaded (fused_reduction then runs the ops).
+using FusedReductionDeviceFn = void (*)(const Tensor& out, const std::vector<const void*>& inputs,
+                                        int64_t rows, int64_t cols, double eps, bool scratch,
+                                        const std::string& key,
+                                        const std::function<std::string()>& source);
+IGNIS_DECLARE_STUB(fused_reduction_stub, FusedReductionDeviceFn);
+
 // ---- the interpreter: a program over tiles of a row segment, each op through its functor
 
 constexpr int64_t kInterpTile = 512;
