@@ -93,42 +93,43 @@ cudaKernel_t kernel_for(const std::string& name, const std::function<std::string
   }
 }
 
+// The generated kernels' IgnisFusedInputs.
+struct FusedInputs {
+  const void* p[jit::detail::kMaxFusedInputs];
+};
+
+// The inputs packed for `op`'s generated kernel (compiled for `key` on out's device at the first
+// call), which is then launched with `args` after them: grid-stride blocks of 256 threads.
+void launch_fused(const char* op, const Tensor& out, const std::vector<const void*>& inputs,
+                  const std::string& key, const std::function<std::string()>& source,
+                  unsigned blocks, std::vector<void*> args) {
+  IGNIS_CHECK(inputs.size() <= static_cast<size_t>(jit::detail::kMaxFusedInputs), op, ": ",
+              inputs.size(), " inputs, a CUDA kernel takes at most ", jit::detail::kMaxFusedInputs);
+  DeviceGuard guard(out.device().index);
+  const cudaKernel_t k = kernel_for(key, source, out.device().index);
+  FusedInputs in{};
+  std::copy(inputs.begin(), inputs.end(), in.p);
+  args.insert(args.begin(), &in);
+  IGNIS_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(k), dim3(std::max(blocks, 1u)),
+                                    dim3(256), args.data(), 0,
+                                    detail::current_stream(out.device())));
+}
+
 void fused_elementwise_cuda(const Tensor& out, const std::vector<const void*>& inputs, int64_t cols,
                             const std::string& key, const std::function<std::string()>& source) {
   const int64_t n = out.numel();
   if (n == 0) return;
-  IGNIS_CHECK(inputs.size() <= static_cast<size_t>(jit::detail::kMaxFusedInputs),
-              "fused_elementwise: ", inputs.size(), " inputs, a CUDA kernel takes at most ",
-              jit::detail::kMaxFusedInputs);
-  DeviceGuard guard(out.device().index);
-  const cudaKernel_t k = kernel_for(key, source, out.device().index);
-  struct Inputs {  // the generated kernel's IgnisFusedInputs
-    const void* p[jit::detail::kMaxFusedInputs];
-  } in{};
-  std::copy(inputs.begin(), inputs.end(), in.p);
   void* dst = out.data_ptr();
   long long count = n, row = cols;
-  void* args[] = {&in, &dst, &count, &row};
-  constexpr int kBlock = 256;
-  const unsigned blocks =
-      static_cast<unsigned>(std::min<int64_t>((n + kBlock - 1) / kBlock, 65536));
-  IGNIS_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(k), dim3(blocks), dim3(kBlock),
-                                    args, 0, detail::current_stream(out.device())));
+  launch_fused("fused_elementwise", out, inputs, key, source,
+               static_cast<unsigned>(std::min<int64_t>((n + 255) / 256, 65536)),
+               {&dst, &count, &row});
 }
 
 void fused_reduction_cuda(const Tensor& out, const std::vector<const void*>& inputs, int64_t rows,
                           int64_t cols, double eps, bool scratch, const std::string& key,
                           const std::function<std::string()>& source) {
   if (out.numel() == 0) return;
-  IGNIS_CHECK(inputs.size() <= static_cast<size_t>(jit::detail::kMaxFusedInputs),
-              "fused_reduction: ", inputs.size(), " inputs, a CUDA kernel takes at most ",
-              jit::detail::kMaxFusedInputs);
-  DeviceGuard guard(out.device().index);
-  const cudaKernel_t k = kernel_for(key, source, out.device().index);
-  struct Inputs {  // the generated kernel's IgnisFusedInputs
-    const void* p[jit::detail::kMaxFusedInputs];
-  } in{};
-  std::copy(inputs.begin(), inputs.end(), in.p);
   // The prologue's values, a row per block: from the caching allocator, reused only by later
   // work on this stream.
   const Tensor buf = scratch ? make_tensor({rows * cols}, out.dtype(), out.device()) : Tensor();
@@ -136,11 +137,9 @@ void fused_reduction_cuda(const Tensor& out, const std::vector<const void*>& inp
   void* tmp = buf.defined() ? buf.data_ptr() : nullptr;
   long long r = rows, c = cols;
   double e = eps;
-  void* args[] = {&in, &dst, &r, &c, &e, &tmp};
-  constexpr int kBlock = 256;  // the kernel's shared tree holds 256 values
-  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(rows, 65536));
-  IGNIS_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(k), dim3(blocks), dim3(kBlock),
-                                    args, 0, detail::current_stream(out.device())));
+  // A block per row (the kernel's shared tree holds 256 values).
+  launch_fused("fused_reduction", out, inputs, key, source,
+               static_cast<unsigned>(std::min<int64_t>(rows, 65536)), {&dst, &r, &c, &e, &tmp});
 }
 
 }  // namespace

@@ -189,6 +189,31 @@ std::string emit_body(std::ostream& s, const FusedProgram& p, const std::string&
   return result += std::to_string(p.code.size() - 1);
 }
 
+/// A fused reduction's source up to its kernel: the functors, a comment naming it, ignis_apply.
+void emit_reduction_header(std::ostream& s, const FusedProgram* prologue,
+                           const std::string& reduction, const FusedProgram* epilogue,
+                           const std::string& layouts) {
+  s << kPrelude << "\n// ---- the kernel: " << reduction << " of "
+    << (prologue ? prologue->str() : std::string("i0")) << ", then "
+    << (epilogue ? epilogue->str() : std::string("nothing")) << " (inputs: " << layouts << ")\n"
+    << kApply;
+}
+
+/// A fused reduction's last pass over the row (`loop`: the for-loop's header over c): the
+/// reduction's value a<num_inputs> (`value`), then the epilogue, into o[c]; closes the kernel.
+void emit_epilogue_loop(std::ostream& s, const std::string& loop, const std::string& value,
+                        const FusedProgram* epilogue, int num_inputs, const std::string& layouts) {
+  s << "    for (" << loop << ") {\n"
+    << "      const T a" << num_inputs << " = " << value << ";\n";
+  if (epilogue != nullptr) {
+    const std::string v = emit_body(s, *epilogue, layouts, "      ");
+    s << "      o[c] = " << v << ";\n";
+  } else {
+    s << "      o[c] = a" << num_inputs << ";\n";
+  }
+  s << "    }\n  }\n}\n";
+}
+
 }  // namespace
 
 std::string fused_kernel_source(const FusedProgram& p, DType dtype, const std::string& layouts) {
@@ -240,10 +265,8 @@ std::string fused_reduction_source(const FusedProgram* prologue, const std::stri
                                    const FusedProgram* epilogue, int num_inputs, DType dtype,
                                    const std::string& layouts) {
   std::ostringstream s;
-  s << kPrelude << "\n// ---- the kernel: " << reduction << " of "
-    << (prologue ? prologue->str() : std::string("i0")) << ", then "
-    << (epilogue ? epilogue->str() : std::string("nothing")) << " (inputs: " << layouts << ")\n";
-  s << kApply << IGNIS_JIT_STRINGIFY(IGNIS_JIT_ROW_REDUCE_CODE) << "\n";
+  emit_reduction_header(s, prologue, reduction, epilogue, layouts);
+  s << IGNIS_JIT_STRINGIFY(IGNIS_JIT_ROW_REDUCE_CODE) << "\n";
   s << "extern \"C\" void ignis_fused_kernel(const void* const* in, void* out_, long long r0, "
        "long long r1, long long cols, double eps_, void* scratch_) {\n";
   s << "  using T = " << c_type(dtype) << ";\n";
@@ -280,15 +303,7 @@ std::string fused_reduction_source(const FusedProgram* prologue, const std::stri
       value = "(x[c] - m) - ls";
     }
   }
-  s << "    for (long long c = 0; c < cols; ++c) {\n"
-    << "      const T a" << num_inputs << " = " << value << ";\n";
-  if (epilogue != nullptr) {
-    const std::string v = emit_body(s, *epilogue, layouts, "      ");
-    s << "      o[c] = " << v << ";\n";
-  } else {
-    s << "      o[c] = a" << num_inputs << ";\n";
-  }
-  s << "    }\n  }\n}\n";
+  emit_epilogue_loop(s, "long long c = 0; c < cols; ++c", value, epilogue, num_inputs, layouts);
   return s.str();
 }
 
@@ -296,10 +311,7 @@ std::string fused_cuda_reduction_source(const FusedProgram* prologue, const std:
                                         const FusedProgram* epilogue, int num_inputs, DType dtype,
                                         const std::string& layouts) {
   std::ostringstream s;
-  s << kPrelude << "\n// ---- the kernel: " << reduction << " of "
-    << (prologue ? prologue->str() : std::string("i0")) << ", then "
-    << (epilogue ? epilogue->str() : std::string("nothing")) << " (inputs: " << layouts << ")\n";
-  s << kApply;
+  emit_reduction_header(s, prologue, reduction, epilogue, layouts);
   // Tree reductions of one value per thread over the block (blockDim.x a power of two), in a
   // fixed order; every thread gets the result.
   s << "template <class T, class F> T ignis_block_fold(T v, T* sh, const F& f) {\n"
@@ -309,9 +321,11 @@ std::string fused_cuda_reduction_source(const FusedProgram* prologue, const std:
        "    __syncthreads();\n  }\n"
        "  const T r = sh[0];\n  __syncthreads();\n  return r;\n}\n"
        "struct IgnisSum { template <class T> T operator()(T a, T b) const { return a + b; } };\n"
-       "struct IgnisMax { template <class T> T operator()(T a, T b) const { return b > a ? b : a; } "
+       "struct IgnisMax { template <class T> T operator()(T a, T b) const { return b > a ? b : a; "
+       "} "
        "};\n";
-  s << "struct IgnisFusedInputs { const void* p[" << kMaxFusedInputs << "]; };\n"
+  s << "struct IgnisFusedInputs { const void* p[" << kMaxFusedInputs
+    << "]; };\n"
        "extern \"C\" __global__ void ignis_fused_kernel(IgnisFusedInputs in, void* out_, "
        "long long rows, long long cols, double eps_, void* scratch_) {\n";
   s << "  using T = " << c_type(dtype) << ";\n  __shared__ T sh[256];\n";
@@ -361,15 +375,8 @@ std::string fused_cuda_reduction_source(const FusedProgram* prologue, const std:
       value = "(x[c] - m) - ls";
     }
   }
-  s << "    for (long long c = threadIdx.x; c < cols; c += blockDim.x) {\n"
-    << "      const T a" << num_inputs << " = " << value << ";\n";
-  if (epilogue != nullptr) {
-    const std::string v = emit_body(s, *epilogue, layouts, "      ");
-    s << "      o[c] = " << v << ";\n";
-  } else {
-    s << "      o[c] = a" << num_inputs << ";\n";
-  }
-  s << "    }\n  }\n}\n";
+  emit_epilogue_loop(s, "long long c = threadIdx.x; c < cols; c += blockDim.x", value, epilogue,
+                     num_inputs, layouts);
   return s.str();
 }
 
