@@ -33,18 +33,14 @@ void backward(const TensorIter& it, DType dt, OpArgs args) {
                     [&]<class T>() { gpu_kernel<T, T, T>(it, F{args}); });
 }
 
-// flag = 1 when some element of operand 2 is zero.
+// flag = 1 when some element of operand 2 (the divisor) is zero.
 template <class T>
-__global__ void any_zero_kernel(int64_t n, const char* base, Geometry<1> g, int* flag) {
+__global__ void any_zero_kernel(int64_t n, Operands<3> ops, Geometry<3> g, int* flag) {
   const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
-    const char* p = base;
-    int64_t rem = i;
-    for (int d = 0; d < g.ndim; ++d) {
-      p += (rem % g.shape[d]) * g.strides[0][d];
-      rem /= g.shape[d];
-    }
-    if (*reinterpret_cast<const T*>(p) == T(0)) *flag = 1;
+    char* p[3];
+    operand_ptrs(g, ops, i, p);
+    if (*reinterpret_cast<const T*>(p[2]) == T(0)) *flag = 1;
   }
 }
 
@@ -53,16 +49,12 @@ void check_divisor(const TensorIter& it, DType dt, const char* op) {
   if (it.numel == 0) return;
   DeviceGuard guard(it.device.index);
   auto stream = current_stream(it.device);
-  Geometry<1> g{};
-  g.ndim = it.ndim;
-  for (int d = 0; d < it.ndim; ++d) {
-    g.shape[d] = it.shape[d];
-    g.strides[0][d] = it.strides[2][d];
-  }
+  const Geometry<3> g = geometry_of<3>(it, op);
   const Tensor flag = make_tensor({1}, kInt32, it.device);
   int* f = static_cast<int*>(flag.data_ptr());
   IGNIS_CUDA_CHECK(cudaMemsetAsync(f, 0, sizeof(int), stream));
-  any_zero_kernel<T><<<blocks_for(it.numel), kThreads, 0, stream>>>(it.numel, it.data[2], g, f);
+  any_zero_kernel<T><<<blocks_for(it.numel), kThreads, 0, stream>>>(it.numel, operands_of<3>(it), g,
+                                                                     f);
   IGNIS_CUDA_CHECK(cudaGetLastError());
   int zero = 0;
   IGNIS_CUDA_CHECK(cudaMemcpyAsync(&zero, f, sizeof(int), cudaMemcpyDeviceToHost, stream));

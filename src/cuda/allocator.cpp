@@ -102,18 +102,19 @@ class CudaAllocator final : public Allocator {
  private:
   ignis::detail::CachingAllocatorCore& core(int device, const char* what) const {
     detail::check_device(device, what);
-    std::call_once(once_, [&] { devices_.resize(static_cast<size_t>(device_count())); });
-    PerDevice& d = devices_[static_cast<size_t>(device)];
-    std::lock_guard<std::mutex> g(mu_);
-    if (!d.core) {
-      d.api = std::make_unique<CudaMemory>(device);
-      d.core = std::make_unique<ignis::detail::CachingAllocatorCore>(
-          *d.api, "cuda:" + std::to_string(device));
-    }
-    return *d.core;
+    // Every device's core at once (their construction makes no CUDA call), so that the
+    // per-op path takes no lock here: only the core's own.
+    std::call_once(once_, [&] {
+      devices_.resize(static_cast<size_t>(device_count()));
+      for (size_t i = 0; i < devices_.size(); ++i) {
+        devices_[i].api = std::make_unique<CudaMemory>(static_cast<int>(i));
+        devices_[i].core = std::make_unique<ignis::detail::CachingAllocatorCore>(
+            *devices_[i].api, "cuda:" + std::to_string(i));
+      }
+    });
+    return *devices_[static_cast<size_t>(device)].core;
   }
   mutable std::once_flag once_;
-  mutable std::mutex mu_;
   mutable std::vector<PerDevice> devices_;
 };
 

@@ -64,7 +64,7 @@ void host_to_device(const Tensor& dst, const Tensor& src, bool non_blocking) {
   cudaStream_t stream = static_cast<cudaStream_t>(str.handle());
   // A pinned source is read by the DMA directly; a pageable (or converted) one is staged through
   // the pinned cache, unless it is large (pinning its size again would cost more than the wait).
-  const bool pinned_src = s.is_same(src) && is_pinned(src);
+  const bool pinned_src = non_blocking && s.is_same(src) && is_pinned(src);  // (a driver call)
   const bool stage = non_blocking && !pinned_src && s.nbytes() <= kMaxStagedBytes;
   if (stage) {
     stage_to_device(d.data_ptr(), s.data_ptr(), s.nbytes(), str);

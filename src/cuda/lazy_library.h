@@ -6,6 +6,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -49,10 +50,13 @@ class LazyLibrary {
 /// symbol), made at the first call. A failed load throws there, and is tried again at the next.
 template <class Api>
 const Api& lazy_api() {
+  static std::atomic<const Api*> ready{nullptr};  // read without the lock on every call
+  if (const Api* a = ready.load(std::memory_order_acquire)) return *a;
   static std::mutex mu;
   static std::unique_ptr<Api> api;
   std::lock_guard<std::mutex> g(mu);
   if (!api) api = std::make_unique<Api>();
+  ready.store(api.get(), std::memory_order_release);
   return *api;
 }
 

@@ -132,14 +132,15 @@ void fused_reduction_cuda(const Tensor& out, const std::vector<const void*>& inp
   if (out.numel() == 0) return;
   // The prologue's values, a row per block: from the caching allocator, reused only by later
   // work on this stream.
-  const Tensor buf = scratch ? make_tensor({rows * cols}, out.dtype(), out.device()) : Tensor();
+  const int64_t blocks = std::min<int64_t>(rows, 65536);
+  const Tensor buf = scratch ? make_tensor({blocks * cols}, out.dtype(), out.device()) : Tensor();
   void* dst = out.data_ptr();
   void* tmp = buf.defined() ? buf.data_ptr() : nullptr;
   long long r = rows, c = cols;
   double e = eps;
   // A block per row (the kernel's shared tree holds 256 values).
   launch_fused("fused_reduction", out, inputs, key, source,
-               static_cast<unsigned>(std::min<int64_t>(rows, 65536)), {&dst, &r, &c, &e, &tmp});
+               static_cast<unsigned>(blocks), {&dst, &r, &c, &e, &tmp});
 }
 
 }  // namespace

@@ -116,7 +116,10 @@ DeviceGuard::DeviceGuard(int device) {
 DeviceGuard::DeviceGuard(Device device) : DeviceGuard(device.index) {
   IGNIS_CHECK(device.is_cuda(), "cuda::DeviceGuard: ", device.str(), " is not a CUDA device");
 }
-DeviceGuard::~DeviceGuard() { (void)cudaSetDevice(prev_); }
+DeviceGuard::~DeviceGuard() {
+  int cur = prev_;  // restored only when the guard changed it (every launch has a guard)
+  if (cudaGetDevice(&cur) != cudaSuccess || cur != prev_) (void)cudaSetDevice(prev_);
+}
 
 bool Stream::query() const {
   DeviceGuard g(device_);

@@ -340,7 +340,7 @@ std::string fused_cuda_reduction_source(const FusedProgram* prologue, const std:
   emit_row_pointers(s, layouts, "    ");
   // Pass 1: the prologue into this row's scratch (each thread reads back only what it wrote).
   if (prologue != nullptr) {
-    s << "    T* __restrict xb = static_cast<T*>(scratch_) + r * cols;\n"
+    s << "    T* __restrict xb = static_cast<T*>(scratch_) + blockIdx.x * cols;\n"
          "    for (long long c = threadIdx.x; c < cols; c += blockDim.x) {\n";
     const std::string v = emit_body(s, *prologue, layouts, "      ");
     s << "      xb[c] = " << v << ";\n    }\n    const T* x = xb;\n";

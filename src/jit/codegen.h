@@ -32,8 +32,8 @@ std::string fused_cuda_kernel_source(const FusedProgram& p, DType dtype, const s
 /// The CUDA C++ source of a fused reduction for a GPU (NVRTC, cuda/nvrtc_fusion.cpp):
 /// `extern "C" __global__ void ignis_fused_kernel(IgnisFusedInputs in, void* out, long long rows,
 /// long long cols, double eps, void* scratch)`, a block of 256 threads per row (grid-stride over
-/// the rows), the row's statistics by tree reductions in shared memory; `scratch` holds rows *
-/// cols elements for the prologue's values (unused without a prologue).
+/// the rows), the row's statistics by tree reductions in shared memory; `scratch` holds
+/// gridDim.x * cols elements for the prologue's values, a row per block (unused without one).
 std::string fused_cuda_reduction_source(const FusedProgram* prologue, const std::string& reduction,
                                         const FusedProgram* epilogue, int num_inputs, DType dtype,
                                         const std::string& layouts);

@@ -43,6 +43,7 @@ std::string g_why;  // why the compiler is not used (empty when it is)
 namespace detail {
 
 IGNIS_DEFINE_STUB(fused_elementwise_stub, FusedDeviceFn);
+int fusion_backend_mode() { return g_backend.load(); }
 IGNIS_DEFINE_STUB(fused_reduction_stub, FusedReductionDeviceFn);
 
 // ---- the composite: the ops' front ends, one by one (autograd records each)

@@ -152,7 +152,7 @@ Tensor fused_reduction(const std::vector<Tensor>& inputs, const std::string& red
   const Device device = inputs[0].device();
   // A GPU runs the generated CUDA kernel unless the interpreter is asked for (it is CPU code).
   const bool on_device = device.is_cuda() && detail::fused_reduction_stub.has_kernel(device.type) &&
-                         fusion_backend() != "interpreter";
+                         detail::fusion_backend_mode() != 2;  // not the interpreter
   if ((needs_grad && is_grad_enabled()) || !(device.is_cpu() || on_device)) {
     if (device.is_meta()) return make_tensor(shape, dtype, device);
     return composite(pro.get(), reduction, dims, epi.get(), eps, inputs, shape);
@@ -209,7 +209,7 @@ Tensor fused_reduction(const std::vector<Tensor>& inputs, const std::string& red
       });
       return out;
     } catch (const Error& e) {
-      IGNIS_CHECK(fusion_backend() != "compiler", op, ": the compiler backend was asked for, but ",
+      IGNIS_CHECK(detail::fusion_backend_mode() != 1, op, ": the compiler backend was asked for, but ",
                   e.what());
       return composite(pro.get(), reduction, dims, epi.get(), eps, inputs, shape);
     }

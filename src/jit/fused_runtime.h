@@ -36,6 +36,10 @@ std::shared_ptr<const FusedProgram> parsed_program(const std::string& text, int 
 void* fused_kernel(const std::string& key, const std::function<std::string()>& source,
                    const char* op);
 
+/// The fusion backend set by jit::set_fusion_backend, read without building its description:
+/// 0 auto, 1 compiler, 2 interpreter.
+int fusion_backend_mode();
+
 /// fused_elementwise on an accelerator: out[k] = the program over `inputs` (the data pointers of
 /// contiguous tensors on out's device, laid out as codegen.h describes against rows of `cols`),
 /// by the kernel of `source()` (fused_cuda_kernel_source), compiled at the first use of `key`
@@ -48,7 +52,7 @@ IGNIS_DECLARE_STUB(fused_elementwise_stub, FusedDeviceFn);
 
 /// fused_reduction on an accelerator: each of the `rows` rows of `cols` elements of out (on its
 /// device) by the kernel of `source()` (fused_cuda_reduction_source), compiled at the first use
-/// of `key`; `scratch`: the kernel needs rows * cols elements of scratch (a prologue's values).
+/// of `key`; `scratch`: the kernel needs a row of scratch per block (a prologue's values).
 /// Throws when it cannot be compiled or loaded (fused_reduction then runs the ops).
 using FusedReductionDeviceFn = void (*)(const Tensor& out, const std::vector<const void*>& inputs,
                                         int64_t rows, int64_t cols, double eps, bool scratch,
