@@ -50,8 +50,8 @@ inline std::vector<Tensor> cuda_samples(DType dt) {
                .reshape({2, 3})
                .to(dt);
   } else {
-    base = tensor(std::vector<int64_t>{-7, 0, 3, 5, 2, 9}).reshape({2, 3}).to(dt);
-    if (dt == kUInt8) base = base.abs();
+    base = tensor(std::vector<int64_t>{-7, 0, 3, 5, 2, 9}).reshape({2, 3});
+    base = (dt == kUInt8 ? base.abs() : base).to(dt);
   }
   return {base, base.t(), base.flatten()[1], base.narrow(1, 0, 0)};
 }

@@ -129,9 +129,8 @@ TEST(CudaUpload, PinnedBlocksAreReusedOnceTheirCopiesHaveCompleted) {
   g = p.to(kGpu, /*non_blocking=*/true);
   p = Tensor();
   const Tensor other = b.pin_memory();
-  if (!cuda::getCurrentCUDAStream().query()) {  // the copy had not run when `other` was pinned
-    EXPECT_NE(other.data_ptr(), pending) << "a pinned block was reused while its copy was queued";
-  }
+  ASSERT_FALSE(cuda::getCurrentCUDAStream().query()) << "busy_gpu() ended too soon to test";
+  EXPECT_NE(other.data_ptr(), pending) << "a pinned block was reused while its copy was queued";
   cuda::synchronize();
   EXPECT_TRUE(equal(g.cpu(), a));
   EXPECT_TRUE(equal(other, b));
@@ -192,11 +191,9 @@ TEST(CudaUpload, UploadQueuesWithoutWaiting) {
   const Tensor ga = cuda::detail::upload(va.data(), 4096 * 8, kInt64, 4096, kGpu);
   const Tensor gb = cuda::detail::upload(vb.data(), 4096 * 8, kInt64, 4096, kGpu);
   const MemoryStats s2 = pinned();
-  if (!cuda::getCurrentCUDAStream().query()) {
-    EXPECT_EQ(s2.reserved - s1.reserved, 2 * 32768)
-        << "a block was reused while its copy was queued";
-    EXPECT_EQ(s2.cache_hits, s1.cache_hits);
-  }
+  ASSERT_FALSE(cuda::getCurrentCUDAStream().query()) << "busy_gpu() ended too soon to test";
+  EXPECT_EQ(s2.reserved - s1.reserved, 2 * 32768) << "a block was reused while its copy was queued";
+  EXPECT_EQ(s2.cache_hits, s1.cache_hits);
   cuda::synchronize();
   const Tensor gc = cuda::detail::upload(vc.data(), 4096 * 8, kInt64, 4096, kGpu);
   EXPECT_EQ(pinned().cache_hits, s2.cache_hits + 1);
