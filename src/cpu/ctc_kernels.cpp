@@ -8,6 +8,7 @@
 
 #include "cpu/parallel.h"
 #include "ops/ctc_loss.h"
+#include "ops/log_math.h"
 
 namespace ignis::cpu {
 namespace {
@@ -15,19 +16,6 @@ namespace {
 template <class T>
 constexpr T kNegInf = -std::numeric_limits<T>::infinity();
 
-/// log(exp(a) + exp(b) + exp(c)), -inf when all three are.
-template <class T>
-T log_add3(T a, T b, T c) {
-  const T m = std::max(a, std::max(b, c));
-  if (m == kNegInf<T>) return m;
-  return m + std::log(std::exp(a - m) + std::exp(b - m) + std::exp(c - m));
-}
-template <class T>
-T log_add(T a, T b) {
-  const T m = std::max(a, b);
-  if (m == kNegInf<T>) return m;
-  return m + std::log(std::exp(a - m) + std::exp(b - m));
-}
 
 /// log_probs[t][b][c] through the tensor's strides, and the labels of sequence b.
 template <class T>

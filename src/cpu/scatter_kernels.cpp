@@ -84,33 +84,6 @@ void balanced_rows(const int64_t* rowptr, int64_t rows, int64_t row_cost, int64_
   }
 }
 
-template <class A>
-inline A combine(ReduceOp op, A a, A b) {
-  switch (op) {
-    case ReduceOp::Sum:
-    case ReduceOp::Mean: return a + b;
-    case ReduceOp::Prod: return a * b;
-    case ReduceOp::Amax: return (b > a || b != b) ? b : a;  // NaN propagates
-    case ReduceOp::Amin: return (b < a || b != b) ? b : a;
-  }
-  return a;
-}
-
-/// acc / count; integers divide with floor, as PyTorch's scatter_reduce mean.
-template <class A>
-inline A divide(A a, int64_t count) {
-  if constexpr (std::is_floating_point_v<A>) {
-    return a / static_cast<A>(count);
-  } else {
-    // The count in the integer dtype, as PyTorch's (a uint8 count wraps at 256), and a wrapped
-    // count of 0 taken as 1, as PyTorch's masked_fill: never a division by zero.
-    A c = static_cast<A>(count);
-    if (c == 0) c = 1;
-    A q = static_cast<A>(a / c);
-    if (a % c != 0 && a < 0) --q;
-    return q;
-  }
-}
 
 // ---- coo_to_csr: a stable counting sort of the entries by row
 

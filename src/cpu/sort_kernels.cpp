@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cpu/reduce.h"
+#include "ops/log_math.h"
 #include "ops/sort.h"
 
 namespace ignis::cpu {
@@ -162,14 +163,6 @@ void mode_kernel(const Tensor& indices, const Tensor& x, int64_t dim) {
   });
 }
 
-/// log(exp(acc) + exp(v)) = max + log1p(exp(min - max)); NaN propagates, and when both are the
-/// same infinity (min - max would be NaN) the result is that infinity.
-template <class A>
-A log_add_exp(A acc, A v) {
-  if (std::isnan(v) || std::isnan(acc)) return std::numeric_limits<A>::quiet_NaN();
-  const A lo = std::min(acc, v), hi = std::max(acc, v);
-  return (lo != hi || std::isfinite(lo)) ? hi + std::log1p(std::exp(lo - hi)) : acc;
-}
 
 /// Scans along n of a dense [outer, n, inner] block, in double (int64 for integers) as PyTorch's
 /// CPU kernels. Columns are taken kTile at a time, so that each step reads a contiguous run of

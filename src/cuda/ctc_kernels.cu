@@ -15,6 +15,7 @@
 #include "cuda/backend.h"
 #include "cuda/loops.cuh"
 #include "ops/ctc_loss.h"
+#include "ops/log_math.h"
 
 namespace ignis::cuda {
 namespace {
@@ -22,25 +23,6 @@ namespace {
 template <class T>
 constexpr T kInf = std::numeric_limits<T>::infinity();
 
-// std::max's semantics ((a < b) ? b : a), as the CPU's log_add: NaN handling follows.
-template <class T>
-__device__ __forceinline__ T max_of(T a, T b) {
-  return (a < b) ? b : a;
-}
-
-/// log(exp(a) + exp(b) + exp(c)), -inf when all three are (the CPU's log_add3).
-template <class T>
-__device__ __forceinline__ T log_add3(T a, T b, T c) {
-  const T m = max_of(a, max_of(b, c));
-  if (m == -kInf<T>) return m;
-  return m + std::log(std::exp(a - m) + std::exp(b - m) + std::exp(c - m));
-}
-template <class T>
-__device__ __forceinline__ T log_add(T a, T b) {
-  const T m = max_of(a, b);
-  if (m == -kInf<T>) return m;
-  return m + std::log(std::exp(a - m) + std::exp(b - m));
-}
 
 /// log_probs [T, N, C] through its strides.
 template <class T>

@@ -23,6 +23,7 @@
 #include "core/tensor_impl.h"
 #include "cuda/loops.cuh"
 #include "ops/reduce_layout.h"
+#include "ops/log_math.h"
 #include "ops/sort.h"
 
 namespace ignis::cuda {
@@ -358,12 +359,6 @@ void mode_kernel(const Tensor& indices, const Tensor& x, int64_t dim) {
 template <class T>
 using scan_acc_t = std::conditional_t<std::is_floating_point_v<acc_t<T>>, double, int64_t>;
 
-/// cpu/sort_kernels.cpp's log_add_exp: NaN propagates; the same infinity twice stays.
-__device__ __forceinline__ double log_add_exp(double acc, double v) {
-  if (std::isnan(v) || std::isnan(acc)) return std::numeric_limits<double>::quiet_NaN();
-  const double lo = v < acc ? v : acc, hi = acc < v ? v : acc;  // std::min, std::max
-  return (lo != hi || std::isfinite(lo)) ? hi + std::log1p(std::exp(lo - hi)) : acc;
-}
 
 template <class T>
 __global__ void scan_cuda(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, int kind) {

@@ -93,45 +93,6 @@ void queue_first_bad(const I* idx, int64_t n, int64_t size, DeviceFirstBad* bad,
   IGNIS_CUDA_CHECK(cudaGetLastError());
 }
 
-// ---- the reductions' arithmetic (cpu/scatter_kernels.cpp's combine and divide)
-
-template <class A>
-__device__ __forceinline__ bool is_nan(A v) {
-  if constexpr (std::is_floating_point_v<A>) {
-    return v != v;
-  } else {
-    return false;
-  }
-}
-
-template <class A>
-__device__ __forceinline__ A combine(ReduceOp op, A a, A b) {
-  switch (op) {
-    case ReduceOp::Sum:
-    case ReduceOp::Mean: return static_cast<A>(a + b);
-    case ReduceOp::Prod: return static_cast<A>(a * b);
-    case ReduceOp::Amax: return (b > a || is_nan(b)) ? b : a;  // NaN propagates
-    case ReduceOp::Amin: return (b < a || is_nan(b)) ? b : a;
-  }
-  return a;
-}
-
-// acc / count; integers divide with floor (the count converted to A first, as on the CPU).
-template <class A>
-__device__ __forceinline__ A divide(A a, int64_t count) {
-  if constexpr (std::is_floating_point_v<A>) {
-    return a / static_cast<A>(count);
-  } else {
-    A c = static_cast<A>(count);  // wrapped as the CPU's, 0 taken as 1 (PyTorch's)
-    if (c == 0) c = 1;
-    A q = static_cast<A>(a / c);
-    if constexpr (std::is_signed_v<A>) {
-      if (a % c != 0 && a < 0) --q;
-    }
-    return q;
-  }
-}
-
 __global__ void iota_cuda(int64_t* out, int64_t n) {
   const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {

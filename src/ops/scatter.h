@@ -4,11 +4,44 @@
 // destination rows and combines their entries in their original order.
 #pragma once
 
+#include "ops/functors.h"  // IGNIS_HD, IGNIS_FN_INLINE
 #include "ops/index.h"
 
 namespace ignis {
 
 enum class ReduceOp : uint8_t { Sum, Prod, Mean, Amax, Amin };
+
+/// a combined with b by `op` (the scatter reductions' step, shared by the CPU and CUDA kernels);
+/// amax and amin propagate NaN.
+template <class A>
+IGNIS_HD IGNIS_FN_INLINE A combine(ReduceOp op, A a, A b) {
+  switch (op) {
+    case ReduceOp::Sum:
+    case ReduceOp::Mean: return static_cast<A>(a + b);
+    case ReduceOp::Prod: return static_cast<A>(a * b);
+    case ReduceOp::Amax: return (b > a || b != b) ? b : a;
+    case ReduceOp::Amin: return (b < a || b != b) ? b : a;
+  }
+  return a;
+}
+
+/// acc / count; integers divide with floor, as PyTorch's scatter_reduce mean, the count in the
+/// integer dtype (a uint8 count wraps at 256) and a wrapped count of 0 taken as 1 (PyTorch's
+/// masked_fill): never a division by zero.
+template <class A>
+IGNIS_HD IGNIS_FN_INLINE A divide(A a, int64_t count) {
+  if constexpr (std::is_floating_point_v<A>) {
+    return a / static_cast<A>(count);
+  } else {
+    A c = static_cast<A>(count);
+    if (c == 0) c = 1;
+    A q = static_cast<A>(a / c);
+    if constexpr (std::is_signed_v<A>) {
+      if (a % c != 0 && a < 0) --q;
+    }
+    return q;
+  }
+}
 
 /// rowptr (int64 [rows + 1]) and perm (int64 [E]) of the CSR of a row-index vector `index`
 /// (int64/int32, contiguous [E]): the entries of row r are perm[rowptr[r] .. rowptr[r + 1]), in
