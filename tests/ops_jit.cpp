@@ -23,9 +23,26 @@ std::vector<int64_t> ints(const Tensor& t) {
 }
 IntArrayRef two(const std::vector<int64_t>& p, size_t i) { return IntArrayRef(p.data() + i, 2); }
 
-// relu(b[o] + sum_{c, kh, kw} x[n, c, i s - p + kh d, j s - p + kw d] w[o, c, kh, kw] + other),
-// other broadcast to the output. params: [sh, sw, ph, pw, dh, dw, groups]
-Tensor ref_conv_add_relu(const Inputs& in) {
+// The activations of linear_pointwise and conv2d_pointwise, by index.
+const char* const kActivations[] = {"none", "relu", "gelu", "gelu_tanh", "silu"};
+
+double activate(int act, double v) {
+  switch (act) {
+    case 1: return std::max(v, 0.0);
+    case 2: return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+    case 3: {
+      const double k = std::sqrt(2.0 / M_PI);
+      return 0.5 * v * (1 + std::tanh(k * (v + 0.044715 * v * v * v)));
+    }
+    case 4: return v / (1 + std::exp(-v));
+    default: return v;
+  }
+}
+
+// act(c + other) (add_first) or act(c) + other, c = b[o] + sum_{c, kh, kw} x[n, c, i s - p + kh d,
+// j s - p + kw d] w[o, c, kh, kw], other (or none) broadcast to the output.
+// params: [sh, sw, ph, pw, dh, dw, groups]
+Tensor ref_conv_pointwise(const Inputs& in, int act, bool add_first) {
   const auto p = ints(in[4]);
   const Tensor &x = in[0], &w = in[1], &b = in[2];
   const int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
@@ -34,7 +51,9 @@ Tensor ref_conv_add_relu(const Inputs& in) {
   const int64_t OW = (W + 2 * p[3] - p[5] * (KW - 1) - 1) / p[1] + 1;
   const std::vector<double> xv = values(x), wv = values(w);
   const std::vector<double> bv = b.defined() ? values(b) : std::vector<double>(O, 0.0);
-  const std::vector<double> ov = values(in[3].expand({N, O, OH, OW}).contiguous());
+  const std::vector<double> ov =
+      in[3].defined() ? values(in[3].expand({N, O, OH, OW}).contiguous())
+                      : std::vector<double>(static_cast<size_t>(N * O * OH * OW), 0.0);
   std::vector<double> y(static_cast<size_t>(N * O * OH * OW));
   for (int64_t nn = 0; nn < N; ++nn)
     for (int64_t o = 0; o < O; ++o)
@@ -51,10 +70,12 @@ Tensor ref_conv_add_relu(const Inputs& in) {
                     xv[((nn * C + ch) * H + h) * W + ww] * wv[((o * Cg + ci) * KH + kh) * KW + kw];
               }
           const size_t at = static_cast<size_t>(((nn * O + o) * OH + i) * OW + j);
-          y[at] = std::max(0.0, acc + ov[at]);
+          y[at] = add_first ? activate(act, acc + ov[at]) : activate(act, acc) + ov[at];
         }
   return from_values(y, {N, O, OH, OW});
 }
+
+Tensor ref_conv_add_relu(const Inputs& in) { return ref_conv_pointwise(in, 1, true); }
 
 OpInfo conv_add_relu_entry() {
   OpInfo o;
@@ -100,6 +121,56 @@ OpInfo conv_add_relu_entry() {
 
 IGNIS_OP_INFO(conv_add_relu_entry());
 
+// conv2d_pointwise (fuse_conv_pointwise's node): act(conv + other) with add_first, else
+// act(conv) + other. params: conv_add_relu's, then the activation's index and add_first.
+OpInfo conv_pointwise_entry() {
+  OpInfo o;
+  o.name = "conv2d_pointwise";
+  o.fn = [](const Inputs& x) {
+    const auto p = ints(x[4]);
+    return jit::conv2d_pointwise(x[0], x[1], x[2], x[3], two(p, 0), two(p, 2), two(p, 4), p[6],
+                                 kActivations[p[7]], p[8] != 0);
+  };
+  o.ref = [](const Inputs& x) {
+    const auto p = ints(x[4]);
+    return ref_conv_pointwise(x, static_cast<int>(p[7]), p[8] != 0);
+  };
+  o.samples = [] {
+    const Tensor none;
+    return std::vector<OpSample>{
+        {"silu, residual first, padding 1",
+         {n({2, 2, 4, 4}, 61), n({3, 2, 3, 3}, 62), n({3}, 63), n({2, 3, 4, 4}, 64),
+          params({1, 1, 1, 1, 1, 1, 1, 4, 1})}},
+        {"gelu, no residual, stride 2, no bias",
+         {n({1, 2, 5, 6}, 65), n({2, 2, 3, 3}, 66), none, none,
+          params({2, 2, 0, 0, 1, 1, 1, 2, 0})}},
+        {"gelu_tanh, residual last, channels-last",
+         {n({1, 5, 4, 3}, 67).permute({0, 3, 1, 2}), n({2, 3, 3, 3}, 68), n({2}, 69),
+          n({1, 3, 2, 2}, 70).permute({0, 3, 1, 2}), params({2, 2, 1, 1, 1, 1, 1, 3, 0})}},
+        {"relu, residual last non-contiguous",
+         {n({1, 2, 4, 4}, 71), n({2, 2, 1, 1}, 72), n({2}, 73), make_noncontiguous({1, 2, 4, 4}, 74),
+          params({1, 1, 0, 0, 1, 1, 1, 1, 0})}},
+        {"no activation, residual broadcast",
+         {n({1, 2, 4, 4}, 75), n({3, 2, 3, 3}, 76), n({3}, 77), n({3, 1, 1}, 78),
+          params({1, 1, 1, 1, 1, 1, 1, 0, 0})}},
+        {"silu first, groups 2, dilation 2",
+         {n({1, 4, 6, 6}, 79), n({4, 2, 3, 3}, 80), n({4}, 81), n({1, 4, 2, 2}, 82),
+          params({1, 1, 0, 0, 2, 2, 2, 4, 1})}},
+        {"empty batch",
+         {n({0, 2, 5, 5}, 83), n({3, 2, 3, 3}, 84), n({3}, 85), n({0, 3, 3, 3}, 86),
+          params({1, 1, 0, 0, 1, 1, 1, 2, 1})}},
+    };
+  };
+  o.dtypes = {kFloat32, kFloat64, kBFloat16};
+  o.host_params = {-1};
+  o.atol32 = 1e-4;
+  o.rtol32 = 1e-4;
+  o.atol_bf16 = 8e-2;
+  return o;
+}
+
+IGNIS_OP_INFO(conv_pointwise_entry());
+
 // fused_elementwise (the elementwise fusion pass's node): a program over broadcasting inputs.
 // Float32 and float64 without grad run the generated kernel (or the interpreter without a
 // compiler); gradchecks run the ops one by one.
@@ -120,29 +191,17 @@ IGNIS_OP_INFO(OpInfo{
     .samples = [] { return elementwise_samples(3); },
 });
 
-// linear_pointwise (fuse_linear_pointwise's node): activation(x w^T + b) + other. Inputs: x,
-// w, b (or none), other (or none), and the activation's index (a host parameter: none, relu,
-// gelu, gelu_tanh, silu). Float32 samples of 8 rows or more with `other` of the output's shape
+// linear_pointwise (fuse_linear_pointwise's node): activation(x w^T + b) + other, or
+// activation(x w^T + b + other). Inputs: x, w, b (or none), other (or none), and the host
+// parameters: the activation's index (none, relu, gelu, gelu_tanh, silu) and add_first (0 when
+// left out). Float32 samples of 8 rows or more with `other` of the output's shape
 // (or none) run one oneDNN matmul with post-ops; float64, gradchecks, fewer rows and broadcast
 // residuals the ops one by one.
-const char* const kActivations[] = {"none", "relu", "gelu", "gelu_tanh", "silu"};
-
-double activate(int act, double v) {
-  switch (act) {
-    case 1: return std::max(v, 0.0);
-    case 2: return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
-    case 3: {
-      const double k = std::sqrt(2.0 / M_PI);
-      return 0.5 * v * (1 + std::tanh(k * (v + 0.044715 * v * v * v)));
-    }
-    case 4: return v / (1 + std::exp(-v));
-    default: return v;
-  }
-}
-
 Tensor ref_linear_pointwise(const Inputs& in) {
   const Tensor &x = in[0], &w = in[1], &b = in[2], &other = in[3];
-  const int act = static_cast<int>(ints(in[4])[0]);
+  const auto p = ints(in[4]);
+  const int act = static_cast<int>(p[0]);
+  const bool add_first = p.size() > 1 && p[1] != 0;
   const int64_t K = w.size(1), N = w.size(0), M = x.numel() / K;
   Shape out_shape(x.sizes().begin(), x.sizes().end() - 1);
   out_shape.push_back(N);
@@ -155,7 +214,8 @@ Tensor ref_linear_pointwise(const Inputs& in) {
     for (int64_t n = 0; n < N; ++n) {
       double acc = bv[n];
       for (int64_t k = 0; k < K; ++k) acc += xv[m * K + k] * wv[n * K + k];
-      y[m * N + n] = activate(act, acc) + ov[m * N + n];
+      y[m * N + n] = add_first ? activate(act, acc + ov[m * N + n])
+                               : activate(act, acc) + ov[m * N + n];
     }
   return from_values(y, out_shape);
 }
@@ -164,7 +224,9 @@ IGNIS_OP_INFO(OpInfo{
     .name = "linear_pointwise",
     .fn =
         [](const Inputs& x) {
-          return jit::linear_pointwise(x[0], x[1], x[2], x[3], kActivations[ints(x[4])[0]]);
+          const auto p = ints(x[4]);
+          return jit::linear_pointwise(x[0], x[1], x[2], x[3], kActivations[p[0]],
+                                       p.size() > 1 && p[1] != 0);
         },
     .ref = ref_linear_pointwise,
     .samples =
@@ -184,6 +246,10 @@ IGNIS_OP_INFO(OpInfo{
                 params({0})}},
               {"residual broadcast", {n({3, 4}, 48), n({2, 4}, 49), none, n({2}, 50), params({2})}},
               {"empty rows", {n({0, 4}, 51), n({3, 4}, 52), n({3}, 53), none, params({4})}},
+              {"gelu of the sum (add first)",
+               {n({10, 4}, 54), n({5, 4}, 55), n({5}, 56), n({10, 5}, 57), params({2, 1})}},
+              {"relu of the sum, broadcast residual, no bias",
+               {n({3, 4}, 58), n({2, 4}, 59), none, n({2}, 60), params({1, 1})}},
           };
         },
     .dtypes = {kFloat32, kFloat64},

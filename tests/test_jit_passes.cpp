@@ -428,8 +428,10 @@ TEST(JitPasses, FuseLinearActivationAndResidualIntoLinearPointwise) {
   EXPECT_EQ(op_names(g), (Names{"linear_pointwise", "linear_pointwise", "linear_pointwise",
                                 "linear_pointwise"}));
   const std::string printed = g.str();
-  EXPECT_THAT(printed, HasSubstr("linear_pointwise(%x0, %w1, %b1, None, activation='gelu')"));
-  EXPECT_THAT(printed, HasSubstr("linear_pointwise(%0, %w2, %b2, %x0, activation='none')"));
+  EXPECT_THAT(printed, HasSubstr("linear_pointwise(%x0, %w1, %b1, None, activation='gelu', "
+                                 "add_first=False)"));
+  EXPECT_THAT(printed, HasSubstr("linear_pointwise(%0, %w2, %b2, %x0, activation='none', "
+                                 "add_first=False)"));
   EXPECT_THAT(printed, HasSubstr("activation='silu'"));
   EXPECT_THAT(printed, HasSubstr("activation='gelu_tanh'"));
   // oneDNN's GELU and SiLU post-ops approximate erf and exp their own way.
@@ -487,6 +489,158 @@ TEST(JitPasses, LinearPointwiseTrainsAndRunsFloat64AsTheComposite) {
       }),
       HasSubstr("linear_pointwise: unknown activation 'swish' (expected none, relu, gelu, "
                 "gelu_tanh or silu)"));
+}
+
+TEST(JitPasses, ActivationOfLinearPlusResidualFusesWithAddFirst) {
+  // gelu(linear(x) + r): the add makes a linear_pointwise with `other`, and the activation
+  // then joins it after the residual (add_first): one oneDNN matmul, add then GELU post-ops.
+  manual_seed(15);
+  Tensor w = randn({12, 8}) * 0.3, b = randn({12}) * 0.1, r = randn({16, 12});
+  auto fn = [&](const TensorList& in) {
+    return TensorList{gelu(linear(in[0], w, b) + r), relu(in[1] + linear(in[0], w))};
+  };
+  Tensor x = randn({16, 8}), r2 = randn({16, 12});
+  jit::Graph g = jit::trace(fn, {x, r2}, {{"w", w}, {"b", b}, {"r", r}});
+  NoGradGuard ng;
+  const TensorList before = g.run({x, r2});
+  EXPECT_EQ(jit::fuse_linear_pointwise(g), 4);
+  EXPECT_EQ(op_names(g), (Names{"linear_pointwise", "linear_pointwise"}));
+  EXPECT_THAT(g.str(), HasSubstr("linear_pointwise(%x0, %w, %b, %r, activation='gelu', "
+                                 "add_first=True)"));
+  EXPECT_THAT(g.str(), HasSubstr("linear_pointwise(%x0, %w, None, %x1, activation='relu', "
+                                 "add_first=True)"));
+  CallLog log;  // each is one call: no nested linear, add or activation
+  TensorList after;
+  {
+    op::InterposerGuard guard(&log);
+    after = g.run({x, r2});
+  }
+  EXPECT_EQ(log.names, (Names{"linear_pointwise", "linear_pointwise"}));
+  for (size_t k = 0; k < 2; ++k) expect_close(after[k], before[k], 1e-5, std::to_string(k));
+  // add_first is the order: activation(y + r) against activation(y) + r.
+  const Tensor y = linear(x, w, b);
+  expect_close(jit::linear_pointwise(x, w, b, r, "silu", true), silu(y + r), 1e-5, "silu first");
+  expect_close(jit::linear_pointwise(x, w, b, r, "silu"), silu(y) + r, 1e-5, "silu last");
+}
+
+// ---- fuse_conv_pointwise
+
+TEST(JitPasses, FuseConvActivationAndResidualIntoConvPointwise) {
+  manual_seed(16);
+  Tensor w1 = randn({4, 4, 3, 3}) * 0.2, b1 = randn({4}) * 0.1;
+  Tensor w2 = randn({4, 4, 3, 3}) * 0.2, b2 = randn({4}) * 0.1, w3 = randn({4, 4, 1, 1}) * 0.3;
+  auto fn = [&](const TensorList& in) {
+    Tensor h = silu(conv2d(in[0], w1, b1, {1}, {1, 1}));           // activation
+    Tensor y = gelu(conv2d(h, w2, b2, {1}, {1, 1}) + in[0]);        // residual, then activation
+    Tensor z = conv2d(y, w3) + h;                                   // residual alone
+    Tensor t = conv2d_relu(z, w3, Tensor()) + y;                    // relu, then residual
+    return TensorList{gelu(conv2d(t, w3, b1), "tanh")};
+  };
+  Tensor x = randn({2, 4, 6, 6});
+  jit::Graph g =
+      jit::trace(fn, {x}, {{"w1", w1}, {"b1", b1}, {"w2", w2}, {"b2", b2}, {"w3", w3}});
+  NoGradGuard ng;
+  const Tensor before = g.run({x})[0];
+  EXPECT_EQ(jit::fuse_conv_pointwise(g), 6);
+  EXPECT_EQ(op_names(g), Names(5, "conv2d_pointwise"));
+  const std::string printed = g.str();
+  EXPECT_THAT(printed, HasSubstr("conv2d_pointwise(%x0, %w1, %b1, None, stride=[1], "
+                                 "padding=[1, 1], dilation=[1], groups=1, activation='silu', "
+                                 "add_first=False)"));
+  EXPECT_THAT(printed, HasSubstr("groups=1, activation='gelu', add_first=True)"));
+  EXPECT_THAT(printed, HasSubstr("groups=1, activation='none', add_first=False)"));
+  EXPECT_THAT(printed, HasSubstr("groups=1, activation='relu', add_first=False)"));
+  EXPECT_THAT(printed, HasSubstr("groups=1, activation='gelu_tanh', add_first=False)"));
+  // Float32 inference runs each as one oneDNN convolution with post-ops: no nested ops.
+  CallLog log;
+  Tensor after;
+  {
+    op::InterposerGuard guard(&log);
+    after = g.run({x})[0];
+  }
+  EXPECT_EQ(log.names, Names(5, "conv2d_pointwise"));
+  expect_close(after, before, 1e-5, "fused");
+  EXPECT_EQ(jit::fuse_conv_pointwise(g), 0);
+  // Channels-last input: the fused convolution keeps the layout, and agrees with float64.
+  Tensor xcl = x.contiguous(MemoryFormat::ChannelsLast);
+  Tensor r = randn({2, 4, 6, 6}).contiguous(MemoryFormat::ChannelsLast);
+  for (bool add_first : {false, true}) {
+    Tensor fused = jit::conv2d_pointwise(xcl, w2, b2, r, {1}, {1, 1}, {1}, 1, "silu", add_first);
+    EXPECT_EQ(fused.suggest_memory_format(), MemoryFormat::ChannelsLast);
+    Tensor y = conv2d(xcl.to(kFloat64), w2.to(kFloat64), b2.to(kFloat64), {1}, {1, 1});
+    Tensor ref = add_first ? silu(y + r.to(kFloat64)) : silu(y) + r.to(kFloat64);
+    expect_close(fused.to(kFloat64), ref, 1e-5, add_first ? "add first" : "add last");
+  }
+  EXPECT_THAT(error_of([&] {
+                (void)jit::conv2d_pointwise(x, w1, b1, Tensor(), {1}, {0}, {1}, 1, "tanh");
+              }),
+              HasSubstr("conv2d_pointwise: unknown activation 'tanh' (expected none, relu, gelu, "
+                        "gelu_tanh or silu)"));
+}
+
+TEST(JitPasses, ConvPointwiseStopsAtOtherUsesAndTrainsAsTheComposite) {
+  manual_seed(17);
+  Tensor w = randn({3, 2, 3, 3}), b = randn({3});
+  {
+    auto fn = [&](const TensorList& in) {
+      Tensor c = conv2d(in[0], w, b);
+      Tensor s = silu(c);                        // c is also returned: not fused
+      Tensor d = conv2d(in[0], w, b) + b.view({3, 1, 1});  // a broadcast residual: not fused
+      Tensor e = tanh(conv2d(in[0], w));         // not an activation it takes
+      return TensorList{c, s, d, e};
+    };
+    jit::Graph g = jit::trace(fn, {randn({1, 2, 5, 5})}, {{"w", w}, {"b", b}});
+    const size_t nodes = g.nodes.size();
+    EXPECT_EQ(jit::fuse_conv_pointwise(g), 0);
+    EXPECT_EQ(g.nodes.size(), nodes);
+  }
+  // With grad (or in float64) the fused op is its ops one by one: the same results and
+  // gradients as eager, bit for bit.
+  for (DType dt : {kFloat32, kFloat64}) {
+    Tensor wg = randn({3, 2, 3, 3}, dt).requires_grad_(true);
+    Tensor bg = randn({3}, dt).requires_grad_(true);
+    Tensor x = randn({2, 2, 5, 5}, dt).requires_grad_(true), r = randn({2, 3, 3, 3}, dt);
+    auto fn = [&](const TensorList& in) {
+      return TensorList{gelu(conv2d(in[0], wg, bg) + in[1])};
+    };
+    jit::Graph g = jit::trace(fn, {x, r}, {{"w", wg}, {"b", bg}});
+    fn({x, r})[0].sum().backward();
+    const Tensor gx = x.grad().clone(), gw = wg.grad().clone(), gb = bg.grad().clone();
+    x.grad().zero_();
+    wg.grad().zero_();
+    bg.grad().zero_();
+    EXPECT_EQ(jit::fuse_conv_pointwise(g), 2);
+    EXPECT_EQ(op_names(g), (Names{"conv2d_pointwise"}));
+    Tensor out = g.run({x, r})[0];
+    EXPECT_TRUE(equal(out, fn({x, r})[0])) << dtype_name(dt);
+    out.sum().backward();
+    EXPECT_TRUE(equal(x.grad(), gx)) << dtype_name(dt);
+    EXPECT_TRUE(equal(wg.grad(), gw)) << dtype_name(dt);
+    EXPECT_TRUE(equal(bg.grad(), gb)) << dtype_name(dt);
+  }
+}
+
+TEST(JitRun, FrozenConvPointwiseKeepsItsPackedWeightUntilItChanges) {
+  manual_seed(18);
+  Tensor w = randn({8, 4, 3, 3}) * 0.2, b = randn({8}) * 0.1, r = randn({2, 8, 6, 6});
+  auto fn = [&](const TensorList& in) {
+    return TensorList{silu(conv2d(in[0], w, b, {1}, {1, 1}) + r)};
+  };
+  Tensor x = randn({2, 4, 6, 6});
+  auto g = std::make_shared<jit::Graph>(jit::trace(fn, {x}));
+  jit::freeze(*g);
+  ASSERT_EQ(op_names(*g), (Names{"conv2d_pointwise"}));
+  jit::Executor ex(g);
+  NoGradGuard ng;
+  Tensor first;
+  for (int rep = 0; rep < 2; ++rep) {  // the second run uses the packed weight
+    first = ex.run({x})[0];
+    expect_close(first, fn({x})[0], 1e-5, "run " + std::to_string(rep));
+  }
+  w.mul_(2);  // its version changes: the next run packs it again
+  const Tensor again = ex.run({x})[0];
+  expect_close(again, fn({x})[0], 1e-5, "after a write into the weight");
+  EXPECT_FALSE(allclose(again, first, 1e-3, 1e-3));
 }
 
 // ---- eliminate_identities

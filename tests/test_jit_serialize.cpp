@@ -114,6 +114,39 @@ TEST(JitSave, GraphFileIsSafetensorsWithTheGraphInItsMetadata) {
   EXPECT_TRUE(equal(f.at("1.weight"), m->get("1.weight")));
 }
 
+TEST(JitLoad, AFileWrittenBeforeAnOpGainedAnArgumentTakesItsDefault) {
+  // linear_pointwise gained add_first=False after graphs with it were saved: a node that leaves
+  // out trailing arguments with defaults loads with the defaults; one that leaves out an
+  // argument without a default is refused.
+  manual_seed(3);
+  Tensor w = randn({5, 4}), b = randn({5});
+  jit::Graph g = jit::trace(
+      [&](const TensorList& in) { return TensorList{gelu(linear(in[0], w, b)) + in[0].sum()}; },
+      {randn({8, 4})}, {{"w", w}, {"b", b}});
+  EXPECT_EQ(jit::fuse_linear_pointwise(g), 1);
+  TempDir dir("ignis-jit");
+  const std::string path = dir.file("old.ignis");
+  g.save(path);
+  SafetensorsFile f = load_safetensors(path);
+  const std::string json = f.metadata.at("ignis.graph");
+  ASSERT_THAT(json, HasSubstr("\"gelu\",false]"));
+  auto save_with = [&](const std::string& j) {
+    save_safetensors(path, f.tensors,
+                     {{"format", "ignis.graph"}, {"ignis.graph.version", "1"}, {"ignis.graph", j}});
+  };
+  save_with(replace_once(json, "\"gelu\",false]", "\"gelu\"]"));
+  jit::Graph back = jit::load(path);
+  EXPECT_EQ(back.str(), g.str());
+  Tensor x = randn({8, 4});
+  EXPECT_TRUE(allclose(back.run({x})[0], g.run({x})[0], 1e-6, 1e-6));
+  // No arguments at all: `input` has no default.
+  const std::string head = "\"op\":\"linear_pointwise\",\"args\":[";
+  const size_t from = json.find(head) + head.size();
+  save_with(json.substr(0, from) + json.substr(json.find(']', from)));
+  EXPECT_THAT(error_of([&] { jit::load(path); }),
+              HasSubstr("(linear_pointwise) has 0 arguments but its schema takes 6"));
+}
+
 TEST(JitLoad, CorruptedAndHostileFilesNameTheFault) {
   Edited e;
   const std::string& j = e.json;

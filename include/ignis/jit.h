@@ -238,8 +238,14 @@ std::string fusion_backend();
 /// `linear_pointwise` with that activation; a linear, linear_relu or linear_pointwise without a
 /// residual whose output only feeds an add (alpha 1) of a tensor of the output's shape and dtype
 /// becomes a `linear_pointwise` with that tensor as its residual `other`, placed where the add
-/// was. For float32 inference the fused op is one oneDNN matmul with post-ops.
+/// was; an activation of such a sum (no activation yet) joins it with `add_first`. For float32
+/// inference the fused op is one oneDNN matmul with post-ops.
 int fuse_linear_pointwise(Graph& g);
+/// The same for convolutions (run after fuse_ops, which makes conv2d_relu and conv2d_add_relu):
+/// a conv2d whose output only feeds a gelu or silu, or an add of a tensor of its shape and dtype
+/// (a conv2d_relu too), and then an activation of that sum, become one `conv2d_pointwise`: for
+/// float32 inference one oneDNN convolution with post-ops.
+int fuse_conv_pointwise(Graph& g);
 
 /// Reduction fusion: each layer_norm (over trailing dims), softmax and log_softmax over the last
 /// dim, together with the elementwise op or fused_elementwise node computing its input (the
@@ -263,19 +269,28 @@ Tensor fused_elementwise(const std::vector<Tensor>& inputs, const std::string& p
 Tensor fused_reduction(const std::vector<Tensor>& inputs, const std::string& reduction,
                        int64_t dims, const std::string& prologue, const std::string& epilogue,
                        double eps = 1e-5);
-/// activation(linear(input, weight, bias)) + other (fuse_linear_pointwise's node; activation
-/// "none", "relu", "gelu", "gelu_tanh" or "silu"; other may be undefined). Float32 CPU inference
-/// with `other` of the output's shape runs one oneDNN matmul with post-ops; otherwise the ops
-/// one by one.
+/// activation(linear(input, weight, bias)) + other, or activation(linear(...) + other) with
+/// `add_first` (fuse_linear_pointwise's node; activation "none", "relu", "gelu", "gelu_tanh" or
+/// "silu"; other may be undefined). Float32 CPU inference with `other` of the output's shape runs
+/// one oneDNN matmul with post-ops; otherwise the ops one by one.
 Tensor linear_pointwise(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(),
-                        const Tensor& other = Tensor(), const std::string& activation = "none");
+                        const Tensor& other = Tensor(), const std::string& activation = "none",
+                        bool add_first = false);
+/// activation(conv2d(input, weight, bias, ...)) + other, or activation(conv2d(...) + other) with
+/// `add_first` (fuse_conv_pointwise's node; activations as linear_pointwise's; other may be
+/// undefined). Float32 CPU inference with `other` of the output's shape runs one oneDNN
+/// convolution with post-ops; otherwise the ops one by one.
+Tensor conv2d_pointwise(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(),
+                        const Tensor& other = Tensor(), IntArrayRef stride = {1},
+                        IntArrayRef padding = {0}, IntArrayRef dilation = {1}, int64_t groups = 1,
+                        const std::string& activation = "none", bool add_first = false);
 
 /// Inference freeze (torch.jit.freeze): eliminate_identities, freeze_parameters,
-/// fold_batch_norm, fold_constants, fuse_ops, fuse_linear_pointwise, CSE, fuse_elementwise,
-/// fuse_reductions and DCE. The graph's results are those of the module in eval mode.
+/// fold_batch_norm, fold_constants, fuse_ops, fuse_linear_pointwise, fuse_conv_pointwise, CSE,
+/// fuse_elementwise, fuse_reductions and DCE. The graph's results are those of the module in eval mode.
 void freeze(Graph& g);
 /// The passes that keep a graph trainable: eliminate_identities, CSE, fuse_ops,
-/// fuse_linear_pointwise, fuse_elementwise, fuse_reductions, DCE.
+/// fuse_linear_pointwise, fuse_conv_pointwise, fuse_elementwise, fuse_reductions, DCE.
 void optimize(Graph& g);
 
 // ---- memory

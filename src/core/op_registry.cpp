@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/op_call.h"
+#include "core/schema_default.h"
 #include "core/tensor_impl.h"
 
 namespace ignis::op {
@@ -126,8 +127,18 @@ void run_level(Call& call, const std::function<void()>& kernel, size_t level) {
   IGNIS_CHECK(ran, call.op.schema.full_name(), ": an interposer did not run the op");
 }
 
+bool compatible(ArgType schema, ArgType cpp) {
+  if (schema == cpp) return true;
+  // An undefined Tensor stands for None, as in LibTorch's signatures.
+  return (schema == ArgType::OptionalTensor && cpp == ArgType::Tensor) ||
+         (schema == ArgType::OptionalTensorList && cpp == ArgType::TensorList);
+}
+
+}  // namespace
+
 /// The value of a schema default ("1", "-1", "0.01", "None", "True", "[]", "[1, 2]", "'none'").
-IValue parse_default(const Argument& a) {
+IValue detail::parse_default(const Argument& a) {
+  IGNIS_CHECK(a.default_value.has_value(), "op schema: argument '", a.name, "' has no default");
   std::string_view d = trim(*a.default_value);
   IGNIS_CHECK(!d.empty(), "op schema: argument '", a.name, "' has an empty default");
   if (d == "None") return IValue();
@@ -172,14 +183,6 @@ IValue parse_default(const Argument& a) {
              arg_type_name(a.type), ")");
 }
 
-bool compatible(ArgType schema, ArgType cpp) {
-  if (schema == cpp) return true;
-  // An undefined Tensor stands for None, as in LibTorch's signatures.
-  return (schema == ArgType::OptionalTensor && cpp == ArgType::Tensor) ||
-         (schema == ArgType::OptionalTensorList && cpp == ArgType::TensorList);
-}
-
-}  // namespace
 
 namespace detail {
 
@@ -509,7 +512,7 @@ std::vector<std::string> validate_registry() {
     for (const Argument& a : args) {
       if (!a.default_value) continue;
       try {
-        parse_default(a);
+        detail::parse_default(a);
       } catch (const std::exception& e) {
         problems.push_back(r->schema.full_name() + ": " + e.what());
       }
@@ -538,7 +541,7 @@ std::vector<IValue> call_boxed(std::string_view full_name, std::vector<IValue> a
   for (size_t i = args.size(); i < schema_args.size(); ++i) {
     IGNIS_CHECK(schema_args[i].default_value.has_value(), full_name, ": missing argument '",
                 schema_args[i].name, "' (", rec->schema.str(), ")");
-    args.push_back(parse_default(schema_args[i]));
+    args.push_back(detail::parse_default(schema_args[i]));
   }
   return rec->boxed(IValueView(args), *rec);
 }

@@ -9,6 +9,7 @@
 
 #include "core/op_call.h"
 #include "ignis/conv.h"
+#include "ignis/jit.h"
 #include "ignis/norm.h"
 #include "ignis/ops.h"
 #include "jit/fused_conv.h"
@@ -37,41 +38,52 @@ Tensor d_linear_relu(const Node& n, const std::vector<Tensor>& e, void*) {
 Tensor d_relu(const Node& n, const std::vector<Tensor>& e, void*) { return relu(in(n, e, 0)); }
 // A frozen convolution keeps its weight in oneDNN's layout between runs (the state), unless an
 // interposer is installed: then the op's front end runs, so that profilers and tracers see it.
-Tensor packed_conv(const Node& n, const std::vector<Tensor>& e, void* state, bool relu,
-                   bool residual) {
+// `other_at`: the residual's argument (0: none); the stride and what follows come after it.
+Tensor packed_conv(const Node& n, const std::vector<Tensor>& e, void* state, Activation act,
+                   size_t other_at, bool add_first) {
   if (state == nullptr || op::detail::tls_state.interposing) return Tensor();
-  const size_t a = residual ? 4 : 3;
+  const size_t a = other_at != 0 ? other_at + 1 : 3;
   return conv_forward_onednn(in(n, e, 0), in(n, e, 1), in(n, e, 2),
-                             residual ? in(n, e, 3) : Tensor(), ints(n, a), ints(n, a + 1),
-                             ints(n, a + 2), integer(n, a + 3), relu,
+                             other_at != 0 ? in(n, e, other_at) : Tensor(), ints(n, a),
+                             ints(n, a + 1), ints(n, a + 2), integer(n, a + 3), act, add_first,
                              static_cast<PackedConvWeight*>(state));
 }
 
 Tensor d_conv2d(const Node& n, const std::vector<Tensor>& e, void* state) {
-  if (Tensor r = packed_conv(n, e, state, false, false); r.defined()) return r;
+  if (Tensor r = packed_conv(n, e, state, Activation::none, 0, false); r.defined()) return r;
   return conv2d(in(n, e, 0), in(n, e, 1), in(n, e, 2), ints(n, 3), ints(n, 4), ints(n, 5),
                 integer(n, 6));
 }
 Tensor d_conv2d_relu(const Node& n, const std::vector<Tensor>& e, void* state) {
-  if (Tensor r = packed_conv(n, e, state, true, false); r.defined()) return r;
+  if (Tensor r = packed_conv(n, e, state, Activation::relu, 0, false); r.defined()) return r;
   return conv2d_relu(in(n, e, 0), in(n, e, 1), in(n, e, 2), ints(n, 3), ints(n, 4), ints(n, 5),
                      integer(n, 6));
 }
 Tensor d_conv2d_add_relu(const Node& n, const std::vector<Tensor>& e, void* state) {
-  if (Tensor r = packed_conv(n, e, state, true, true); r.defined()) return r;
+  if (Tensor r = packed_conv(n, e, state, Activation::relu, 3, true); r.defined()) return r;
   return conv2d_add_relu(in(n, e, 0), in(n, e, 1), in(n, e, 2), in(n, e, 3), ints(n, 4), ints(n, 5),
                          ints(n, 6), integer(n, 7));
+}
+Tensor d_conv2d_pointwise(const Node& n, const std::vector<Tensor>& e, void* state) {
+  const std::string& act = n.args[8].attr.get<std::string>();
+  const bool add_first = n.args[9].attr.get<bool>();
+  if (Tensor r = packed_conv(n, e, state, activation_named("conv2d_pointwise", act), 3, add_first);
+      r.defined())
+    return r;
+  return conv2d_pointwise(in(n, e, 0), in(n, e, 1), in(n, e, 2), in(n, e, 3), ints(n, 4),
+                          ints(n, 5), ints(n, 6), integer(n, 7), act, add_first);
 }
 // A frozen linear_pointwise keeps its weight in the layout oneDNN's matmul picks, as convolutions
 // do (not with an interposer installed).
 Tensor d_linear_pointwise(const Node& n, const std::vector<Tensor>& e, void* state) {
   const std::string& act = n.args[4].attr.get<std::string>();
+  const bool add_first = n.args[5].attr.get<bool>();
   if (state != nullptr && !op::detail::tls_state.interposing) {
     Tensor r = linear_pointwise_onednn(in(n, e, 0), in(n, e, 1), in(n, e, 2), in(n, e, 3), act,
-                                       static_cast<PackedLinearWeight*>(state));
+                                       add_first, static_cast<PackedLinearWeight*>(state));
     if (r.defined()) return r;
   }
-  return linear_pointwise(in(n, e, 0), in(n, e, 1), in(n, e, 2), in(n, e, 3), act);
+  return linear_pointwise(in(n, e, 0), in(n, e, 1), in(n, e, 2), in(n, e, 3), act, add_first);
 }
 Tensor d_add(const Node& n, const std::vector<Tensor>& e, void*) {
   return add(in(n, e, 0), in(n, e, 1), n.args[2].attr.get<Scalar>());
@@ -103,6 +115,7 @@ DirectFn find_direct(const op::Record& rec) {
       {"conv2d", &d_conv2d},
       {"conv2d_relu", &d_conv2d_relu},
       {"conv2d_add_relu", &d_conv2d_add_relu},
+      {"conv2d_pointwise", &d_conv2d_pointwise},
       {"add.Tensor", &d_add},
       {"flatten.using_ints", &d_flatten},
       {"batch_norm", &d_batch_norm},
@@ -120,7 +133,9 @@ std::shared_ptr<void> make_direct_state(const Graph& g, const Node& n) {
     if (w < 0 || g.values[static_cast<size_t>(w)].kind != ValueKind::Constant) return nullptr;
     return std::make_shared<PackedLinearWeight>();
   }
-  if (name != "conv2d" && name != "conv2d_relu" && name != "conv2d_add_relu") return nullptr;
+  if (name != "conv2d" && name != "conv2d_relu" && name != "conv2d_add_relu" &&
+      name != "conv2d_pointwise")
+    return nullptr;
   const int w = n.args[1].value;
   if (w < 0 || g.values[static_cast<size_t>(w)].kind != ValueKind::Constant) return nullptr;
   return std::make_shared<PackedConvWeight>();

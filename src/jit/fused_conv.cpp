@@ -1,10 +1,13 @@
-// conv2d_add_relu: relu(conv2d(x, w, b) + other), the end of a ResNet block, as one op. Graph
-// mode's fuse_ops rewrites conv2d -> add -> relu into it. For float32 CPU inference (no input
-// requiring grad) it is one oneDNN convolution with two post-ops: a sum (the output buffer holds
-// `other` and the convolution accumulates into it) and a ReLU, so the residual is read and the
-// result written in the convolution's own pass. Otherwise (other dtypes, autograd, the meta
-// device, broadcasting, groups) it is the composite relu(conv2d(...) + other), whose ops carry
-// the checks and the backward.
+// The fused convolutions graph mode makes, each one op:
+// - conv2d_add_relu: relu(conv2d(x, w, b) + other), the end of a ResNet block (fuse_ops rewrites
+//   conv2d -> add -> relu into it);
+// - conv2d_pointwise: a convolution with the other activations (GELU, SiLU) and an optional
+//   residual, added before or after the activation (fuse_conv_pointwise).
+// For float32 CPU inference (no input requiring grad) each is one oneDNN convolution with
+// post-ops: a sum (the output buffer holds `other` and the convolution accumulates into it) and an
+// eltwise activation, so the residual is read and the result written in the convolution's own
+// pass. Otherwise (other dtypes, autograd, the meta device, broadcasting, groups) it is the
+// composite, whose ops carry the checks and the backward.
 #include "jit/fused_conv.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -14,9 +17,11 @@
 #include "core/tensor_impl.h"
 #include "cpu/onednn_util.h"
 #include "ignis/conv.h"
+#include "ignis/jit.h"
 #include "ignis/ops.h"
 #include "ops/conv.h"
 #include "ops/copy.h"
+#include "jit/pointwise.h"
 
 namespace ignis {
 
@@ -24,6 +29,7 @@ namespace {
 
 namespace onednn = cpu::onednn;
 using dnnl::memory;
+using jit::detail::Activation;
 using Tag = memory::format_tag;
 
 struct FusedPrim {
@@ -42,16 +48,16 @@ bool is_cl(const Tensor& t) { return t.suggest_memory_format() == MemoryFormat::
 memory::dims dims4(const Tensor& t) { return {t.size(0), t.size(1), t.size(2), t.size(3)}; }
 
 std::string prim_key(const Tensor& x, IntArrayRef w, bool bias, const Tensor& y,
-                     const ConvParams& p, bool relu, bool sum) {
+                     const ConvParams& p, Activation act, bool sum, bool add_first) {
   return onednn::make_key({x.size(0), x.size(1), x.size(2), x.size(3), w[0], w[2], w[3],
                            y.size(2), y.size(3), p.stride[0], p.stride[1], p.pad_l[0], p.pad_l[1],
                            p.pad_r[0], p.pad_r[1], p.dilation[0], p.dilation[1], bias, is_cl(x),
-                           is_cl(y), relu, sum});
+                           is_cl(y), static_cast<int64_t>(act), sum, add_first});
 }
 
 std::shared_ptr<const FusedPrim> get_prim(const std::string& key, const Tensor& x, IntArrayRef ws,
                                           bool bias, const Tensor& y, const ConvParams& p,
-                                          bool relu, bool sum) {
+                                          Activation act, bool sum, bool add_first) {
   return cache().get(key, [&] {
     FusedPrim r;
     try {
@@ -76,8 +82,8 @@ std::shared_ptr<const FusedPrim> get_prim(const std::string& key, const Tensor& 
                     : dnnl::convolution_forward::desc(prop, alg, xa, any(r.wu), ya, strides, dil,
                                                       pl, pr);
       dnnl::post_ops ops;
-      if (sum) ops.append_sum(1.f);
-      if (relu) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+      jit::detail::append_post_ops(ops, act, sum, add_first,
+                                   [](dnnl::post_ops& o) { o.append_sum(1.f); });
       dnnl::primitive_attr attr;
       attr.set_post_ops(ops);
       dnnl::convolution_forward::primitive_desc pd(d, attr, eng);
@@ -127,14 +133,16 @@ bool params_of(IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, Co
 
 namespace jit::detail {
 
-// The convolution (+ bias) (+ other, accumulated by a sum post-op) (then relu) as one oneDNN
-// primitive, or an undefined tensor when the case is not one it handles (autograd, dtypes other
+// The convolution (+ bias) with its tail (an activation, and `other` accumulated by a sum post-op
+// before or after it) as one oneDNN primitive, or an undefined tensor when the case is not one it handles (autograd, dtypes other
 // than float32, groups, broadcasting, ...). With `packed`, the weight is reordered into the
 // primitive's layout once and reused while the weight's data and version stay the same.
 Tensor conv_forward_onednn(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& other,
                            IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
-                           int64_t groups, bool relu, PackedConvWeight* packed) {
+                           int64_t groups, Activation act, bool add_first,
+                           PackedConvWeight* packed) {
   const bool sum = other.defined();
+  add_first = add_first && sum;  // without a residual the order means nothing
   if (autograd::any_needs_grad({&x, &w, &b, &other}) || groups != 1) return Tensor();
   for (const Tensor* t : {&x, &w, &b, &other}) {
     if (t->defined() && (t->dtype() != kFloat32 || !t->device().is_cpu())) return Tensor();
@@ -154,8 +162,8 @@ Tensor conv_forward_onednn(const Tensor& x, const Tensor& w, const Tensor& b, co
   const MemoryFormat fmt =
       is_cl(x) || (sum && is_cl(other)) ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
   Tensor out = make_tensor(out_size, kFloat32, kCPU, fmt);
-  const std::string key = prim_key(x, w.sizes(), b.defined(), out, p, relu, sum);
-  auto prim = get_prim(key, x, w.sizes(), b.defined(), out, p, relu, sum);
+  const std::string key = prim_key(x, w.sizes(), b.defined(), out, p, act, sum, add_first);
+  auto prim = get_prim(key, x, w.sizes(), b.defined(), out, p, act, sum, add_first);
   if (!prim->ok) return Tensor();
   if (sum) copy_into(out, other);  // the sum post-op accumulates the convolution into it
   std::vector<Tensor> temps;
@@ -206,9 +214,34 @@ Tensor conv2d_add_relu(const Tensor& x, const Tensor& w, const Tensor& b, const 
                  groups);
   IGNIS_CHECK(other.defined(), "conv2d_add_relu: other is undefined");
   Tensor fused = jit::detail::conv_forward_onednn(x, w, b, other, stride, padding, dilation, groups,
-                                                  /*relu=*/true, nullptr);
+                                                  Activation::relu, /*add_first=*/true, nullptr);
   if (fused.defined()) return fused;
   return relu(add(conv2d(x, w, b, stride, padding, dilation, groups), other));
 }
+
+IGNIS_OP(conv2d_pointwise,
+         "conv2d_pointwise(Tensor input, Tensor weight, Tensor? bias=None, Tensor? other=None, "
+         "int[] stride=[1], int[] padding=[0], int[] dilation=[1], int groups=1, "
+         "str activation='none', bool add_first=False) -> Tensor",
+         Tensor(const Tensor&, const Tensor&, const Tensor&, const Tensor&, IntArrayRef,
+                IntArrayRef, IntArrayRef, int64_t, const std::string&, bool),
+         jit::conv2d_pointwise, {.differentiable = true, .kind = "composite"});
+
+namespace jit {
+
+Tensor conv2d_pointwise(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& other,
+                        IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
+                        int64_t groups, const std::string& activation, bool add_first) {
+  IGNIS_DISPATCH(conv2d_pointwise, conv2d_pointwise, x, w, b, other, stride, padding, dilation,
+                 groups, activation, add_first);
+  const Activation act = detail::activation_named("conv2d_pointwise", activation);
+  Tensor fused = detail::conv_forward_onednn(x, w, b, other, stride, padding, dilation, groups, act,
+                                             add_first, nullptr);
+  if (fused.defined()) return fused;
+  return detail::apply_pointwise(conv2d(x, w, b, stride, padding, dilation, groups), other, act,
+                                 add_first);
+}
+
+}  // namespace jit
 
 }  // namespace ignis

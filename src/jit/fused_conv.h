@@ -6,6 +6,7 @@
 #include <string>
 
 #include "ignis/tensor.h"
+#include "jit/pointwise.h"
 
 namespace ignis::jit::detail {
 
@@ -20,11 +21,12 @@ struct PackedConvWeight {
   int64_t packs = 0;  // how many times the weight was reordered
 };
 
-/// relu?(conv2d(x, w, b, ...) + other?) as one oneDNN primitive (sum and relu post-ops), float32
-/// on the CPU without autograd; an undefined tensor when the case is not one it handles (the
+/// act(conv2d(x, w, b, ...)) + other? (act(conv2d(...) + other) with `add_first`) as one oneDNN
+/// primitive (sum and eltwise post-ops), float32 on the CPU without autograd; an undefined tensor when the case is not one it handles (the
 /// caller then runs the ops). `packed` (may be null) keeps the reordered weight between calls.
 Tensor conv_forward_onednn(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& other,
                            IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
-                           int64_t groups, bool relu, PackedConvWeight* packed);
+                           int64_t groups, Activation act, bool add_first,
+                           PackedConvWeight* packed);
 
 }  // namespace ignis::jit::detail

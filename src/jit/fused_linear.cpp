@@ -1,11 +1,12 @@
-// linear_pointwise: activation(linear(x, w, b)) + other as one op, what graph mode's
-// fuse_linear_pointwise makes of a linear followed by gelu / silu / relu and a residual add (a
-// transformer block's MLP and output projection). For float32 CPU inference it is one oneDNN
-// matmul whose post-ops apply the activation (eltwise gelu_erf, gelu_tanh, swish, relu) and add
-// `other` (a binary add) to each tile of the product while it is in cache, so neither costs a
-// pass over memory of its own. Otherwise (autograd, other dtypes, the meta device, broadcasting
-// `other`, fewer than 8 rows, no oneDNN implementation other than the reference one) it is the
-// composite add(activation(linear(x, w, b)), other), whose ops carry the checks and the backward.
+// linear_pointwise: activation(linear(x, w, b)) + other, or activation(linear(x, w, b) + other)
+// with add_first, as one op: what graph mode's fuse_linear_pointwise makes of a linear followed by
+// gelu / silu / relu and a residual add (a transformer block's MLP and output projection). For
+// float32 CPU inference it is one oneDNN matmul whose post-ops apply the activation (eltwise
+// gelu_erf, gelu_tanh, swish, relu) and add `other` (a binary add) to each tile of the product
+// while it is in cache, so neither costs a pass over memory of its own. Otherwise (autograd, other
+// dtypes, the meta device, broadcasting `other`, fewer than 8 rows, no oneDNN implementation
+// other than the reference one) it is the composite (jit/pointwise.h), whose ops carry the checks
+// and the backward.
 #include "jit/fused_linear.h"
 
 #include <cstring>
@@ -17,6 +18,7 @@
 #include "cpu/onednn_util.h"
 #include "ignis/jit.h"
 #include "ignis/ops.h"
+#include "jit/pointwise.h"
 
 namespace ignis {
 namespace jit {
@@ -31,6 +33,7 @@ struct MatmulPrim {
   bool ok = false;
   dnnl::matmul prim;
   memory::desc x, w, wi, b, y, other;  // wi: the weight's layout inside the primitive
+  int other_slot = -1;                  // the binary add's index in the post-op chain
 };
 
 onednn::LruCache<MatmulPrim>& cache() {
@@ -38,18 +41,11 @@ onednn::LruCache<MatmulPrim>& cache() {
   return c;
 }
 
-/// 0 none, 1 relu, 2 gelu (erf), 3 gelu_tanh, 4 silu; -1 unknown.
-int activation_code(const std::string& a) {
-  if (a == "none") return 0;
-  if (a == "relu") return 1;
-  if (a == "gelu") return 2;
-  if (a == "gelu_tanh") return 3;
-  if (a == "silu") return 4;
-  return -1;
-}
+using detail::Activation;
 
 std::shared_ptr<const MatmulPrim> get_prim(const std::string& key, int64_t M, int64_t K, int64_t N,
-                                           bool bias, int act, bool sum, bool any_weight) {
+                                           bool bias, Activation act, bool sum, bool add_first,
+                                           bool any_weight) {
   return cache().get(key, [&] {
     MatmulPrim r;
     try {
@@ -63,14 +59,9 @@ std::shared_ptr<const MatmulPrim> get_prim(const std::string& key, int64_t M, in
       const memory::desc wa = any_weight ? memory::desc({K, N}, f32, Tag::any) : r.w;
       auto d = bias ? dnnl::matmul::desc(r.x, wa, r.b, r.y) : dnnl::matmul::desc(r.x, wa, r.y);
       dnnl::post_ops ops;
-      switch (act) {
-        case 1: ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f); break;
-        case 2: ops.append_eltwise(1.f, dnnl::algorithm::eltwise_gelu_erf, 0.f, 0.f); break;
-        case 3: ops.append_eltwise(1.f, dnnl::algorithm::eltwise_gelu_tanh, 0.f, 0.f); break;
-        case 4: ops.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f); break;
-        default: break;
-      }
-      if (sum) ops.append_binary(dnnl::algorithm::binary_add, r.other);
+      r.other_slot = detail::append_post_ops(ops, act, sum, add_first, [&](dnnl::post_ops& o) {
+        o.append_binary(dnnl::algorithm::binary_add, r.other);
+      });
       dnnl::primitive_attr attr;
       attr.set_post_ops(ops);
       dnnl::matmul::primitive_desc pd(d, attr, onednn::engine());
@@ -88,8 +79,8 @@ std::shared_ptr<const MatmulPrim> get_prim(const std::string& key, int64_t M, in
 
 /// The fused product, or an undefined tensor when the case is not one oneDNN runs here.
 Tensor linear_onednn(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& other,
-                     int act, detail::PackedLinearWeight* packed) {
-  if (act < 0 || autograd::any_needs_grad({&x, &w, &b, &other})) return Tensor();
+                     Activation act, bool add_first, detail::PackedLinearWeight* packed) {
+  if (autograd::any_needs_grad({&x, &w, &b, &other})) return Tensor();
   for (const Tensor* t : {&x, &w, &b, &other}) {
     if (t->defined() && (t->dtype() != kFloat32 || !t->device().is_cpu())) return Tensor();
   }
@@ -106,11 +97,15 @@ Tensor linear_onednn(const Tensor& x, const Tensor& w, const Tensor& b, const Te
   // 113 vs 158 us for 16): the composite runs below 8 rows.
   if (M < 8 || K == 0 || N == 0) return Tensor();
   const bool pack = packed != nullptr;
-  const std::string key = onednn::make_key({M, K, N, b.defined(), act, other.defined(), pack});
-  auto prim = get_prim(key, M, K, N, b.defined(), act, other.defined(), pack);
+  const bool sum = other.defined();
+  add_first = add_first && sum;  // without a residual the order means nothing
+  const std::string key = onednn::make_key(
+      {M, K, N, b.defined(), static_cast<int64_t>(act), sum, add_first, pack});
+  auto prim = get_prim(key, M, K, N, b.defined(), act, sum, add_first, pack);
   if (!prim->ok) return Tensor();
-  const Tensor xc = x.contiguous();
-  const Tensor oc = other.defined() ? other.contiguous() : Tensor();
+  // (Not through the dispatcher when already contiguous: a profiler sees the one fused op.)
+  const Tensor xc = x.is_contiguous() ? x : x.contiguous();
+  const Tensor oc = !other.defined() || other.is_contiguous() ? other : other.contiguous();
   Tensor out = make_tensor(out_shape, kFloat32, kCPU);
   auto& eng = onednn::engine();
   auto& s = onednn::stream();
@@ -140,8 +135,7 @@ Tensor linear_onednn(const Tensor& x, const Tensor& w, const Tensor& b, const Te
     args.emplace(DNNL_ARG_BIAS, memory(prim->b, eng, const_cast<void*>(b.data_ptr())));
   args.emplace(DNNL_ARG_DST, memory(prim->y, eng, out.data_ptr()));
   if (oc.defined()) {
-    const int slot = act != 0 ? 1 : 0;  // the binary post-op's index in the chain
-    args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(slot) | DNNL_ARG_SRC_1,
+    args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(prim->other_slot) | DNNL_ARG_SRC_1,
                  memory(prim->other, eng, const_cast<void*>(oc.data_ptr())));
   }
   prim->prim.execute(s, args);
@@ -153,34 +147,27 @@ Tensor linear_onednn(const Tensor& x, const Tensor& w, const Tensor& b, const Te
 
 IGNIS_OP(linear_pointwise,
          "linear_pointwise(Tensor input, Tensor weight, Tensor? bias=None, Tensor? other=None, "
-         "str activation='none') -> Tensor",
-         Tensor(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const std::string&),
+         "str activation='none', bool add_first=False) -> Tensor",
+         Tensor(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const std::string&,
+                bool),
          linear_pointwise, {.differentiable = true, .kind = "composite"});
 
 Tensor linear_pointwise(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& other,
-                        const std::string& activation) {
-  IGNIS_DISPATCH(linear_pointwise, linear_pointwise, x, w, b, other, activation);
-  const int act = activation_code(activation);
-  IGNIS_CHECK(act >= 0, "linear_pointwise: unknown activation '", activation.substr(0, 64),
-              "' (expected none, relu, gelu, gelu_tanh or silu)");
-  if (Tensor fused = linear_onednn(x, w, b, other, act, nullptr); fused.defined()) return fused;
-  Tensor y = linear(x, w, b);
-  switch (act) {
-    case 1: y = relu(y); break;
-    case 2: y = gelu(y); break;
-    case 3: y = gelu(y, "tanh"); break;
-    case 4: y = silu(y); break;
-    default: break;
-  }
-  return other.defined() ? add(y, other) : y;
+                        const std::string& activation, bool add_first) {
+  IGNIS_DISPATCH(linear_pointwise, linear_pointwise, x, w, b, other, activation, add_first);
+  const Activation act = detail::activation_named("linear_pointwise", activation);
+  if (Tensor fused = linear_onednn(x, w, b, other, act, add_first, nullptr); fused.defined())
+    return fused;
+  return detail::apply_pointwise(linear(x, w, b), other, act, add_first);
 }
 
 namespace detail {
 
 Tensor linear_pointwise_onednn(const Tensor& x, const Tensor& w, const Tensor& b,
                                const Tensor& other, const std::string& activation,
-                               PackedLinearWeight* packed) {
-  return linear_onednn(x, w, b, other, activation_code(activation), packed);
+                               bool add_first, PackedLinearWeight* packed) {
+  return linear_onednn(x, w, b, other, activation_named("linear_pointwise", activation), add_first,
+                       packed);
 }
 
 }  // namespace detail

@@ -20,12 +20,13 @@ struct PackedLinearWeight {
   int64_t packs = 0;  // how many times the weight was reordered
 };
 
-/// activation(x w^T + b) + other as one oneDNN matmul with post-ops, float32 on the CPU without
+/// activation(x w^T + b) + other (activation(x w^T + b + other) with `add_first`) as one oneDNN
+/// matmul with post-ops, float32 on the CPU without
 /// autograd, 8 rows or more; an undefined tensor when the case is not one it handles (the caller
 /// then runs the ops). With `packed` (may be null) the primitive picks its weight layout and the
 /// reordered weight is kept between calls.
 Tensor linear_pointwise_onednn(const Tensor& x, const Tensor& w, const Tensor& b,
                                const Tensor& other, const std::string& activation,
-                               PackedLinearWeight* packed);
+                               bool add_first, PackedLinearWeight* packed);
 
 }  // namespace ignis::jit::detail

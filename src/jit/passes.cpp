@@ -4,6 +4,7 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <optional>
 #include <unordered_map>
 
 #include "ignis/autograd.h"
@@ -480,9 +481,67 @@ bool writes_between(const Graph& g, size_t first, size_t last) {
 
 }  // namespace
 
-int fuse_linear_pointwise(Graph& g) {
-  const op::Record* fused_op = op::find("linear_pointwise");
-  IGNIS_CHECK(fused_op, "jit::fuse_linear_pointwise: linear_pointwise is not registered");
+namespace {
+
+enum class Family { linear, conv };
+
+/// A linear or convolution node unpacked as the base of a pointwise tail: the product's own
+/// arguments (linear: input, weight, bias; conv: input, weight, bias, stride, padding as a list,
+/// dilation, groups) and the tail it already has.
+struct PointwiseBase {
+  std::vector<Arg> args;
+  int other = -1;
+  std::string act = "none";
+  bool add_first = false;
+};
+
+std::optional<PointwiseBase> pointwise_base(const Node& n, Family f) {
+  const std::string name = n.name();
+  PointwiseBase b;
+  auto tail = [&](size_t other_at, size_t act_at) {
+    b.other = n.args[other_at].value;
+    if (!n.args[act_at].attr.is<std::string>() || !n.args[act_at + 1].attr.is<bool>()) return false;
+    b.act = n.args[act_at].attr.get<std::string>();
+    b.add_first = n.args[act_at + 1].attr.get<bool>();
+    return true;
+  };
+  if (f == Family::linear) {
+    if (name != "linear" && name != "linear_relu" && name != "linear_pointwise") return {};
+    b.args.assign(n.args.begin(), n.args.begin() + 3);
+    if (name == "linear_relu") b.act = "relu";
+    if (name == "linear_pointwise" && !tail(3, 4)) return {};
+    return b;
+  }
+  if (name == "conv2d_pointwise") {
+    b.args = {n.args[0], n.args[1], n.args[2], n.args[4], n.args[5], n.args[6], n.args[7]};
+    if (!tail(3, 8)) return {};
+    return b;
+  }
+  if (name == "conv2d_relu") {  // conv2d's schema, with relu
+    b.args = n.args;
+    b.act = "relu";
+    return b;
+  }
+  if (name != "conv2d" && name != "conv2d.int_padding") return {};
+  if (!list_padding_args(n, b.args)) return {};
+  return b;
+}
+
+Node pointwise_node(const op::Record* op, Family f, const PointwiseBase& b) {
+  Node n;
+  n.op = op;
+  n.args = {b.args[0], b.args[1], b.args[2], Arg::tensor(b.other)};
+  if (f == Family::conv) n.args.insert(n.args.end(), b.args.begin() + 3, b.args.end());
+  n.args.push_back(Arg::attribute(b.act));
+  n.args.push_back(Arg::attribute(b.add_first));
+  return n;
+}
+
+/// fuse_linear_pointwise and fuse_conv_pointwise: an activation, or an add of a tensor of the
+/// same shape and dtype, joins the product that is its input's only producer.
+int fuse_pointwise(Graph& g, Family f, const char* fused_name) {
+  const op::Record* fused_op = op::find(fused_name);
+  IGNIS_CHECK(fused_op, "jit::fuse_pointwise: ", fused_name, " is not registered");
   std::vector<int> uses = g.use_counts();
   const std::vector<int> prod = producers(g);
   std::vector<char> dead(g.nodes.size(), 0);
@@ -493,22 +552,27 @@ int fuse_linear_pointwise(Graph& g) {
     const bool add = n.name() == "add.Tensor";
     if (act.empty() && !add) continue;
     if (!act.empty()) {
-      // linear -> activation: the linear becomes linear_pointwise(x, w, b, None, act).
+      // product (+ other) -> activation: the product node takes the activation, after the
+      // residual when it has one.
       const int v = n.args[0].value;
       const int p = v >= 0 ? prod[static_cast<size_t>(v)] : -1;
       if (p < 0 || dead[static_cast<size_t>(p)] || uses[static_cast<size_t>(v)] != 1) continue;
-      Node& lin = g.nodes[static_cast<size_t>(p)];
-      if (lin.name() != "linear") continue;
-      lin.op = fused_op;
-      lin.args = {lin.args[0], lin.args[1], lin.args[2], Arg::tensor(-1), Arg::attribute(act)};
+      Node& base_node = g.nodes[static_cast<size_t>(p)];
+      std::optional<PointwiseBase> b = pointwise_base(base_node, f);
+      if (!b || b->act != "none") continue;
+      b->act = act;
+      b->add_first = b->other >= 0;
+      Node node = pointwise_node(fused_op, f, *b);
+      node.outputs = base_node.outputs;
+      base_node = std::move(node);
       uses[static_cast<size_t>(v)] = uses[static_cast<size_t>(n.outputs[0])];
       g.replace_uses(n.outputs[0], v);
       dead[i] = 1;
       ++fused;
       continue;
     }
-    // linear(_relu, _pointwise without other) -> add(., other): linear_pointwise with `other`,
-    // at the add's place (other may be computed after the product).
+    // product (-> activation) -> add(., other): the fused node with `other`, at the add's place
+    // (other may be computed after the product).
     const op::IValue& alpha = arg(n, "alpha").attr;
     if (!alpha.is<Scalar>() || alpha.get<Scalar>().to<double>() != 1.0) continue;
     for (int side = 0; side < 2; ++side) {
@@ -518,25 +582,15 @@ int fuse_linear_pointwise(Graph& g) {
       if (p < 0 || other < 0 || other == c || dead[static_cast<size_t>(p)] ||
           uses[static_cast<size_t>(c)] != 1)
         continue;
-      const Node& lin = g.nodes[static_cast<size_t>(p)];
-      const std::string lname = lin.name();
-      std::string lact;
-      if (lname == "linear")
-        lact = "none";
-      else if (lname == "linear_relu")
-        lact = "relu";
-      else if (lname == "linear_pointwise" && lin.args[3].value < 0 &&
-               lin.args[4].attr.is<std::string>())
-        lact = lin.args[4].attr.get<std::string>();
-      else
-        continue;
+      std::optional<PointwiseBase> b = pointwise_base(g.nodes[static_cast<size_t>(p)], f);
+      if (!b || b->other >= 0) continue;
       const Value& ov = g.values[static_cast<size_t>(other)];
       const Value& cv = g.values[static_cast<size_t>(c)];
       if (!IntArrayRef(ov.sizes).equals(cv.sizes) || ov.dtype != cv.dtype) continue;
       if (writes_between(g, static_cast<size_t>(p), i)) continue;
-      Node node;
-      node.op = fused_op;
-      node.args = {lin.args[0], lin.args[1], lin.args[2], Arg::tensor(other), Arg::attribute(lact)};
+      b->other = other;
+      b->add_first = false;
+      Node node = pointwise_node(fused_op, f, *b);
       node.outputs = n.outputs;
       g.nodes[i] = std::move(node);
       dead[static_cast<size_t>(p)] = 1;
@@ -548,6 +602,14 @@ int fuse_linear_pointwise(Graph& g) {
   g.compact();
   return fused;
 }
+
+}  // namespace
+
+int fuse_linear_pointwise(Graph& g) {
+  return fuse_pointwise(g, Family::linear, "linear_pointwise");
+}
+
+int fuse_conv_pointwise(Graph& g) { return fuse_pointwise(g, Family::conv, "conv2d_pointwise"); }
 
 int eliminate_identities(Graph& g) {
   std::vector<char> dead(g.nodes.size(), 0);
@@ -576,6 +638,7 @@ void optimize(Graph& g) {
   eliminate_common_subexpressions(g);
   fuse_ops(g);
   fuse_linear_pointwise(g);
+  fuse_conv_pointwise(g);
   fuse_elementwise(g);
   fuse_reductions(g);
   eliminate_dead_code(g);
@@ -588,6 +651,7 @@ void freeze(Graph& g) {
   fold_constants(g);
   fuse_ops(g);
   fuse_linear_pointwise(g);
+  fuse_conv_pointwise(g);
   eliminate_common_subexpressions(g);
   fuse_elementwise(g);
   fuse_reductions(g);

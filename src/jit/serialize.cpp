@@ -11,6 +11,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "core/schema_default.h"
 #include "core/tensor_impl.h"
 #include "ignis/autograd.h"
 #include "ignis/error.h"
@@ -18,6 +19,8 @@
 #include "ignis/ops.h"
 #include "io/json.h"
 #include "jit/serialize.h"
+
+#include "core/schema_default.h"
 
 namespace ignis::jit {
 
@@ -438,7 +441,11 @@ Graph parse(std::string_view text, const std::map<std::string, Tensor>& tensors,
     }
     const json::Array& args = r.array(r.member(jn, "args", ctx), ctx + " args");
     const auto& schema_args = n.op->schema.arguments;
-    if (args.size() != schema_args.size()) {
+    // A file written before the op gained trailing arguments with defaults leaves them out.
+    bool defaults = args.size() < schema_args.size();
+    for (size_t k = args.size(); k < schema_args.size(); ++k)
+      defaults = defaults && schema_args[k].default_value.has_value();
+    if (args.size() != schema_args.size() && !defaults) {
       r.fail(ctx, " has ", args.size(), " arguments but its schema takes ", schema_args.size(),
              " (", n.op->schema.str(), ")");
     }
@@ -458,6 +465,18 @@ Graph parse(std::string_view text, const std::map<std::string, Tensor>& tensors,
             Arg::tensor(args[k].kind == json::Value::Kind::Null ? -1 : ref(args[k], actx)));
       } else {
         n.args.push_back(Arg::attribute(r.attribute(args[k], sa.type, actx)));
+      }
+    }
+    for (size_t k = args.size(); k < schema_args.size(); ++k) {
+      const op::Argument& sa = schema_args[k];
+      if (sa.type == op::ArgType::TensorList || sa.type == op::ArgType::OptionalTensorList) {
+        Arg a;  // an empty list
+        a.kind = Arg::Kind::TensorList;
+        n.args.push_back(std::move(a));
+      } else if (sa.is_tensor()) {
+        n.args.push_back(Arg::tensor(-1));  // a tensor's only default is None
+      } else {
+        n.args.push_back(Arg::attribute(op::detail::parse_default(sa)));
       }
     }
     if (n.op->schema.name == "one_hot") {
