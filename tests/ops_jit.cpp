@@ -148,8 +148,8 @@ OpInfo conv_pointwise_entry() {
          {n({1, 5, 4, 3}, 67).permute({0, 3, 1, 2}), n({2, 3, 3, 3}, 68), n({2}, 69),
           n({1, 3, 2, 2}, 70).permute({0, 3, 1, 2}), params({2, 2, 1, 1, 1, 1, 1, 3, 0})}},
         {"relu, residual last non-contiguous",
-         {n({1, 2, 4, 4}, 71), n({2, 2, 1, 1}, 72), n({2}, 73), make_noncontiguous({1, 2, 4, 4}, 74),
-          params({1, 1, 0, 0, 1, 1, 1, 1, 0})}},
+         {n({1, 2, 4, 4}, 71), n({2, 2, 1, 1}, 72), n({2}, 73),
+          make_noncontiguous({1, 2, 4, 4}, 74), params({1, 1, 0, 0, 1, 1, 1, 1, 0})}},
         {"no activation, residual broadcast",
          {n({1, 2, 4, 4}, 75), n({3, 2, 3, 3}, 76), n({3}, 77), n({3, 1, 1}, 78),
           params({1, 1, 1, 1, 1, 1, 1, 0, 0})}},
@@ -214,8 +214,8 @@ Tensor ref_linear_pointwise(const Inputs& in) {
     for (int64_t n = 0; n < N; ++n) {
       double acc = bv[n];
       for (int64_t k = 0; k < K; ++k) acc += xv[m * K + k] * wv[n * K + k];
-      y[m * N + n] = add_first ? activate(act, acc + ov[m * N + n])
-                               : activate(act, acc) + ov[m * N + n];
+      y[m * N + n] =
+          add_first ? activate(act, acc + ov[m * N + n]) : activate(act, acc) + ov[m * N + n];
     }
   return from_values(y, out_shape);
 }

@@ -6,6 +6,7 @@
 
 #include "core/tensor_impl.h"
 #include "ignis/ignis.h"
+#include "jit/branch_plan.h"
 #include "test_util.h"
 
 using namespace ignis;
@@ -391,6 +392,67 @@ TEST(JitParallel, LevelsAndBarriers) {
                                                    "mul_.Scalar", "exp", "sigmoid"}));
   jit::Executor ex(std::make_shared<jit::Graph>(g), {.parallel_branches = true});
   EXPECT_EQ(ex.levels(), (std::vector<std::vector<int>>{{0, 2}, {1, 3}, {4}, {5}, {6, 7}}));
+  // Ops this small cost less than waking the pool: the cost model runs each alone.
+  EXPECT_EQ(jit::detail::plan_levels(g, ex.levels(), 2),
+            (std::vector<std::vector<int>>{{0}, {2}, {1}, {3}, {4}, {5}, {6}, {7}}));
+  jit::Executor every(std::make_shared<jit::Graph>(g),
+                      {.parallel_branches = true, .branch_cost_model = false});
+  EXPECT_EQ(every.schedule(), every.levels());
+}
+
+TEST(JitParallel, CostModelRunsSmallBranchesTogetherAndLetsLargeOpsKeepTheirThreads) {
+  using Plan = std::vector<std::vector<int>>;
+  manual_seed(14);
+  // Eight chains of a [64, 128] x [128, 128] product and a tanh (examples/parallel_branches.cpp):
+  // each product ~1M multiply-adds, each tanh 8192 elements (one grain: one core anyway).
+  std::vector<std::pair<std::string, Tensor>> ws;
+  for (int k = 0; k < 8; ++k) ws.emplace_back("w" + std::to_string(k), randn({128, 128}) * 0.1);
+  jit::Graph chains = jit::trace(
+      [&](const TensorList& in) {
+        TensorList outs;
+        for (const auto& [name, w] : ws) outs.push_back(in[0].matmul(w).tanh());
+        return outs;
+      },
+      {randn({64, 128})}, ws);
+  const Plan levels = jit::detail::dependency_levels(chains);
+  ASSERT_EQ(levels.size(), 2u);
+  const jit::detail::NodeCost mm = jit::detail::node_cost(chains, chains.nodes[0]);
+  EXPECT_NEAR(mm.ns, 64.0 * 128 * 128 * 0.03, 1e-6);
+  EXPECT_TRUE(mm.threaded);
+  const jit::detail::NodeCost th = jit::detail::node_cost(chains, chains.nodes[1]);
+  EXPECT_NEAR(th.ns, 64.0 * 128, 1e-9);
+  EXPECT_FALSE(th.threaded);
+  // On two threads both levels run together (8 x 31 us over 2 cores beats 8 x (16 us + a fork));
+  // on one thread every node runs alone.
+  EXPECT_EQ(jit::detail::plan_levels(chains, levels, 2), levels);
+  EXPECT_EQ(jit::detail::plan_levels(chains, levels, 1).size(), chains.nodes.size());
+  // A large product beside small ops: it keeps its threads, run alone; the small ops are not
+  // worth a fork either.
+  Tensor big = randn({512, 512});
+  jit::Graph mixed = jit::trace(
+      [&](const TensorList& in) {
+        return TensorList{in[1].relu(), in[0].matmul(big), in[1].sigmoid(), in[1].exp()};
+      },
+      {randn({512, 512}), randn({16, 16})}, {{"big", big}});
+  const Plan mixed_levels = jit::detail::dependency_levels(mixed);
+  ASSERT_EQ(mixed_levels, (Plan{{0, 1, 2, 3}}));
+  EXPECT_EQ(jit::detail::plan_levels(mixed, mixed_levels, 2), (Plan{{0}, {1}, {2}, {3}}));
+  // Larger small ops: the product alone on both threads, then the rest together.
+  jit::Graph mixed2 = jit::trace(
+      [&](const TensorList& in) {
+        return TensorList{in[1].relu(), in[0].matmul(big), in[1].sigmoid(), in[1].exp()};
+      },
+      {randn({512, 512}), randn({128, 128})}, {{"big", big}});
+  EXPECT_EQ(jit::detail::plan_levels(mixed2, jit::detail::dependency_levels(mixed2), 2),
+            (Plan{{1}, {0, 2, 3}}));
+  // The executor plans for the pool it has, and runs the plan with the results of node by node.
+  auto shared = std::make_shared<jit::Graph>(chains);
+  jit::Executor seq(shared), planned(shared, {.parallel_branches = true});
+  EXPECT_EQ(planned.schedule(), jit::detail::plan_levels(chains, levels, get_num_threads()));
+  NoGradGuard ng;
+  Tensor x = randn({64, 128});
+  TensorList a = seq.run({x}), b = planned.run({x});
+  for (size_t k = 0; k < a.size(); ++k) EXPECT_TRUE(allclose(a[k], b[k], 1e-5, 1e-6)) << k;
 }
 
 TEST(JitParallel, BranchesRunConcurrentlyWithTheResultsAndGradientsOfSequential) {
@@ -410,8 +472,10 @@ TEST(JitParallel, BranchesRunConcurrentlyWithTheResultsAndGradientsOfSequential)
   for (size_t k = 0; k < ws.size(); ++k) named.emplace_back("w" + std::to_string(k), ws[k]);
   Tensor x = randn({16, 32});
   auto g = std::make_shared<jit::Graph>(jit::trace(fn, {x}, named));
-  jit::Executor seq(g), par(g, {.parallel_branches = true});
+  // Every level run together (these ops are too small for the cost model to choose it).
+  jit::Executor seq(g), par(g, {.parallel_branches = true, .branch_cost_model = false});
   EXPECT_EQ(par.levels()[0].size(), 8u);
+  EXPECT_EQ(par.schedule(), par.levels());
   for (Tensor& w : ws) w.set_grad(Tensor());
   Tensor ys = seq.run({x})[0];
   ys.sum().backward();
@@ -431,7 +495,7 @@ TEST(JitParallel, BranchesRunConcurrentlyWithTheResultsAndGradientsOfSequential)
   auto broken = std::make_shared<jit::Graph>(*g);
   for (size_t id = 0; id < broken->values.size(); ++id)
     if (broken->values[id].name == "w3") broken->tensors[id] = randn({5, 5});
-  jit::Executor bad(broken, {.parallel_branches = true});
+  jit::Executor bad(broken, {.parallel_branches = true, .branch_cost_model = false});
   EXPECT_THAT(error_of([&] { bad.run({x}); }), HasSubstr("matmul"));
 }
 

@@ -530,15 +530,14 @@ TEST(JitPasses, FuseConvActivationAndResidualIntoConvPointwise) {
   Tensor w1 = randn({4, 4, 3, 3}) * 0.2, b1 = randn({4}) * 0.1;
   Tensor w2 = randn({4, 4, 3, 3}) * 0.2, b2 = randn({4}) * 0.1, w3 = randn({4, 4, 1, 1}) * 0.3;
   auto fn = [&](const TensorList& in) {
-    Tensor h = silu(conv2d(in[0], w1, b1, {1}, {1, 1}));           // activation
-    Tensor y = gelu(conv2d(h, w2, b2, {1}, {1, 1}) + in[0]);        // residual, then activation
-    Tensor z = conv2d(y, w3) + h;                                   // residual alone
-    Tensor t = conv2d_relu(z, w3, Tensor()) + y;                    // relu, then residual
+    Tensor h = silu(conv2d(in[0], w1, b1, {1}, {1, 1}));      // activation
+    Tensor y = gelu(conv2d(h, w2, b2, {1}, {1, 1}) + in[0]);  // residual, then activation
+    Tensor z = conv2d(y, w3) + h;                             // residual alone
+    Tensor t = conv2d_relu(z, w3, Tensor()) + y;              // relu, then residual
     return TensorList{gelu(conv2d(t, w3, b1), "tanh")};
   };
   Tensor x = randn({2, 4, 6, 6});
-  jit::Graph g =
-      jit::trace(fn, {x}, {{"w1", w1}, {"b1", b1}, {"w2", w2}, {"b2", b2}, {"w3", w3}});
+  jit::Graph g = jit::trace(fn, {x}, {{"w1", w1}, {"b1", b1}, {"w2", w2}, {"b2", b2}, {"w3", w3}});
   NoGradGuard ng;
   const Tensor before = g.run({x})[0];
   EXPECT_EQ(jit::fuse_conv_pointwise(g), 6);
@@ -571,11 +570,10 @@ TEST(JitPasses, FuseConvActivationAndResidualIntoConvPointwise) {
     Tensor ref = add_first ? silu(y + r.to(kFloat64)) : silu(y) + r.to(kFloat64);
     expect_close(fused.to(kFloat64), ref, 1e-5, add_first ? "add first" : "add last");
   }
-  EXPECT_THAT(error_of([&] {
-                (void)jit::conv2d_pointwise(x, w1, b1, Tensor(), {1}, {0}, {1}, 1, "tanh");
-              }),
-              HasSubstr("conv2d_pointwise: unknown activation 'tanh' (expected none, relu, gelu, "
-                        "gelu_tanh or silu)"));
+  EXPECT_THAT(
+      error_of([&] { (void)jit::conv2d_pointwise(x, w1, b1, Tensor(), {1}, {0}, {1}, 1, "tanh"); }),
+      HasSubstr("conv2d_pointwise: unknown activation 'tanh' (expected none, relu, gelu, "
+                "gelu_tanh or silu)"));
 }
 
 TEST(JitPasses, ConvPointwiseStopsAtOtherUsesAndTrainsAsTheComposite) {
@@ -584,9 +582,9 @@ TEST(JitPasses, ConvPointwiseStopsAtOtherUsesAndTrainsAsTheComposite) {
   {
     auto fn = [&](const TensorList& in) {
       Tensor c = conv2d(in[0], w, b);
-      Tensor s = silu(c);                        // c is also returned: not fused
+      Tensor s = silu(c);                                  // c is also returned: not fused
       Tensor d = conv2d(in[0], w, b) + b.view({3, 1, 1});  // a broadcast residual: not fused
-      Tensor e = tanh(conv2d(in[0], w));         // not an activation it takes
+      Tensor e = tanh(conv2d(in[0], w));                   // not an activation it takes
       return TensorList{c, s, d, e};
     };
     jit::Graph g = jit::trace(fn, {randn({1, 2, 5, 5})}, {{"w", w}, {"b", b}});
@@ -600,9 +598,7 @@ TEST(JitPasses, ConvPointwiseStopsAtOtherUsesAndTrainsAsTheComposite) {
     Tensor wg = randn({3, 2, 3, 3}, dt).requires_grad_(true);
     Tensor bg = randn({3}, dt).requires_grad_(true);
     Tensor x = randn({2, 2, 5, 5}, dt).requires_grad_(true), r = randn({2, 3, 3, 3}, dt);
-    auto fn = [&](const TensorList& in) {
-      return TensorList{gelu(conv2d(in[0], wg, bg) + in[1])};
-    };
+    auto fn = [&](const TensorList& in) { return TensorList{gelu(conv2d(in[0], wg, bg) + in[1])}; };
     jit::Graph g = jit::trace(fn, {x, r}, {{"w", wg}, {"b", bg}});
     fn({x, r})[0].sum().backward();
     const Tensor gx = x.grad().clone(), gw = wg.grad().clone(), gb = bg.grad().clone();

@@ -217,6 +217,19 @@ using ::testing::HasSubstr;
 
 Tensor m34() { return arange(12, kFloat32).reshape({3, 4}); }
 
+TEST(SortShape, TopkOfA0dTensorGivesItsElementForKZeroOrOne) {
+  // PyTorch: torch.topk(torch.tensor(3.), 0) and (…, 1) are (tensor(3.), tensor(0)).
+  const Tensor x = full({}, 3.0);
+  for (int64_t k : {0, 1}) {
+    auto [v, i] = topk(x, k);
+    EXPECT_EQ(v.dim(), 0) << k;
+    EXPECT_EQ(v.item<float>(), 3.0f) << k;
+    EXPECT_EQ(i.item<int64_t>(), 0) << k;
+  }
+  EXPECT_THAT(error_of([&] { topk(x, 2); }),
+              HasSubstr("topk: k = 2 is out of range for dimension 0 of size 1"));
+}
+
 TEST(SortShapeErrors, SortingAndScansNameTheOpAndTheShape) {
   EXPECT_THAT(error_of([] { sort(m34(), 2); }),
               HasSubstr("sort: dimension 2 out of range for a 2-d tensor"));

@@ -133,14 +133,19 @@ class Graph {
 };
 
 struct ExecutorOptions {
-  /// Runs independent nodes concurrently: the nodes of one level of the graph's dependency DAG
+  /// Runs independent nodes concurrently: nodes of one level of the graph's dependency DAG
   /// (none reads another's output) run on the OpenMP pool, one thread per node, each op then
   /// single-threaded inside (ignis's loops and oneDNN do not open nested parallel regions), so
   /// the cores are never oversubscribed. It pays for branches of small ops, which cannot use the
-  /// cores by themselves; a large op loses its own parallelism while it shares a level. Nodes
-  /// that write into a tensor or draw random numbers run alone, in order (barriers). Off by
-  /// default; with an interposer installed (profiler, tracer) nodes run in order.
+  /// cores by themselves. Nodes that write into a tensor or draw random numbers run alone, in
+  /// order (barriers). Off by default; with an interposer installed (profiler, tracer) nodes run
+  /// in order.
   bool parallel_branches = false;
+  /// With parallel_branches: a cost model (estimated time per node from its shapes) decides per
+  /// level which nodes keep their own intra-op threads, run alone, and which run together, for
+  /// the thread count at construction (Executor::schedule()). Off: every level of several nodes
+  /// runs together.
+  bool branch_cost_model = true;
 };
 
 /// Runs a graph many times: prepares each node's arguments once (hot ops are called unboxed,
@@ -154,6 +159,10 @@ class Executor {
   /// The levels of the dependency DAG, in execution order: each the node indices that may run
   /// together.
   const std::vector<std::vector<int>>& levels() const { return levels_; }
+  /// What runs with parallel_branches, in order: groups of node indices, a group of several
+  /// nodes run concurrently (the levels as the cost model splits them; the levels themselves
+  /// without it).
+  const std::vector<std::vector<int>>& schedule() const { return schedule_; }
 
  private:
   void run_step(size_t i);
@@ -172,7 +181,8 @@ class Executor {
   ExecutorOptions opts_;
   std::vector<Step> steps_;
   std::vector<std::vector<int>> levels_;
-  std::vector<std::vector<int>> level_release_;  // values freed after each level
+  std::vector<std::vector<int>> schedule_;
+  std::vector<std::vector<int>> level_release_;  // values freed after each group of schedule_
   std::vector<Tensor> env_;
 };
 
@@ -287,7 +297,8 @@ Tensor conv2d_pointwise(const Tensor& input, const Tensor& weight, const Tensor&
 
 /// Inference freeze (torch.jit.freeze): eliminate_identities, freeze_parameters,
 /// fold_batch_norm, fold_constants, fuse_ops, fuse_linear_pointwise, fuse_conv_pointwise, CSE,
-/// fuse_elementwise, fuse_reductions and DCE. The graph's results are those of the module in eval mode.
+/// fuse_elementwise, fuse_reductions and DCE. The graph's results are those of the module in eval
+/// mode.
 void freeze(Graph& g);
 /// The passes that keep a graph trainable: eliminate_identities, CSE, fuse_ops,
 /// fuse_linear_pointwise, fuse_conv_pointwise, fuse_elementwise, fuse_reductions, DCE.
@@ -335,8 +346,10 @@ Graph graph_from_json(std::string_view json, const std::map<std::string, Tensor>
 struct CompileOptions {
   /// Also run freeze() on each traced graph: only for eval-mode inference with fixed weights.
   bool freeze = false;
-  /// Run independent branches concurrently (ExecutorOptions::parallel_branches).
+  /// Run independent branches concurrently (ExecutorOptions::parallel_branches), as the cost
+  /// model plans (ExecutorOptions::branch_cost_model).
   bool parallel_branches = false;
+  bool branch_cost_model = true;
 };
 
 /// A module run through graphs: forward traces the wrapped module on the first call and on

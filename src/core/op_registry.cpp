@@ -183,7 +183,6 @@ IValue detail::parse_default(const Argument& a) {
              arg_type_name(a.type), ")");
 }
 
-
 namespace detail {
 
 thread_local constinit State tls_state __attribute__((tls_model("initial-exec"))) = {};

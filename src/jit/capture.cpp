@@ -335,7 +335,8 @@ std::vector<Tensor> CompiledModule::forward(const std::vector<Tensor>& inputs) {
   }
   ++traces_;
   auto ex = std::make_unique<Executor>(
-      std::move(g), ExecutorOptions{.parallel_branches = opts_.parallel_branches});
+      std::move(g), ExecutorOptions{.parallel_branches = opts_.parallel_branches,
+                                    .branch_cost_model = opts_.branch_cost_model});
   last_ = ex.get();
   last_training_ = module_->is_training();
   cache_[key] = std::move(ex);

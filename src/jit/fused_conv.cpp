@@ -19,9 +19,9 @@
 #include "ignis/conv.h"
 #include "ignis/jit.h"
 #include "ignis/ops.h"
+#include "jit/pointwise.h"
 #include "ops/conv.h"
 #include "ops/copy.h"
-#include "jit/pointwise.h"
 
 namespace ignis {
 
@@ -134,9 +134,10 @@ bool params_of(IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, Co
 namespace jit::detail {
 
 // The convolution (+ bias) with its tail (an activation, and `other` accumulated by a sum post-op
-// before or after it) as one oneDNN primitive, or an undefined tensor when the case is not one it handles (autograd, dtypes other
-// than float32, groups, broadcasting, ...). With `packed`, the weight is reordered into the
-// primitive's layout once and reused while the weight's data and version stay the same.
+// before or after it) as one oneDNN primitive, or an undefined tensor when the case is not one it
+// handles (autograd, dtypes other than float32, groups, broadcasting, ...). With `packed`, the
+// weight is reordered into the primitive's layout once and reused while the weight's data and
+// version stay the same.
 Tensor conv_forward_onednn(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& other,
                            IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
                            int64_t groups, Activation act, bool add_first,

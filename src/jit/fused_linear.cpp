@@ -33,7 +33,7 @@ struct MatmulPrim {
   bool ok = false;
   dnnl::matmul prim;
   memory::desc x, w, wi, b, y, other;  // wi: the weight's layout inside the primitive
-  int other_slot = -1;                  // the binary add's index in the post-op chain
+  int other_slot = -1;                 // the binary add's index in the post-op chain
 };
 
 onednn::LruCache<MatmulPrim>& cache() {
@@ -99,8 +99,8 @@ Tensor linear_onednn(const Tensor& x, const Tensor& w, const Tensor& b, const Te
   const bool pack = packed != nullptr;
   const bool sum = other.defined();
   add_first = add_first && sum;  // without a residual the order means nothing
-  const std::string key = onednn::make_key(
-      {M, K, N, b.defined(), static_cast<int64_t>(act), sum, add_first, pack});
+  const std::string key =
+      onednn::make_key({M, K, N, b.defined(), static_cast<int64_t>(act), sum, add_first, pack});
   auto prim = get_prim(key, M, K, N, b.defined(), act, sum, add_first, pack);
   if (!prim->ok) return Tensor();
   // (Not through the dispatcher when already contiguous: a profiler sees the one fused op.)
@@ -164,8 +164,8 @@ Tensor linear_pointwise(const Tensor& x, const Tensor& w, const Tensor& b, const
 namespace detail {
 
 Tensor linear_pointwise_onednn(const Tensor& x, const Tensor& w, const Tensor& b,
-                               const Tensor& other, const std::string& activation,
-                               bool add_first, PackedLinearWeight* packed) {
+                               const Tensor& other, const std::string& activation, bool add_first,
+                               PackedLinearWeight* packed) {
   return linear_onednn(x, w, b, other, activation_named("linear_pointwise", activation), add_first,
                        packed);
 }

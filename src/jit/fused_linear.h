@@ -26,7 +26,7 @@ struct PackedLinearWeight {
 /// then runs the ops). With `packed` (may be null) the primitive picks its weight layout and the
 /// reordered weight is kept between calls.
 Tensor linear_pointwise_onednn(const Tensor& x, const Tensor& w, const Tensor& b,
-                               const Tensor& other, const std::string& activation,
-                               bool add_first, PackedLinearWeight* packed);
+                               const Tensor& other, const std::string& activation, bool add_first,
+                               PackedLinearWeight* packed);
 
 }  // namespace ignis::jit::detail

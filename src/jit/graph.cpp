@@ -12,6 +12,7 @@
 #include "ignis/autograd.h"
 #include "ignis/error.h"
 #include "ignis/jit.h"
+#include "jit/branch_plan.h"
 #include "jit/direct.h"
 #include "jit/host_read.h"
 #include "jit/passes.h"
@@ -336,37 +337,25 @@ Executor::Executor(std::shared_ptr<const Graph> graph, ExecutorOptions opts)
   env_.resize(g.values.size());
   for (size_t id = 0; id < g.values.size(); ++id)
     if (g.values[id].held()) env_[id] = g.tensors[id];
-  // Levels: a node runs one level after the latest of its inputs' producers; a node that
-  // writes into a tensor or draws random numbers is a barrier (alone in its level, after every
-  // earlier node and before every later one).
-  std::vector<int> level_of_value(g.values.size(), -1);
-  std::vector<int> level(g.nodes.size(), 0);
-  int floor = 0, top = -1;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const Node& n = g.nodes[i];
-    int l = floor;
-    for (int v : n.inputs()) l = std::max(l, level_of_value[static_cast<size_t>(v)] + 1);
-    if (!detail::is_pure(n)) {
-      l = top + 1;
-      floor = l + 1;
-    }
-    level[i] = l;
-    top = std::max(top, l);
-    for (int o : n.outputs) level_of_value[static_cast<size_t>(o)] = l;
-  }
-  levels_.assign(static_cast<size_t>(top + 1), {});
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    levels_[static_cast<size_t>(level[i])].push_back(static_cast<int>(i));
-  // Run by levels, a value is freed after the last level that reads it (a result nothing reads,
-  // after its own level).
+  // Levels (branch_plan.h), and with parallel branches the groups the cost model runs them as.
+  levels_ = detail::dependency_levels(g);
+  if (opts_.parallel_branches && opts_.branch_cost_model)
+    schedule_ = detail::plan_levels(g, levels_, omp_get_max_threads());
+  else
+    schedule_ = levels_;
+  // Run by groups, a value is freed after the last group that reads it (a result nothing reads,
+  // after its own group).
+  std::vector<int> group(g.nodes.size(), 0);
+  for (size_t k = 0; k < schedule_.size(); ++k)
+    for (int i : schedule_[k]) group[static_cast<size_t>(i)] = static_cast<int>(k);
   std::vector<int> last_level(g.values.size(), -1);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     for (int v : g.nodes[i].inputs())
-      last_level[static_cast<size_t>(v)] = std::max(last_level[static_cast<size_t>(v)], level[i]);
+      last_level[static_cast<size_t>(v)] = std::max(last_level[static_cast<size_t>(v)], group[i]);
     for (int v : g.nodes[i].outputs)
-      last_level[static_cast<size_t>(v)] = std::max(last_level[static_cast<size_t>(v)], level[i]);
+      last_level[static_cast<size_t>(v)] = std::max(last_level[static_cast<size_t>(v)], group[i]);
   }
-  level_release_.assign(levels_.size(), {});
+  level_release_.assign(schedule_.size(), {});
   for (size_t id = 0; id < g.values.size(); ++id) {
     if (keep[id] || last_level[id] < 0 || g.values[id].kind == ValueKind::Input) continue;
     level_release_[static_cast<size_t>(last_level[id])].push_back(static_cast<int>(id));
@@ -454,8 +443,8 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& in) {
     }
   } else {
     const bool grad = is_grad_enabled();
-    for (size_t li = 0; li < levels_.size(); ++li) {
-      const std::vector<int>& level = levels_[li];
+    for (size_t li = 0; li < schedule_.size(); ++li) {
+      const std::vector<int>& level = schedule_[li];
       if (level.size() == 1) {
         run_step(static_cast<size_t>(level[0]));
       } else {

@@ -128,11 +128,13 @@ TensorPair topk(const Tensor& x, int64_t k, int64_t dim, bool largest, bool sort
   IGNIS_CHECK(k >= 0 && k <= n, "topk: k = ", k, " is out of range for dimension ", d, " of size ",
               n, " (input shape ", x.sizes(), ")");
   const Tensor xl = as_line(x);
+  // A 0-d input gives its element for k = 0 too, as PyTorch does (a 0-d result has one element).
+  const int64_t kk = x.dim() == 0 ? 1 : k;
   Shape shape = xl.sizes().shape();
-  shape[d] = k;
+  shape[d] = kk;
   Tensor values = make_tensor(shape, x.dtype(), x.device());
   Tensor indices = make_tensor(shape, kInt64, x.device());
-  topk_stub[x.device()](values, indices, xl, d, k, largest);
+  topk_stub[x.device()](values, indices, xl, d, kk, largest);
   record_pick("topk", xl, values, indices, d);
   if (x.dim() == 0) return {values.reshape({}), indices.reshape({})};
   return {values, indices};
