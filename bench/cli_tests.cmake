@@ -32,6 +32,11 @@ endforeach()
 add_test(NAME cli_bench_jit_fusion COMMAND ignis_cli bench jit_fusion --batch 64 --repeat 1 --threads 1)
 set_tests_properties(cli_bench_jit_fusion PROPERTIES PASS_REGULAR_EXPRESSION
   "mode=eager nodes=5 .*mode=compiler nodes=1 .*mode=interpreter nodes=1 ")
+# jit_fusion_train on 64 rows: eager, then the fused node's forward and backward both ways.
+add_test(NAME cli_bench_jit_fusion_train
+         COMMAND ignis_cli bench jit_fusion_train --batch 64 --repeat 1 --threads 1)
+set_tests_properties(cli_bench_jit_fusion_train PROPERTIES PASS_REGULAR_EXPRESSION
+  "mode=eager ms_per_step=.*mode=compiler ms_per_step=.*mode=interpreter ms_per_step=")
 # jit_block on 64 rows: eager (4 nodes), then the frozen graph of 2 fused nodes both ways.
 add_test(NAME cli_bench_jit_block COMMAND ignis_cli bench jit_block --batch 64 --repeat 1 --threads 1)
 set_tests_properties(cli_bench_jit_block PROPERTIES PASS_REGULAR_EXPRESSION

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "ignis/ignis.h"
+#include "jit/fused_program.h"
 #include "test_util.h"
 
 using namespace ignis;
@@ -208,6 +209,121 @@ TEST(FuseElementwise, TrainingThroughAFusedNodeGivesEagerGradients) {
   g.run({x2, w2})[0].sum().backward();
   expect_close(x2.grad(), gx, 1e-14, "d/dx");
   expect_close(w2.grad(), gw, 1e-14, "d/dw");
+}
+
+// ---- backward programs (jit/fused_autodiff.cpp)
+
+namespace {
+
+std::optional<std::string> backward_of(const std::string& program, int inputs, int k) {
+  return jit::detail::fused_backward_program(jit::detail::parse_fused_program(program, inputs), k);
+}
+
+// Records the name of every op call.
+struct CallLog final : op::Interposer {
+  std::vector<std::string> names;
+  void around(op::Call& call, const std::function<void()>& next) override {
+    names.push_back(call.op.schema.full_name());
+    next();
+  }
+};
+
+}  // namespace
+
+TEST(FusedBackward, ProgramsAreTheReverseSweepOfTheChain) {
+  // relu from its output (as eager relu's backward), the product rule, only what is needed.
+  EXPECT_EQ(backward_of("mul(i0,i1);relu(v0)", 2, 0),
+            "mul(i0,i1);relu(v0);threshold_backward(i2,v1,0);mul(v2,i1)");
+  EXPECT_EQ(backward_of("mul(i0,i1);relu(v0)", 2, 1),
+            "mul(i0,i1);relu(v0);threshold_backward(i2,v1,0);mul(v2,i0)");
+  // The floating unary ops through float_unary_ops.def's formulas; alpha scales the gradient.
+  EXPECT_EQ(backward_of("tanh(i0)", 1, 0), "tanh(i0);tanh_backward(i1,v0)");
+  EXPECT_EQ(backward_of("sub(i0,i1,2);log(v0)", 2, 1), "sub(i0,i1,2);div(i2,v0);mul(v1,-2)");
+  // An input used twice sums its two contributions.
+  EXPECT_EQ(backward_of("mul(i0,i0)", 1, 0), "mul(i1,i0);mul(i1,i0);add(v0,v1,1)");
+  // The result's gradient itself: an instruction of its own.
+  EXPECT_EQ(backward_of("add(i0,i1,1)", 2, 0), "mul(i2,1)");
+  EXPECT_EQ(backward_of("exp(i0)", 2, 1), "");                   // no dependence: no gradient
+  EXPECT_EQ(backward_of("maximum(i0,i1)", 2, 0), std::nullopt);  // no derivative here
+  EXPECT_EQ(backward_of("gelu_backward(i0,i1)", 2, 0), std::nullopt);
+  // Every backward program parses back (inputs + 1) and round-trips.
+  for (const char* prog : {"add(i0,i1,0.5);gelu(v0);mul(v1,i0);silu(v2);div(v3,i1)",
+                           "abs(i0);leaky_relu(v0,0.1);gelu_tanh(v1);rsqrt(v2);erf(v3);mul(v4,i1)",
+                           "tanh(i0);tanh_backward(i1,v0);sigmoid(v1);sigmoid_backward(v2,i0)"}) {
+    for (int k = 0; k < 2; ++k) {
+      const std::optional<std::string> b = backward_of(prog, 2, k);
+      ASSERT_TRUE(b.has_value()) << prog << " " << k;
+      if (!b->empty()) EXPECT_EQ(jit::detail::parse_fused_program(*b, 3).str(), *b);
+    }
+  }
+}
+
+TEST(FusedBackward, TrainingRunsForwardAndBackwardAsFusedKernelsWithEagersGradients) {
+  // x [4, 6], a bias b [6] (broadcast: the engine sums its gradient over the rows), c [4, 1].
+  const std::string prog =
+      "add(i0,i1,1);gelu(v0);mul(v1,i0);silu(v2);div(v3,i2);sub(v4,i1,0.5);abs(v5);"
+      "leaky_relu(v6,0.1);tanh(v7);exp(v8)";
+  auto eager = [](const Tensor& x, const Tensor& b, const Tensor& c) {
+    Tensor v = silu(gelu(x + b) * x) / c - b * 0.5;
+    return exp(tanh(leaky_relu(abs(v), 0.1)));
+  };
+  for (const char* backend : {"interpreter", "compiler"}) {
+    Backend use(backend);
+    for (DType dt : {kFloat32, kFloat64}) {
+      SCOPED_TRACE(std::string(backend) + " " + std::string(dtype_name(dt)));
+      manual_seed(21);
+      Tensor x = uniform({4, 6}, -1, 1, dt).requires_grad_(true);
+      Tensor b = uniform({6}, -1, 1, dt).requires_grad_(true);
+      Tensor c = uniform({4, 1}, 1, 2, dt).requires_grad_(true);
+      Tensor gy = uniform({4, 6}, -1, 1, dt);
+      Tensor y = jit::fused_elementwise({x, b, c}, prog);
+      ASSERT_TRUE(y.requires_grad());
+      EXPECT_EQ(y.grad_fn()->name(), "FusedElementwiseBackward0");
+      CallLog log;
+      {
+        op::InterposerGuard guard(&log);
+        y.backward(gy);
+      }
+      // The backward is one kernel computing the three gradients in one pass: no op call but the
+      // engine's sums and reshapes that un-broadcast b and c (none of the chain's backward ops).
+      for (const std::string& n : log.names)
+        EXPECT_TRUE(n.rfind("sum", 0) == 0 || n == "reshape") << n;
+      Tensor x2 = x.detach().requires_grad_(true), b2 = b.detach().requires_grad_(true),
+             c2 = c.detach().requires_grad_(true);
+      Tensor y2 = eager(x2, b2, c2);
+      const double tol = dt == kFloat64 ? 1e-12 : 2e-5;
+      expect_close(y.detach(), y2.detach(), tol, "forward");
+      y2.backward(gy);
+      expect_close(x.grad(), x2.grad(), tol, "d/dx");
+      expect_close(b.grad(), b2.grad(), tol, "d/db");
+      expect_close(c.grad(), c2.grad(), tol, "d/dc");
+    }
+  }
+}
+
+TEST(FusedBackward, DoubleBackwardAndOpsWithoutADerivativeFallBackToTheOps) {
+  // Double backward: the backward programs are differentiated in turn (tanh_backward here).
+  Tensor x = uniform({5}, -1, 1, kFloat64).requires_grad_(true);
+  Tensor y = jit::fused_elementwise({x}, "tanh(i0);mul(v0,3)");
+  Tensor gx = autograd::grad({y.sum()}, {x}, {}, /*retain_graph=*/true, /*create_graph=*/true)[0];
+  Tensor ggx = autograd::grad({gx.sum()}, {x})[0];
+  const Tensor t = tanh(x.detach());
+  expect_close(gx.detach(), (1 - t * t) * 3, 1e-14, "first");
+  expect_close(ggx, (1 - t * t) * t * -6, 1e-14, "second");
+  // autograd::grad for some of the inputs: the backward kernel computes only those.
+  Tensor u = uniform({4, 3}, -1, 1, kFloat64).requires_grad_(true);
+  Tensor w = uniform({3}, -1, 1, kFloat64).requires_grad_(true);
+  Tensor z = jit::fused_elementwise({u, w}, "mul(i0,i1);sigmoid(v0)");
+  const Tensor s = sigmoid(u.detach() * w.detach());
+  expect_close(autograd::grad({z.sum()}, {u})[0], s * (1 - s) * w.detach(), 1e-14, "d/du alone");
+  // maximum has no derivative rule: the ops run one by one and record their own backward.
+  Tensor a = uniform({3}, -1, 1, kFloat64).requires_grad_(true);
+  Tensor m = jit::fused_elementwise({a, x.detach().narrow(0, 0, 3)}, "maximum(i0,i1);exp(v0)");
+  EXPECT_NE(m.grad_fn()->name(), "FusedElementwiseBackward0");
+  m.sum().backward();
+  const Tensor mx = maximum(a.detach(), x.detach().narrow(0, 0, 3));
+  expect_close(a.grad(), exp(mx) * (a.detach() > x.detach().narrow(0, 0, 3)).to(kFloat64), 1e-14,
+               "through maximum");
 }
 
 TEST(FuseElementwise, SavedAndLoadedGraphsKeepTheProgramAndRefuseHostileOnes) {

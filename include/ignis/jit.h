@@ -268,7 +268,10 @@ int fuse_reductions(Graph& g);
 
 /// Runs a fused elementwise program (the fusion pass's node; the program's syntax is in
 /// docs/graph-mode.md) on inputs of one float dtype that broadcast together. With an input that
-/// requires grad the ops run one by one, so each records its own backward.
+/// requires grad it records one node whose backward is the program differentiated in reverse
+/// mode: one fused pass for every input's gradient (on a GPU and with create_graph, a fused
+/// program per input); a program using an op without a derivative there (maximum, minimum) runs
+/// its ops one by one, so each records its own backward.
 Tensor fused_elementwise(const std::vector<Tensor>& inputs, const std::string& program);
 /// A row-wise reduction with an elementwise prologue and epilogue (fuse_reductions' node): over
 /// rows of the output's trailing `dims` dims, x = prologue(inputs) (empty: input 0), y =

@@ -216,25 +216,54 @@ void emit_epilogue_loop(std::ostream& s, const std::string& loop, const std::str
 
 }  // namespace
 
-std::string fused_kernel_source(const FusedProgram& p, DType dtype, const std::string& layouts) {
+namespace {
+
+/// The CPU kernel: its outputs are `out_` (one result, `outputs` empty: the last value) or the
+/// array `out_` of one pointer per value of `outputs`.
+std::string elementwise_source(const FusedProgram& p, const std::vector<int>& outputs, DType dtype,
+                               const std::string& layouts) {
   std::ostringstream s;
-  s << kPrelude << "\n// ---- the kernel: " << p.str() << " (inputs: " << layouts << ")\n";
+  s << kPrelude << "\n// ---- the kernel: " << p.str();
+  for (size_t j = 0; j < outputs.size(); ++j) s << (j ? ", v" : ", storing v") << outputs[j];
+  s << " (inputs: " << layouts << ")\n";
   s << kApply;
-  s << "extern \"C\" void ignis_fused_kernel(const void* const* in, void* out_, long long begin, "
-       "long long end, long long cols) {\n";
+  s << "extern \"C\" void ignis_fused_kernel(const void* const* in, "
+    << (outputs.empty() ? "void* out_" : "void* const* out_")
+    << ", long long begin, long long end, long long cols) {\n";
   s << "  using T = " << c_type(dtype) << ";\n";
   emit_inputs(s, p.num_inputs);
-  s << "  T* __restrict out = static_cast<T*>(out_);\n";
+  if (outputs.empty()) s << "  T* __restrict out = static_cast<T*>(out_);\n";
+  for (size_t j = 0; j < outputs.size(); ++j)
+    s << "  T* __restrict out" << j << " = static_cast<T*>(out_[" << j << "]);\n";
   // Row segments: within one, full and row inputs are contiguous, column and scalar ones fixed.
   s << "  for (long long k = begin; k < end;) {\n"
        "    const long long r = k / cols, c0 = k - r * cols;\n"
-       "    const long long c1 = c0 + (end - k < cols - c0 ? end - k : cols - c0);\n"
-       "    T* __restrict o = out + r * cols;\n";
+       "    const long long c1 = c0 + (end - k < cols - c0 ? end - k : cols - c0);\n";
+  if (outputs.empty()) s << "    T* __restrict o = out + r * cols;\n";
+  for (size_t j = 0; j < outputs.size(); ++j)
+    s << "    T* __restrict o" << j << " = out" << j << " + r * cols;\n";
   emit_row_pointers(s, layouts, "    ");
+  // Several stores keep GCC from versioning the loop for aliasing; the outputs are fresh tensors,
+  // so no iteration depends on another.
+  if (!outputs.empty()) s << "#pragma GCC ivdep\n";
   s << "    for (long long c = c0; c < c1; ++c) {\n";
   const std::string result = emit_body(s, p, layouts, "      ");
-  s << "      o[c] = " << result << ";\n    }\n    k += c1 - c0;\n  }\n}\n";
+  if (outputs.empty()) s << "      o[c] = " << result << ";\n";
+  for (size_t j = 0; j < outputs.size(); ++j)
+    s << "      o" << j << "[c] = v" << outputs[j] << ";\n";
+  s << "    }\n    k += c1 - c0;\n  }\n}\n";
   return s.str();
+}
+
+}  // namespace
+
+std::string fused_kernel_source(const FusedProgram& p, DType dtype, const std::string& layouts) {
+  return elementwise_source(p, {}, dtype, layouts);
+}
+
+std::string fused_multi_kernel_source(const FusedProgram& p, const std::vector<int>& outputs,
+                                      DType dtype, const std::string& layouts) {
+  return elementwise_source(p, outputs, dtype, layouts);
 }
 
 std::string fused_cuda_kernel_source(const FusedProgram& p, DType dtype,

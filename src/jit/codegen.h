@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "ignis/dtype.h"
 #include "jit/fused_program.h"
@@ -22,6 +23,14 @@ using FusedKernelFn = void (*)(const void* const* in, void* out, int64_t begin, 
 /// layouts (one letter per input, see above): the embedded functors, then the loop over row
 /// segments, vectorisable along the row.
 std::string fused_kernel_source(const FusedProgram& p, DType dtype, const std::string& layouts);
+
+/// A kernel with several results (a fused backward, fused_program.h): outs[j][k] = the value
+/// `outputs[j]` of the program at element k, for k in [begin, end).
+using FusedMultiKernelFn = void (*)(const void* const* in, void* const* outs, int64_t begin,
+                                    int64_t end, int64_t cols);
+/// Its C++ source (as fused_kernel_source's, storing each of the values `outputs`).
+std::string fused_multi_kernel_source(const FusedProgram& p, const std::vector<int>& outputs,
+                                      DType dtype, const std::string& layouts);
 
 /// The CUDA C++ source of the same kernel for a GPU (compiled by NVRTC in the CUDA backend:
 /// cuda/nvrtc_fusion.cpp), from the same functors: `extern "C" __global__ void

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,7 +33,20 @@ namespace ignis::jit::detail {
   X(gelu, Gelu, 1, 0)                    \
   X(gelu_tanh, GeluTanh, 1, 0)           \
   X(silu, Silu, 1, 0)                    \
-  X(leaky_relu, LeakyRelu, 1, 1)
+  X(leaky_relu, LeakyRelu, 1, 1)         \
+  X(sign, Sign, 1, 0)                    \
+  IGNIS_FUSED_BACKWARD_OPS(X)
+
+// The activations' backward ops (PyTorch's *_backward, ops/unary.h), (g, saved) -> the input's
+// gradient: what backward programs (fused_backward_program) are made of.
+#define IGNIS_FUSED_BACKWARD_OPS(X)                \
+  X(threshold_backward, ThresholdBackward, 2, 1)   \
+  X(tanh_backward, TanhBackward, 2, 0)             \
+  X(sigmoid_backward, SigmoidBackward, 2, 0)       \
+  X(leaky_relu_backward, LeakyReluBackward, 2, 1)  \
+  X(gelu_backward, GeluBackward, 2, 0)             \
+  X(gelu_tanh_backward, GeluTanhBackward, 2, 0)    \
+  X(silu_backward, SiluBackward, 2, 0)
 
 enum class FusedOp : uint8_t {
 #define IGNIS_X(name, F, arity, params) name,
@@ -80,6 +94,24 @@ constexpr int kMaxFusedInputs = 64;
 /// Parses and validates `text`: every op known, operand counts and kinds right, inputs below
 /// num_inputs, values defined before use; throws ignis::Error naming the fault.
 FusedProgram parse_fused_program(std::string_view text, int num_inputs);
+
+/// The backward program of `p` for its input k: a program over p's inputs and the gradient of
+/// p's result (input p.num_inputs) whose result is the gradient of input k (of the result's
+/// broadcast shape; the autograd engine sums it to the input's), made by reverse-mode
+/// differentiation of the instructions, with p's instructions first (recomputed, nothing saved)
+/// and only those it needs. "" when the result does not depend on input k; nullopt when an
+/// instruction has no derivative here (maximum, minimum, the GELU and SiLU backward ops) or the
+/// program would exceed the limits. Cached per program and k.
+std::optional<std::string> fused_backward_program(const FusedProgram& p, int k);
+
+/// The backward of several inputs at once: one program (over p's inputs and the result's
+/// gradient) whose values `outputs[j]` are the gradients of inputs ks[j] (-1: no dependence),
+/// run by one multi-output kernel. nullopt as fused_backward_program. Cached.
+struct FusedBackward {
+  FusedProgram program;
+  std::vector<int> outputs;
+};
+std::optional<FusedBackward> fused_backward(const FusedProgram& p, const std::vector<int>& ks);
 
 /// A number as C++ and as program text: exact ("%.17g"), inf and nan spelled out.
 std::string format_number(double v);

@@ -103,10 +103,12 @@ void interp_apply2(const F& f, InterpOperand<T> a, InterpOperand<T> b, T* __rest
 }
 
 /// Runs the program over out[begin, end) (rows of `cols`), inputs laid out as `layouts` says
-/// (codegen.h: 'f' full, 'r' a repeated row, 'c' one value per row, 's' one value).
+/// (codegen.h: 'f' full, 'r' a repeated row, 'c' one value per row, 's' one value). With
+/// `outputs` (a multi-output kernel's), outs[j] receives the value outputs[j] instead.
 template <class T>
 void interpret(const FusedProgram& p, const std::vector<const T*>& in, const std::string& layouts,
-               T* out, int64_t begin, int64_t end, int64_t cols) {
+               T* out, int64_t begin, int64_t end, int64_t cols,
+               const std::vector<int>& outputs = {}, const std::vector<T*>& outs = {}) {
   const size_t m = p.code.size();
   std::vector<T> vals(m * kInterpTile);
   std::vector<T> numbers(m * 2);
@@ -131,7 +133,7 @@ void interpret(const FusedProgram& p, const std::vector<const T*>& in, const std
         }
         return {nullptr, 0};
       };
-      T* dst = j + 1 == m ? out + k : vals.data() + j * kInterpTile;
+      T* dst = j + 1 == m && outputs.empty() ? out + k : vals.data() + j * kInterpTile;
       const OpArgs args{ins.param, 0};
       switch (ins.op) {
 #define IGNIS_X(name, F, arity, params)                                              \
@@ -150,6 +152,10 @@ void interpret(const FusedProgram& p, const std::vector<const T*>& in, const std
     break;
 #include "ignis/float_unary_ops.def"
       }
+    }
+    for (size_t j = 0; j < outputs.size(); ++j) {
+      const T* v = vals.data() + static_cast<size_t>(outputs[j]) * kInterpTile;
+      std::copy(v, v + len, outs[j] + k);
     }
     k += len;
   }
