@@ -77,6 +77,16 @@ Tensor ref_conv_pointwise(const Inputs& in, int act, bool add_first) {
 
 Tensor ref_conv_add_relu(const Inputs& in) { return ref_conv_pointwise(in, 1, true); }
 
+/// The fused convolutions' dtypes and tolerances (the last arguments are host parameters).
+OpInfo conv_tolerances(OpInfo o) {
+  o.dtypes = {kFloat32, kFloat64, kBFloat16};
+  o.host_params = {-1};
+  o.atol32 = 1e-4;
+  o.rtol32 = 1e-4;
+  o.atol_bf16 = 8e-2;
+  return o;
+}
+
 OpInfo conv_add_relu_entry() {
   OpInfo o;
   o.name = "conv2d_add_relu";
@@ -111,12 +121,7 @@ OpInfo conv_add_relu_entry() {
           params({1, 1, 0, 0, 1, 1, 1})}},
     };
   };
-  o.dtypes = {kFloat32, kFloat64, kBFloat16};
-  o.host_params = {-1};
-  o.atol32 = 1e-4;
-  o.rtol32 = 1e-4;
-  o.atol_bf16 = 8e-2;
-  return o;
+  return conv_tolerances(o);
 }
 
 IGNIS_OP_INFO(conv_add_relu_entry());
@@ -161,19 +166,14 @@ OpInfo conv_pointwise_entry() {
           params({1, 1, 0, 0, 1, 1, 1, 2, 1})}},
     };
   };
-  o.dtypes = {kFloat32, kFloat64, kBFloat16};
-  o.host_params = {-1};
-  o.atol32 = 1e-4;
-  o.rtol32 = 1e-4;
-  o.atol_bf16 = 8e-2;
-  return o;
+  return conv_tolerances(o);
 }
 
 IGNIS_OP_INFO(conv_pointwise_entry());
 
 // fused_elementwise (the elementwise fusion pass's node): a program over broadcasting inputs.
-// Float32 and float64 without grad run the generated kernel (or the interpreter without a
-// compiler); gradchecks run the ops one by one.
+// Float32 and float64 run the generated kernel (or the interpreter without a compiler);
+// gradchecks and gradgradchecks its backward programs.
 IGNIS_OP_INFO(OpInfo{
     .name = "fused_elementwise",
     .fn =

@@ -10,6 +10,7 @@
 
 #include "ignis/ignis.h"
 #include "jit/fused_program.h"
+#include "call_log.h"
 #include "test_util.h"
 
 using namespace ignis;
@@ -219,14 +220,7 @@ std::optional<std::string> backward_of(const std::string& program, int inputs, i
   return jit::detail::fused_backward_program(jit::detail::parse_fused_program(program, inputs), k);
 }
 
-// Records the name of every op call.
-struct CallLog final : op::Interposer {
-  std::vector<std::string> names;
-  void around(op::Call& call, const std::function<void()>& next) override {
-    names.push_back(call.op.schema.full_name());
-    next();
-  }
-};
+using ignis::testing::CallLog;
 
 }  // namespace
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "ignis/ignis.h"
+#include "call_log.h"
 #include "test_util.h"
 
 using namespace ignis;
@@ -206,14 +207,7 @@ TEST(JitPasses, FreezeResNetFoldsEveryBatchNormAndFusesRelus) {
 
 namespace {
 
-// Records the name of every op call, nested ones included.
-struct CallLog final : op::Interposer {
-  std::vector<std::string> names;
-  void around(op::Call& call, const std::function<void()>& next) override {
-    names.push_back(call.op.schema.full_name());
-    next();
-  }
-};
+using ignis::testing::CallLog;
 
 }  // namespace
 
@@ -403,6 +397,36 @@ void expect_close(const Tensor& a, const Tensor& b, double tol, const std::strin
       << what << ": max |diff| " << (a.to(kFloat64) - b.to(kFloat64)).abs().max().item<double>();
 }
 
+/// fn(x, r) traced with `params` and rewritten by `pass` (`fused` rewrites, leaving the one node
+/// `node`): with grad (or in float64) the fused op is its ops one by one, so its output and the
+/// gradients of x and of the parameters equal eager's bit for bit.
+void expect_trains_as_eager(const std::function<TensorList(const TensorList&)>& fn,
+                            const Tensor& x, const Tensor& r,
+                            const std::vector<std::pair<std::string, Tensor>>& params,
+                            int (*pass)(jit::Graph&), int fused, const std::string& node) {
+  const std::string dt(dtype_name(x.dtype()));
+  jit::Graph g = jit::trace(fn, {x, r}, params);
+  std::vector<Tensor> leaves{x};
+  for (const auto& [name, t] : params) leaves.push_back(t);
+  fn({x, r})[0].sum().backward();
+  std::vector<Tensor> grads;
+  for (Tensor& t : leaves) {
+    grads.push_back(t.grad().clone());
+    t.grad().zero_();
+  }
+  EXPECT_EQ(pass(g), fused) << dt;
+  EXPECT_EQ(op_names(g), (Names{node})) << dt;
+  Tensor out = g.run({x, r})[0];
+  EXPECT_TRUE(equal(out, fn({x, r})[0])) << dt;
+  out.sum().backward();
+  for (size_t k = 0; k < leaves.size(); ++k)
+    EXPECT_TRUE(equal(leaves[k].grad(), grads[k])) << dt << ", leaf " << k;
+  if (x.dtype() == kFloat64) {
+    NoGradGuard ng;
+    EXPECT_TRUE(equal(g.run({x, r})[0], fn({x, r})[0]));
+  }
+}
+
 }  // namespace
 
 TEST(JitPasses, FuseLinearActivationAndResidualIntoLinearPointwise) {
@@ -464,24 +488,8 @@ TEST(JitPasses, LinearPointwiseTrainsAndRunsFloat64AsTheComposite) {
     Tensor w = randn({5, 4}, dt).requires_grad_(true), b = randn({5}, dt).requires_grad_(true);
     Tensor x = randn({3, 4}, dt).requires_grad_(true), r = randn({3, 5}, dt);
     auto fn = [&](const TensorList& in) { return TensorList{silu(linear(in[0], w, b)) + in[1]}; };
-    jit::Graph g = jit::trace(fn, {x, r}, {{"w", w}, {"b", b}});
-    fn({x, r})[0].sum().backward();
-    const Tensor gx = x.grad().clone(), gw = w.grad().clone(), gb = b.grad().clone();
-    x.grad().zero_();
-    w.grad().zero_();
-    b.grad().zero_();
-    EXPECT_EQ(jit::fuse_linear_pointwise(g), 2);
-    EXPECT_EQ(op_names(g), (Names{"linear_pointwise"}));
-    Tensor out = g.run({x, r})[0];
-    EXPECT_TRUE(equal(out, fn({x, r})[0])) << dtype_name(dt);
-    out.sum().backward();
-    EXPECT_TRUE(equal(x.grad(), gx)) << dtype_name(dt);
-    EXPECT_TRUE(equal(w.grad(), gw)) << dtype_name(dt);
-    EXPECT_TRUE(equal(b.grad(), gb)) << dtype_name(dt);
-    if (dt == kFloat64) {
-      NoGradGuard ng;
-      EXPECT_TRUE(equal(g.run({x, r})[0], fn({x, r})[0]));
-    }
+    expect_trains_as_eager(fn, x, r, {{"w", w}, {"b", b}}, &jit::fuse_linear_pointwise, 2,
+                           "linear_pointwise");
   }
   EXPECT_THAT(
       error_of([] {
@@ -599,20 +607,8 @@ TEST(JitPasses, ConvPointwiseStopsAtOtherUsesAndTrainsAsTheComposite) {
     Tensor bg = randn({3}, dt).requires_grad_(true);
     Tensor x = randn({2, 2, 5, 5}, dt).requires_grad_(true), r = randn({2, 3, 3, 3}, dt);
     auto fn = [&](const TensorList& in) { return TensorList{gelu(conv2d(in[0], wg, bg) + in[1])}; };
-    jit::Graph g = jit::trace(fn, {x, r}, {{"w", wg}, {"b", bg}});
-    fn({x, r})[0].sum().backward();
-    const Tensor gx = x.grad().clone(), gw = wg.grad().clone(), gb = bg.grad().clone();
-    x.grad().zero_();
-    wg.grad().zero_();
-    bg.grad().zero_();
-    EXPECT_EQ(jit::fuse_conv_pointwise(g), 2);
-    EXPECT_EQ(op_names(g), (Names{"conv2d_pointwise"}));
-    Tensor out = g.run({x, r})[0];
-    EXPECT_TRUE(equal(out, fn({x, r})[0])) << dtype_name(dt);
-    out.sum().backward();
-    EXPECT_TRUE(equal(x.grad(), gx)) << dtype_name(dt);
-    EXPECT_TRUE(equal(wg.grad(), gw)) << dtype_name(dt);
-    EXPECT_TRUE(equal(bg.grad(), gb)) << dtype_name(dt);
+    expect_trains_as_eager(fn, x, r, {{"w", wg}, {"b", bg}}, &jit::fuse_conv_pointwise, 2,
+                           "conv2d_pointwise");
   }
 }
 
