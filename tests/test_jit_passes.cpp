@@ -397,6 +397,22 @@ void expect_close(const Tensor& a, const Tensor& b, double tol, const std::strin
       << what << ": max |diff| " << (a.to(kFloat64) - b.to(kFloat64)).abs().max().item<double>();
 }
 
+/// A frozen node's packed weight `w`: the executor's runs equal fn's (the second one with the
+/// packed weight), and after an in-place write into `w` (its version changes) it packs it again.
+void expect_repacks_after_a_write(jit::Executor& ex,
+                                  const std::function<TensorList(const TensorList&)>& fn,
+                                  const Tensor& x, const Tensor& w) {
+  Tensor first;
+  for (int rep = 0; rep < 2; ++rep) {
+    first = ex.run({x})[0];
+    expect_close(first, fn({x})[0], 1e-5, "run " + std::to_string(rep));
+  }
+  w.mul_(2);
+  const Tensor again = ex.run({x})[0];
+  expect_close(again, fn({x})[0], 1e-5, "after a write into the weight");
+  EXPECT_FALSE(allclose(again, first, 1e-3, 1e-3));
+}
+
 /// fn(x, r) traced with `params` and rewritten by `pass` (`fused` rewrites, leaving the one node
 /// `node`): with grad (or in float64) the fused op is its ops one by one, so its output and the
 /// gradients of x and of the parameters equal eager's bit for bit.
@@ -624,15 +640,7 @@ TEST(JitRun, FrozenConvPointwiseKeepsItsPackedWeightUntilItChanges) {
   ASSERT_EQ(op_names(*g), (Names{"conv2d_pointwise"}));
   jit::Executor ex(g);
   NoGradGuard ng;
-  Tensor first;
-  for (int rep = 0; rep < 2; ++rep) {  // the second run uses the packed weight
-    first = ex.run({x})[0];
-    expect_close(first, fn({x})[0], 1e-5, "run " + std::to_string(rep));
-  }
-  w.mul_(2);  // its version changes: the next run packs it again
-  const Tensor again = ex.run({x})[0];
-  expect_close(again, fn({x})[0], 1e-5, "after a write into the weight");
-  EXPECT_FALSE(allclose(again, first, 1e-3, 1e-3));
+  expect_repacks_after_a_write(ex, fn, x, w);
 }
 
 // ---- eliminate_identities
@@ -675,15 +683,7 @@ TEST(JitRun, FrozenLinearPointwiseKeepsItsPackedWeightUntilItChanges) {
   ASSERT_EQ(op_names(*g), (Names{"linear_pointwise"}));
   jit::Executor ex(g);
   NoGradGuard ng;
-  Tensor first;
-  for (int rep = 0; rep < 2; ++rep) {  // the second run uses the packed weight
-    first = ex.run({x})[0];
-    expect_close(first, fn({x})[0], 1e-5, "run " + std::to_string(rep));
-  }
-  w.mul_(2);  // its version changes: the next run packs it again
-  const Tensor again = ex.run({x})[0];
-  expect_close(again, fn({x})[0], 1e-5, "after a write into the weight");
-  EXPECT_FALSE(allclose(again, first, 1e-3, 1e-3));
+  expect_repacks_after_a_write(ex, fn, x, w);
   CallLog log;  // with an interposer the op's front end runs, so profilers see it
   {
     op::InterposerGuard guard(&log);
