@@ -5,13 +5,14 @@
 # crash (its reproducer is left in $BUILD/fuzz/, the log in $BUILD/fuzz/<target>.log).
 #
 # The parsers (src/io, src/data/idx.cpp, cifar.cpp, graph_pickle.cpp, graph_tu.cpp,
-# src/train/checkpoint.cpp, the graph loader src/jit/serialize.cpp) are compiled into
+# src/train/checkpoint.cpp, the graph loader src/jit/serialize.cpp, the fused programs'
+# parser and differentiation src/jit/fused_program.cpp, fused_autodiff.cpp) are compiled into
 # each target with coverage and sanitizers; the rest of ignis (tensors, ops, modules) comes from
 # the already built libignis.so, whose code is not instrumented (only the parsers are fuzzed).
 set -euo pipefail
 BUILD=${BUILD:-build}
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
-TARGETS=${FUZZ_TARGETS:-"idx idx_gz cifar safetensors_header safetensors checkpoint graph pickle tu"}
+TARGETS=${FUZZ_TARGETS:-"idx idx_gz cifar safetensors_header safetensors checkpoint graph pickle tu fused_program"}
 out=$BUILD/fuzz
 mkdir -p "$out"
 lib=$(cd "$BUILD" && pwd)
@@ -30,6 +31,7 @@ sources() {
     graph) echo "${io[*]} src/jit/serialize.cpp" ;;
     pickle) echo "src/data/graph_pickle.cpp" ;;
     tu) echo "src/data/graph_tu.cpp" ;;
+    fused_program) echo "src/jit/fused_program.cpp src/jit/fused_autodiff.cpp" ;;
   esac
 }
 

@@ -6,10 +6,11 @@
 //   shared functors and compiled at run time (codegen.cpp), else the interpreter
 //   (fused_runtime.h), which runs the program tile by tile through the same functors. Both run over
 //   both cores.
-// - Training: the same kernel forward, and a backward made of fused backward programs, one per
-//   input needing a gradient (fused_autodiff.cpp), that recompute the chain from the saved
-//   inputs. A chain without them (maximum, minimum, ...) runs op by op through the ops' front
-//   ends, so autograd records each op's own backward.
+// - Training: the same kernel forward, and a backward that is the program differentiated
+//   (fused_autodiff.cpp), recomputing the chain from the saved inputs: on the CPU one kernel for
+//   every input's gradient, with create_graph or on a GPU a program per input. A chain without
+//   a derivative (maximum, minimum) runs op by op through the ops' front ends, so autograd
+//   records each op's own backward.
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
