@@ -62,7 +62,7 @@ foreach(f contiguous channels_last)
 endforeach()
 # --device and --dtype (train_step, gpu_matmul): bad values are usage errors; without a GPU the
 # GPU workloads name the reason.
-foreach(bad "--device;gpu" "--dtype;int8")
+foreach(bad "--device;gpu" "--device;meta" "--dtype;int8")
   string(REPLACE ";" "_" name "cli_bench_bad_${bad}")
   string(REPLACE "-" "" name "${name}")
   add_test(NAME ${name}
@@ -71,6 +71,8 @@ foreach(bad "--device;gpu" "--dtype;int8")
 endforeach()
 set_tests_properties(cli_bench_bad_device_gpu PROPERTIES PASS_REGULAR_EXPRESSION
                      "exit status 2, .*--device expects cpu, cuda or cuda:N, got 'gpu'")
+set_tests_properties(cli_bench_bad_device_meta PROPERTIES PASS_REGULAR_EXPRESSION
+                     "exit status 2, .*--device meta has no data to time")
 set_tests_properties(cli_bench_bad_dtype_int8 PROPERTIES PASS_REGULAR_EXPRESSION
                      "exit status 2, .*--dtype expects float32 or bfloat16, got 'int8'")
 add_test(NAME cli_bench_gpu_matmul COMMAND ignis_cli bench gpu_matmul --repeat 1)

@@ -150,12 +150,7 @@ int bench_main(const Args& args) {
       } else if (key == "--max-bytes") {
         opts.max_bytes = parse_int(key, value, 4096, int64_t{1} << 31, usage);
       } else if (key == "--device") {
-        try {
-          opts.device = Device(value);
-        } catch (const Error&) {
-          throw UsageError("--device expects cpu, cuda or cuda:N, got '" + value + "'", usage);
-        }
-        if (opts.device.is_meta()) throw UsageError("--device meta has no data to time", usage);
+        opts.device = parse_device(value, "has no data to time", usage);
       } else if (key == "--dtype") {
         if (value == "float32") {
           opts.dtype = kFloat32;

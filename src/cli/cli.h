@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "ignis/device.h"
+
 namespace ignis::cli {
 
 using Args = std::vector<std::string>;
@@ -39,6 +41,11 @@ struct Command {
 /// Parses the value of an integer option (`--threads 4` or `--threads=4`) in [lo, hi].
 int64_t parse_int(const std::string& option, const std::string& value, int64_t lo, int64_t hi,
                   const std::string& usage);
+
+/// Parses --device (cpu, cuda or cuda:N) into a device that can run the command: a GPU must be
+/// there (else the reason), meta is refused (`meta_refusal` says why: "cannot train").
+Device parse_device(const std::string& value, const std::string& meta_refusal,
+                    const std::string& usage);
 
 // ---- subcommands
 int bench_main(const Args& args);

@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "cli/train.h"
+#include "ignis/cuda.h"
 #include "ignis/error.h"
 
 #ifndef IGNIS_VERSION
@@ -63,6 +64,30 @@ int version_main(const Args& args) {
 }
 
 }  // namespace
+
+Device parse_device(const std::string& v, const std::string& meta_refusal,
+                    const std::string& usage_text) {
+  Device d;
+  try {
+    d = Device(v);
+  } catch (const Error&) {
+    throw UsageError("--device expects cpu, cuda or cuda:N, got '" + v + "'", usage_text);
+  }
+  if (d.is_meta()) throw UsageError("--device meta " + meta_refusal, usage_text);
+  if (d.is_cuda()) {
+    if (!cuda::is_available()) {
+      throw UsageError(
+          "--device " + v + ": no GPU is available (" + cuda::unavailable_reason() + ")",
+          usage_text);
+    }
+    if (d.index >= cuda::device_count()) {
+      throw UsageError(
+          "--device " + v + ": there are " + std::to_string(cuda::device_count()) + " GPUs",
+          usage_text);
+    }
+  }
+  return d;
+}
 
 int64_t parse_int(const std::string& option, const std::string& value, int64_t lo, int64_t hi,
                   const std::string& usage_text) {

@@ -185,8 +185,8 @@ class LatencyBreakdown : public train::Callback {
         "communication not hidden behind it %.3f ms, optimizer %.3f ms, data %.3f ms, other "
         "%.3f ms, total %.3f ms (%lld bucket(s), %lld bytes all-reduced per iteration)\n",
         static_cast<long long>(s.epoch + 1), b.forward * k, (b.backward - comm_) * k, comm_ * k,
-        b.optimizer * k, b.data * k, b.other * k, b.total() * k,
-        static_cast<long long>(st.buckets), static_cast<long long>(st.bytes));
+        b.optimizer * k, b.data * k, b.other * k, b.total() * k, static_cast<long long>(st.buckets),
+        static_cast<long long>(st.bytes));
     std::fflush(stdout);
   }
 
@@ -236,30 +236,6 @@ class ProfileSteps final : public train::Callback {
   std::unique_ptr<profiler::Profile> prof_;
 };
 
-// --device: cpu, cuda or cuda:N, a GPU that is there (the reason when not).
-Device parse_device(const std::string& v) {
-  Device d;
-  try {
-    d = Device(v);
-  } catch (const Error&) {
-    throw UsageError("--device expects cpu, cuda or cuda:N, got '" + v + "'", kTrainUsage);
-  }
-  if (d.is_meta()) throw UsageError("--device meta cannot train (it has no data)", kTrainUsage);
-  if (d.is_cuda()) {
-    if (!cuda::is_available()) {
-      throw UsageError("--device " + v + ": no GPU is available (" + cuda::unavailable_reason() +
-                           ")",
-                       kTrainUsage);
-    }
-    if (d.index >= cuda::device_count()) {
-      throw UsageError("--device " + v + ": there are " + std::to_string(cuda::device_count()) +
-                           " GPUs",
-                       kTrainUsage);
-    }
-  }
-  return d;
-}
-
 int train_main(const Args& all_args) {
   if (is_graph_training(all_args)) return train_gnn_main(all_args);
   Args args;
@@ -271,13 +247,13 @@ int train_main(const Args& all_args) {
       args.push_back(a);
     }
   }
-  Options o = parse(
-      args,
-      {"model", "dataset", "data", "epochs", "batch-size", "optimizer", "lr", "momentum", "seed",
-       "threads", "workers", "save", "resume", "log", "memory-format", "profile", "profile-steps",
-       "bucket-cap-mb", "device"},
-      kTrainUsage);
-  Device device = parse_device(o.get("device", "cpu"));
+  Options o = parse(args,
+                    {"model", "dataset", "data", "epochs", "batch-size", "optimizer", "lr",
+                     "momentum", "seed", "threads", "workers", "save", "resume", "log",
+                     "memory-format", "profile", "profile-steps", "bucket-cap-mb", "device"},
+                    kTrainUsage);
+  Device device =
+      parse_device(o.get("device", "cpu"), "cannot train (it has no data)", kTrainUsage);
   set_threads(o, kTrainUsage);
   const int64_t profile_steps =
       parse_int("--profile-steps", o.get("profile-steps", "10"), 1, INT64_MAX, kTrainUsage);
@@ -317,8 +293,8 @@ int train_main(const Args& all_args) {
     distributed::init_process_group(device.is_cuda() ? "nccl" : "mpi");
     if (device.is_cuda() && cuda::current_device() != device.index) {
       std::cerr << "note: --ddp runs each process on its node-local GPU: rank "
-                << distributed::get_rank() << " uses cuda:" << cuda::current_device()
-                << ", not " << device << "\n";
+                << distributed::get_rank() << " uses cuda:" << cuda::current_device() << ", not "
+                << device << "\n";
     }
     if (device.is_cuda()) device = Device(kCUDA, cuda::current_device());
     rank = distributed::get_rank();
@@ -397,9 +373,8 @@ int train_main(const Args& all_args) {
     // writes PATH and prints the table, rank r writes PATH.rank<r>.json.
     std::string path = o.get("profile", "");
     if (rank != 0) {
-      const std::string stem = path.size() > 5 && path.ends_with(".json")
-                                   ? path.substr(0, path.size() - 5)
-                                   : path;
+      const std::string stem =
+          path.size() > 5 && path.ends_with(".json") ? path.substr(0, path.size() - 5) : path;
       path = stem + ".rank" + std::to_string(rank) + ".json";
     }
     cbs.push_back(std::make_shared<ProfileSteps>(path, profile_steps, lead));
