@@ -295,6 +295,27 @@ TEST(FusedBackward, TrainingRunsForwardAndBackwardAsFusedKernelsWithEagersGradie
   }
 }
 
+TEST(FusedBackward, GeneralBroadcastsNonContiguousAndEmptyInputs) {
+  // [1, 3, 1] against [2, 3, 4] (materialised for the kernel; the engine sums its gradient back),
+  // a transposed input, and an empty batch.
+  const std::string prog = "mul(i0,i1);sub(v0,i2,1);tanh(v1);mul(v2,i0)";
+  auto eager = [](const Tensor& a, const Tensor& b, const Tensor& c) {
+    return tanh(a * b - c) * a;
+  };
+  for (int64_t n : {2, 0}) {
+    Tensor a = uniform({n, 3, 4}, -1, 1, kFloat64).requires_grad_(true);
+    Tensor b = uniform({1, 3, 1}, -1, 1, kFloat64).requires_grad_(true);
+    Tensor c = uniform({n, 4, 3}, -1, 1, kFloat64).transpose(1, 2).detach().requires_grad_(true);
+    Tensor y = jit::fused_elementwise({a, b, c}, prog);
+    ASSERT_EQ(y.grad_fn()->name(), "FusedElementwiseBackward0");
+    const std::vector<Tensor> g = autograd::grad({y.sum()}, {a, b, c});
+    Tensor a2 = a.detach().requires_grad_(true), b2 = b.detach().requires_grad_(true),
+           c2 = c.detach().requires_grad_(true);
+    const std::vector<Tensor> e = autograd::grad({eager(a2, b2, c2).sum()}, {a2, b2, c2});
+    for (size_t k = 0; k < 3; ++k) expect_close(g[k], e[k], 1e-14, "n=" + std::to_string(n));
+  }
+}
+
 TEST(FusedBackward, DoubleBackwardAndOpsWithoutADerivativeFallBackToTheOps) {
   // Double backward: the backward programs are differentiated in turn (tanh_backward here).
   Tensor x = uniform({5}, -1, 1, kFloat64).requires_grad_(true);
