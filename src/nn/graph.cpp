@@ -35,8 +35,6 @@ void check_features(const Tensor& x, int64_t in, const char* layer) {
 // The adjacency of edge_index as a sparse matrix with targets as rows: A @ x sums at targets.
 Tensor target_major(const Tensor& edge_index) { return edge_index.flip({0}); }
 
-std::string b(bool v) { return v ? "True" : "False"; }
-
 Tensor glorot(int64_t out, int64_t in) {
   Tensor w = empty({out, in});
   init::xavier_uniform_(w);
