@@ -40,6 +40,22 @@ struct SecondPass {
   __device__ auto operator()(int64_t k) const { return make(first[k]); }
 };
 
+// The block folds x[begin, end) with r, its threads striding, then merges their values as a
+// fixed tree in s (one slot per thread, blockDim.x a power of two): the result is in s[0].
+template <class T, class R, class A>
+__device__ void block_fold(const R& r, const T* x, int64_t begin, int64_t end, A* s) {
+  A acc = r.identity();
+  for (int64_t j = begin + threadIdx.x; j < end; j += blockDim.x) {
+    acc = r.step(acc, static_cast<acc_t<T>>(x[j]));
+  }
+  s[threadIdx.x] = acc;
+  __syncthreads();
+  for (int w = blockDim.x / 2; w > 0; w >>= 1) {
+    if (threadIdx.x < w) s[threadIdx.x] = r.merge(s[threadIdx.x], s[threadIdx.x + w]);
+    __syncthreads();
+  }
+}
+
 template <class T, class Out, class GetR>
 __global__ void reduce_rows_kernel(const T* x, Out* out, int64_t outer, int64_t n, GetR get_r) {
   using R = decltype(get_r(0));
@@ -47,16 +63,7 @@ __global__ void reduce_rows_kernel(const T* x, Out* out, int64_t outer, int64_t 
   __shared__ A s[kRowThreads];
   for (int64_t row = blockIdx.x; row < outer; row += gridDim.x) {
     const R r = get_r(row);
-    A acc = r.identity();
-    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-      acc = r.step(acc, static_cast<acc_t<T>>(x[row * n + j]));
-    }
-    s[threadIdx.x] = acc;
-    __syncthreads();
-    for (int w = blockDim.x / 2; w > 0; w >>= 1) {
-      if (threadIdx.x < w) s[threadIdx.x] = r.merge(s[threadIdx.x], s[threadIdx.x + w]);
-      __syncthreads();
-    }
+    block_fold(r, x + row * n, 0, n, s);
     if (threadIdx.x == 0) out[row] = static_cast<Out>(r.finish(s[0], n));
     __syncthreads();
   }
@@ -115,16 +122,7 @@ __global__ void fold_row_chunks_kernel(const T* x, typename reducer_of<GetR>::ac
     const int64_t row = b / chunks, begin = (b % chunks) * len;
     const int64_t end = begin + len < n ? begin + len : n;
     const auto r = get_r(row);
-    A acc = r.identity();
-    for (int64_t j = begin + threadIdx.x; j < end; j += blockDim.x) {
-      acc = r.step(acc, static_cast<acc_t<T>>(x[row * n + j]));
-    }
-    s[threadIdx.x] = acc;
-    __syncthreads();
-    for (int w = blockDim.x / 2; w > 0; w >>= 1) {
-      if (threadIdx.x < w) s[threadIdx.x] = r.merge(s[threadIdx.x], s[threadIdx.x + w]);
-      __syncthreads();
-    }
+    block_fold(r, x + row * n, begin, end, s);
     if (threadIdx.x == 0) part[b] = s[0];
     __syncthreads();
   }

@@ -271,13 +271,13 @@ void run_on_cpu(const FusedProgram& p, const std::vector<int>& outputs, const La
 // recomputing the chain from the saved inputs; with create_graph or on a GPU one backward
 // program per input through fused_elementwise (differentiable in turn). An undefined tensor when
 // the program has no backward (the caller then runs the ops one by one, each recording its own).
-Tensor fused_with_backward(const FusedProgram& p, const std::vector<Tensor>& inputs) {
+Tensor fused_with_backward(const FusedProgram& p, const std::string& program,
+                           const std::vector<Tensor>& inputs) {
   std::vector<int> ks;
   for (size_t k = 0; k < inputs.size(); ++k)
     if (inputs[k].requires_grad()) ks.push_back(static_cast<int>(k));
   std::optional<detail::FusedBackward> both = detail::fused_backward(p, ks);
   if (!both) return Tensor();
-  const std::string program = p.str();
   Tensor out;
   {
     NoGradGuard no_grad;
@@ -370,7 +370,7 @@ Tensor fused_elementwise(const std::vector<Tensor>& inputs, const std::string& p
     return detail::run_fused_composite(*p, inputs);
   }
   if (needs_grad && is_grad_enabled()) {
-    if (Tensor out = fused_with_backward(*p, inputs); out.defined()) return out;
+    if (Tensor out = fused_with_backward(*p, program, inputs); out.defined()) return out;
     return detail::run_fused_composite(*p, inputs);
   }
   Tensor out = make_tensor(shape, dtype, device);
