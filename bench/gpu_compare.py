@@ -3,7 +3,8 @@
 `ignis bench gpu_matmul` and `ignis bench train_step --device cuda`: the same workloads, the same
 sizes, timed the same way, printed as the same key=value lines (workload=torch_...).
 
-  python3 bench/gpu_compare.py [--repeat R] [--train-steps S] [--data DIR]
+  python3 bench/gpu_compare.py [--repeat R] [--train-steps S] [--data DIR] [--workloads W]
+                               [--cudnn-benchmark]
 
 --data: MNIST's IDX files, for the MNIST MLP epoch (`ignis bench mnist_mlp --device cuda`).
 """
@@ -17,7 +18,12 @@ def main():
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--train-steps", type=int, default=7)
     ap.add_argument("--data", default="", help="MNIST's IDX files (the MNIST MLP epoch)")
+    ap.add_argument("--workloads", default="matmul,mnist,resnet50",
+                    help="which to run, comma-separated (default: all three)")
+    ap.add_argument("--cudnn-benchmark", action="store_true",
+                    help="torch.backends.cudnn.benchmark = True (as ignis's --cudnn-benchmark)")
     args = ap.parse_args()
+    run = set(args.workloads.split(","))
     try:
         import torch
     except ImportError:
@@ -28,10 +34,14 @@ def main():
         return 77
     torch.backends.cuda.matmul.allow_tf32 = False  # ignis's float32 products are full precision
     torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = args.cudnn_benchmark
+    bench_tag = " cudnn_benchmark=on" if args.cudnn_benchmark else ""
     dev = torch.device("cuda:0")
 
     # Square products, timed with CUDA events over `repeat` queued products (as ignis's).
     for dtype, name in ((torch.float32, "float32"), (torch.bfloat16, "bfloat16")):
+        if "matmul" not in run:
+            break
         for n in (1024, 2048, 4096, 8192):
             torch.manual_seed(0)
             a = torch.randn(n, n, device=dev, dtype=dtype)
@@ -49,8 +59,10 @@ def main():
             print(f"workload=torch_gpu_matmul dtype={name} n={n} ms={s * 1000:.3f} "
                   f"tflops={2.0 * n ** 3 / s / 1e12:.1f}", flush=True)
 
-    if args.data:
+    if args.data and "mnist" in run:
         mnist_mlp(torch, dev, args.data)
+    if "resnet50" not in run:
+        return 0
 
     # ResNet-50 SGD steps, channels-last, batch 128, as `ignis bench train_step`: median step.
     try:
@@ -82,7 +94,7 @@ def main():
             step()
             times.append(time.perf_counter() - t0)
         s = sorted(times)[len(times) // 2]
-        print(f"workload=torch_train_step model=resnet50 batch=128 dtype={name} "
+        print(f"workload=torch_train_step model=resnet50 batch=128 dtype={name}{bench_tag} "
               f"memory_format=channels_last s_per_step={s:.4f} img_per_s={128 / s:.1f}",
               flush=True)
     return 0

@@ -43,6 +43,9 @@ struct OpInfo {
   /// Inputs that the entry's fn reads on the host as parameters (dims, sizes, strides passed
   /// as int64 tensors; -1 is the last input): the meta test keeps them on the CPU.
   std::vector<int> host_params = {};
+  /// The op returns a host value (allclose, equal: a bool), which fn wraps in a CPU tensor: the
+  /// CUDA test accepts that result on the CPU.
+  bool host_result = false;
 };
 
 std::vector<OpInfo>& op_table();

@@ -216,6 +216,7 @@ OpInfo host_bool_entry(std::string name, std::function<Tensor(const Inputs&)> fn
   o.differentiable = false;
   o.twice_differentiable = false;
   o.meta_skip = "returns a host bool: it reads both tensors";
+  o.host_result = true;
   return o;
 }
 

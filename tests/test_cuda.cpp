@@ -729,6 +729,82 @@ TEST(Cuda, ConvolutionsMatchTheCpu) {
   expect_matches(conv2d(xf.to(kGpu), wf.to(kGpu)), conv2d(xf, wf), 1e-4, 1e-4, "conv2d float32");
 }
 
+// Channels-last float32 and bfloat16 run NHWC end to end (cuDNN's NHWC kernels with the filter
+// copied to OHWI; batch norm's column sums): values, gradients and the kept layout against the
+// CPU. The batch norm has enough rows (9,216) for many row groups in its column sums.
+TEST(Cuda, ChannelsLastConvolutionsAndBatchNormMatchTheCpu) {
+  REQUIRE_GPU();
+  manual_seed(21);
+  const auto cl = MemoryFormat::ChannelsLast;
+  const Tensor x = randn({4, 16, 12, 12}).contiguous(cl), w = randn({24, 8, 3, 3});
+  const Tensor b = randn({24});
+  auto run = [&](const Tensor& xi, const Tensor& wi, const Tensor& bi, std::vector<Tensor>& grads) {
+    const Tensor xr = xi.detach().requires_grad_(true), wr = wi.detach().requires_grad_(true),
+                 br = bi.detach().requires_grad_(true);
+    const Tensor y = conv2d(xr, wr, br, {2}, {1}, {1}, 2);  // stride 2, padding 1, 2 groups
+    (y * y).sum().backward();
+    grads = {xr.grad(), wr.grad(), br.grad()};
+    return y;
+  };
+  std::vector<Tensor> gc, gg;
+  const Tensor yc = run(x, w, b, gc), yg = run(x.to(kGpu), w.to(kGpu), b.to(kGpu), gg);
+  EXPECT_TRUE(yg.is_contiguous(cl)) << "conv2d: the output stays channels-last";
+  expect_matches(yg, yc.detach(), 1e-4, 1e-4, "conv2d channels-last float32");
+  const char* names[] = {"input", "weight", "bias"};
+  for (int k = 0; k < 3; ++k) {
+    expect_matches(gg[k], gc[k], 1e-3, 1e-3, std::string("conv2d channels-last grad of ") + names[k]);
+  }
+  EXPECT_TRUE(gg[0].is_contiguous(cl)) << "conv2d: the input gradient stays channels-last";
+  // cuDNN's timed choice (cuda::set_cudnn_benchmark) gives the same values.
+  cuda::set_cudnn_benchmark(true);
+  std::vector<Tensor> gb;
+  const Tensor ybench = run(x.to(kGpu), w.to(kGpu), b.to(kGpu), gb);
+  cuda::set_cudnn_benchmark(false);
+  EXPECT_FALSE(cuda::cudnn_benchmark());
+  expect_matches(ybench, yc.detach(), 1e-4, 1e-4, "conv2d channels-last, cudnn benchmark");
+  for (int k = 0; k < 3; ++k) {
+    expect_matches(gb[k], gc[k], 1e-3, 1e-3,
+                   std::string("conv2d channels-last, cudnn benchmark: grad of ") + names[k]);
+  }
+  // bfloat16: the float32 convolution of the same (bfloat16-rounded) values, to bfloat16's
+  // rounding of the output (2^-8 relative).
+  const Tensor xb = x.to(kBFloat16), wb = w.to(kBFloat16);
+  const Tensor yb = conv2d(xb.to(kGpu), wb.to(kGpu), {}, {1}, {1}, {1}, 2);
+  EXPECT_TRUE(yb.is_contiguous(cl));
+  expect_matches(yb.to(kFloat32), conv2d(xb.to(kFloat32), wb.to(kFloat32), {}, {1}, {1}, {1}, 2),
+                 1e-2, 5e-2, "conv2d channels-last bfloat16");
+
+  const Tensor xn = (randn({64, 40, 12, 12}) * 3 + 100).contiguous(cl);  // |mean| >> std
+  const Tensor wn = randn({40}), bn = randn({40}), gy = randn({64, 40, 12, 12}).contiguous(cl);
+  auto norm = [&](const Tensor& xi, const Tensor& wi, const Tensor& bi, const Tensor& g,
+                  Tensor& rm, Tensor& rv, std::vector<Tensor>& grads) {
+    const Tensor xr = xi.detach().requires_grad_(true), wr = wi.detach().requires_grad_(true),
+                 br = bi.detach().requires_grad_(true);
+    const Tensor y = batch_norm(xr, rm, rv, wr, br, true, 0.1, 1e-5);
+    (y * g).sum().backward();
+    grads = {xr.grad(), wr.grad(), br.grad()};
+    return y;
+  };
+  Tensor rmc = zeros({40}), rvc = ones({40}), rmg = rmc.to(kGpu), rvg = rvc.to(kGpu);
+  const Tensor nc = norm(xn, wn, bn, gy, rmc, rvc, gc);
+  const Tensor ng = norm(xn.to(kGpu), wn.to(kGpu), bn.to(kGpu), gy.to(kGpu), rmg, rvg, gg);
+  EXPECT_TRUE(ng.is_contiguous(cl)) << "batch_norm: the output stays channels-last";
+  expect_matches(ng, nc.detach(), 1e-4, 1e-4, "batch_norm channels-last");
+  expect_matches(rmg, rmc, 1e-5, 1e-5, "batch_norm channels-last running_mean");
+  expect_matches(rvg, rvc, 1e-4, 1e-4, "batch_norm channels-last running_var");
+  for (int k = 0; k < 3; ++k) {
+    expect_matches(gg[k], gc[k], 1e-3, 1e-3,
+                   std::string("batch_norm channels-last grad of ") + names[k]);
+  }
+  // bfloat16 input (float32 statistics), against the CPU's bfloat16 batch norm.
+  const Tensor xb16 = xn.to(kBFloat16);
+  Tensor none;
+  expect_matches(batch_norm(xb16.to(kGpu), none, none, wn.to(kGpu), bn.to(kGpu), true, 0.1, 1e-5)
+                     .to(kFloat32),
+                 batch_norm(xb16, none, none, wn, bn, true, 0.1, 1e-5).to(kFloat32), 2e-2, 2e-2,
+                 "batch_norm channels-last bfloat16");
+}
+
 TEST(Cuda, PoolingAndBatchNormMatchTheCpu) {
   REQUIRE_GPU();
   manual_seed(13);
@@ -980,7 +1056,8 @@ TEST(Cuda, FusedOptimizerStepsMatchTheCpu) {
   auto run = [&](Device dev, const std::function<std::unique_ptr<optim::Optimizer>(
                                   std::vector<Tensor>)>& make) {
     std::vector<Tensor> params;
-    for (const Tensor& t : init) params.push_back(t.to(dev).requires_grad_(true));
+    // clone(): on the CPU, to() would alias init, and the first run would step init itself
+    for (const Tensor& t : init) params.push_back(t.clone().to(dev).requires_grad_(true));
     auto opt = make(params);
     for (int step = 1; step <= 3; ++step) {
       opt->zero_grad();

@@ -3,11 +3,15 @@
 # (every op against the CPU, copies, streams, events, the allocator, NCCL in a world of one, the
 # zoo models), then the lecture notes' timed GPU examples. Prints the GPU and driver first.
 # Exit status: 0 when everything passed.
-#   bash tools/gpu_check.sh [all|tests|bench]   (default all: a device call too short for both
-#                                                can run the tests and the benchmarks apart)
+#   bash tools/gpu_check.sh [all|tests|bench|resnet|profile]   (default all: a device call too
+#       short for both can run the tests and the benchmarks apart; resnet: only the ResNet-50
+#       training steps of the benchmarks, both sides; profile: ResNet-50's training step
+#       in both dtypes under the profiler with CUDA_LAUNCH_BLOCKING=1, so that each op's time is
+#       its GPU time, for finding what to speed up)
 set -uo pipefail
 part=${1:-all}
-case $part in all|tests|bench) ;; *) echo "gpu-check: expected all, tests or bench, got '$part'"; exit 2;; esac
+case $part in all|tests|bench|resnet|profile) ;;
+  *) echo "gpu-check: expected all, tests, bench, resnet or profile, got '$part'"; exit 2;; esac
 cd "$(dirname "$0")/.."
 B=gpu-bundle
 if [ ! -x "$B/bin/test_cuda" ] && [ -f "$B.tgz" ]; then tar -xzf "$B.tgz"; fi
@@ -66,7 +70,7 @@ run_program() {  # log-name program positive-filter
     esac
   done
 }
-if [ "$part" != bench ]; then
+if [ "$part" = all ] || [ "$part" = tests ]; then
   t0=$(date +%s)
   pids=()
   # a dozen programs share the cores: few OpenMP threads each, and no spinning
@@ -95,17 +99,39 @@ if [ "$part" != bench ]; then
   timeout 60 "$B/bin/gpu_async" || status=1
 fi
 [ "$part" = tests ] && exit $status
+if [ "$part" = profile ]; then
+  for dt in bfloat16 float32; do
+    echo "== profile: ResNet-50 training step, batch 128, channels-last, $dt (launches blocking)"
+    CUDA_LAUNCH_BLOCKING=1 timeout 120 "$B/bin/ignis" bench train_step --model resnet50 \
+      --batch 128 --device cuda --dtype "$dt" --memory-format channels_last --repeat 2 \
+      --profile "${GPU_LOG_DIR:-gpu-logs}/resnet50_$dt.json" | head -c 12000 || status=1
+  done
+  if [ -d "$B/mnist" ]; then
+    echo "== profile: the MNIST MLP epoch on the GPU (launches queued: where the host's time goes)"
+    timeout 60 "$B/bin/ignis" bench mnist_mlp --device cuda --data "$B/mnist" \
+      --profile "${GPU_LOG_DIR:-gpu-logs}/mnist_mlp.json" | head -c 8000 || status=1
+  fi
+  exit $status
+fi
 # The GPU benchmarks, ignis's and PyTorch's side by side (bench/gpu_compare.py), then a summary
 # of the ratios for docs/benchmarks.md.
 log=$(mktemp)
 echo "== benchmarks"
 {
-  timeout 90 "$B/bin/ignis" bench gpu_matmul
+  [ "$part" = resnet ] || timeout 90 "$B/bin/ignis" bench gpu_matmul
   for dt in float32 bfloat16; do
     timeout 90 "$B/bin/ignis" bench train_step --model resnet50 --batch 128 --device cuda --dtype "$dt" \
       --memory-format channels_last
   done
-  if [ -d "$B/mnist" ]; then
+  # cuDNN's timed algorithm choice (torch.backends.cudnn.benchmark), both sides
+  for dt in float32 bfloat16; do
+    timeout 90 "$B/bin/ignis" bench train_step --model resnet50 --batch 128 --device cuda \
+      --dtype "$dt" --memory-format channels_last --cudnn-benchmark
+  done
+  timeout 120 python3 bench/gpu_compare.py --workloads resnet50 --cudnn-benchmark
+  if [ "$part" = resnet ]; then
+    timeout 120 python3 bench/gpu_compare.py --workloads resnet50
+  elif [ -d "$B/mnist" ]; then
     timeout 90 "$B/bin/ignis" bench mnist_mlp --device cuda --data "$B/mnist"
     timeout 200 python3 bench/gpu_compare.py --data "$B/mnist"
   else
@@ -131,9 +157,12 @@ for dt in ("float32", "bfloat16"):
     if i and t:
         print(f"matmul 8192 {dt}: ignis {i['tflops']} TFLOP/s, PyTorch (cuBLAS) {t['tflops']}:"
               f" {float(i['tflops']) / float(t['tflops']):.2f}")
-    i, t = find("train_step", dtype=dt), find("torch_train_step", dtype=dt)
-    if i and t:
-        print(f"ResNet-50 training, batch 128, channels-last, {dt}: ignis {i['img_per_s']} img/s,"
-              f" PyTorch {t['img_per_s']}: {float(i['img_per_s']) / float(t['img_per_s']):.2f}")
+    for mode in (None, "on"):
+        i = find("train_step", dtype=dt, cudnn_benchmark=mode)
+        t = find("torch_train_step", dtype=dt, cudnn_benchmark=mode)
+        if i and t:
+            print(f"ResNet-50 training, batch 128, channels-last, {dt}"
+                  f"{', cudnn benchmark' if mode else ''}: ignis {i['img_per_s']} img/s,"
+                  f" PyTorch {t['img_per_s']}: {float(i['img_per_s']) / float(t['img_per_s']):.2f}")
 PY
 exit $status

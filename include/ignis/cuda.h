@@ -136,4 +136,12 @@ void reset_peak_memory_stats(int device = -1);
 /// Gives the cached, unused blocks of every device back to the driver.
 void empty_cache();
 
+/// How convolutions choose their cuDNN algorithm, like torch.backends.cudnn.benchmark: off (the
+/// default), cuDNN's heuristic choice; on, cuDNN times the algorithms the first time it sees a
+/// problem (sizes, dtype, layout, parameters) and the fastest is kept for it. Either choice is
+/// made once per problem and cached. Benchmarking costs time at the first step and may choose
+/// differently from run to run (results can then differ in the last bits).
+void set_cudnn_benchmark(bool on);
+bool cudnn_benchmark();
+
 }  // namespace ignis::cuda

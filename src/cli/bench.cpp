@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cli/cli.h"
+#include "ignis/cuda.h"
 #include "ignis/ops.h"
 #include "ignis/profiler.h"
 
@@ -82,6 +83,9 @@ std::string bench_usage() {
        "                epoch then ends with cuda::synchronize, so that it is timed whole)\n"
        "  --dtype T     train_step: the parameters' and inputs' dtype, float32 (default) or\n"
        "                bfloat16\n"
+       "  --cudnn-benchmark   on a GPU, convolutions time cuDNN's algorithms once per shape\n"
+       "                and keep the fastest (torch.backends.cudnn.benchmark); default: cuDNN's\n"
+       "                heuristic choice\n"
        "  --profile PATH  record the run with the profiler: print its table and write a\n"
        "                Chrome trace to PATH (the timings then include the profiler's cost)\n";
   return s;
@@ -159,6 +163,9 @@ int bench_main(const Args& args) {
         } else {
           throw UsageError("--dtype expects float32 or bfloat16, got '" + value + "'", usage);
         }
+      } else if (key == "--cudnn-benchmark") {
+        if (!value.empty()) throw UsageError("--cudnn-benchmark takes no value", usage);
+        opts.cudnn_benchmark = true;
       } else if (key == "--memory-format") {
         if (value == "channels_last") {
           opts.memory_format = MemoryFormat::ChannelsLast;
@@ -190,6 +197,7 @@ int bench_main(const Args& args) {
   if (selected.empty()) throw UsageError("unknown workload '" + workload + "'", usage);
 
   if (threads > 0) set_num_threads(threads);
+  cuda::set_cudnn_benchmark(opts.cudnn_benchmark);
   // --profile: the whole run recorded (its timings then include the profiler's cost).
   std::unique_ptr<profiler::Profile> prof;
   if (!profile_path.empty()) prof = std::make_unique<profiler::Profile>();

@@ -29,6 +29,8 @@ struct BenchOptions {
   // train_step: where the model trains (--device) and its parameters' dtype (--dtype).
   Device device = kCPU;
   DType dtype = kFloat32;
+  // --cudnn-benchmark: convolutions on a GPU time cuDNN's algorithms (cuda::set_cudnn_benchmark)
+  bool cudnn_benchmark = false;
 };
 
 /// "contiguous" or "channels_last", as --memory-format spells it.

@@ -337,11 +337,12 @@ void bench_train_step(const BenchOptions& opts) {
   const double s = median(times);
   std::printf(
       "workload=train_step model=%s batch=%lld image_size=%lld classes=%lld threads=%d "
-      "memory_format=%s device=%s dtype=%s s_per_step=%.4f img_per_s=%.1f peak_rss_mb=%.0f\n",
+      "memory_format=%s device=%s dtype=%s%s s_per_step=%.4f img_per_s=%.1f peak_rss_mb=%.0f\n",
       name.c_str(), static_cast<long long>(batch), static_cast<long long>(cfg.image_size),
       static_cast<long long>(cfg.num_classes), get_num_threads(),
       memory_format_name(opts.memory_format), opts.device.str().c_str(),
-      std::string(dtype_name(opts.dtype)).c_str(), s, static_cast<double>(batch) / s,
+      std::string(dtype_name(opts.dtype)).c_str(),
+      opts.cudnn_benchmark ? " cudnn_benchmark=on" : "", s, static_cast<double>(batch) / s,
       peak_rss_mb());
   std::fflush(stdout);
 }

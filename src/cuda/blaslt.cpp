@@ -7,12 +7,14 @@
 // (float64 with a bias, say) the stub says so and linear runs the three steps.
 #include <cublasLt.h>
 
+#include <optional>
 #include <vector>
 
 #include "core/tensor_impl.h"
 #include "cuda/cuda_check.h"
 #include "cuda/gemm_operand.h"
 #include "cuda/lazy_library.h"
+#include "cuda/plan_cache.h"
 #include "ops/linalg.h"
 
 namespace ignis::cuda {
@@ -151,14 +153,27 @@ bool gemm_epilogue(const Tensor& out, const Tensor& a, const Tensor& b, const Te
         "MIN_ALIGNMENT_C_BYTES");
   check(lt().pref_set(d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_c, sizeof align_c),
         "MIN_ALIGNMENT_D_BYTES");
-  cublasLtMatmulHeuristicResult_t result{};
-  int found = 0;
-  const cublasStatus_t st =
-      lt().heuristic(handle(device), d.op, d.a, d.b, d.c, d.c, d.pref, 1, &result, &found);
-  // No algorithm for this case (not supported, or a layout it rejects): the plain path runs.
-  if (st != CUBLAS_STATUS_SUCCESS || found == 0 || result.state != CUBLAS_STATUS_SUCCESS) {
-    return false;
+  // The heuristic's answer, cached per problem (cuda/plan_cache.h): everything set above.
+  static detail::PlanCache<std::optional<cublasLtMatmulHeuristicResult_t>> cache;
+  const detail::PlanCache<std::optional<cublasLtMatmulHeuristicResult_t>>::Key key = {
+      device, static_cast<int64_t>(out.dtype()), M, N, K, B.op, A.op, B.ld, A.ld, epilogue,
+      bias.defined(), align_a, align_b, align_c};
+  std::optional<cublasLtMatmulHeuristicResult_t> choice;
+  if (const auto hit = cache.find(key)) {
+    choice = *hit;
+  } else {
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    const cublasStatus_t st =
+        lt().heuristic(handle(device), d.op, d.a, d.b, d.c, d.c, d.pref, 1, &result, &found);
+    if (st == CUBLAS_STATUS_SUCCESS && found > 0 && result.state == CUBLAS_STATUS_SUCCESS) {
+      choice = result;
+    }
+    cache.put(key, choice);
   }
+  // No algorithm for this case (not supported, or a layout it rejects): the plain path runs.
+  if (!choice) return false;
+  const cublasLtMatmulHeuristicResult_t& result = *choice;
   const Tensor workspace =
       result.workspaceSize > 0
           ? make_tensor({static_cast<int64_t>(result.workspaceSize)}, kUInt8, out.device())

@@ -1,5 +1,7 @@
 // The CUDA runtime API in a build without the CUDA backend (IGNIS_CUDA=OFF, or no nvcc): no
 // device is available, and what needs one says why.
+#include <atomic>
+
 #include "cuda/backend.h"
 #include "distributed/backend.h"
 #include "ignis/error.h"
@@ -56,6 +58,11 @@ float Event::elapsed_time(const Event&) const { no_backend("cuda::Event::elapsed
 MemoryStats memory_stats(int) { no_backend("cuda::memory_stats"); }
 void reset_peak_memory_stats(int) { no_backend("cuda::reset_peak_memory_stats"); }
 void empty_cache() {}  // nothing cached
+namespace {
+std::atomic<bool> benchmark_flag{false};
+}  // namespace
+void set_cudnn_benchmark(bool on) { benchmark_flag = on; }  // kept, though nothing uses it
+bool cudnn_benchmark() { return benchmark_flag; }
 
 namespace detail {
 int64_t host_sync_count() { return 0; }

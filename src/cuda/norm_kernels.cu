@@ -1,9 +1,17 @@
 // CUDA kernels of batch norm (ops/norm.h): x is a contiguous [N, C, M] block, per-channel vectors
-// are contiguous [C] of the statistics dtype (float32 for bfloat16 x). Per-channel sums run one
-// block per channel, accumulating in float64 with a fixed tree in shared memory (deterministic,
-// and as accurate as the CPU's float64 chunk sums); the elementwise passes run a thread per
-// element.
+// are contiguous [C] of the statistics dtype (float32 for bfloat16 x). The per-channel sums
+// accumulate in float64 in a fixed order (deterministic, and as accurate as the CPU's float64
+// chunk sums):
+//   - NCHW (M > 1): one block per channel, a fixed tree in shared memory;
+//   - channels-last (M == 1, x as [rows, C]): column sums, so that a warp reads 32 neighbouring
+//     channels of a row (coalesced; one block per channel would read with a stride of C):
+//     blocks of 32 channels x 8 rows over a grid of row groups, each writing its partial sums,
+//     then one thread per channel adds the groups' partials in order (ColumnSums).
+// The elementwise passes run a thread per element, with 32-bit index arithmetic where the sizes
+// allow (64-bit division is many instructions on a GPU and would bound these passes).
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "core/tensor_impl.h"
 #include "cuda/loops.cuh"
@@ -25,6 +33,91 @@ __device__ double block_sum(double v, double* s) {
   const double r = s[0];
   __syncthreads();
   return r;
+}
+
+// Column sums of a row-major [R, C] block for the channels-last layout: every element (r, c)
+// contributes the pair f(r, c) to channel c's two sums. Pass 1: block (32, 8) of the grid
+// (ceil(C / 32), groups) sums rows blockIdx.y * 8 + threadIdx.y, stepping by groups * 8, and
+// writes its pair to part[blockIdx.y][c]. Pass 2 (finish, one thread per channel) adds the
+// groups' pairs in order. The grid depends only on R and C, so results are reproducible.
+constexpr int kColX = 32, kColY = 8;
+
+struct ColumnGrid {
+  unsigned x, groups;
+  ColumnGrid(int64_t R, int64_t C)
+      : x(static_cast<unsigned>((C + kColX - 1) / kColX)),
+        groups(static_cast<unsigned>(std::clamp<int64_t>(
+            std::min<int64_t>((R + kColY - 1) / kColY, 1024 / std::max<int64_t>(x, 1)), 1,
+            1024))) {}
+};
+
+template <class F>
+__global__ void column_partials(F f, double2* part, int64_t R, int64_t C) {
+  __shared__ double2 s[kColY][kColX];
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * kColX + threadIdx.x;
+  double2 acc = make_double2(0, 0);
+  if (c < C) {
+    for (int64_t r = static_cast<int64_t>(blockIdx.y) * kColY + threadIdx.y; r < R;
+         r += static_cast<int64_t>(gridDim.y) * kColY) {
+      const double2 v = f(r, c);
+      acc.x += v.x;
+      acc.y += v.y;
+    }
+  }
+  s[threadIdx.y][threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < C) {
+    for (int k = 1; k < kColY; ++k) {
+      acc.x += s[k][threadIdx.x].x;
+      acc.y += s[k][threadIdx.x].y;
+    }
+    part[static_cast<int64_t>(blockIdx.y) * C + c] = acc;
+  }
+}
+
+// Channel c's two sums from the groups' partials, in order.
+__device__ double2 column_total(const double2* part, unsigned groups, int64_t c, int64_t C) {
+  double2 t = make_double2(0, 0);
+  for (unsigned k = 0; k < groups; ++k) {
+    t.x += part[k * C + c].x;
+    t.y += part[k * C + c].y;
+  }
+  return t;
+}
+
+// Launches pass 1 and returns the partials (groups x C pairs) for a finishing kernel.
+template <class F>
+Tensor column_sums(const F& f, const ColumnGrid& g, int64_t R, int64_t C, Device device) {
+  Tensor part = make_tensor({static_cast<int64_t>(g.groups) * C * 2}, kFloat64, device);
+  column_partials<<<dim3(g.x, g.groups), dim3(kColX, kColY), 0, current_stream(device)>>>(
+      f, reinterpret_cast<double2*>(part.data_ptr<double>()), R, C);
+  IGNIS_CUDA_CHECK(cudaGetLastError());
+  return part;
+}
+
+// The statistics' pair for channels-last x [R, C]: sums of d = x - x[0, c] and of d^2 (shifted by
+// a value of the channel, so that the variance from them does not cancel when |mean| >> std).
+template <class T, class A>
+struct StatsPair {
+  const T* x;
+  __device__ double2 operator()(int64_t r, int64_t c) const {
+    const double d = static_cast<double>(static_cast<A>(x[r * C + c])) -
+                     static_cast<double>(static_cast<A>(x[c]));
+    return make_double2(d, d * d);
+  }
+  int64_t C;
+};
+
+// Channel c's mean and biased variance from the StatsPair partials.
+template <class T, class A>
+__global__ void stats_finish(const double2* part, const T* x, A* mean, A* var, unsigned groups,
+                             int64_t R, int64_t C) {
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= C) return;
+  const double2 t = column_total(part, groups, c, C);
+  const double n = static_cast<double>(R), shift = static_cast<double>(static_cast<A>(x[c]));
+  mean[c] = static_cast<A>(shift + t.x / n);
+  var[c] = static_cast<A>(fmax(t.y - t.x * t.x / n, 0.0) / n);
 }
 
 // Channel c = blockIdx.x: mean and biased variance (two passes over the channel's N * M values).
@@ -50,14 +143,14 @@ __global__ void stats_cuda(const T* x, A* mean, A* var, int64_t N, int64_t C, in
 }
 
 // y = x * scale[c] + shift[c]; scale and shift computed per element from the statistics when
-// `from_stats` (training: scale = w / sqrt(var + eps), shift = b - mean * scale).
-template <class T, class A>
+// `from_stats` (training: scale = w / sqrt(var + eps), shift = b - mean * scale). I: the index
+// type (32-bit where the sizes allow, see launch_indexed).
+template <class T, class A, class I>
 __global__ void affine_cuda(T* y, const T* x, const A* p0, const A* p1, const A* w, const A* b,
-                            A eps, bool from_stats, int64_t total, int64_t C, int64_t M) {
-  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
-  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
-       e += step) {
-    const int64_t c = (e / M) % C;
+                            A eps, bool from_stats, I total, I C, I M) {
+  const I step = static_cast<I>(blockDim.x) * gridDim.x;
+  for (I e = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += step) {
+    const I c = (M == 1 ? e : e / M) % C;
     A scale = p0[c], shift = p1[c];
     if (from_stats) {  // p0 = mean, p1 = var
       const A inv = A(1) / sqrt(p1[c] + eps);
@@ -68,6 +161,29 @@ __global__ void affine_cuda(T* y, const T* x, const A* p0, const A* p1, const A*
   }
 }
 
+// Calls launch(index) with a uint32_t zero when a grid-stride loop over `total` elements cannot
+// overflow 32 bits, else with an int64_t zero.
+template <class F>
+void launch_indexed(int64_t total, const F& launch) {
+  const int64_t reach = total + static_cast<int64_t>(blocks_for(total)) * kThreads;
+  if (reach <= static_cast<int64_t>(UINT32_MAX)) {
+    launch(uint32_t{0});
+  } else {
+    launch(int64_t{0});
+  }
+}
+
+template <class T, class A>
+void launch_affine(const Tensor& y, const Tensor& x, const A* p0, const A* p1, const A* w,
+                   const A* b, A eps, bool from_stats, int64_t C, int64_t M) {
+  launch_indexed(x.numel(), [&]<class I>(I) {
+    affine_cuda<T, A, I><<<blocks_for(x.numel()), kThreads, 0, current_stream(x.device())>>>(
+        y.data_ptr<T>(), x.data_ptr<T>(), p0, p1, w, b, eps, from_stats,
+        static_cast<I>(x.numel()), static_cast<I>(C), static_cast<I>(M));
+  });
+  IGNIS_CUDA_CHECK(cudaGetLastError());
+}
+
 void train_kernel(const Tensor& y, const Tensor& mean, const Tensor& var, const Tensor& x,
                   const Tensor& weight, const Tensor& bias, double eps) {
   const int64_t N = x.size(0), C = x.size(1), M = x.size(2);
@@ -75,16 +191,23 @@ void train_kernel(const Tensor& y, const Tensor& mean, const Tensor& var, const 
   DeviceGuard guard(x.device().index);
   dispatch_floating(x.dtype(), "batch_norm", [&]<class T>() {
     using A = acc_t<T>;
-    stats_cuda<T, A><<<static_cast<unsigned>(C), kSumThreads, 0, current_stream(x.device())>>>(
-        x.data_ptr<T>(), mean.data_ptr<A>(), var.data_ptr<A>(), N, C, M);
+    if (M == 1 && N > 0) {  // channels-last: column sums
+      const ColumnGrid g(N, C);
+      const Tensor part = column_sums(StatsPair<T, A>{x.data_ptr<T>(), C}, g, N, C, x.device());
+      stats_finish<T, A><<<static_cast<unsigned>((C + kThreads - 1) / kThreads), kThreads, 0,
+                           current_stream(x.device())>>>(
+          reinterpret_cast<const double2*>(part.data_ptr<double>()), x.data_ptr<T>(),
+          mean.data_ptr<A>(), var.data_ptr<A>(), g.groups, N, C);
+    } else {
+      stats_cuda<T, A><<<static_cast<unsigned>(C), kSumThreads, 0, current_stream(x.device())>>>(
+          x.data_ptr<T>(), mean.data_ptr<A>(), var.data_ptr<A>(), N, C, M);
+    }
     IGNIS_CUDA_CHECK(cudaGetLastError());
     if (x.numel() == 0) return;
-    affine_cuda<T, A><<<blocks_for(x.numel()), kThreads, 0, current_stream(x.device())>>>(
-        y.data_ptr<T>(), x.data_ptr<T>(), mean.data_ptr<A>(), var.data_ptr<A>(),
-        weight.defined() ? weight.data_ptr<A>() : nullptr,
-        bias.defined() ? bias.data_ptr<A>() : nullptr, static_cast<A>(eps), true, x.numel(), C,
-        M);
-    IGNIS_CUDA_CHECK(cudaGetLastError());
+    launch_affine<T, A>(y, x, mean.data_ptr<A>(), var.data_ptr<A>(),
+                        weight.defined() ? weight.data_ptr<A>() : nullptr,
+                        bias.defined() ? bias.data_ptr<A>() : nullptr, static_cast<A>(eps), true,
+                        C, M);
   });
 }
 
@@ -93,15 +216,34 @@ void affine_kernel(const Tensor& y, const Tensor& x, const Tensor& scale, const 
   DeviceGuard guard(x.device().index);
   dispatch_floating(x.dtype(), "batch_norm", [&]<class T>() {
     using A = acc_t<T>;
-    affine_cuda<T, A><<<blocks_for(x.numel()), kThreads, 0, current_stream(x.device())>>>(
-        y.data_ptr<T>(), x.data_ptr<T>(), scale.data_ptr<A>(), shift.data_ptr<A>(), nullptr,
-        nullptr, A(0), false, x.numel(), x.size(1), x.size(2));
-    IGNIS_CUDA_CHECK(cudaGetLastError());
+    launch_affine<T, A>(y, x, scale.data_ptr<A>(), shift.data_ptr<A>(), nullptr, nullptr, A(0),
+                        false, x.size(1), x.size(2));
   });
 }
 
-// Channel c = blockIdx.x: G = sum(g), S = sum(g * (x - mean)); grad_bias = G, grad_weight =
-// S * invstd, and the coefficients of grad_input = k1 * g + k2 * x + k0 (see cpu/norm_kernels).
+// Channel c's outputs from G = sum(g) and S = sum(g * (x - mean)) over its `count` values:
+// grad_bias = G, grad_weight = S * invstd, and the coefficients of grad_input = k1 * g + k2 * x +
+// k0 (see cpu/norm_kernels).
+template <class A>
+__device__ void grad_outputs(double sg, double sgx, int64_t c, int64_t count, const A* invstd,
+                             const A* mean, const A* w, A* gw, A* gb, double* coef,
+                             bool batch_stats) {
+  const double inv = static_cast<double>(invstd[c]), mu = static_cast<double>(mean[c]);
+  const double wv = w ? static_cast<double>(w[c]) : 1.0;
+  if (gb) gb[c] = static_cast<A>(sg);
+  if (gw) gw[c] = static_cast<A>(sgx * inv);
+  const double k1 = wv * inv;
+  double k2 = 0, k0 = 0;
+  if (batch_stats && count > 0) {
+    k2 = -wv * inv * inv * inv * sgx / static_cast<double>(count);
+    k0 = -k1 * sg / static_cast<double>(count) - k2 * mu;
+  }
+  coef[3 * c] = k1;
+  coef[3 * c + 1] = k2;
+  coef[3 * c + 2] = k0;
+}
+
+// Channel c = blockIdx.x (NCHW): G and S with a tree in shared memory, then grad_outputs.
 template <class T, class A>
 __global__ void grad_sums_cuda(const T* g, const T* x, const A* mean, const A* invstd,
                                const A* w, A* gw, A* gb, double* coef, int64_t N, int64_t C,
@@ -118,30 +260,39 @@ __global__ void grad_sums_cuda(const T* g, const T* x, const A* mean, const A* i
   }
   sg = block_sum(sg, s);
   sgx = block_sum(sgx, s);
-  if (threadIdx.x == 0) {
-    const double inv = static_cast<double>(invstd[c]);
-    const double wv = w ? static_cast<double>(w[c]) : 1.0;
-    if (gb) gb[c] = static_cast<A>(sg);
-    if (gw) gw[c] = static_cast<A>(sgx * inv);
-    const double k1 = wv * inv;
-    double k2 = 0, k0 = 0;
-    if (batch_stats && count > 0) {
-      k2 = -wv * inv * inv * inv * sgx / static_cast<double>(count);
-      k0 = -k1 * sg / static_cast<double>(count) - k2 * mu;
-    }
-    coef[3 * c] = k1;
-    coef[3 * c + 1] = k2;
-    coef[3 * c + 2] = k0;
-  }
+  if (threadIdx.x == 0) grad_outputs(sg, sgx, c, count, invstd, mean, w, gw, gb, coef, batch_stats);
 }
 
+// The backward's pair for channels-last [R, C]: g and g * (x - mean).
 template <class T, class A>
-__global__ void grad_input_cuda(T* gx, const T* g, const T* x, const double* coef, int64_t total,
-                                int64_t C, int64_t M) {
-  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
-  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
-       e += step) {
-    const double* k = coef + 3 * ((e / M) % C);
+struct GradPair {
+  const T* g;
+  const T* x;
+  const A* mean;
+  int64_t C;
+  __device__ double2 operator()(int64_t r, int64_t c) const {
+    const double gv = static_cast<double>(static_cast<A>(g[r * C + c]));
+    return make_double2(
+        gv, gv * (static_cast<double>(static_cast<A>(x[r * C + c])) - static_cast<double>(mean[c])));
+  }
+};
+
+template <class A>
+__global__ void grad_finish(const double2* part, unsigned groups, const A* mean, const A* invstd,
+                            const A* w, A* gw, A* gb, double* coef, int64_t R, int64_t C,
+                            bool batch_stats) {
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= C) return;
+  const double2 t = column_total(part, groups, c, C);
+  grad_outputs(t.x, t.y, c, R, invstd, mean, w, gw, gb, coef, batch_stats);
+}
+
+template <class T, class A, class I>
+__global__ void grad_input_cuda(T* gx, const T* g, const T* x, const double* coef, I total, I C,
+                                I M) {
+  const I step = static_cast<I>(blockDim.x) * gridDim.x;
+  for (I e = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += step) {
+    const double* k = coef + 3 * ((M == 1 ? e : e / M) % C);
     const A v = static_cast<A>(k[0]) * static_cast<A>(g[e]) +
                 static_cast<A>(k[1]) * static_cast<A>(x[e]) + static_cast<A>(k[2]);
     gx[e] = static_cast<T>(v);
@@ -157,16 +308,33 @@ void backward_kernel(const Tensor& gx, const Tensor& gw, const Tensor& gb, const
   const Tensor coef = make_tensor({3 * C}, kFloat64, x.device());
   dispatch_floating(x.dtype(), "batch_norm_backward", [&]<class T>() {
     using A = acc_t<T>;
-    grad_sums_cuda<T, A><<<static_cast<unsigned>(C), kSumThreads, 0,
-                           current_stream(x.device())>>>(
-        g.data_ptr<T>(), x.data_ptr<T>(), mean.data_ptr<A>(), invstd.data_ptr<A>(),
-        weight.defined() ? weight.data_ptr<A>() : nullptr, gw.defined() ? gw.data_ptr<A>() : nullptr,
-        gb.defined() ? gb.data_ptr<A>() : nullptr, coef.data_ptr<double>(), N, C, M, batch_stats);
+    const A* w = weight.defined() ? weight.data_ptr<A>() : nullptr;
+    A* gwp = gw.defined() ? gw.data_ptr<A>() : nullptr;
+    A* gbp = gb.defined() ? gb.data_ptr<A>() : nullptr;
+    if (M == 1 && N > 0) {  // channels-last: column sums
+      const ColumnGrid grid(N, C);
+      const Tensor part = column_sums(
+          GradPair<T, A>{g.data_ptr<T>(), x.data_ptr<T>(), mean.data_ptr<A>(), C}, grid, N, C,
+          x.device());
+      grad_finish<A><<<static_cast<unsigned>((C + kThreads - 1) / kThreads), kThreads, 0,
+                       current_stream(x.device())>>>(
+          reinterpret_cast<const double2*>(part.data_ptr<double>()), grid.groups,
+          mean.data_ptr<A>(), invstd.data_ptr<A>(), w, gwp, gbp, coef.data_ptr<double>(), N, C,
+          batch_stats);
+    } else {
+      grad_sums_cuda<T, A><<<static_cast<unsigned>(C), kSumThreads, 0,
+                             current_stream(x.device())>>>(
+          g.data_ptr<T>(), x.data_ptr<T>(), mean.data_ptr<A>(), invstd.data_ptr<A>(), w, gwp, gbp,
+          coef.data_ptr<double>(), N, C, M, batch_stats);
+    }
     IGNIS_CUDA_CHECK(cudaGetLastError());
     if (gx.defined() && x.numel() > 0) {
-      grad_input_cuda<T, A><<<blocks_for(x.numel()), kThreads, 0, current_stream(x.device())>>>(
-          gx.data_ptr<T>(), g.data_ptr<T>(), x.data_ptr<T>(), coef.data_ptr<double>(), x.numel(),
-          C, M);
+      launch_indexed(x.numel(), [&]<class I>(I) {
+        grad_input_cuda<T, A, I>
+            <<<blocks_for(x.numel()), kThreads, 0, current_stream(x.device())>>>(
+                gx.data_ptr<T>(), g.data_ptr<T>(), x.data_ptr<T>(), coef.data_ptr<double>(),
+                static_cast<I>(x.numel()), static_cast<I>(C), static_cast<I>(M));
+      });
       IGNIS_CUDA_CHECK(cudaGetLastError());
     }
   });

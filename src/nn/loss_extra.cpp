@@ -184,7 +184,7 @@ Tensor F::multi_margin_loss(const Tensor& input, const Tensor& target, int64_t p
   Tensor is_target;
   {
     NoGradGuard ng;
-    is_target = arange(c, kInt64).unsqueeze(0) == t;
+    is_target = arange(c, TensorOptions(kInt64).device(t.device())).unsqueeze(0) == t;
   }
   Tensor l = where(is_target, 0.0, z).sum({1}) / static_cast<double>(c);
   // One loss per target element: [N], or 0-d for a 0-d target (PyTorch's shapes).

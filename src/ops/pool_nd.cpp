@@ -86,24 +86,16 @@ TensorPair max_pool3d_impl(const Tensor& x, IntArrayRef kernel, IntArrayRef stri
   const int64_t Ho = y1.size(2), Wo = y1.size(3);
   auto [y2, i2] = max_pool2d_with_indices(y1.reshape({N * C, 1, D, Ho * Wo}), {w.k[0], 1},
                                           {w.s[0], 1}, {w.p[0], 0}, {w.d[0], 1}, ceil_mode);
-  const int64_t Do = y2.size(2);
+  const int64_t Do = y2.size(2), plane = Ho * Wo;
   Tensor y = y2.view({N, C, Do, Ho, Wo});
-  // The volume index of each maximum: its depth from the second pass, its (h, w) from the first
-  // pass's index at that depth.
-  Tensor idx = empty({N, C, Do, Ho, Wo}, TensorOptions(kInt64).device(x.device()));
-  if (x.device().is_meta()) return {unbatched ? y.squeeze(0) : y, unbatched ? idx.squeeze(0) : idx};
-  const Tensor a = i1.contiguous(), b = i2.contiguous();
-  const int64_t* ap = a.data_ptr<int64_t>();
-  const int64_t* bp = b.data_ptr<int64_t>();
-  int64_t* ip = idx.data_ptr<int64_t>();
-  const int64_t plane = Ho * Wo;
-  for (int64_t nc = 0; nc < N * C; ++nc) {
-    for (int64_t o = 0; o < Do * plane; ++o) {
-      const int64_t flat = bp[nc * Do * plane + o];  // depth * plane + (h, w) position
-      const int64_t dd = flat / plane, j = flat % plane;
-      ip[nc * Do * plane + o] = dd * H * W + ap[(nc * D + dd) * plane + j];
-    }
-  }
+  // The volume index of each maximum, from tensor ops so that it runs on every device: the second
+  // pass's index is depth * plane + (h, w) position; at that depth, the first pass's index is the
+  // (h, w) of the maximum in the input plane.
+  const Tensor flat = i2.reshape({N * C, Do * plane});
+  const Tensor hw = gather(i1.reshape({N * C, D * plane}), 1, flat);
+  // floor(flat / plane) in float64: exact for indices below 2^53
+  const Tensor depth = floor(div(flat.to(kFloat64), static_cast<double>(plane))).to(kInt64);
+  const Tensor idx = (depth * (H * W) + hw).view({N, C, Do, Ho, Wo});
   if (unbatched) return {y.squeeze(0), idx.squeeze(0)};
   return {y, idx};
 }
