@@ -774,6 +774,15 @@ TEST(Cuda, ChannelsLastConvolutionsAndBatchNormMatchTheCpu) {
   expect_matches(yb.to(kFloat32), conv2d(xb.to(kFloat32), wb.to(kFloat32), {}, {1}, {1}, {1}, 2),
                  1e-2, 5e-2, "conv2d channels-last bfloat16");
 
+  // Max pooling keeps a bfloat16 channels-last input channels-last (the layers after it then run
+  // NHWC too), with the CPU's values and indices.
+  const Tensor xp = randn({2, 8, 9, 9}).to(kBFloat16);
+  const auto [pg, ig] = max_pool2d_with_indices(xp.to(kGpu).contiguous(cl), {3, 3}, {2, 2}, {1, 1});
+  const auto [pc, ic] = max_pool2d_with_indices(xp, {3, 3}, {2, 2}, {1, 1});
+  EXPECT_TRUE(pg.is_contiguous(cl)) << "max_pool2d bfloat16: the output stays channels-last";
+  expect_matches(pg.to(kFloat32), pc.to(kFloat32), 0, 0, "max_pool2d channels-last bfloat16");
+  expect_matches(ig, ic, 0, 0, "max_pool2d channels-last bfloat16 indices");
+
   const Tensor xn = (randn({64, 40, 12, 12}) * 3 + 100).contiguous(cl);  // |mean| >> std
   const Tensor wn = randn({40}), bn = randn({40}), gy = randn({64, 40, 12, 12}).contiguous(cl);
   auto norm = [&](const Tensor& xi, const Tensor& wi, const Tensor& bi, const Tensor& g,

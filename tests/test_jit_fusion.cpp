@@ -10,6 +10,7 @@
 
 #include "ignis/ignis.h"
 #include "jit/fused_program.h"
+#include "jit/passes.h"
 #include "call_log.h"
 #include "test_util.h"
 
@@ -356,6 +357,153 @@ TEST(FuseElementwise, SavedAndLoadedGraphsKeepTheProgramAndRefuseHostileOnes) {
   hostile.replace(hostile.find("relu(v1)"), 8, "relu(v9)");
   EXPECT_THAT(error_of([&] { (void)jit::graph_from_json(hostile, {}); }),
               HasSubstr("value v9 used before it is defined"));
+}
+
+// ---- training dropout inside fused programs
+
+namespace {
+Tensor eager_dropout(const Tensor& x, double p) { return nn::functional::dropout(x, p, true); }
+
+/// The next number the default generator gives: equal when two runs drew the same counters.
+double next_draw() { return rand({1}, kFloat64).item<double>(); }
+}  // namespace
+
+TEST(FusedDropout, DrawsEagersMaskAndAdvancesTheGeneratorAsEagerDoes) {
+  for (const char* backend : {"interpreter", "compiler"}) {
+    Backend use(backend);
+    for (DType dt : {kFloat32, kFloat64}) {
+      SCOPED_TRACE(std::string(backend) + " " + std::string(dtype_name(dt)));
+      manual_seed(3);
+      const Tensor x = uniform({37, 29}, -2, 2, dt), y = uniform({29}, 0.5, 1.5, dt);
+      // Two dropouts on two streams around a product with a broadcast row.
+      const std::string prog = "dropout(i0,0,0.3);mul(v0,i1);relu(v1);dropout(v2,1,0.5)";
+      manual_seed(11);
+      const Tensor fused = jit::fused_elementwise({x, y}, prog);
+      const double after_fused = next_draw();
+      manual_seed(11);
+      const Tensor eager = eager_dropout(relu(eager_dropout(x, 0.3) * y), 0.5);
+      const double after_eager = next_draw();
+      expect_close(fused, eager, 0, "values");  // bit for bit
+      EXPECT_EQ(after_fused, after_eager) << "the generator moved on as far as eager's";
+      // Both masks at work: about 0.3 then 0.5 of the elements dropped.
+      const double zeros = (fused == 0).to(kFloat64).mean().item<double>();
+      EXPECT_GT(zeros, 0.55);
+      EXPECT_LT(zeros, 0.85);
+    }
+  }
+}
+
+TEST(FusedDropout, BackwardRegeneratesTheMaskAndGivesEagersGradients) {
+  const std::string prog = "mul(i0,i1);dropout(v0,0,0.25);gelu(v1)";
+  for (const char* backend : {"interpreter", "compiler"}) {
+    Backend use(backend);
+    SCOPED_TRACE(backend);
+    manual_seed(4);
+    Tensor x = uniform({16, 33}, -1, 1, kFloat64).requires_grad_(true);
+    Tensor w = uniform({33}, -1, 1, kFloat64).requires_grad_(true);
+    const Tensor gy = uniform({16, 33}, -1, 1, kFloat64);
+    manual_seed(8);
+    Tensor y = jit::fused_elementwise({x, w}, prog);
+    CallLog log;
+    {
+      op::InterposerGuard guard(&log);
+      y.backward(gy);
+    }
+    // One fused backward kernel: no dropout, rand or mul among the ops called.
+    for (const std::string& n : log.names) EXPECT_TRUE(n.rfind("sum", 0) == 0 || n == "reshape") << n;
+    Tensor x2 = x.detach().requires_grad_(true), w2 = w.detach().requires_grad_(true);
+    manual_seed(8);
+    Tensor y2 = gelu(eager_dropout(x2 * w2, 0.25));
+    y2.backward(gy);
+    expect_close(y.detach(), y2.detach(), 1e-15, "forward");
+    expect_close(x.grad(), x2.grad(), 1e-14, "d/dx");
+    expect_close(w.grad(), w2.grad(), 1e-14, "d/dw");
+    // Double backward (create_graph: the backward programs' ops, on the same counters).
+    Tensor x3 = x.detach().requires_grad_(true);
+    manual_seed(8);
+    Tensor g1 = autograd::grad({jit::fused_elementwise({x3, w.detach()}, prog).sum()}, {x3},
+                               {}, {.create_graph = true})[0];
+    Tensor x4 = x.detach().requires_grad_(true);
+    manual_seed(8);
+    Tensor g2 = autograd::grad({gelu(eager_dropout(x4 * w.detach(), 0.25)).sum()}, {x4}, {},
+                               {.create_graph = true})[0];
+    expect_close(g1.detach(), g2.detach(), 1e-14, "first derivative with create_graph");
+    expect_close(autograd::grad({g1.sum()}, {x3})[0], autograd::grad({g2.sum()}, {x4})[0], 1e-12,
+                 "second derivative");
+  }
+}
+
+TEST(FusedDropout, ProgramsRefuseBadStreamsAndProbabilities) {
+  Tensor x = ones({2});
+  auto fails = [&](const std::string& program, const std::string& message) {
+    EXPECT_THAT(error_of([&] { (void)jit::fused_elementwise({x}, program); }), HasSubstr(message));
+  };
+  fails("dropout(i0,i0,0.5)", "dropout's stream must be a whole number from 0 to 255");
+  fails("dropout(i0,0.5,0.5)", "dropout's stream must be a whole number");
+  fails("dropout(i0,256,0.5)", "dropout's stream must be a whole number");
+  fails("dropout(i0,0,1)", "dropout's probability must be between 0 and 1 (exclusive), got 1");
+  fails("dropout(i0,0,0)", "dropout's probability must be between 0 and 1 (exclusive), got 0");
+  fails("dropout(i0,0)", "expected ','");
+  EXPECT_EQ(jit::detail::parse_fused_program("relu(i0);dropout(v0,2,0.125)", 1).random_streams(),
+            3);
+}
+
+TEST(FuseElementwise, TrainingDropoutJoinsTheChainAndKeepsEagersMasks) {
+  Tensor x = uniform({8, 12}, -1, 1), b = uniform({12}, -1, 1);
+  auto fn = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{eager_dropout(relu(in[0] * 2.0 + in[1]), 0.3) * 0.5};
+  };
+  jit::Graph g = jit::trace(fn, {x, b});
+  EXPECT_EQ(jit::fuse_elementwise(g), 1);
+  ASSERT_EQ(g.nodes.size(), 1u) << g.str();
+  const std::string json = jit::graph_to_json(g);
+  EXPECT_NE(json.find("dropout(v2,0,0.29999999999999999)"), std::string::npos) << json;
+  // A fused node that draws random numbers is not pure: no pass may merge or drop it.
+  EXPECT_FALSE(jit::detail::is_pure(g.nodes[0]));
+  for (int run = 0; run < 2; ++run) {
+    manual_seed(30 + run);
+    const Tensor fused = g.run({x, b})[0];
+    manual_seed(30 + run);
+    expect_close(fused, fn({x, b})[0], 0, "values");
+  }
+  // Saved and loaded, it draws the same mask.
+  jit::Graph back = jit::graph_from_json(json, {});
+  manual_seed(9);
+  const Tensor a = back.run({x, b})[0];
+  manual_seed(9);
+  expect_close(a, g.run({x, b})[0], 0, "reloaded");
+  // Eval-mode dropout is the identity: removed, not fused as a random op.
+  auto eval_fn = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{nn::functional::dropout(relu(in[0] * 2.0), 0.3, false) + 1.0};
+  };
+  jit::Graph e = jit::trace(eval_fn, {x});
+  jit::eliminate_identities(e);
+  jit::fuse_elementwise(e);
+  EXPECT_EQ(jit::graph_to_json(e).find("dropout"), std::string::npos);
+}
+
+TEST(FuseElementwise, DropoutIsNotFusedPastAnotherRandomOp) {
+  // randn_like between the dropout and the chain's end: fusing the dropout into the end would
+  // draw its mask after randn_like's numbers, not before as eager does.
+  Tensor x = uniform({6, 7}, -1, 1);
+  auto fn = [](const std::vector<Tensor>& in) {
+    Tensor a = eager_dropout(in[0], 0.4);
+    Tensor n = randn_like(in[0]);
+    return std::vector<Tensor>{relu(a) * 2.0 + n};
+  };
+  jit::Graph g = jit::trace(fn, {x});
+  jit::fuse_elementwise(g);
+  manual_seed(12);
+  const Tensor fused = g.run({x})[0];
+  manual_seed(12);
+  expect_close(fused, fn({x})[0], 0, "values, draws in eager's order");
+  for (const jit::Node& n : g.nodes) {
+    if (n.name() != "fused_elementwise") continue;
+    const std::string prog = n.args[1].attr.get<std::string>();
+    if (prog.find("dropout") != std::string::npos) {
+      EXPECT_EQ(prog.find("add"), std::string::npos) << "fused past randn_like: " << prog;
+    }
+  }
 }
 
 // ---- fused_reduction: a row reduction with a prologue and an epilogue

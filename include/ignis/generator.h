@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <mutex>
 
+#include "ignis/counter_rng.h"
 #include "ignis/dtype.h"  // IGNIS_HD
 
 namespace ignis {
@@ -34,18 +35,11 @@ class Generator {
     offset_ += n;
     return o;
   }
-  /// 64 random bits for counter i (a SplitMix64-style mix of seed and counter). Host and device
-  /// code (the CUDA fills draw the same numbers as the CPU's).
-  IGNIS_HD static uint64_t bits(uint64_t seed, uint64_t i) {
-    uint64_t z = seed * 0x9E3779B97F4A7C15ull + (i + 1) * 0xD1B54A32D192ED03ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
+  /// 64 random bits for counter i (ignis/counter_rng.h). Host and device code (the CUDA fills
+  /// draw the same numbers as the CPU's).
+  IGNIS_HD static uint64_t bits(uint64_t seed, uint64_t i) { return counter_bits(seed, i); }
   /// A double in [0, 1) with 53 random bits.
-  IGNIS_HD static double uniform(uint64_t seed, uint64_t i) {
-    return static_cast<double>(bits(seed, i) >> 11) * 0x1.0p-53;
-  }
+  IGNIS_HD static double uniform(uint64_t seed, uint64_t i) { return counter_uniform(seed, i); }
 
  private:
   std::mutex mu_;

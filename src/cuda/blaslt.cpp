@@ -4,7 +4,8 @@
 // cuda/gemm_operand.h), whose rows are out's columns: cuBLASLt's bias, one value per row of its
 // D, is then linear's bias over out_features. float32 runs without TF32 (as cuBLAS in
 // cuda/blas.cpp), bfloat16 computes in float32. Where cuBLASLt's heuristic finds no algorithm
-// (float64 with a bias, say) the stub says so and linear runs the three steps.
+// (float64 with a bias, say) the stub says so and linear runs the three steps. The heuristic's
+// answer is cached per problem (cuda/plan_cache.h).
 #include <cublasLt.h>
 
 #include <optional>

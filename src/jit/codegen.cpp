@@ -180,6 +180,15 @@ std::string emit_body(std::ostream& s, const FusedProgram& p, const std::string&
   for (size_t j = 0; j < p.code.size(); ++j) {
     const FusedInstr& in = p.code[j];
     const FusedOpInfo& info = fused_op_info(in.op);
+    if (in.op == FusedOp::dropout) {
+      // element k = r * cols + c of stream d: counter base + d n + k (rng_: seed, base, n)
+      s << indent << "const T v" << j << " = " << operand(in.a)
+        << " * ignis::dropout_factor<T>(rng_[0], rng_[1] + "
+        << static_cast<int>(in.b.number) << "ull * rng_[2] + static_cast<unsigned long long>(r "
+        << "* cols + c), T(" << format_number(in.param) << "), T("
+        << format_number(1.0 / (1.0 - in.param)) << "));\n";
+      continue;
+    }
     s << indent << "const T v" << j << " = ignis_apply(ignis::fn::" << info.functor
       << "{ignis::OpArgs{" << format_number(in.param) << ", 0}}, " << operand(in.a);
     if (info.arity == 2) s << ", " << operand(in.b);
@@ -232,6 +241,10 @@ std::string elementwise_source(const FusedProgram& p, const std::vector<int>& ou
     << ", long long begin, long long end, long long cols) {\n";
   s << "  using T = " << c_type(dtype) << ";\n";
   emit_inputs(s, p.num_inputs);
+  if (p.random_streams() > 0) {  // dropout's stream: the pointer after the inputs'
+    s << "  const unsigned long long* rng_ = static_cast<const unsigned long long*>(in["
+      << p.num_inputs << "]);\n";
+  }
   if (outputs.empty()) s << "  T* __restrict out = static_cast<T*>(out_);\n";
   for (size_t j = 0; j < outputs.size(); ++j)
     s << "  T* __restrict out" << j << " = static_cast<T*>(out_[" << j << "]);\n";

@@ -10,7 +10,9 @@
 // from its output, as eager relu's backward; gelu_backward, silu_backward, leaky_relu_backward
 // from the input), and the floating unary ops through the backward formulas of
 // ignis/float_unary_ops.def, the same text that eager autograd runs, evaluated here over a
-// symbolic value that emits instructions. Dead instructions are dropped.
+// symbolic value that emits instructions. Dropout's derivative is dropout of the gradient on the
+// same random stream (the mask drawn again from the same counters). Dead instructions are
+// dropped.
 #include <map>
 #include <mutex>
 
@@ -148,6 +150,8 @@ bool differentiate(const FusedProgram& p, Builder& b,
           add_to(ins.b, b.emit(FusedOp::mul, b.emit(FusedOp::mul, g, ins.a), t));
         }
         break;
+      // Linear in its operand: the same mask (stream and counters) on the gradient.
+      case FusedOp::dropout: add_to(ins.a, b.emit(FusedOp::dropout, g, ins.b, ins.param)); break;
       case FusedOp::maximum:
       case FusedOp::minimum:
       case FusedOp::gelu_backward:

@@ -21,11 +21,13 @@
 #include "core/tensor_impl.h"
 #include "cpu/parallel.h"
 #include "ignis/autograd.h"
+#include "ignis/generator.h"
 #include "ignis/jit.h"
 #include "ignis/ops.h"
 #include "jit/codegen.h"
 #include "jit/fused_program.h"
 #include "jit/fused_runtime.h"
+#include "ops/random.h"
 #include "ops/unary.h"
 
 namespace ignis {
@@ -53,9 +55,27 @@ IGNIS_DEFINE_STUB(fused_reduction_stub, FusedReductionDeviceFn);
 
 // ---- the composite: the ops' front ends, one by one (autograd records each)
 
-Tensor run_fused_composite(const FusedProgram& p, const std::vector<Tensor>& in) {
+/// Training dropout's factor for stream d of `rng`, over `shape` (the node's output): eager
+/// dropout's mask (rand >= p, as the dtype, times 1 / (1 - p)) drawn from the counters the fused
+/// kernel uses, so the composite gives its values.
+Tensor dropout_factors(const Shape& shape, DType dtype, Device device, const FusedRng& rng,
+                       int d, double p) {
+  NoGradGuard no_grad;
+  Tensor u = make_tensor(shape, dtype, device);
+  if (u.numel() > 0) {
+    RandomArgs args;
+    args.seed = rng.seed;
+    args.offset = rng.base + static_cast<uint64_t>(d) * rng.n;
+    uniform_stub[device](u, args);
+  }
+  return (u >= p).to(dtype) * (1.0 / (1.0 - p));
+}
+
+Tensor run_fused_composite(const FusedProgram& p, const std::vector<Tensor>& in,
+                           const FusedRng& rng) {
   std::vector<Tensor> v;
   v.reserve(p.code.size());
+  const Shape shape = p.random_streams() > 0 ? fused_output_shape(in, "fused_elementwise") : Shape();
   auto ref = [&](const FusedOperand& o) -> const Tensor& {
     return o.kind == FusedOperand::Kind::Input ? in[o.index] : v[o.index];
   };
@@ -83,6 +103,10 @@ Tensor run_fused_composite(const FusedProgram& p, const std::vector<Tensor>& in)
       case FusedOp::silu: r = silu(a); break;
       case FusedOp::leaky_relu: r = leaky_relu(a, ins.param); break;
       case FusedOp::sign: r = sign(a); break;
+      case FusedOp::dropout:
+        r = a * dropout_factors(shape, a.dtype(), a.device(), rng,
+                                static_cast<int>(ins.b.number), ins.param);
+        break;
       // The backward ops (backward programs); a number as their second operand stands for a
       // tensor of that value.
       case FusedOp::threshold_backward: r = threshold_backward(a, operand_b(), ins.param); break;
@@ -224,11 +248,21 @@ Layout lay_out(const std::vector<Tensor>& inputs, const Shape& shape) {
 /// The program over the CPU's cores into `outs` (contiguous, the output's shape): its result into
 /// outs[0] (`outputs` empty), or its values `outputs[j]` into outs[j]; by the generated kernel of
 /// `key`, else the interpreter.
-void run_on_cpu(const FusedProgram& p, const std::vector<int>& outputs, const Layout& lay,
-                const std::string& key, const std::vector<Tensor>& outs) {
+void run_on_cpu(const FusedProgram& p, const std::vector<int>& outputs, const Layout& lay_,
+                const std::string& key, const std::vector<Tensor>& outs,
+                const detail::FusedRng& rng = {}) {
   const int64_t n = outs[0].numel();
   const DType dtype = outs[0].dtype();
   const int64_t grain = std::max<int64_t>(kGrainSize / 4, 1);
+  // A program with dropout reads its stream's (seed, base, n) through the pointer after the
+  // inputs' (codegen.h).
+  const uint64_t rng_words[3] = {rng.seed, rng.base, rng.n};
+  Layout lay_rng;
+  if (p.random_streams() > 0) {
+    lay_rng = lay_;
+    lay_rng.ptrs.push_back(rng_words);
+  }
+  const Layout& lay = p.random_streams() > 0 ? lay_rng : lay_;
   const int64_t cols = lay.cols;
   std::vector<void*> dst;
   for (const Tensor& t : outs) dst.push_back(t.data_ptr());
@@ -257,7 +291,7 @@ void run_on_cpu(const FusedProgram& p, const std::vector<int>& outputs, const La
     std::vector<T*> o;
     for (void* q : dst) o.push_back(static_cast<T*>(q));
     parallel_for(0, n, grain, [&](int64_t b, int64_t e) {
-      detail::interpret<T>(p, in, lay.layouts, o[0], b, e, cols, outputs, o);
+      detail::interpret<T>(p, in, lay.layouts, o[0], b, e, cols, outputs, o, rng);
     });
   };
   if (dtype == kFloat64)
@@ -266,13 +300,88 @@ void run_on_cpu(const FusedProgram& p, const std::vector<int>& outputs, const La
     run.template operator()<float>();
 }
 
+// Where the program's dropouts draw: n counters per stream reserved from the default generator
+// (as its eager dropouts, in order, would); nothing for a program without dropout.
+detail::FusedRng draw_rng(const FusedProgram& p, const Shape& shape) {
+  detail::FusedRng rng;
+  const int streams = p.random_streams();
+  if (streams == 0) return rng;
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  Generator& g = default_generator();
+  rng.n = static_cast<uint64_t>(n);
+  rng.base = g.reserve(rng.n * static_cast<uint64_t>(streams));
+  rng.seed = g.seed();
+  return rng;
+}
+
+bool runs_on_device(Device device) {
+  // A GPU runs the generated CUDA kernel unless the interpreter is asked for (it is CPU code).
+  return device.is_cuda() && detail::fused_elementwise_stub.has_kernel(device.type) &&
+         g_backend.load() != kInterpreter;
+}
+
+// The program's value without autograd: the generated kernel (CPU or GPU), the interpreter, or on
+// other devices, and for random programs on a GPU (the generated CUDA kernels draw no random
+// numbers yet), the composite.
+Tensor run_program(const FusedProgram& p, const std::string& program,
+                   const std::vector<Tensor>& inputs, const Shape& shape,
+                   const detail::FusedRng& rng) {
+  constexpr const char* op = "fused_elementwise";
+  const DType dtype = inputs[0].dtype();
+  const Device device = inputs[0].device();
+  const bool random = p.random_streams() > 0;
+  const bool on_device = runs_on_device(device) && !random;
+  if (!(device.is_cpu() || on_device)) {
+    if (device.is_meta()) return make_tensor(shape, dtype, device);
+    NoGradGuard no_grad;
+    return detail::run_fused_composite(p, inputs, rng);
+  }
+  Tensor out = make_tensor(shape, dtype, device);
+  if (out.numel() == 0) return out;
+  const Layout lay = lay_out(inputs, shape);
+  const std::string key =
+      "fused_elementwise|" + program + "|" + std::string(dtype_name(dtype)) + "|" + lay.layouts;
+  if (on_device) {
+    try {
+      detail::fused_elementwise_stub[device](out, lay.ptrs, lay.cols, key, [&] {
+        return detail::fused_cuda_kernel_source(p, dtype, lay.layouts);
+      });
+      return out;
+    } catch (const Error& e) {
+      IGNIS_CHECK(g_backend.load() != kCompiler, op, ": the compiler backend was asked for, but ",
+                  e.what());
+      {
+        std::lock_guard<std::mutex> lock(g_why_mu);
+        g_why = e.what();
+      }
+      NoGradGuard no_grad;
+      return detail::run_fused_composite(p, inputs);
+    }
+  }
+  run_on_cpu(p, {}, lay, key, {out}, rng);
+  return out;
+}
+
+// A backward program over `in` (the forward's inputs and the result's gradient), differentiable:
+// through fused_elementwise, or for a program with dropout (whose mask must be the forward's) its
+// ops one by one, drawing from the forward's counters.
+Tensor run_backward_program(const std::string& text, const std::vector<Tensor>& in,
+                            const detail::FusedRng& rng) {
+  if (!detail::fused_text_is_random(text)) return fused_elementwise(in, text);
+  return detail::run_fused_composite(*detail::parsed_program(text, static_cast<int>(in.size())),
+                                     in, rng);
+}
+
 // Training: the fused kernel forward, and a node whose backward differentiates the program
 // (fused_autodiff.cpp): on the CPU one kernel computing every input's gradient in one pass,
 // recomputing the chain from the saved inputs; with create_graph or on a GPU one backward
-// program per input through fused_elementwise (differentiable in turn). An undefined tensor when
-// the program has no backward (the caller then runs the ops one by one, each recording its own).
+// program per input (differentiable in turn). Dropout's mask is not saved: the backward draws it
+// again from the forward's counters (`rng`). An undefined tensor when the program has no backward
+// (the caller then runs the ops one by one, each recording its own).
 Tensor fused_with_backward(const FusedProgram& p, const std::string& program,
-                           const std::vector<Tensor>& inputs) {
+                           const std::vector<Tensor>& inputs, const Shape& shape,
+                           const detail::FusedRng& rng) {
   std::vector<int> ks;
   for (size_t k = 0; k < inputs.size(); ++k)
     if (inputs[k].requires_grad()) ks.push_back(static_cast<int>(k));
@@ -281,11 +390,11 @@ Tensor fused_with_backward(const FusedProgram& p, const std::string& program,
   Tensor out;
   {
     NoGradGuard no_grad;
-    out = fused_elementwise(inputs, program);
+    out = run_program(p, program, inputs, shape, rng);
   }
   std::vector<autograd::SavedVariable> saved;
   for (const Tensor& t : inputs) saved.emplace_back(t, false);
-  auto fn = [saved = std::move(saved), ks, back = std::move(*both),
+  auto fn = [saved = std::move(saved), ks, back = std::move(*both), rng,
              p = std::make_shared<const FusedProgram>(p)](autograd::BackwardCtx& c,
                                                           const TensorList& g) {
     TensorList r(saved.size());
@@ -299,7 +408,7 @@ Tensor fused_with_backward(const FusedProgram& p, const std::string& program,
       for (int k : ks) {
         const std::optional<std::string> b = detail::fused_backward_program(*p, k);
         if (c.needs_input_grad(static_cast<size_t>(k)) && b && !b->empty())
-          r[static_cast<size_t>(k)] = fused_elementwise(in, *b);
+          r[static_cast<size_t>(k)] = run_backward_program(*b, in, rng);
       }
       return r;
     }
@@ -331,7 +440,7 @@ Tensor fused_with_backward(const FusedProgram& p, const std::string& program,
     std::string key = "fused_backward|" + b.program.str() + "|";
     for (int v : values) key += std::to_string(v) + ",";
     key += "|" + std::string(dtype_name(in[0].dtype())) + "|" + lay.layouts;
-    run_on_cpu(b.program, values, lay, key, outs);
+    run_on_cpu(b.program, values, lay, key, outs, rng);
     for (size_t j = 0; j < outs.size(); ++j) r[which[j]] = outs[j];
     return r;
   };
@@ -356,46 +465,21 @@ Tensor fused_elementwise(const std::vector<Tensor>& inputs, const std::string& p
   const std::shared_ptr<const FusedProgram> p =
       detail::parsed_program(program, static_cast<int>(inputs.size()));
   const Shape shape = detail::fused_output_shape(inputs, op);
-  const DType dtype = inputs[0].dtype();
-  // Training: the ops one by one, so that each records its own backward.
+  const Device device = inputs[0].device();
+  // Dropout's counters, reserved before anything runs (a meta tensor draws none).
+  const detail::FusedRng rng = device.is_meta() ? detail::FusedRng{} : draw_rng(*p, shape);
   bool needs_grad = false;
   for (const Tensor& t : inputs) needs_grad = needs_grad || t.requires_grad();
-  const Device device = inputs[0].device();
-  // A GPU runs the generated CUDA kernel unless the interpreter is asked for (it is CPU code).
-  const bool on_device = device.is_cuda() &&
-                         detail::fused_elementwise_stub.has_kernel(device.type) &&
-                         g_backend.load() != kInterpreter;
-  if (!(device.is_cpu() || on_device)) {
-    if (device.is_meta()) return make_tensor(shape, dtype, device);
-    return detail::run_fused_composite(*p, inputs);
-  }
-  if (needs_grad && is_grad_enabled()) {
-    if (Tensor out = fused_with_backward(*p, program, inputs); out.defined()) return out;
-    return detail::run_fused_composite(*p, inputs);
-  }
-  Tensor out = make_tensor(shape, dtype, device);
-  if (out.numel() == 0) return out;
-  const Layout lay = lay_out(inputs, shape);
-  const std::string key =
-      "fused_elementwise|" + program + "|" + std::string(dtype_name(dtype)) + "|" + lay.layouts;
-  if (on_device) {
-    try {
-      detail::fused_elementwise_stub[device](out, lay.ptrs, lay.cols, key, [&] {
-        return detail::fused_cuda_kernel_source(*p, dtype, lay.layouts);
-      });
-      return out;
-    } catch (const Error& e) {
-      IGNIS_CHECK(g_backend.load() != kCompiler, op, ": the compiler backend was asked for, but ",
-                  e.what());
-      {
-        std::lock_guard<std::mutex> lock(g_why_mu);
-        g_why = e.what();
-      }
-      return detail::run_fused_composite(*p, inputs);
+  if (needs_grad && is_grad_enabled() && !device.is_meta()) {
+    // Training: the ops one by one (each recording its own backward) where there is no fused
+    // backward, or on devices without fused kernels.
+    if (device.is_cpu() || runs_on_device(device)) {
+      if (Tensor out = fused_with_backward(*p, program, inputs, shape, rng); out.defined())
+        return out;
     }
+    return detail::run_fused_composite(*p, inputs, rng);
   }
-  run_on_cpu(*p, {}, lay, key, {out});
-  return out;
+  return run_program(*p, program, inputs, shape, rng);
 }
 
 void set_fusion_backend(const std::string& backend) {

@@ -1,6 +1,7 @@
 // Parsing and printing fused elementwise programs (see fused_program.h).
 #include "jit/fused_program.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +18,7 @@ const FusedOpInfo kOps[] = {
 #undef IGNIS_X
 #define IGNIS_FLOAT_UNARY_OP(name, F, saves, grad) {#name, #F, 1, 0},
 #include "ignis/float_unary_ops.def"
+    {"dropout", "", 2, 1},
 };
 constexpr int kNumOps = static_cast<int>(sizeof(kOps) / sizeof(kOps[0]));
 
@@ -75,6 +77,17 @@ class Parser {
     if (info.params == 1) {
       expect(',');
       in.param = number();
+    }
+    if (in.op == FusedOp::dropout) {
+      if (in.b.kind != FusedOperand::Kind::Number || in.b.number < 0 ||
+          in.b.number >= kMaxFusedInstrs || in.b.number != static_cast<int>(in.b.number)) {
+        fail(s_, start, "dropout's stream must be a whole number from 0 to " +
+                            std::to_string(kMaxFusedInstrs - 1));
+      }
+      if (!(in.param > 0 && in.param < 1)) {
+        fail(s_, start, "dropout's probability must be between 0 and 1 (exclusive), got " +
+                            format_number(in.param));
+      }
     }
     expect(')');
     return in;
@@ -177,6 +190,17 @@ std::string FusedProgram::str() const {
     s += ')';
   }
   return s;
+}
+
+int FusedProgram::random_streams() const {
+  int n = 0;
+  for (const FusedInstr& in : code)
+    if (in.op == FusedOp::dropout) n = std::max(n, static_cast<int>(in.b.number) + 1);
+  return n;
+}
+
+bool fused_text_is_random(std::string_view text) {
+  return text.find("dropout(") != std::string_view::npos;
 }
 
 FusedProgram parse_fused_program(std::string_view text, int num_inputs) {

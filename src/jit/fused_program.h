@@ -9,6 +9,14 @@
 // Operands: i<k> (the node's k-th input), v<j> (an earlier instruction's value), and for the
 // second operand of a binary op a number (a Scalar argument). Then the op's parameters (add and
 // sub: alpha; leaky_relu: the negative slope), numbers.
+//
+// One op draws random numbers: dropout(v, d, p), training dropout of v with probability p
+// (0 < p < 1) on the node's random stream d (a number 0, 1, ...). A node whose program has
+// dropout reserves n counters per stream from the default generator when it runs (n: the output's
+// elements), in stream order, as eager dropouts in the same order would; element k of stream d
+// uses counter (base + d n + k), so its mask is eager dropout's (rand >= p, scaled by 1 / (1 - p);
+// ignis/counter_rng.h). Its derivative is dropout of the gradient on the same stream: a backward
+// program regenerates the mask from the same counters instead of saving it.
 #pragma once
 
 #include <cstdint>
@@ -54,6 +62,7 @@ enum class FusedOp : uint8_t {
 #undef IGNIS_X
 #define IGNIS_FLOAT_UNARY_OP(name, F, saves, grad) name,
 #include "ignis/float_unary_ops.def"
+  dropout,  // (v, stream d, p): the one random op, no functor (see above)
 };
 
 struct FusedOpInfo {
@@ -85,7 +94,18 @@ struct FusedProgram {
   int num_inputs = 0;
   /// The canonical text form (numbers printed exactly).
   std::string str() const;
+  /// The random streams its dropouts use: 1 + the largest stream number, 0 without dropout.
+  int random_streams() const;
 };
+
+/// Where a running program's dropouts draw: stream d's element k uses counter base + d n + k of
+/// the generator seeded `seed`. A kernel reads it through the pointer after its inputs'.
+struct FusedRng {
+  uint64_t seed = 0, base = 0, n = 0;
+};
+
+/// Whether a program's text uses dropout (without parsing it).
+bool fused_text_is_random(std::string_view text);
 
 /// At most this many instructions and inputs (the text is untrusted when a graph is loaded).
 constexpr int kMaxFusedInstrs = 256;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/dispatch.h"
+#include "ignis/counter_rng.h"
 #include "ignis/tensor.h"
 #include "jit/fused_program.h"
 #include "ops/functors.h"
@@ -18,8 +19,9 @@
 namespace ignis::jit::detail {
 
 /// The program's ops one by one through their front ends (autograd records each); `in` are the
-/// program's inputs i0, i1, ...
-Tensor run_fused_composite(const FusedProgram& p, const std::vector<Tensor>& in);
+/// program's inputs i0, i1, ...; `rng`: where its dropouts draw (programs with dropout).
+Tensor run_fused_composite(const FusedProgram& p, const std::vector<Tensor>& in,
+                           const FusedRng& rng = {});
 
 /// The broadcast shape of a fused op's inputs, after checking that they are defined, all float32
 /// or all float64, and on one device (errors name `op`, the input and what is wrong).
@@ -104,11 +106,13 @@ void interp_apply2(const F& f, InterpOperand<T> a, InterpOperand<T> b, T* __rest
 
 /// Runs the program over out[begin, end) (rows of `cols`), inputs laid out as `layouts` says
 /// (codegen.h: 'f' full, 'r' a repeated row, 'c' one value per row, 's' one value). With
-/// `outputs` (a multi-output kernel's), outs[j] receives the value outputs[j] instead.
+/// `outputs` (a multi-output kernel's), outs[j] receives the value outputs[j] instead. `rng`:
+/// where dropouts draw (element k of stream d: counter rng.base + d rng.n + k).
 template <class T>
 void interpret(const FusedProgram& p, const std::vector<const T*>& in, const std::string& layouts,
                T* out, int64_t begin, int64_t end, int64_t cols,
-               const std::vector<int>& outputs = {}, const std::vector<T*>& outs = {}) {
+               const std::vector<int>& outputs = {}, const std::vector<T*>& outs = {},
+               const FusedRng& rng = {}) {
   const size_t m = p.code.size();
   std::vector<T> vals(m * kInterpTile);
   std::vector<T> numbers(m * 2);
@@ -136,6 +140,17 @@ void interpret(const FusedProgram& p, const std::vector<const T*>& in, const std
       T* dst = j + 1 == m && outputs.empty() ? out + k : vals.data() + j * kInterpTile;
       const OpArgs args{ins.param, 0};
       switch (ins.op) {
+        case FusedOp::dropout: {
+          const InterpOperand<T> a = operand(ins.a, 0);
+          const uint64_t c0 = rng.base + static_cast<uint64_t>(ins.b.number) * rng.n +
+                              static_cast<uint64_t>(k);
+          const T pr = static_cast<T>(ins.param), scale = static_cast<T>(1.0 / (1.0 - ins.param));
+          for (int64_t i = 0; i < len; ++i) {
+            dst[i] = a.p[i * a.stride] *
+                     dropout_factor<T>(rng.seed, c0 + static_cast<uint64_t>(i), pr, scale);
+          }
+          break;
+        }
 #define IGNIS_X(name, F, arity, params)                                              \
   case FusedOp::name:                                                                \
     if constexpr (arity == 2) {                                                      \

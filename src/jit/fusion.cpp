@@ -74,6 +74,14 @@ std::optional<Candidate> translate(const Graph& g, const Node& n) {
   } else if (name == "leaky_relu") {
     c.op = FusedOp::leaky_relu;
     c.param = scalar_attr(n, "negative_slope");
+  } else if (name == "dropout") {
+    // Training dropout (eval-mode and p = 0 dropouts are removed by eliminate_identities; p = 1
+    // draws nothing in eager, so it is left alone). Its stream number is given when the program
+    // is built.
+    const op::IValue& train = n.args[static_cast<size_t>(n.op->schema.index_of("train"))].attr;
+    c.param = scalar_attr(n, "p");
+    if (!train.is<bool>() || !train.get<bool>() || !(c.param > 0 && c.param < 1)) return {};
+    c.op = FusedOp::dropout;
   } else {
     FusedOp op{};
     if (!detail::fused_op_by_name(name, op)) return {};
@@ -98,7 +106,8 @@ int fuse_elementwise(Graph& g) {
   const std::vector<int> prod = detail::producers(g);
   std::vector<std::optional<Candidate>> cand(count);
   for (size_t i = 0; i < count; ++i)
-    if (detail::is_pure(g.nodes[i])) cand[i] = translate(g, g.nodes[i]);
+    if (detail::is_pure(g.nodes[i]) || g.nodes[i].name() == "dropout")
+      cand[i] = translate(g, g.nodes[i]);
 
   std::vector<int> group(count, -1);
   std::vector<char> dead(count, 0);
@@ -128,11 +137,21 @@ int fuse_elementwise(Graph& g) {
         grew = true;
       }
     }
-    if (members.size() < 2) {
-      group[r] = -1;
+    std::sort(members.begin(), members.end());
+    // A group with dropouts draws their numbers when the fused node runs (at the root's place):
+    // no other random node may run between its first dropout and the root, so that every draw
+    // happens in eager's order and the masks are eager's.
+    bool reordered = false;
+    for (size_t m : members) {
+      if (cand[m]->op != FusedOp::dropout) continue;
+      for (size_t i = m + 1; i < r && !reordered; ++i)
+        reordered = group[i] != static_cast<int>(r) && detail::is_random(g.nodes[i]);
+      break;  // (members are sorted: the first dropout decides)
+    }
+    if (members.size() < 2 || reordered) {
+      for (size_t m : members) group[m] = -1;
       continue;
     }
-    std::sort(members.begin(), members.end());
     std::map<size_t, int> instr_of;  // member node -> its instruction
     std::map<int, int> input_of;     // external value id -> input index
     std::vector<int> inputs;
@@ -150,10 +169,14 @@ int fuse_elementwise(Graph& g) {
       }
       return o;
     };
+    int streams = 0;  // dropout's random streams, in eager's order
     for (size_t m : members) {
       const Candidate& c = *cand[m];
       FusedInstr in{c.op, operand(c.a), {}, c.param};
-      if (detail::fused_op_info(c.op).arity == 2) {
+      if (c.op == FusedOp::dropout) {
+        in.b.kind = FusedOperand::Kind::Number;
+        in.b.number = streams++;
+      } else if (detail::fused_op_info(c.op).arity == 2) {
         if (c.b >= 0) {
           in.b = operand(c.b);
         } else {

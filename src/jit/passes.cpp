@@ -11,6 +11,7 @@
 #include "ignis/error.h"
 #include "ignis/jit.h"
 #include "ignis/ops.h"
+#include "jit/fused_program.h"
 
 namespace ignis::jit {
 
@@ -29,6 +30,10 @@ bool writes_inputs(const Node& n) {
 }
 
 bool is_random(const Node& n) {
+  // A fused node draws random numbers when its program has dropout.
+  if (n.op->schema.name == "fused_elementwise" && n.args.size() == 2 &&
+      n.args[1].attr.is<std::string>())
+    return detail::fused_text_is_random(n.args[1].attr.get<std::string>());
   if (n.op->kind != "random") return false;
   // dropout(train=False) is the identity: deterministic.
   const int t = n.op->schema.index_of("train");

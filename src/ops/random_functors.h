@@ -17,8 +17,7 @@ namespace ignis::fn {
 /// A second, independent 64-bit draw for counter i (the normal's angle in float64).
 constexpr uint64_t kSecondStream = 0x5851F42D4C957F2Dull;
 
-/// A float in [0, 1) from the top 24 bits of a draw.
-IGNIS_HD inline float unit_float(uint64_t z) { return static_cast<float>(z >> 40) * 0x1.0p-24f; }
+using ignis::unit_float;  // a float in [0, 1) from a draw's top 24 bits (ignis/counter_rng.h)
 
 /// uniform [from, to) in float64; rounding up to `to` gives `top`, the value below it.
 struct UniformF64 {
