@@ -25,8 +25,8 @@ import sys
 import time
 
 WORKLOADS = ("op_overhead", "sgemm", "seed_jit_mlp", "mnist_mlp", "mnist_lenet", "train_step",
-             "gcn", "gin", "ddp_mnist_mlp", "jit_fusion", "jit_fusion_train", "jit_inference",
-             "jit_block")
+             "gcn", "gin", "ddp_mnist_mlp", "jit_fusion", "jit_fusion_train", "jit_dropout_train",
+             "jit_inference", "jit_block")
 # The CNN training workloads take minutes: run them when asked for.
 DEFAULT_WORKLOADS = ("op_overhead", "sgemm", "seed_jit_mlp", "mnist_mlp")
 
@@ -64,6 +64,11 @@ SPECS = {
                                   "[4096, 1024] float32, gradients of x, a, b, g (ignis: its best "
                                   "mode, eager or the fused node with backward programs; PyTorch: "
                                   "eager) (lower is better)", "extra": ("mode",)},
+    "jit_dropout_train": {"keys": ("shape",), "metric": "ms_per_step", "higher": False,
+                          "title": "ms per forward + backward of dropout(relu(x + b), 0.1) on "
+                                   "[4096, 1024] float32, gradients of x and b (ignis: its best "
+                                   "mode, eager or the fused node drawing the mask in its kernels; "
+                                   "PyTorch: eager) (lower is better)", "extra": ("mode",)},
     "jit_inference": {"keys": ("model", "batch"), "metric": "ms_per_forward", "higher": False,
                       "title": "ms per batch-1 224x224 inference, channels-last (ignis: its best "
                                "mode, eager or frozen graph; PyTorch: eager and frozen TorchScript) "
@@ -294,6 +299,29 @@ def torch_jit_fusion_train(torch, threads, repeat):
         step()
         ms.append((time.perf_counter() - t0) * 1e3)
     return [{"workload": "jit_fusion_train", "shape": f"{rows}x{cols}", "threads": threads,
+             "variant": "eager", "ms_per_step": statistics.median(ms)}]
+
+
+def torch_jit_dropout_train(torch, threads, repeat):
+    """The block of `ignis bench jit_dropout_train`: dropout(relu(x + b), 0.1) forward and
+    backward in eager PyTorch, gradients of x and b for a given output gradient."""
+    rows, cols = 4096, 1024
+    torch.manual_seed(0)
+    x, b = torch.randn(rows, cols, requires_grad=True), torch.randn(cols, requires_grad=True)
+    gy = torch.randn(rows, cols)
+
+    def step():
+        y = torch.nn.functional.dropout(torch.relu(x + b), 0.1, training=True)
+        return torch.autograd.grad([y], [x, b], [gy])
+
+    for _ in range(2):  # warm-up
+        step()
+    ms = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        step()
+        ms.append((time.perf_counter() - t0) * 1e3)
+    return [{"workload": "jit_dropout_train", "shape": f"{rows}x{cols}", "threads": threads,
              "variant": "eager", "ms_per_step": statistics.median(ms)}]
 
 
@@ -825,6 +853,7 @@ TORCH_WORKLOADS = {"op_overhead": torch_op_overhead, "sgemm": torch_sgemm,
                    "mnist_lenet": torch_mnist_lenet, "train_step": torch_train_step,
                    "gcn": torch_gcn, "gin": torch_gin, "ddp_mnist_mlp": torch_ddp_mnist_mlp,
                    "jit_fusion": torch_jit_fusion, "jit_fusion_train": torch_jit_fusion_train,
+                   "jit_dropout_train": torch_jit_dropout_train,
                    "jit_inference": torch_jit_inference,
                    "jit_block": torch_jit_block}
 # Workloads whose PyTorch function also takes this script's options.
@@ -900,8 +929,8 @@ def print_table(workload, rows):
     cols.append(("ignis", lambda r: f"{fmt(r['ignis'])} ({r['ignis_threads']}T)"))
     cols.append(("PyTorch", lambda r: f"{fmt(r.get('pytorch'))} ({r.get('pytorch_threads', '-')}T)"))
     if workload in ("mnist_mlp", "mnist_lenet", "train_step", "gcn", "gin", "ddp_mnist_mlp",
-                    "jit_fusion", "jit_fusion_train", "jit_inference", "jit_block",
-                    "seed_jit_mlp"):
+                    "jit_fusion", "jit_fusion_train", "jit_dropout_train", "jit_inference",
+                    "jit_block", "seed_jit_mlp"):
         cols[-2] = ("ignis", lambda r: f"{fmt(r['ignis'], 3)} ({r['ignis_threads']}T)")
         cols[-1] = ("PyTorch",
                     lambda r: f"{fmt(r.get('pytorch'), 3)} ({r.get('pytorch_threads', '-')}T)")
