@@ -782,6 +782,15 @@ TEST(Cuda, ChannelsLastConvolutionsAndBatchNormMatchTheCpu) {
   EXPECT_TRUE(pg.is_contiguous(cl)) << "max_pool2d bfloat16: the output stays channels-last";
   expect_matches(pg.to(kFloat32), pc.to(kFloat32), 0, 0, "max_pool2d channels-last bfloat16");
   expect_matches(ig, ic, 0, 0, "max_pool2d channels-last bfloat16 indices");
+  // Its backward gathers each input's gradient over the windows holding it (overlapping 3x3
+  // windows of stride 2, padding 1): the CPU's sums, channels-last.
+  const Tensor xq = randn({2, 8, 9, 9}).contiguous(cl);
+  const Tensor gq = randn({2, 8, 5, 5});
+  Tensor xcg = xq.detach().requires_grad_(true), xgg = xq.to(kGpu).requires_grad_(true);
+  (max_pool2d(xcg, {3, 3}, {2, 2}, {1, 1}) * gq).sum().backward();
+  (max_pool2d(xgg, {3, 3}, {2, 2}, {1, 1}) * gq.to(kGpu)).sum().backward();
+  EXPECT_TRUE(xgg.grad().is_contiguous(cl)) << "max_pool2d backward: channels-last";
+  expect_matches(xgg.grad(), xcg.grad(), 1e-6, 1e-6, "max_pool2d channels-last backward");
 
   const Tensor xn = (randn({64, 40, 12, 12}) * 3 + 100).contiguous(cl);  // |mean| >> std
   const Tensor wn = randn({40}), bn = randn({40}), gy = randn({64, 40, 12, 12}).contiguous(cl);

@@ -249,7 +249,9 @@ void max_pool_backward_nhwc(const Tensor& gx, const Tensor& gy, const Tensor& in
   });
 }
 
-void max_pool_backward_kernel(const Tensor& gx, const Tensor& gy, const Tensor& indices) {
+// (The CPU scatters along the outputs: it needs no windows.)
+void max_pool_backward_kernel(const Tensor& gx, const Tensor& gy, const Tensor& indices,
+                              const PoolGeom&) {
   const int64_t HW = gx.size(2) * gx.size(3), OHW = gy.size(2) * gy.size(3);
   const int64_t* ip = indices.data_ptr<int64_t>();
   if (!gx.is_contiguous()) {  // channels-last, as gy and the indices (ops/pool.cpp)

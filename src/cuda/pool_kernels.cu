@@ -1,9 +1,11 @@
 // CUDA pooling kernels over the windows of ops/pool_windows.h (the CPU kernels' clipped
 // windows, uploaded to the device in one buffer per call through the pinned cache, without a
 // host wait): one thread per output for the forward passes, reading x through
-// its strides (NCHW or channels-last alike: out and indices share x's layout); the backward
-// passes give each thread one (n, c) plane and walk its outputs in order, so overlapping windows
-// add up in a fixed order without atomics. Max pooling: the first maximum in row-major order
+// its strides (NCHW or channels-last alike: out and indices share x's layout). Max pooling's
+// backward gives each thread one input element, which gathers the gradients of the windows
+// holding it in output order; average pooling's backward gives each thread one (n, c) plane and
+// walks its outputs in order. Either way overlapping windows add up in a fixed order without
+// atomics. Max pooling: the first maximum in row-major order
 // wins, and NaN beats every number (the last NaN), as on the CPU; indices are h * W + w.
 #include <bit>
 #include <vector>
@@ -98,41 +100,81 @@ void max_pool_kernel(const Tensor& out, const Tensor& indices, const Tensor& x,
   IGNIS_CUDA_CHECK(cudaGetLastError());
 }
 
-// gx (zeroed here) += gy at the indices, one (n, c) plane per thread.
+// For each input position of a dim, the range [lo, hi] of outputs whose (clipped) window holds
+// it (lo > hi: none), on the device: what a gathering backward walks.
+struct DevInverse {
+  Tensor buf;
+  const int64_t *lo_h, *hi_h, *lo_w, *hi_w;
+  DevInverse(const PoolGeom& g, Device d) {
+    const Clipped ch(g.h), cw(g.w);
+    std::vector<int64_t> host;
+    auto append = [&](const Clipped& c, int64_t in) {
+      const ClippedInverse inv(c, in);
+      host.insert(host.end(), inv.lo.begin(), inv.lo.end());
+      host.insert(host.end(), inv.hi.begin(), inv.hi.end());
+    };
+    append(ch, g.h.in);
+    append(cw, g.w.in);
+    buf = detail::upload(host.data(), host.size() * sizeof(int64_t), kInt64,
+                         static_cast<int64_t>(host.size()), d);
+    const int64_t* p = buf.data_ptr<int64_t>();
+    lo_h = p;
+    hi_h = p + g.h.in;
+    lo_w = p + 2 * g.h.in;
+    hi_w = lo_w + g.w.in;
+  }
+};
+
+// gx at each input position = the sum, in output order, of gy over the windows holding it whose
+// maximum it was (indices: h * W + w): a thread per input element, gathering (no atomics, the
+// CPU's order of additions), consecutive threads on neighbouring elements of gx's layout.
 template <class T>
 __global__ void max_pool_backward_cuda(T* gx, const T* gy, const int64_t* idx, int64_t N,
-                                       int64_t C, int64_t HW, int64_t W, int64_t OHW, int64_t OW,
-                                       Strides4 xs, Strides4 ys, acc_t<T>* scratch) {
+                                       int64_t C, int64_t H, int64_t W, Strides4 xs, Strides4 ys,
+                                       const int64_t* lo_h, const int64_t* hi_h,
+                                       const int64_t* lo_w, const int64_t* hi_w, bool nhwc) {
   using A = acc_t<T>;
+  const int64_t total = N * C * H * W;
   const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
-  for (int64_t pl = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; pl < N * C;
-       pl += step) {
-    const int64_t n = pl / C, c = pl % C;
-    A* acc = scratch + pl * HW;
-    for (int64_t i = 0; i < HW; ++i) acc[i] = 0;
-    for (int64_t o = 0; o < OHW; ++o) {
-      const int64_t y = n * ys.n + c * ys.c + (o / OW) * ys.h + (o % OW) * ys.w;
-      const int64_t i = idx[y];
-      if (i >= 0) acc[i] += static_cast<A>(gy[y]);
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += step) {
+    int64_t n, c, h, w;
+    if (nhwc) {
+      c = e % C;
+      w = (e / C) % W;
+      h = (e / (C * W)) % H;
+      n = e / (C * W * H);
+    } else {
+      w = e % W;
+      h = (e / W) % H;
+      c = (e / (W * H)) % C;
+      n = e / (W * H * C);
     }
-    for (int64_t i = 0; i < HW; ++i) {
-      gx[n * xs.n + c * xs.c + (i / W) * xs.h + (i % W) * xs.w] = static_cast<T>(acc[i]);
+    const int64_t target = h * W + w, base = n * ys.n + c * ys.c;
+    A acc = 0;
+    for (int64_t oh = lo_h[h]; oh <= hi_h[h]; ++oh) {
+      for (int64_t ow = lo_w[w]; ow <= hi_w[w]; ++ow) {
+        const int64_t y = base + oh * ys.h + ow * ys.w;
+        if (idx[y] == target) acc += static_cast<A>(gy[y]);
+      }
     }
+    gx[n * xs.n + c * xs.c + h * xs.h + w * xs.w] = static_cast<T>(acc);
   }
 }
 
-void max_pool_backward_kernel(const Tensor& gx, const Tensor& gy, const Tensor& indices) {
+void max_pool_backward_kernel(const Tensor& gx, const Tensor& gy, const Tensor& indices,
+                              const PoolGeom& g) {
   if (gx.numel() == 0) return;
   DeviceGuard guard(gx.device().index);
   const int64_t N = gx.size(0), C = gx.size(1), H = gx.size(2), W = gx.size(3);
+  const DevInverse inv(g, gx.device());
+  const bool nhwc = is_channels_last(gx);
   dispatch_floating(gx.dtype(), "max_pool2d_backward", [&]<class T>() {
-    using A = acc_t<T>;
-    const Tensor scratch = make_tensor({N * C * H * W}, dtype_of<A>::value, gx.device());
-    max_pool_backward_cuda<T><<<blocks_for(N * C), kThreads, 0,
+    max_pool_backward_cuda<T><<<blocks_for(gx.numel()), kThreads, 0,
                                 current_stream(gx.device())>>>(
         static_cast<T*>(gx.data_ptr()), static_cast<const T*>(gy.data_ptr()),
-        indices.data_ptr<int64_t>(), N, C, H * W, W, gy.size(2) * gy.size(3), gy.size(3),
-        strides4(gx), strides4(gy), static_cast<A*>(scratch.data_ptr()));
+        indices.data_ptr<int64_t>(), N, C, H, W, strides4(gx), strides4(gy), inv.lo_h, inv.hi_h,
+        inv.lo_w, inv.hi_w, nhwc);
   });
   IGNIS_CUDA_CHECK(cudaGetLastError());
 }

@@ -54,7 +54,8 @@ Shape out_shape(const Tensor& x4, const PoolGeom& g) {
 
 // ---- the differentiable ops (4-d x)
 
-Tensor max_pool_backward(const Tensor& gy, const Tensor& indices, IntArrayRef in_size);
+Tensor max_pool_backward(const Tensor& gy, const Tensor& indices, IntArrayRef in_size,
+                         const GeomPtr& g);
 
 std::tuple<Tensor, Tensor> max_pool_apply(const char* op, const Tensor& x, const GeomPtr& g) {
   const Shape os = out_shape(x, *g);
@@ -66,19 +67,20 @@ std::tuple<Tensor, Tensor> max_pool_apply(const char* op, const Tensor& x, const
   }
   if (autograd::any_needs_grad({&x})) {
     autograd::record(op, {&x}, {&out},
-                     [idx, xs = x.sizes().shape()](BackwardCtx&, const TensorList& gr) {
-                       return TensorList{max_pool_backward(gr[0], idx, xs)};
+                     [idx, g, xs = x.sizes().shape()](BackwardCtx&, const TensorList& gr) {
+                       return TensorList{max_pool_backward(gr[0], idx, xs, g)};
                      });
   }
   return {out, idx};
 }
 
-Tensor max_pool_backward(const Tensor& gy, const Tensor& indices, IntArrayRef in_size) {
+Tensor max_pool_backward(const Tensor& gy, const Tensor& indices, IntArrayRef in_size,
+                         const GeomPtr& g) {
   // Laid out like the indices (channels-last when the forward was).
   const MemoryFormat f =
       indices.is_contiguous() ? MemoryFormat::Contiguous : MemoryFormat::ChannelsLast;
   Tensor gx = make_tensor(in_size, gy.dtype(), gy.device(), f);
-  if (gx.numel() > 0) max_pool2d_backward_stub[gy.device()](gx, gy.contiguous(f), indices);
+  if (gx.numel() > 0) max_pool2d_backward_stub[gy.device()](gx, gy.contiguous(f), indices, *g);
   if (autograd::any_needs_grad({&gy})) {
     autograd::record("max_pool2d_backward", {&gy}, {&gx},
                      [indices](BackwardCtx&, const TensorList& gr) {

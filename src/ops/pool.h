@@ -28,8 +28,10 @@ struct PoolGeom {
 /// plane) written when defined.
 using MaxPoolFn = void (*)(const Tensor& out, const Tensor& indices, const Tensor& x,
                            const PoolGeom& g);
-/// gx [N, C, H, W] = zeros with gy scattered (added) at the indices.
-using MaxPoolBwdFn = void (*)(const Tensor& gx, const Tensor& gy, const Tensor& indices);
+/// gx [N, C, H, W] = zeros with gy scattered (added) at the indices; g: the forward's windows
+/// (a kernel may gather each input's gradient over the windows that contain it instead).
+using MaxPoolBwdFn = void (*)(const Tensor& gx, const Tensor& gy, const Tensor& indices,
+                              const PoolGeom& g);
 /// out = window sums divided by div_h * div_w.
 using AvgPoolFn = void (*)(const Tensor& out, const Tensor& x, const PoolGeom& g);
 /// gx = the transpose of AvgPoolFn applied to gy.

@@ -28,4 +28,23 @@ struct Clipped {
   }
 };
 
+/// The inverse of a clipped dim: for each input position i, the range [lo[i], hi[i]] of the
+/// outputs whose window holds it (lo > hi: none). Windows move forward with the output, so the
+/// outputs holding a position are contiguous; with dilation the range may also hold windows that
+/// step over i, which a gathering backward tells apart by the argmax index.
+struct ClippedInverse {
+  std::vector<int64_t> lo, hi;
+  ClippedInverse(const Clipped& c, int64_t in) : lo(static_cast<size_t>(in), 1), hi(static_cast<size_t>(in), 0) {
+    for (int64_t o = 0; o < static_cast<int64_t>(c.first.size()); ++o) {
+      if (c.n[o] == 0) continue;
+      const int64_t last = c.first[o] + (c.n[o] - 1) * c.step;
+      for (int64_t i = c.first[o]; i <= last && i < in; ++i) {
+        if (i < 0) continue;
+        if (lo[i] > hi[i]) lo[i] = o;
+        hi[i] = o;
+      }
+    }
+  }
+};
+
 }  // namespace ignis
