@@ -11,6 +11,9 @@
 //   every input's gradient, with create_graph or on a GPU a program per input. A chain without
 //   a derivative (maximum, minimum) runs op by op through the ops' front ends, so autograd
 //   records each op's own backward.
+// - Training dropout in a program: the node reserves its counters from the default generator
+//   when it runs (draw_rng) and every path (kernel, interpreter, composite, backward) draws the
+//   mask from them, so nothing random is saved and the masks are eager's.
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -248,22 +251,18 @@ Layout lay_out(const std::vector<Tensor>& inputs, const Shape& shape) {
 /// The program over the CPU's cores into `outs` (contiguous, the output's shape): its result into
 /// outs[0] (`outputs` empty), or its values `outputs[j]` into outs[j]; by the generated kernel of
 /// `key`, else the interpreter.
-void run_on_cpu(const FusedProgram& p, const std::vector<int>& outputs, const Layout& lay_,
+void run_on_cpu(const FusedProgram& p, const std::vector<int>& outputs, const Layout& lay,
                 const std::string& key, const std::vector<Tensor>& outs,
                 const detail::FusedRng& rng = {}) {
   const int64_t n = outs[0].numel();
   const DType dtype = outs[0].dtype();
   const int64_t grain = std::max<int64_t>(kGrainSize / 4, 1);
+  const int64_t cols = lay.cols;
   // A program with dropout reads its stream's (seed, base, n) through the pointer after the
   // inputs' (codegen.h).
   const uint64_t rng_words[3] = {rng.seed, rng.base, rng.n};
-  Layout lay_rng;
-  if (p.random_streams() > 0) {
-    lay_rng = lay_;
-    lay_rng.ptrs.push_back(rng_words);
-  }
-  const Layout& lay = p.random_streams() > 0 ? lay_rng : lay_;
-  const int64_t cols = lay.cols;
+  std::vector<const void*> ptrs = lay.ptrs;
+  if (p.random_streams() > 0) ptrs.push_back(rng_words);
   std::vector<void*> dst;
   for (const Tensor& t : outs) dst.push_back(t.data_ptr());
   void* fn = detail::fused_kernel(
@@ -276,18 +275,18 @@ void run_on_cpu(const FusedProgram& p, const std::vector<int>& outputs, const La
   if (fn != nullptr && outputs.empty()) {
     auto k = reinterpret_cast<detail::FusedKernelFn>(fn);
     parallel_for(0, n, grain,
-                 [&](int64_t b, int64_t e) { k(lay.ptrs.data(), dst[0], b, e, cols); });
+                 [&](int64_t b, int64_t e) { k(ptrs.data(), dst[0], b, e, cols); });
     return;
   }
   if (fn != nullptr) {
     auto k = reinterpret_cast<detail::FusedMultiKernelFn>(fn);
     parallel_for(0, n, grain,
-                 [&](int64_t b, int64_t e) { k(lay.ptrs.data(), dst.data(), b, e, cols); });
+                 [&](int64_t b, int64_t e) { k(ptrs.data(), dst.data(), b, e, cols); });
     return;
   }
   auto run = [&]<class T>() {
     std::vector<const T*> in;
-    for (const void* q : lay.ptrs) in.push_back(static_cast<const T*>(q));
+    for (const void* q : ptrs) in.push_back(static_cast<const T*>(q));
     std::vector<T*> o;
     for (void* q : dst) o.push_back(static_cast<T*>(q));
     parallel_for(0, n, grain, [&](int64_t b, int64_t e) {
