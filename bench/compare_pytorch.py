@@ -278,6 +278,18 @@ def torch_jit_fusion(torch, threads, repeat):
     return out
 
 
+def median_step_ms(step, repeat):
+    """Two warm-up calls of `step`, then the median of `repeat` timed ones, in ms."""
+    for _ in range(2):
+        step()
+    ms = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        step()
+        ms.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(ms)
+
+
 def torch_jit_fusion_train(torch, threads, repeat):
     """The block of `ignis bench jit_fusion_train`: forward and backward in eager PyTorch,
     gradients of x, a, b and g for a given output gradient."""
@@ -291,15 +303,8 @@ def torch_jit_fusion_train(torch, threads, repeat):
         y = torch.nn.functional.gelu(x * a + b) * g + r
         return torch.autograd.grad([y], [x, a, b, g], [gy])
 
-    for _ in range(2):  # warm-up
-        step()
-    ms = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        step()
-        ms.append((time.perf_counter() - t0) * 1e3)
     return [{"workload": "jit_fusion_train", "shape": f"{rows}x{cols}", "threads": threads,
-             "variant": "eager", "ms_per_step": statistics.median(ms)}]
+             "variant": "eager", "ms_per_step": median_step_ms(step, repeat)}]
 
 
 def torch_jit_dropout_train(torch, threads, repeat):
@@ -314,15 +319,8 @@ def torch_jit_dropout_train(torch, threads, repeat):
         y = torch.nn.functional.dropout(torch.relu(x + b), 0.1, training=True)
         return torch.autograd.grad([y], [x, b], [gy])
 
-    for _ in range(2):  # warm-up
-        step()
-    ms = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        step()
-        ms.append((time.perf_counter() - t0) * 1e3)
     return [{"workload": "jit_dropout_train", "shape": f"{rows}x{cols}", "threads": threads,
-             "variant": "eager", "ms_per_step": statistics.median(ms)}]
+             "variant": "eager", "ms_per_step": median_step_ms(step, repeat)}]
 
 
 def torch_jit_block(torch, threads, repeat):

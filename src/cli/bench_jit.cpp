@@ -2,6 +2,7 @@
 // frozen graph (jit::freeze: batch norm folded, conv/linear + relu and residual ends fused,
 // convolution weights pre-packed by the executor), same input, ms per forward.
 #include <cstdio>
+#include <functional>
 
 #include "cli/bench.h"
 #include "ignis/autograd.h"
@@ -88,10 +89,51 @@ void bench_jit_fusion(const BenchOptions& opts) {
   std::fflush(stdout);
 }
 
+// A training workload of graph mode's elementwise fusion: forward and backward of `block`
+// (gradients of `params`, the output's gradient gy given) eager, then traced, fused
+// (fuse_elementwise) and run by the executor with the generated kernels and with the
+// interpreter, each checked first against eager's gradients (under the same seed, so that
+// random ops draw the same numbers) and reported against eager as `name`.
+namespace {
+void bench_fused_training(
+    const char* name, const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& block,
+    const std::vector<Tensor>& inputs, const std::vector<Tensor>& params, const Tensor& gy,
+    const BenchOptions& opts) {
+  auto graph = std::make_shared<jit::Graph>(jit::trace(block, inputs));
+  jit::fuse_elementwise(*graph);
+  jit::Executor exec(graph);
+  auto step = [&](const auto& forward) { return autograd::grad({forward()[0]}, params, {gy}); };
+  manual_seed(1);
+  const std::vector<Tensor> eager_grads = step([&] { return block(inputs); });
+  auto time = [&](const auto& forward) {
+    return median_ms([&] { return step(forward); }, opts.repeat);
+  };
+  const double eager = time([&] { return block(inputs); });
+  auto report = [&](const char* mode, double ms) {
+    std::printf("workload=%s shape=%lldx%lld threads=%d mode=%s ms_per_step=%.3f speedup=%.2f\n",
+                name, static_cast<long long>(gy.size(0)), static_cast<long long>(gy.size(1)),
+                get_num_threads(), mode, ms, eager / ms);
+  };
+  report("eager", eager);
+  for (const char* backend : {"compiler", "interpreter"}) {
+    jit::set_fusion_backend(backend);
+    manual_seed(1);
+    const std::vector<Tensor> grads = step([&] { return exec.run(inputs); });
+    for (size_t k = 0; k < grads.size(); ++k) {
+      IGNIS_CHECK(allclose(grads[k], eager_grads[k], 1e-4, 1e-4), "bench ", name,
+                  ": the fused graph's gradient ", k, " differs from eager (", backend, ")");
+    }
+    report(backend, time([&] { return exec.run(inputs); }));
+  }
+  jit::set_fusion_backend("auto");
+  std::fflush(stdout);
+}
+}  // namespace
+
 // The same block trained: forward and backward of gelu(x * a + b) * g + r with x, a, b and g
 // requiring grad (an activation's gradient and three parameters'), the output's gradient given.
 // Eager records each op's backward and saves its intermediates; the fused node runs one kernel
-// forward and one backward program per input (each recomputing the chain from the inputs).
+// forward and one multi-output kernel backward (recomputing the chain from the inputs).
 void bench_jit_fusion_train(const BenchOptions& opts) {
   const int64_t rows = opts.batch > 0 ? opts.batch : 4096, cols = 1024;
   manual_seed(0);
@@ -100,48 +142,18 @@ void bench_jit_fusion_train(const BenchOptions& opts) {
                shift = randn({cols}).requires_grad_(true),
                gate = randn({cols}).requires_grad_(true);
   const Tensor gy = randn({rows, cols});
-  auto block = [&](const std::vector<Tensor>& in) {
+  auto block = [](const std::vector<Tensor>& in) {
     return std::vector<Tensor>{gelu(in[0] * in[2] + in[3]) * in[4] + in[1]};
   };
-  const std::vector<Tensor> inputs = {x, residual, scale, shift, gate};
-  const std::vector<Tensor> params = {x, scale, shift, gate};
-  auto graph = std::make_shared<jit::Graph>(jit::trace(block, inputs));
-  jit::fuse_elementwise(*graph);
-  jit::Executor exec(graph);
-  auto step = [&](const auto& forward) { return autograd::grad({forward()[0]}, params, {gy}); };
-  const std::vector<Tensor> eager_grads = step([&] { return block(inputs); });
-  auto time = [&](const auto& forward) {
-    return median_ms([&] { return step(forward); }, opts.repeat);
-  };
-  const double eager = time([&] { return block(inputs); });
-  auto report = [&](const char* mode, double ms) {
-    std::printf(
-        "workload=jit_fusion_train shape=%lldx%lld threads=%d mode=%s ms_per_step=%.3f "
-        "speedup=%.2f\n",
-        static_cast<long long>(rows), static_cast<long long>(cols), get_num_threads(), mode, ms,
-        eager / ms);
-  };
-  report("eager", eager);
-  for (const char* backend : {"compiler", "interpreter"}) {
-    jit::set_fusion_backend(backend);
-    const std::vector<Tensor> grads = step([&] { return exec.run(inputs); });
-    for (size_t k = 0; k < grads.size(); ++k) {
-      IGNIS_CHECK(allclose(grads[k], eager_grads[k], 1e-4, 1e-4),
-                  "bench jit_fusion_train: the fused graph's gradient ", k, " differs from eager (",
-                  backend, ")");
-    }
-    report(backend, time([&] { return exec.run(inputs); }));
-  }
-  jit::set_fusion_backend("auto");
-  std::fflush(stdout);
+  bench_fused_training("jit_fusion_train", block, {x, residual, scale, shift, gate},
+                       {x, scale, shift, gate}, gy, opts);
 }
 
 // Training dropout after a bias and a ReLU, dropout(relu(x + b), 0.1) on [4096, 1024] float32,
 // forward and backward (gradients of x and b): eager (a rand, a compare, two products, a ReLU and
 // their backward passes) against one fused node whose generated kernel draws the mask from the
-// counter generator forward and again backward (fused_program.h), with the generated kernel and
-// with the interpreter. Each timed step draws fresh masks; the gradients are checked against
-// eager's under the same seed first.
+// counter generator forward and again backward (fused_program.h). Each timed step draws fresh
+// masks.
 void bench_jit_dropout_train(const BenchOptions& opts) {
   const int64_t rows = opts.batch > 0 ? opts.batch : 4096, cols = 1024;
   manual_seed(0);
@@ -150,40 +162,7 @@ void bench_jit_dropout_train(const BenchOptions& opts) {
   auto block = [](const std::vector<Tensor>& in) {
     return std::vector<Tensor>{nn::functional::dropout(relu(in[0] + in[1]), 0.1, true)};
   };
-  const std::vector<Tensor> inputs = {x, b};
-  auto graph = std::make_shared<jit::Graph>(jit::trace(block, inputs));
-  jit::fuse_elementwise(*graph);
-  IGNIS_CHECK(graph->nodes.size() == 1, "bench jit_dropout_train: expected one fused node, got ",
-              graph->str());
-  jit::Executor exec(graph);
-  auto step = [&](const auto& forward) { return autograd::grad({forward()[0]}, inputs, {gy}); };
-  manual_seed(1);
-  const std::vector<Tensor> eager_grads = step([&] { return block(inputs); });
-  auto time = [&](const auto& forward) {
-    return median_ms([&] { return step(forward); }, opts.repeat);
-  };
-  const double eager = time([&] { return block(inputs); });
-  auto report = [&](const char* mode, double ms) {
-    std::printf(
-        "workload=jit_dropout_train shape=%lldx%lld threads=%d mode=%s ms_per_step=%.3f "
-        "speedup=%.2f\n",
-        static_cast<long long>(rows), static_cast<long long>(cols), get_num_threads(), mode, ms,
-        eager / ms);
-  };
-  report("eager", eager);
-  for (const char* backend : {"compiler", "interpreter"}) {
-    jit::set_fusion_backend(backend);
-    manual_seed(1);
-    const std::vector<Tensor> grads = step([&] { return exec.run(inputs); });
-    for (size_t k = 0; k < grads.size(); ++k) {
-      IGNIS_CHECK(allclose(grads[k], eager_grads[k], 1e-5, 1e-5),
-                  "bench jit_dropout_train: the fused graph's gradient ", k,
-                  " differs from eager (", backend, ")");
-    }
-    report(backend, time([&] { return exec.run(inputs); }));
-  }
-  jit::set_fusion_backend("auto");
-  std::fflush(stdout);
+  bench_fused_training("jit_dropout_train", block, {x, b}, {x, b}, gy, opts);
 }
 
 }  // namespace ignis::cli
