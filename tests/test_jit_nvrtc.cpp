@@ -90,6 +90,26 @@ TEST(JitNvrtc, EveryFusedOpCompilesForTheGpuInBothDtypesAndEveryLayout) {
   }
 }
 
+TEST(JitNvrtc, TrainingDropoutCompilesForTheGpu) {
+  // Dropout reads its stream from the kernel's argument (rng) and draws with ignis/counter_rng.h,
+  // part of the prelude NVRTC compiles.
+  const FusedProgram p = parse_fused_program("dropout(i0,0,0.25);mul(v0,i1);dropout(v1,1,0.5)", 2);
+  for (DType dt : {kFloat32, kFloat64}) {
+    const std::string source = fused_cuda_kernel_source(p, dt, "fr");
+    EXPECT_THAT(source, HasSubstr("const unsigned long long* rng_ = in.rng;"));
+    EXPECT_THAT(source, HasSubstr("ignis::dropout_factor<T>(rng_[0], rng_[1] + 1ull * rng_[2]"));
+    bool skipped = false;
+    std::string cubin;
+    try {
+      cubin = compile_or_skip(source, 90, skipped);
+    } catch (const Error& e) {
+      FAIL() << dtype_name(dt) << ": " << e.what();
+    }
+    if (skipped) GTEST_SKIP() << "no NVRTC here: " << cubin;
+    EXPECT_EQ(cubin.substr(0, 4), std::string("\x7f" "ELF")) << "not a cubin";
+  }
+}
+
 TEST(JitNvrtc, FusedReductionsCompileForTheGpu) {
   // layer_norm's affine epilogue over (x, weight row, bias row, the normalised value), a
   // prologue adding a residual, and softmax / log_softmax with and without them.

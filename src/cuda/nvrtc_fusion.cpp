@@ -93,22 +93,27 @@ cudaKernel_t kernel_for(const std::string& name, const std::function<std::string
   }
 }
 
-// The generated kernels' IgnisFusedInputs.
+// The generated kernels' IgnisFusedInputs: the inputs' pointers and dropout's stream (seed,
+// base, n; see jit/fused_program.h).
 struct FusedInputs {
   const void* p[jit::detail::kMaxFusedInputs];
+  unsigned long long rng[3];
 };
 
 // The inputs packed for `op`'s generated kernel (compiled for `key` on out's device at the first
 // call), which is then launched with `args` after them: grid-stride blocks of 256 threads.
 void launch_fused(const char* op, const Tensor& out, const std::vector<const void*>& inputs,
                   const std::string& key, const std::function<std::string()>& source,
-                  unsigned blocks, std::vector<void*> args) {
+                  unsigned blocks, std::vector<void*> args, const jit::detail::FusedRng& rng = {}) {
   IGNIS_CHECK(inputs.size() <= static_cast<size_t>(jit::detail::kMaxFusedInputs), op, ": ",
               inputs.size(), " inputs, a CUDA kernel takes at most ", jit::detail::kMaxFusedInputs);
   DeviceGuard guard(out.device().index);
   const cudaKernel_t k = kernel_for(key, source, out.device().index);
   FusedInputs in{};
   std::copy(inputs.begin(), inputs.end(), in.p);
+  in.rng[0] = rng.seed;
+  in.rng[1] = rng.base;
+  in.rng[2] = rng.n;
   args.insert(args.begin(), &in);
   IGNIS_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(k), dim3(std::max(blocks, 1u)),
                                     dim3(256), args.data(), 0,
@@ -116,14 +121,15 @@ void launch_fused(const char* op, const Tensor& out, const std::vector<const voi
 }
 
 void fused_elementwise_cuda(const Tensor& out, const std::vector<const void*>& inputs, int64_t cols,
-                            const std::string& key, const std::function<std::string()>& source) {
+                            const std::string& key, const std::function<std::string()>& source,
+                            const jit::detail::FusedRng& rng) {
   const int64_t n = out.numel();
   if (n == 0) return;
   void* dst = out.data_ptr();
   long long count = n, row = cols;
   launch_fused("fused_elementwise", out, inputs, key, source,
                static_cast<unsigned>(std::min<int64_t>((n + 255) / 256, 65536)),
-               {&dst, &count, &row});
+               {&dst, &count, &row}, rng);
 }
 
 void fused_reduction_cuda(const Tensor& out, const std::vector<const void*>& inputs, int64_t rows,

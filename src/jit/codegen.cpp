@@ -279,19 +279,28 @@ std::string fused_multi_kernel_source(const FusedProgram& p, const std::vector<i
   return elementwise_source(p, outputs, dtype, layouts);
 }
 
+namespace {
+/// The generated CUDA kernels' first argument: the inputs' pointers and dropout's stream (seed,
+/// base, n), as cuda/nvrtc_fusion.cpp packs them.
+std::string cuda_inputs_struct() {
+  return "struct IgnisFusedInputs { const void* p[" + std::to_string(kMaxFusedInputs) +
+         "]; unsigned long long rng[3]; };";
+}
+}  // namespace
+
 std::string fused_cuda_kernel_source(const FusedProgram& p, DType dtype,
                                      const std::string& layouts) {
   std::ostringstream s;
   s << kPrelude << "\n// ---- the kernel: " << p.str() << " (inputs: " << layouts << ")\n";
   s << kApply;
-  s << "struct IgnisFusedInputs { const void* p[" << kMaxFusedInputs
-    << "]; };\n"
+  s << cuda_inputs_struct() << "\n"
        "extern \"C\" __global__ void ignis_fused_kernel(IgnisFusedInputs in, void* out_, "
        "long long n, long long cols) {\n";
   s << "  using T = " << c_type(dtype) << ";\n";
   for (int i = 0; i < p.num_inputs; ++i) {
     s << "  const T* __restrict in" << i << " = static_cast<const T*>(in.p[" << i << "]);\n";
   }
+  if (p.random_streams() > 0) s << "  const unsigned long long* rng_ = in.rng;\n";
   s << "  T* __restrict out = static_cast<T*>(out_);\n"
        "  const long long step = static_cast<long long>(blockDim.x) * gridDim.x;\n"
        "  for (long long k = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; "
@@ -366,8 +375,7 @@ std::string fused_cuda_reduction_source(const FusedProgram* prologue, const std:
        "struct IgnisMax { template <class T> T operator()(T a, T b) const { return b > a ? b : a; "
        "} "
        "};\n";
-  s << "struct IgnisFusedInputs { const void* p[" << kMaxFusedInputs
-    << "]; };\n"
+  s << cuda_inputs_struct() << "\n"
        "extern \"C\" __global__ void ignis_fused_kernel(IgnisFusedInputs in, void* out_, "
        "long long rows, long long cols, double eps_, void* scratch_) {\n";
   s << "  using T = " << c_type(dtype) << ";\n  __shared__ T sh[256];\n";

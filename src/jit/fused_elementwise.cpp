@@ -320,17 +320,15 @@ bool runs_on_device(Device device) {
          g_backend.load() != kInterpreter;
 }
 
-// The program's value without autograd: the generated kernel (CPU or GPU), the interpreter, or on
-// other devices, and for random programs on a GPU (the generated CUDA kernels draw no random
-// numbers yet), the composite.
+// The program's value without autograd: the generated kernel (CPU or GPU), the interpreter, or
+// on other devices the composite.
 Tensor run_program(const FusedProgram& p, const std::string& program,
                    const std::vector<Tensor>& inputs, const Shape& shape,
                    const detail::FusedRng& rng) {
   constexpr const char* op = "fused_elementwise";
   const DType dtype = inputs[0].dtype();
   const Device device = inputs[0].device();
-  const bool random = p.random_streams() > 0;
-  const bool on_device = runs_on_device(device) && !random;
+  const bool on_device = runs_on_device(device);
   if (!(device.is_cpu() || on_device)) {
     if (device.is_meta()) return make_tensor(shape, dtype, device);
     NoGradGuard no_grad;
@@ -343,9 +341,9 @@ Tensor run_program(const FusedProgram& p, const std::string& program,
       "fused_elementwise|" + program + "|" + std::string(dtype_name(dtype)) + "|" + lay.layouts;
   if (on_device) {
     try {
-      detail::fused_elementwise_stub[device](out, lay.ptrs, lay.cols, key, [&] {
-        return detail::fused_cuda_kernel_source(p, dtype, lay.layouts);
-      });
+      detail::fused_elementwise_stub[device](
+          out, lay.ptrs, lay.cols, key,
+          [&] { return detail::fused_cuda_kernel_source(p, dtype, lay.layouts); }, rng);
       return out;
     } catch (const Error& e) {
       IGNIS_CHECK(g_backend.load() != kCompiler, op, ": the compiler backend was asked for, but ",
@@ -355,21 +353,24 @@ Tensor run_program(const FusedProgram& p, const std::string& program,
         g_why = e.what();
       }
       NoGradGuard no_grad;
-      return detail::run_fused_composite(p, inputs);
+      return detail::run_fused_composite(p, inputs, rng);
     }
   }
   run_on_cpu(p, {}, lay, key, {out}, rng);
   return out;
 }
 
-// A backward program over `in` (the forward's inputs and the result's gradient), differentiable:
-// through fused_elementwise, or for a program with dropout (whose mask must be the forward's) its
-// ops one by one, drawing from the forward's counters.
+// A backward program over `in` (the forward's inputs and the result's gradient), differentiable
+// (with create_graph): through fused_elementwise; a program with dropout, whose mask must be the
+// forward's, draws from the forward's counters: the fused kernel (`graph` false) or its ops one by
+// one.
 Tensor run_backward_program(const std::string& text, const std::vector<Tensor>& in,
-                            const detail::FusedRng& rng) {
+                            const detail::FusedRng& rng, bool graph) {
   if (!detail::fused_text_is_random(text)) return fused_elementwise(in, text);
-  return detail::run_fused_composite(*detail::parsed_program(text, static_cast<int>(in.size())),
-                                     in, rng);
+  const std::shared_ptr<const FusedProgram> b =
+      detail::parsed_program(text, static_cast<int>(in.size()));
+  if (graph) return detail::run_fused_composite(*b, in, rng);
+  return run_program(*b, text, in, detail::fused_output_shape(in, "fused_elementwise"), rng);
 }
 
 // Training: the fused kernel forward, and a node whose backward differentiates the program
@@ -407,7 +408,7 @@ Tensor fused_with_backward(const FusedProgram& p, const std::string& program,
       for (int k : ks) {
         const std::optional<std::string> b = detail::fused_backward_program(*p, k);
         if (c.needs_input_grad(static_cast<size_t>(k)) && b && !b->empty())
-          r[static_cast<size_t>(k)] = run_backward_program(*b, in, rng);
+          r[static_cast<size_t>(k)] = run_backward_program(*b, in, rng, graph);
       }
       return r;
     }

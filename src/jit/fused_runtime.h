@@ -45,11 +45,12 @@ int fusion_backend_mode();
 /// fused_elementwise on an accelerator: out[k] = the program over `inputs` (the data pointers of
 /// contiguous tensors on out's device, laid out as codegen.h describes against rows of `cols`),
 /// by the kernel of `source()` (fused_cuda_kernel_source), compiled at the first use of `key`
-/// (the program, dtype and layouts) on the device's architecture. Throws when it cannot be
-/// compiled or loaded (fused_elementwise then runs the program's ops).
+/// (the program, dtype and layouts) on the device's architecture; `rng`: where its dropouts draw
+/// (passed in the kernel's argument). Throws when it cannot be compiled or loaded
+/// (fused_elementwise then runs the program's ops).
 using FusedDeviceFn = void (*)(const Tensor& out, const std::vector<const void*>& inputs,
                                int64_t cols, const std::string& key,
-                               const std::function<std::string()>& source);
+                               const std::function<std::string()>& source, const FusedRng& rng);
 IGNIS_DECLARE_STUB(fused_elementwise_stub, FusedDeviceFn);
 
 /// fused_reduction on an accelerator: each of the `rows` rows of `cols` elements of out (on its
