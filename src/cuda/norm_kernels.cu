@@ -1,14 +1,17 @@
-// CUDA kernels of batch norm (ops/norm.h): x is a contiguous [N, C, M] block, per-channel vectors
-// are contiguous [C] of the statistics dtype (float32 for bfloat16 x). The per-channel sums
-// accumulate in float64 in a fixed order (deterministic, and as accurate as the CPU's float64
-// chunk sums):
-//   - NCHW (M > 1): one block per channel, a fixed tree in shared memory;
-//   - channels-last (M == 1, x as [rows, C]): column sums, so that a warp reads 32 neighbouring
-//     channels of a row (coalesced; one block per channel would read with a stride of C):
-//     blocks of 32 channels x 8 rows over a grid of row groups, each writing its partial sums,
-//     then one thread per channel adds the groups' partials in order (ColumnSums).
-// The elementwise passes run a thread per element, with 32-bit index arithmetic where the sizes
-// allow (64-bit division is many instructions on a GPU and would bound these passes).
+// CUDA kernels of batch norm (ops/norm.h): x is a contiguous [N, C, M] block (NCHW as
+// [N, C, H W], channels-last as [N H W, C, 1]), per-channel vectors are contiguous [C] of the
+// statistics dtype (float32 for bfloat16 x). The per-channel sums accumulate in float64 in a
+// fixed order (deterministic, and as accurate as the CPU's float64 chunk sums), in two passes:
+//   1. partial sums over a grid of groups, each block writing one pair per channel:
+//      - channels-last (M == 1): blocks of 32 channels x 8 rows, so that a warp reads 32
+//        neighbouring channels of a row (coalesced), the rows split among the groups;
+//      - NCHW (M > 1): a block per (channel, group) reading the group's share of the channel's
+//        N planes of M contiguous values, threads along the plane;
+//   2. one thread per channel adds its groups' pairs in order and finishes (the mean and
+//      variance, or the backward's coefficients).
+// The grids depend only on the sizes, so results are reproducible. The elementwise passes run a
+// thread per element, with 32-bit index arithmetic where the sizes allow (64-bit division is
+// many instructions on a GPU and would bound these passes).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -20,37 +23,25 @@
 namespace ignis::cuda {
 namespace {
 
-constexpr int kSumThreads = 256;
+constexpr int kColX = 32, kColY = 8;  // channels-last blocks: channels x rows
+constexpr int kPlaneThreads = 256;    // NCHW blocks: threads along a plane
+constexpr int64_t kTargetBlocks = 1024;
 
-// The block's sum of v (every thread's part) in shared memory; thread 0 gets it.
-__device__ double block_sum(double v, double* s) {
-  s[threadIdx.x] = v;
-  __syncthreads();
-  for (int w = blockDim.x / 2; w > 0; w >>= 1) {
-    if (threadIdx.x < w) s[threadIdx.x] += s[threadIdx.x + w];
-    __syncthreads();
+// The partial-sum grid of [N, C, M]: `groups` shares of the rows (channels-last) or planes.
+struct SumGrid {
+  int64_t N, C, M;
+  unsigned x, groups;  // blocks along the channels, and groups
+  SumGrid(int64_t n, int64_t c, int64_t m) : N(n), C(c), M(m) {
+    x = static_cast<unsigned>(M == 1 ? (C + kColX - 1) / kColX : C);
+    const int64_t share = M == 1 ? (N + kColY - 1) / kColY : N;
+    groups = static_cast<unsigned>(
+        std::clamp<int64_t>(std::min<int64_t>(share, kTargetBlocks / std::max<int64_t>(x, 1)), 1,
+                            kTargetBlocks));
   }
-  const double r = s[0];
-  __syncthreads();
-  return r;
-}
-
-// Column sums of a row-major [R, C] block for the channels-last layout: every element (r, c)
-// contributes the pair f(r, c) to channel c's two sums. Pass 1: block (32, 8) of the grid
-// (ceil(C / 32), groups) sums rows blockIdx.y * 8 + threadIdx.y, stepping by groups * 8, and
-// writes its pair to part[blockIdx.y][c]. Pass 2 (finish, one thread per channel) adds the
-// groups' pairs in order. The grid depends only on R and C, so results are reproducible.
-constexpr int kColX = 32, kColY = 8;
-
-struct ColumnGrid {
-  unsigned x, groups;
-  ColumnGrid(int64_t R, int64_t C)
-      : x(static_cast<unsigned>((C + kColX - 1) / kColX)),
-        groups(static_cast<unsigned>(std::clamp<int64_t>(
-            std::min<int64_t>((R + kColY - 1) / kColY, 1024 / std::max<int64_t>(x, 1)), 1,
-            1024))) {}
 };
 
+// Pass 1, channels-last: f(e, c) at element e = r C + c, summed over rows blockIdx.y * 8 +
+// threadIdx.y stepping by groups * 8, then over the block's 8 rows in order.
 template <class F>
 __global__ void column_partials(F f, double2* part, int64_t R, int64_t C) {
   __shared__ double2 s[kColY][kColX];
@@ -59,7 +50,7 @@ __global__ void column_partials(F f, double2* part, int64_t R, int64_t C) {
   if (c < C) {
     for (int64_t r = static_cast<int64_t>(blockIdx.y) * kColY + threadIdx.y; r < R;
          r += static_cast<int64_t>(gridDim.y) * kColY) {
-      const double2 v = f(r, c);
+      const double2 v = f(r * C + c, c);
       acc.x += v.x;
       acc.y += v.y;
     }
@@ -75,8 +66,35 @@ __global__ void column_partials(F f, double2* part, int64_t R, int64_t C) {
   }
 }
 
-// Channel c's two sums from the groups' partials, in order.
-__device__ double2 column_total(const double2* part, unsigned groups, int64_t c, int64_t C) {
+// Pass 1, NCHW: channel c = blockIdx.x, planes n = blockIdx.y, stepping by groups; f(e, c) at
+// e = (n C + c) M + m, threads along m; then a fixed tree over the block's threads.
+template <class F>
+__global__ void plane_partials(F f, double2* part, int64_t N, int64_t C, int64_t M) {
+  __shared__ double2 s[kPlaneThreads];
+  const int64_t c = blockIdx.x;
+  double2 acc = make_double2(0, 0);
+  for (int64_t n = blockIdx.y; n < N; n += gridDim.y) {
+    const int64_t base = (n * C + c) * M;
+    for (int64_t m = threadIdx.x; m < M; m += kPlaneThreads) {
+      const double2 v = f(base + m, c);
+      acc.x += v.x;
+      acc.y += v.y;
+    }
+  }
+  s[threadIdx.x] = acc;
+  __syncthreads();
+  for (int w = kPlaneThreads / 2; w > 0; w >>= 1) {
+    if (threadIdx.x < w) {
+      s[threadIdx.x].x += s[threadIdx.x + w].x;
+      s[threadIdx.x].y += s[threadIdx.x + w].y;
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) part[static_cast<int64_t>(blockIdx.y) * C + c] = s[0];
+}
+
+// Pass 2's sum: channel c's pair over the groups, in order.
+__device__ double2 channel_total(const double2* part, unsigned groups, int64_t c, int64_t C) {
   double2 t = make_double2(0, 0);
   for (unsigned k = 0; k < groups; ++k) {
     t.x += part[k * C + c].x;
@@ -85,61 +103,48 @@ __device__ double2 column_total(const double2* part, unsigned groups, int64_t c,
   return t;
 }
 
-// Launches pass 1 and returns the partials (groups x C pairs) for a finishing kernel.
+// Launches pass 1 over g's layout and returns the partials (groups x C pairs) for pass 2.
 template <class F>
-Tensor column_sums(const F& f, const ColumnGrid& g, int64_t R, int64_t C, Device device) {
-  Tensor part = make_tensor({static_cast<int64_t>(g.groups) * C * 2}, kFloat64, device);
-  column_partials<<<dim3(g.x, g.groups), dim3(kColX, kColY), 0, current_stream(device)>>>(
-      f, reinterpret_cast<double2*>(part.data_ptr<double>()), R, C);
+Tensor channel_sums(const F& f, const SumGrid& g, Device device) {
+  Tensor part = make_tensor({static_cast<int64_t>(g.groups) * g.C * 2}, kFloat64, device);
+  auto* p = reinterpret_cast<double2*>(part.data_ptr<double>());
+  if (g.M == 1) {
+    column_partials<<<dim3(g.x, g.groups), dim3(kColX, kColY), 0, current_stream(device)>>>(
+        f, p, g.N, g.C);
+  } else {
+    plane_partials<<<dim3(g.x, g.groups), kPlaneThreads, 0, current_stream(device)>>>(f, p, g.N,
+                                                                                      g.C, g.M);
+  }
   IGNIS_CUDA_CHECK(cudaGetLastError());
   return part;
 }
 
-// The statistics' pair for channels-last x [R, C]: sums of d = x - x[0, c] and of d^2 (shifted by
-// a value of the channel, so that the variance from them does not cancel when |mean| >> std).
+unsigned channel_blocks(int64_t C) { return static_cast<unsigned>((C + kThreads - 1) / kThreads); }
+
+// The statistics' pair: sums of d = x - x[0, c, 0] and of d^2 (shifted by a value of the channel,
+// so that the variance from them does not cancel when |mean| >> std).
 template <class T, class A>
 struct StatsPair {
   const T* x;
-  __device__ double2 operator()(int64_t r, int64_t c) const {
-    const double d = static_cast<double>(static_cast<A>(x[r * C + c])) -
-                     static_cast<double>(static_cast<A>(x[c]));
+  int64_t M;
+  __device__ double2 operator()(int64_t e, int64_t c) const {
+    const double d = static_cast<double>(static_cast<A>(x[e])) -
+                     static_cast<double>(static_cast<A>(x[c * M]));
     return make_double2(d, d * d);
   }
-  int64_t C;
 };
 
-// Channel c's mean and biased variance from the StatsPair partials.
+// Pass 2 of the statistics: channel c's mean and biased variance over its `count` values.
 template <class T, class A>
 __global__ void stats_finish(const double2* part, const T* x, A* mean, A* var, unsigned groups,
-                             int64_t R, int64_t C) {
+                             int64_t count, int64_t C, int64_t M) {
   const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= C) return;
-  const double2 t = column_total(part, groups, c, C);
-  const double n = static_cast<double>(R), shift = static_cast<double>(static_cast<A>(x[c]));
+  const double2 t = channel_total(part, groups, c, C);
+  const double n = static_cast<double>(count);
+  const double shift = static_cast<double>(static_cast<A>(x[c * M]));
   mean[c] = static_cast<A>(shift + t.x / n);
   var[c] = static_cast<A>(fmax(t.y - t.x * t.x / n, 0.0) / n);
-}
-
-// Channel c = blockIdx.x: mean and biased variance (two passes over the channel's N * M values).
-template <class T, class A>
-__global__ void stats_cuda(const T* x, A* mean, A* var, int64_t N, int64_t C, int64_t M) {
-  __shared__ double s[kSumThreads];
-  const int64_t c = blockIdx.x, count = N * M;
-  double sum = 0;
-  for (int64_t k = threadIdx.x; k < count; k += blockDim.x) {
-    sum += static_cast<double>(static_cast<A>(x[((k / M) * C + c) * M + k % M]));
-  }
-  const double mu = block_sum(sum, s) / static_cast<double>(count);
-  double sq = 0;
-  for (int64_t k = threadIdx.x; k < count; k += blockDim.x) {
-    const double d = static_cast<double>(static_cast<A>(x[((k / M) * C + c) * M + k % M])) - mu;
-    sq += d * d;
-  }
-  const double v = block_sum(sq, s) / static_cast<double>(count);
-  if (threadIdx.x == 0) {
-    mean[c] = static_cast<A>(mu);
-    var[c] = static_cast<A>(v);
-  }
 }
 
 // y = x * scale[c] + shift[c]; scale and shift computed per element from the statistics when
@@ -191,19 +196,13 @@ void train_kernel(const Tensor& y, const Tensor& mean, const Tensor& var, const 
   DeviceGuard guard(x.device().index);
   dispatch_floating(x.dtype(), "batch_norm", [&]<class T>() {
     using A = acc_t<T>;
-    if (M == 1 && N > 0) {  // channels-last: column sums
-      const ColumnGrid g(N, C);
-      const Tensor part = column_sums(StatsPair<T, A>{x.data_ptr<T>(), C}, g, N, C, x.device());
-      stats_finish<T, A><<<static_cast<unsigned>((C + kThreads - 1) / kThreads), kThreads, 0,
-                           current_stream(x.device())>>>(
-          reinterpret_cast<const double2*>(part.data_ptr<double>()), x.data_ptr<T>(),
-          mean.data_ptr<A>(), var.data_ptr<A>(), g.groups, N, C);
-    } else {
-      stats_cuda<T, A><<<static_cast<unsigned>(C), kSumThreads, 0, current_stream(x.device())>>>(
-          x.data_ptr<T>(), mean.data_ptr<A>(), var.data_ptr<A>(), N, C, M);
-    }
+    if (x.numel() == 0) return;  // (training needs two values per channel: ops/norm.cpp)
+    const SumGrid g(N, C, M);
+    const Tensor part = channel_sums(StatsPair<T, A>{x.data_ptr<T>(), M}, g, x.device());
+    stats_finish<T, A><<<channel_blocks(C), kThreads, 0, current_stream(x.device())>>>(
+        reinterpret_cast<const double2*>(part.data_ptr<double>()), x.data_ptr<T>(),
+        mean.data_ptr<A>(), var.data_ptr<A>(), g.groups, N * M, C, M);
     IGNIS_CUDA_CHECK(cudaGetLastError());
-    if (x.numel() == 0) return;
     launch_affine<T, A>(y, x, mean.data_ptr<A>(), var.data_ptr<A>(),
                         weight.defined() ? weight.data_ptr<A>() : nullptr,
                         bias.defined() ? bias.data_ptr<A>() : nullptr, static_cast<A>(eps), true,
@@ -221,13 +220,30 @@ void affine_kernel(const Tensor& y, const Tensor& x, const Tensor& scale, const 
   });
 }
 
-// Channel c's outputs from G = sum(g) and S = sum(g * (x - mean)) over its `count` values:
-// grad_bias = G, grad_weight = S * invstd, and the coefficients of grad_input = k1 * g + k2 * x +
-// k0 (see cpu/norm_kernels).
+// The backward's pair: g and g * (x - mean[c]).
+template <class T, class A>
+struct GradPair {
+  const T* g;
+  const T* x;
+  const A* mean;
+  __device__ double2 operator()(int64_t e, int64_t c) const {
+    const double gv = static_cast<double>(static_cast<A>(g[e]));
+    return make_double2(
+        gv, gv * (static_cast<double>(static_cast<A>(x[e])) - static_cast<double>(mean[c])));
+  }
+};
+
+// Pass 2 of the backward: from channel c's G = sum(g) and S = sum(g * (x - mean)) over its
+// `count` values, grad_bias = G, grad_weight = S * invstd, and the coefficients of
+// grad_input = k1 * g + k2 * x + k0 (see cpu/norm_kernels).
 template <class A>
-__device__ void grad_outputs(double sg, double sgx, int64_t c, int64_t count, const A* invstd,
-                             const A* mean, const A* w, A* gw, A* gb, double* coef,
-                             bool batch_stats) {
+__global__ void grad_finish(const double2* part, unsigned groups, const A* mean, const A* invstd,
+                            const A* w, A* gw, A* gb, double* coef, int64_t count, int64_t C,
+                            bool batch_stats) {
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= C) return;
+  const double2 t = channel_total(part, groups, c, C);
+  const double sg = t.x, sgx = t.y;
   const double inv = static_cast<double>(invstd[c]), mu = static_cast<double>(mean[c]);
   const double wv = w ? static_cast<double>(w[c]) : 1.0;
   if (gb) gb[c] = static_cast<A>(sg);
@@ -241,50 +257,6 @@ __device__ void grad_outputs(double sg, double sgx, int64_t c, int64_t count, co
   coef[3 * c] = k1;
   coef[3 * c + 1] = k2;
   coef[3 * c + 2] = k0;
-}
-
-// Channel c = blockIdx.x (NCHW): G and S with a tree in shared memory, then grad_outputs.
-template <class T, class A>
-__global__ void grad_sums_cuda(const T* g, const T* x, const A* mean, const A* invstd,
-                               const A* w, A* gw, A* gb, double* coef, int64_t N, int64_t C,
-                               int64_t M, bool batch_stats) {
-  __shared__ double s[kSumThreads];
-  const int64_t c = blockIdx.x, count = N * M;
-  const double mu = static_cast<double>(mean[c]);
-  double sg = 0, sgx = 0;
-  for (int64_t k = threadIdx.x; k < count; k += blockDim.x) {
-    const int64_t e = ((k / M) * C + c) * M + k % M;
-    const double gv = static_cast<double>(static_cast<A>(g[e]));
-    sg += gv;
-    sgx += gv * (static_cast<double>(static_cast<A>(x[e])) - mu);
-  }
-  sg = block_sum(sg, s);
-  sgx = block_sum(sgx, s);
-  if (threadIdx.x == 0) grad_outputs(sg, sgx, c, count, invstd, mean, w, gw, gb, coef, batch_stats);
-}
-
-// The backward's pair for channels-last [R, C]: g and g * (x - mean).
-template <class T, class A>
-struct GradPair {
-  const T* g;
-  const T* x;
-  const A* mean;
-  int64_t C;
-  __device__ double2 operator()(int64_t r, int64_t c) const {
-    const double gv = static_cast<double>(static_cast<A>(g[r * C + c]));
-    return make_double2(
-        gv, gv * (static_cast<double>(static_cast<A>(x[r * C + c])) - static_cast<double>(mean[c])));
-  }
-};
-
-template <class A>
-__global__ void grad_finish(const double2* part, unsigned groups, const A* mean, const A* invstd,
-                            const A* w, A* gw, A* gb, double* coef, int64_t R, int64_t C,
-                            bool batch_stats) {
-  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c >= C) return;
-  const double2 t = column_total(part, groups, c, C);
-  grad_outputs(t.x, t.y, c, R, invstd, mean, w, gw, gb, coef, batch_stats);
 }
 
 template <class T, class A, class I>
@@ -308,25 +280,16 @@ void backward_kernel(const Tensor& gx, const Tensor& gw, const Tensor& gb, const
   const Tensor coef = make_tensor({3 * C}, kFloat64, x.device());
   dispatch_floating(x.dtype(), "batch_norm_backward", [&]<class T>() {
     using A = acc_t<T>;
-    const A* w = weight.defined() ? weight.data_ptr<A>() : nullptr;
-    A* gwp = gw.defined() ? gw.data_ptr<A>() : nullptr;
-    A* gbp = gb.defined() ? gb.data_ptr<A>() : nullptr;
-    if (M == 1 && N > 0) {  // channels-last: column sums
-      const ColumnGrid grid(N, C);
-      const Tensor part = column_sums(
-          GradPair<T, A>{g.data_ptr<T>(), x.data_ptr<T>(), mean.data_ptr<A>(), C}, grid, N, C,
-          x.device());
-      grad_finish<A><<<static_cast<unsigned>((C + kThreads - 1) / kThreads), kThreads, 0,
-                       current_stream(x.device())>>>(
-          reinterpret_cast<const double2*>(part.data_ptr<double>()), grid.groups,
-          mean.data_ptr<A>(), invstd.data_ptr<A>(), w, gwp, gbp, coef.data_ptr<double>(), N, C,
-          batch_stats);
-    } else {
-      grad_sums_cuda<T, A><<<static_cast<unsigned>(C), kSumThreads, 0,
-                             current_stream(x.device())>>>(
-          g.data_ptr<T>(), x.data_ptr<T>(), mean.data_ptr<A>(), invstd.data_ptr<A>(), w, gwp, gbp,
-          coef.data_ptr<double>(), N, C, M, batch_stats);
-    }
+    const SumGrid grid(N, C, M);
+    // (No values: pass 1 writes zeros, so the sums are 0, as on the CPU.)
+    const Tensor part =
+        channel_sums(GradPair<T, A>{g.data_ptr<T>(), x.data_ptr<T>(), mean.data_ptr<A>()}, grid,
+                     x.device());
+    grad_finish<A><<<channel_blocks(C), kThreads, 0, current_stream(x.device())>>>(
+        reinterpret_cast<const double2*>(part.data_ptr<double>()), grid.groups,
+        mean.data_ptr<A>(), invstd.data_ptr<A>(), weight.defined() ? weight.data_ptr<A>() : nullptr,
+        gw.defined() ? gw.data_ptr<A>() : nullptr, gb.defined() ? gb.data_ptr<A>() : nullptr,
+        coef.data_ptr<double>(), N * M, C, batch_stats);
     IGNIS_CUDA_CHECK(cudaGetLastError());
     if (gx.defined() && x.numel() > 0) {
       launch_indexed(x.numel(), [&]<class I>(I) {
