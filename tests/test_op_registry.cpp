@@ -96,6 +96,25 @@ TEST(Interposer, SeesEveryCallWithItsAttributesAndOutputs) {
   EXPECT_EQ(rec.calls.size(), 1u);
 }
 
+TEST(Interposer, SeesCopiesWithTheirNonBlockingFlag) {
+  // copy_ with non_blocking (PyTorch's schema) goes through the one call path, so traces and the
+  // profiler see non-blocking copies to and from a GPU too.
+  Tensor dst = zeros({2, 2});
+  const Tensor src = ones({2});
+  Recorder rec;
+  {
+    op::InterposerGuard guard(&rec);
+    dst.copy_(src, /*non_blocking=*/true);
+    dst.copy_(src);
+  }
+  ASSERT_EQ(rec.calls.size(), 2u);
+  EXPECT_EQ(rec.calls[0],
+            "copy_(self=float32[2, 2], src=float32[2], non_blocking=True) -> float32[2, 2]");
+  EXPECT_EQ(rec.calls[1],
+            "copy_(self=float32[2, 2], src=float32[2], non_blocking=False) -> float32[2, 2]");
+  EXPECT_EQ(dst.sum().item<double>(), 4.0);
+}
+
 TEST(Interposer, NestedCallsAreSeenInsideOuterOnes) {
   Tensor a = ones({2});
   Recorder rec;

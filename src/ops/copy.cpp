@@ -106,8 +106,8 @@ IGNIS_OP_METHOD(contiguous_memory_format,
                 "contiguous.memory_format(Tensor(a) self, MemoryFormat memory_format) -> Tensor(a)",
                 Tensor(MemoryFormat) const, contiguous,
                 {.differentiable = true, .stubs = {&copy_stub}});
-IGNIS_OP_METHOD(copy_, "copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)",
-                Tensor&(const Tensor&) const, copy_,
+IGNIS_OP_METHOD(copy_, "copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)",
+                Tensor&(const Tensor&, bool) const, copy_,
                 {.differentiable = true, .stubs = {&copy_stub}});
 IGNIS_OP_METHOD(fill_, "fill_(Tensor(a!) self, Scalar value) -> Tensor(a!)", Tensor&(Scalar) const,
                 fill_, {.stubs = {&copy_stub}});
@@ -140,8 +140,11 @@ Tensor Tensor::contiguous(MemoryFormat format) const {
 }
 Tensor contiguous(const Tensor& x) { return x.contiguous(); }
 
-Tensor& Tensor::copy_(const Tensor& src) const {
-  IGNIS_DISPATCH_METHOD(copy_, copy_, src);
+Tensor& Tensor::copy_(const Tensor& src) const { return copy_(src, false); }
+
+// Only a copy between devices can be left running (non_blocking); with autograd it is recorded.
+Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) const {
+  IGNIS_DISPATCH_METHOD(copy_, copy_, src, non_blocking);
   IGNIS_CHECK(defined() && src.defined(), "copy_: undefined tensor");
   if (autograd::any_needs_grad({this, &src})) {
     Tensor r = src.expand(sizes()).to(dtype(), false, true);
@@ -150,21 +153,7 @@ Tensor& Tensor::copy_(const Tensor& src) const {
   Shape s = broadcast_shapes(sizes(), src.sizes());
   IGNIS_CHECK(IntArrayRef(s).equals(sizes()), "copy_: source of shape ", src.sizes(),
               " can't be broadcast to the destination's shape ", sizes());
-  copy_into(mut(), src);
-  impl()->bump_version();
-  return mut();
-}
-
-Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) const {
-  // Only a copy between devices can be left running; with autograd it is recorded as copy_.
-  if (!non_blocking || !defined() || !src.defined() || src.device() == device() ||
-      autograd::any_needs_grad({this, &src})) {
-    return copy_(src);
-  }
-  Shape s = broadcast_shapes(sizes(), src.sizes());
-  IGNIS_CHECK(IntArrayRef(s).equals(sizes()), "copy_: source of shape ", src.sizes(),
-              " can't be broadcast to the destination's shape ", sizes());
-  copy_into(mut(), src, /*non_blocking=*/true);
+  copy_into(mut(), src, /*non_blocking=*/non_blocking && src.device() != device());
   impl()->bump_version();
   return mut();
 }
