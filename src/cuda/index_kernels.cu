@@ -38,16 +38,20 @@ __device__ inline T add_values(T a, T b) {
     return static_cast<T>(static_cast<acc_t<T>>(a) + static_cast<acc_t<T>>(b));
 }
 
-// The bad-index record of one kernel launch, on the device.
+// The bad-index record of one kernel launch, on the device. Inactive (`checked` false: the
+// caller's indices need no check), it has no memory and reads as nothing found without waiting.
 class BadSlot {
  public:
-  BadSlot(Device device, cudaStream_t stream)
-      : buf_(make_tensor({static_cast<int64_t>(sizeof(DeviceBad))}, kUInt8, device)),
-        stream_(stream) {
+  BadSlot(Device device, cudaStream_t stream, bool checked = true) : stream_(stream) {
+    if (!checked) return;
+    buf_ = make_tensor({static_cast<int64_t>(sizeof(DeviceBad))}, kUInt8, device);
     IGNIS_CUDA_CHECK(cudaMemsetAsync(ptr(), 0, sizeof(DeviceBad), stream_));
   }
-  DeviceBad* ptr() const { return static_cast<DeviceBad*>(buf_.data_ptr()); }
+  DeviceBad* ptr() const {
+    return buf_.defined() ? static_cast<DeviceBad*>(buf_.data_ptr()) : nullptr;
+  }
   BadIndex read() const {
+    if (!buf_.defined()) return {};
     DeviceBad h{};
     IGNIS_CUDA_CHECK(cudaMemcpyAsync(&h, ptr(), sizeof h, cudaMemcpyDeviceToHost, stream_));
     wait_for_stream(stream_);
@@ -83,7 +87,7 @@ BadIndex gather_kernel(const TensorIter& it, DType dt, DType index_dt, int64_t s
   if (it.numel == 0) return {};
   DeviceGuard guard(it.device.index);
   const cudaStream_t s = current_stream(it.device);
-  BadSlot bad(it.device, s);
+  BadSlot bad(it.device, s, b.check);
   dispatch_size(dt, [&]<class T>() {
     dispatch_index(index_dt, [&]<class I>() {
       gather_cuda<T, I><<<blocks_for(it.numel), kThreads, 0, s>>>(
@@ -124,7 +128,7 @@ BadIndex put_kernel(const TensorIter& it, DType dt, DType index_dt, int64_t stri
   if (it.numel == 0) return {};
   DeviceGuard guard(it.device.index);
   const cudaStream_t s = current_stream(it.device);
-  BadSlot bad(it.device, s);
+  BadSlot bad(it.device, s, b.check);
   dispatch_dtype(dt, "index_put_", [&]<class T>() {
     dispatch_index(index_dt, [&]<class I>() {
       put_cuda<T, I><<<accumulate ? 1 : blocks_for(it.numel), accumulate ? 1 : kThreads, 0, s>>>(
@@ -163,7 +167,7 @@ BadIndex scatter_kernel(const TensorIter& it, DType dt, DType index_dt, const Sc
   if (it.numel == 0 || a.line == 0) return {};
   DeviceGuard guard(it.device.index);
   const cudaStream_t s = current_stream(it.device);
-  BadSlot bad(it.device, s);
+  BadSlot bad(it.device, s, a.bounds.check);
   dispatch_dtype(dt, "scatter", [&]<class T>() {
     dispatch_index(index_dt, [&]<class I>() {
       scatter_cuda<T, I><<<blocks_for(it.numel), kThreads, 0, s>>>(
