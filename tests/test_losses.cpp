@@ -519,6 +519,16 @@ TEST(Losses, ShapeDtypeAndArgumentErrorsNameTheProblem) {
                 F::cross_entropy(x, tensor({0, -3, 1}));
               }),
               HasSubstr("cross_entropy: target -3 is out of bounds for 4 classes"));
+  // The same through the general path (class weights; an ignored target beside a bad one), where
+  // gather finds the bad target and the loss names it.
+  EXPECT_THAT(error_of([&] {
+                F::cross_entropy(x, tensor({0, 4, 1}), ones({4}));
+              }),
+              HasSubstr("cross_entropy: target 4 is out of bounds for 4 classes"));
+  EXPECT_THAT(error_of([&] {
+                F::cross_entropy(x, tensor({-100, 7, 1}));
+              }),
+              HasSubstr("cross_entropy: target 7 is out of bounds for 4 classes"));
   EXPECT_THAT(error_of([&] {
                 F::cross_entropy(x, zeros({3, 5}, kFloat64));
               }),

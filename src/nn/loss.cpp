@@ -175,17 +175,22 @@ std::pair<Tensor, Tensor> nll_terms(const Tensor& logp, const Tensor& target, co
     }
   }
   Tensor valid = t != ignore_index;
-  Tensor safe = where(valid, t, zeros_like(t));
-  if (t.numel() > 0) {
-    Tensor bad = logical_and(valid, logical_or(safe < 0, safe >= c));
-    IGNIS_CHECK(!bad.any().item<bool>(), op, ": target ", masked_select(t, bad)[0].item<int64_t>(),
-                " is out of bounds for ", c, " classes");
+  Tensor safe = where(valid, t, 0);
+  // gather checks the targets (on a GPU, on the device, with one wait); only when one is out of
+  // range is it found again, to name it.
+  Tensor picked;
+  try {
+    picked = -gather(lp, 1, safe.unsqueeze(1)).squeeze(1);
+  } catch (const Error&) {
+    const Tensor bad = logical_and(valid, logical_or(safe < 0, safe >= c));
+    if (!bad.any().item<bool>()) throw;
+    IGNIS_FAIL(op, ": target ", masked_select(t, bad)[0].item<int64_t>(), " is out of bounds for ",
+               c, " classes");
   }
-  Tensor picked = -gather(lp, 1, safe.unsqueeze(1)).squeeze(1);
-  Tensor w = weight.defined()
-                 ? index_select(weight.to(lp.dtype()), 0, safe.reshape({-1})).reshape(safe.sizes())
-                 : ones_like(picked);
-  w = w * valid.to(lp.dtype());
+  Tensor w = valid.to(lp.dtype());
+  if (weight.defined()) {
+    w = w * index_select(weight.to(lp.dtype()), 0, safe.reshape({-1})).reshape(safe.sizes());
+  }
   // An ignored target's loss is 0 whatever its input holds (PyTorch's too): where, not
   // picked * 0, which is NaN for an infinite or NaN log-probability.
   const Tensor l = where(valid, picked * w, 0.0);
