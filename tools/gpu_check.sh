@@ -3,9 +3,10 @@
 # (every op against the CPU, copies, streams, events, the allocator, NCCL in a world of one, the
 # zoo models), then the lecture notes' timed GPU examples. Prints the GPU and driver first.
 # Exit status: 0 when everything passed.
-#   bash tools/gpu_check.sh [all|tests|bench|resnet|profile]   (default all: a device call too
-#       short for both can run the tests and the benchmarks apart; resnet: only the ResNet-50
-#       training steps of the benchmarks, both sides; profile: ResNet-50's training step
+#   [GPU_PROFILE=1] bash tools/gpu_check.sh [all|tests|bench|resnet|profile]   (default all: a
+#       device call too short for both can run the tests and the benchmarks apart; resnet: only
+#       the ResNet-50 training steps of the benchmarks, both sides; GPU_PROFILE=1 adds the
+#       profiles to `all`, after the benchmarks; profile: ResNet-50's training step
 #       in both dtypes under the profiler with CUDA_LAUNCH_BLOCKING=1, so that each op's time is
 #       its GPU time, for finding what to speed up)
 set -uo pipefail
@@ -99,7 +100,9 @@ if [ "$part" = all ] || [ "$part" = tests ]; then
   timeout 60 "$B/bin/gpu_async" || status=1
 fi
 [ "$part" = tests ] && exit $status
-if [ "$part" = profile ]; then
+# ResNet-50's training step under the profiler with launches blocking (each op's time is then
+# its GPU time), and the MNIST MLP epoch's host time: what to speed up next.
+profile() {
   for dt in bfloat16 float32; do
     echo "== profile: ResNet-50 training step, batch 128, channels-last, $dt (launches blocking)"
     CUDA_LAUNCH_BLOCKING=1 timeout 120 "$B/bin/ignis" bench train_step --model resnet50 \
@@ -111,6 +114,9 @@ if [ "$part" = profile ]; then
     timeout 60 "$B/bin/ignis" bench mnist_mlp --device cuda --data "$B/mnist" \
       --profile "${GPU_LOG_DIR:-gpu-logs}/mnist_mlp.json" | head -c 8000 || status=1
   fi
+}
+if [ "$part" = profile ]; then
+  profile
   exit $status
 fi
 # The GPU benchmarks, ignis's and PyTorch's side by side (bench/gpu_compare.py), then a summary
@@ -165,4 +171,6 @@ for dt in ("float32", "bfloat16"):
                   f"{', cudnn benchmark' if mode else ''}: ignis {i['img_per_s']} img/s,"
                   f" PyTorch {t['img_per_s']}: {float(i['img_per_s']) / float(t['img_per_s']):.2f}")
 PY
+# GPU_PROFILE=1 with `all`: the profiles too, after the benchmarks.
+if [ "$part" = all ] && [ -n "${GPU_PROFILE:-}" ]; then profile; fi
 exit $status
