@@ -400,6 +400,53 @@ IGNIS_OP_INFO(OpInfo{
     .rtol_bf16 = 5e-2,
     .host_params = {3}});
 
+// ---- rms_norm
+
+// Each row of the trailing `m` elements over its root mean square (eps 1e-6), then times w.
+Tensor ref_rms_norm(const TL& x) {
+  const Values v = values(x[0]);
+  int64_t m = 1;
+  for (int64_t d : values(x[2])) m *= d;
+  const Values w = x[1].defined() ? values(x[1]) : Values(static_cast<size_t>(m), 1.0);
+  Values out(v.size());
+  for (size_t r = 0; r * m < v.size(); ++r) {
+    double q = 0;
+    for (int64_t k = 0; k < m; ++k) q += v[r * m + k] * v[r * m + k];
+    const double inv = 1 / std::sqrt(q / static_cast<double>(m) + 1e-6);
+    for (int64_t k = 0; k < m; ++k) out[r * m + k] = v[r * m + k] * inv * w[k];
+  }
+  return from_values(out, x[0].sizes());
+}
+
+// Inputs: x, weight, normalized_shape (int64).
+IGNIS_OP_INFO(OpInfo{
+    .name = "rms_norm",
+    .fn =
+        [](const TL& x) {
+          const Tensor s = x[2].contiguous();
+          const std::vector<int64_t> shape(s.data_ptr<int64_t>(),
+                                           s.data_ptr<int64_t>() + s.numel());
+          return nn::functional::rms_norm(x[0], shape, x[1], 1e-6);
+        },
+    .ref = ref_rms_norm,
+    .samples =
+        [] {
+          auto shape = [](std::vector<int64_t> v) { return tensor(v); };
+          return std::vector<OpSample>{
+              {"[3, 5] over [5]", {in({3, 5}, 111), in({5}, 112), shape({5})}},
+              {"[2, 3, 4] over [3, 4]", {in({2, 3, 4}, 113), in({3, 4}, 114), shape({3, 4})}},
+              {"no weight", {in({4, 6}, 115), Tensor(), shape({6})}},
+              {"noncontiguous", {make_noncontiguous({4, 3}, 116), in({3}, 117), shape({3})}},
+              {"empty rows", {in({0, 4}, 118), in({4}, 119), shape({4})}},
+          };
+        },
+    .dtypes = kFloats,
+    .atol32 = 1e-4,
+    .rtol32 = 1e-4,
+    .atol_bf16 = 5e-2,
+    .rtol_bf16 = 5e-2,
+    .host_params = {2}});
+
 // ---- interpolate
 
 /// The exact floor(dst * in / out) (PyTorch's "nearest" for sizes), clamped to the input.

@@ -1,6 +1,6 @@
 // Every layer of ignis/nn/layers.h and its nn::functional form against float64 hand
 // computations: Linear, Identity, Flatten, Unflatten, activations, Softmax, LogSoftmax, Dropout,
-// Embedding, LayerNorm; float64 gradchecks; error messages.
+// Embedding, LayerNorm, RMSNorm; float64 gradchecks; error messages.
 #include <cmath>
 #include <sstream>
 
@@ -348,6 +348,73 @@ TEST(LayerNorm, GradcheckInFloat64) {
         return autograd::variable_list{nn::functional::layer_norm(in[0], {5}, in[1], in[2], 1e-5)};
       },
       {x, w, b}));
+}
+
+namespace {
+// RMSNorm over the trailing `k` elements of each row, in float64.
+std::vector<double> rms_norm_ref(const std::vector<double>& x, size_t k, double eps,
+                                 const std::vector<double>& w) {
+  std::vector<double> out;
+  for (size_t r = 0; r < x.size() / k; ++r) {
+    double sq = 0;
+    for (size_t i = 0; i < k; ++i) sq += x[r * k + i] * x[r * k + i];
+    const double inv = 1 / std::sqrt(sq / static_cast<double>(k) + eps);
+    for (size_t i = 0; i < k; ++i) out.push_back(x[r * k + i] * inv * (w.empty() ? 1.0 : w[i]));
+  }
+  return out;
+}
+}  // namespace
+
+TEST(RMSNorm, MatchesAFloat64HandComputation) {
+  manual_seed(7);
+  Tensor x = randn({3, 2, 4}) * 3 + 1;
+  const std::vector<double> xv = to_vec(x);
+  nn::RMSNorm rn({2, 4}, 1e-3);
+  EXPECT_EQ(rn.named_parameters().size(), 1u);
+  expect_values(rn.weight, std::vector<double>(8, 1.0));
+  std::vector<double> w;
+  for (int i = 0; i < 8; ++i) w.push_back(0.5 + 0.25 * i);
+  {
+    NoGradGuard ng;
+    rn.weight.copy_(tensor(w).reshape({2, 4}));
+  }
+  expect_values(rn(x), rms_norm_ref(xv, 8, 1e-3, w), 1e-5, 1e-5);
+  EXPECT_EQ(rn.extra_repr(), "[2, 4], eps=0.001, elementwise_affine=true");
+  // eps left out: the dtype's machine epsilon, as torch.nn.RMSNorm(eps=None).
+  nn::RMSNorm plain({4}, std::nullopt, /*elementwise_affine=*/false);
+  EXPECT_TRUE(plain.named_parameters().empty());
+  EXPECT_EQ(plain.extra_repr(), "[4], eps=None, elementwise_affine=false");
+  expect_values(plain(x), rms_norm_ref(xv, 4, 1.1920928955078125e-07, {}), 1e-6, 1e-6);
+  const Tensor tiny = full({2, 4}, 1e-9, kFloat64);  // eps dominates: float64's, not float32's
+  expect_values(nn::functional::rms_norm(tiny, {4}),
+                rms_norm_ref(to_vec(tiny), 4, 2.220446049250313e-16, {}), 1e-12, 1e-12);
+  // bfloat16 is normalised in float32, then rounded.
+  const Tensor xb = x.to(kBFloat16);
+  expect_values(nn::functional::rms_norm(xb, {4}, Tensor(), 1e-3).to(kFloat32),
+                rms_norm_ref(to_vec(xb.to(kFloat32)), 4, 1e-3, {}), 1e-2, 1e-2);
+  // Errors name the op and what is wrong.
+  EXPECT_THAT(error_of([&] { rn(ones({2, 3})); }),
+              HasSubstr("rms_norm: normalized_shape [2, 4] does not match the trailing dims of "
+                        "input of shape [2, 3]"));
+  EXPECT_THAT(error_of([&] { nn::functional::rms_norm(x, {4}, ones({3})); }),
+              HasSubstr("rms_norm: weight of shape [3] must be normalized_shape [4]"));
+  EXPECT_THAT(error_of([&] { nn::functional::rms_norm(x, {4}, Tensor(), -1.0); }),
+              HasSubstr("rms_norm: eps must be non-negative, but got -1"));
+  EXPECT_THAT(error_of([&] { nn::functional::rms_norm(ones({2, 4}, kInt64), {4}); }),
+              HasSubstr("rms_norm: expected a floating point input, but got int64"));
+  EXPECT_THAT(error_of([] { nn::RMSNorm(std::vector<int64_t>{}); }),
+              HasSubstr("RMSNorm: normalized_shape must not be empty"));
+}
+
+TEST(RMSNorm, GradcheckInFloat64) {
+  manual_seed(9);
+  Tensor x = randn({3, 5}, kFloat64).requires_grad_();
+  Tensor w = (randn({5}, kFloat64) + 1).requires_grad_();
+  EXPECT_TRUE(autograd::gradcheck(
+      [](const autograd::variable_list& in) {
+        return autograd::variable_list{nn::functional::rms_norm(in[0], {5}, in[1], 1e-5)};
+      },
+      {x, w}));
 }
 
 TEST(Layers, GradcheckLinearEmbeddingAndActivationsInFloat64) {

@@ -27,6 +27,11 @@ IGNIS_OP(dropout, "dropout(Tensor input, float p=0.5, bool train=True) -> Tensor
 IGNIS_OP(embedding, "embedding(Tensor input, Tensor weight, int? padding_idx=None) -> Tensor",
          Tensor(const Tensor&, const Tensor&, std::optional<int64_t>), functional::embedding,
          {.differentiable = true, .kind = "composite"});
+IGNIS_OP(rms_norm,
+         "rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? eps=None) -> "
+         "Tensor",
+         Tensor(const Tensor&, IntArrayRef, const Tensor&, std::optional<double>),
+         functional::rms_norm, {.differentiable = true, .kind = "composite"});
 IGNIS_OP(layer_norm,
          "layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, "
          "Tensor? bias=None, float eps=1e-05) -> Tensor",
@@ -64,24 +69,54 @@ Tensor functional::embedding(const Tensor& indices, const Tensor& weight,
   return out;
 }
 
-Tensor functional::layer_norm(const Tensor& x, IntArrayRef shape, const Tensor& weight,
-                              const Tensor& bias, double eps) {
-  IGNIS_DISPATCH(layer_norm, functional::layer_norm, x, shape, weight, bias, eps);
+namespace {
+// The trailing dims `shape` names in x (layer_norm, rms_norm), checked with `op`'s name.
+std::vector<int64_t> normalized_dims(const char* op, const Tensor& x, IntArrayRef shape) {
   const int64_t k = static_cast<int64_t>(shape.size());
-  IGNIS_CHECK(k >= 1 && x.dim() >= k, "layer_norm: normalized_shape ", shape,
+  IGNIS_CHECK(k >= 1 && x.dim() >= k, op, ": normalized_shape ", shape,
               " does not fit input of shape ", x.sizes());
   for (int64_t i = 0; i < k; ++i) {
-    IGNIS_CHECK(x.size(x.dim() - k + i) == shape[i], "layer_norm: normalized_shape ", shape,
+    IGNIS_CHECK(x.size(x.dim() - k + i) == shape[i], op, ": normalized_shape ", shape,
                 " does not match the trailing dims of input of shape ", x.sizes());
   }
   std::vector<int64_t> dims;
   for (int64_t i = x.dim() - k; i < x.dim(); ++i) dims.push_back(i);
+  return dims;
+}
+}  // namespace
+
+Tensor functional::layer_norm(const Tensor& x, IntArrayRef shape, const Tensor& weight,
+                              const Tensor& bias, double eps) {
+  IGNIS_DISPATCH(layer_norm, functional::layer_norm, x, shape, weight, bias, eps);
+  const std::vector<int64_t> dims = normalized_dims("layer_norm", x, shape);
   Tensor mu = x.mean(dims, true);
   Tensor xc = x - mu;
   Tensor var = (xc * xc).mean(dims, true);
   Tensor y = xc * rsqrt(var + eps);
   if (weight.defined()) y = y * weight;
   if (bias.defined()) y = y + bias;
+  return y;
+}
+
+Tensor functional::rms_norm(const Tensor& x, IntArrayRef shape, const Tensor& weight,
+                            std::optional<double> eps) {
+  IGNIS_DISPATCH(rms_norm, functional::rms_norm, x, shape, weight, eps);
+  IGNIS_CHECK(x.is_floating_point(), "rms_norm: expected a floating point input, but got ",
+              x.dtype());
+  const std::vector<int64_t> dims = normalized_dims("rms_norm", x, shape);
+  if (weight.defined()) {
+    IGNIS_CHECK(weight.sizes().equals(shape), "rms_norm: weight of shape ", weight.sizes(),
+                " must be normalized_shape ", shape);
+  }
+  IGNIS_CHECK(!eps || *eps >= 0, "rms_norm: eps must be non-negative, but got ", eps.value_or(0));
+  // PyTorch's: eps = finfo(dtype).eps; bfloat16 computed in float32 and cast back.
+  const double e = eps ? *eps
+                       : x.dtype() == kFloat64   ? 2.220446049250313e-16
+                         : x.dtype() == kBFloat16 ? 0.0078125
+                                                  : 1.1920928955078125e-07;
+  const Tensor xf = x.dtype() == kBFloat16 ? x.to(kFloat32) : x;
+  Tensor y = (xf * rsqrt((xf * xf).mean(dims, true) + e)).to(x.dtype());
+  if (weight.defined()) y = y * weight;
   return y;
 }
 
@@ -199,6 +234,27 @@ std::string LayerNorm::extra_repr() const {
 Tensor LayerNorm::forward(const Tensor& x) {
   return functional::layer_norm(x, shape_, weight, bias, eps_);
 }
+
+RMSNorm::RMSNorm(std::vector<int64_t> shape, std::optional<double> eps, bool affine)
+    : shape_(std::move(shape)), eps_(eps) {
+  IGNIS_CHECK(!shape_.empty(), "RMSNorm: normalized_shape must not be empty");
+  IGNIS_CHECK(!eps_ || *eps_ >= 0, "RMSNorm: eps must be non-negative, but got ", *eps_);
+  if (affine) weight = register_parameter("weight", ones(shape_));
+}
+
+std::string RMSNorm::extra_repr() const {
+  std::ostringstream os;
+  os << IntArrayRef(shape_) << ", eps=";
+  if (eps_) {
+    os << *eps_;
+  } else {
+    os << "None";
+  }
+  os << ", elementwise_affine=" << (weight.defined() ? "true" : "false");
+  return os.str();
+}
+
+Tensor RMSNorm::forward(const Tensor& x) { return functional::rms_norm(x, shape_, weight, eps_); }
 
 // ---- containers
 

@@ -35,5 +35,10 @@ Tensor embedding(const Tensor& indices, const Tensor& weight,
 /// Normalises over the trailing `normalized_shape` dims, then scales and shifts.
 Tensor layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& weight = Tensor(),
                   const Tensor& bias = Tensor(), double eps = 1e-5);
+/// Root-mean-square normalisation over the trailing `normalized_shape` dims (torch.nn.functional.
+/// rms_norm): x / sqrt(mean(x^2) + eps), then times weight. eps defaults to the dtype's machine
+/// epsilon; bfloat16 input is normalised in float32.
+Tensor rms_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& weight = Tensor(),
+                std::optional<double> eps = std::nullopt);
 
 }  // namespace ignis::nn::functional

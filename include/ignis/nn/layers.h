@@ -164,6 +164,22 @@ class LayerNorm : public Module {
   double eps_;
 };
 
+/// Root-mean-square normalisation over the trailing dims (torch.nn.RMSNorm): weight (ones) when
+/// elementwise_affine; eps nullopt: the input dtype's machine epsilon.
+class RMSNorm : public Module {
+ public:
+  explicit RMSNorm(std::vector<int64_t> normalized_shape, std::optional<double> eps = std::nullopt,
+                   bool elementwise_affine = true);
+  std::string type_name() const override { return "RMSNorm"; }
+  std::string extra_repr() const override;
+  Tensor forward(const Tensor& x) override;
+  Tensor weight;
+
+ private:
+  std::vector<int64_t> shape_;
+  std::optional<double> eps_;
+};
+
 namespace detail {
 template <class M>
 std::shared_ptr<Module> to_module_ptr(M&& m) {
