@@ -259,8 +259,8 @@ IGNIS_OP_INFO(OpInfo{
 });
 
 // fused_reduction (fuse_reductions' node): over rows of the last dim, t = tanh(x * s), the
-// reduction of t (a host parameter: layer_norm, softmax, log_softmax), then y * s + r.
-const char* const kReductions[] = {"layer_norm", "softmax", "log_softmax"};
+// reduction of t (a host parameter: layer_norm, softmax, log_softmax, rms_norm), then y * s + r.
+const char* const kReductions[] = {"layer_norm", "softmax", "log_softmax", "rms_norm"};
 
 Tensor ref_fused_reduction(const Inputs& in) {
   const Tensor &x = in[0], &s = in[1], &r = in[2];
@@ -272,10 +272,11 @@ Tensor ref_fused_reduction(const Inputs& in) {
   std::vector<double> out(xv.size()), t(static_cast<size_t>(C));
   for (int64_t i = 0; i < R; ++i) {
     const size_t o = static_cast<size_t>(i * C);
-    double mean = 0, var = 0, mx = -INFINITY, sum = 0;
+    double mean = 0, var = 0, mx = -INFINITY, sum = 0, ms = 0;
     for (int64_t c = 0; c < C; ++c) {
       t[c] = std::tanh(xv[o + c] * sv[o + c]);
       mean += t[c] / C;
+      ms += t[c] * t[c] / C;
       mx = std::max(mx, t[c]);
     }
     for (int64_t c = 0; c < C; ++c) {
@@ -285,7 +286,8 @@ Tensor ref_fused_reduction(const Inputs& in) {
     for (int64_t c = 0; c < C; ++c) {
       const double y = kind == 0   ? (t[c] - mean) / std::sqrt(var + 1e-5)
                        : kind == 1 ? std::exp(t[c] - mx) / sum
-                                   : t[c] - mx - std::log(sum);
+                       : kind == 2 ? t[c] - mx - std::log(sum)
+                                   : t[c] / std::sqrt(ms + 1e-5);
       out[o + c] = y * sv[o + c] + rv[o + c];
     }
   }
@@ -312,6 +314,9 @@ IGNIS_OP_INFO(OpInfo{
                {make_noncontiguous({5, 6}, 73), n({6}, 74), n({1}, 75), params({1})}},
               {"log_softmax, rows of 1", {n({3, 1}, 76), n({1}, 77), n({3, 1}, 78), params({2})}},
               {"empty rows", {n({0, 5}, 79), n({5}, 80), n({0, 5}, 81), params({0})}},
+              {"rms_norm [4, 7]", {n({4, 7}, 82), n({7}, 83), n({4, 7}, 84), params({3})}},
+              {"rms_norm 3-d, per-row residual",
+               {n({2, 3, 20}, 85), n({20}, 86), n({2, 3, 1}, 87), params({3})}},
           };
         },
     .dtypes = {kFloat32, kFloat64},

@@ -513,6 +513,7 @@ Tensor reference_reduction(const std::string& kind, const Tensor& x, int64_t dim
   if (kind == "softmax") return softmax(x, -1);
   if (kind == "log_softmax") return log_softmax(x, -1);
   std::vector<int64_t> shape(x.sizes().end() - dims, x.sizes().end());
+  if (kind == "rms_norm") return nn::functional::rms_norm(x, shape, Tensor(), 1e-5);
   return nn::functional::layer_norm(x, shape);
 }
 
@@ -524,7 +525,7 @@ TEST(FusedReduction, EveryReductionWithPrologueAndEpilogueEqualsTheOps) {
       Tensor x = uniform({6, cols}, -3, 3, dt), s = uniform({cols}, 0.5, 1.5, dt);
       Tensor col = uniform({6, 1}, -1, 1, dt), r = uniform({6, cols}, -1, 1, dt);
       Tensor half = full({}, 0.5, dt);
-      for (const std::string kind : {"layer_norm", "softmax", "log_softmax"}) {
+      for (const std::string kind : {"layer_norm", "softmax", "log_softmax", "rms_norm"}) {
         const Tensor y = reference_reduction(kind, gelu(x * s + col), 1);
         const Tensor expected = y * s + half + r;
         for (const char* backend : {"interpreter", "compiler"}) {
@@ -551,6 +552,9 @@ TEST(FusedReduction, WithoutProgramsOverSeveralTrailingDimsAndBroadcastInputs) {
                  nn::functional::layer_norm(x, {4, 5}), 1e-5, std::string("dims 2 ") + backend);
     expect_close(jit::fused_reduction({x}, "softmax", 1, "", ""), softmax(x, -1), 1e-6,
                  std::string("bare softmax ") + backend);
+    expect_close(jit::fused_reduction({x}, "rms_norm", 2, "", "", 1e-6),
+                 nn::functional::rms_norm(x, {4, 5}, Tensor(), 1e-6), 1e-5,
+                 std::string("rms_norm dims 2 ") + backend);
     // Input 0 without a prologue is the reduction's input, expanded to the output's shape.
     expect_close(jit::fused_reduction({x, big}, "log_softmax", 1, "", "sub(i2,i1,1)"),
                  log_softmax(x.expand({2, 3, 4, 5}), -1) - big, 1e-5,
@@ -562,10 +566,10 @@ TEST(FusedReduction, RefusesWhatItCannotRunNamingTheFault) {
   Tensor x = ones({2, 3});
   EXPECT_THAT(error_of([&] { (void)jit::fused_reduction({x}, "variance", 1, "", ""); }),
               HasSubstr("fused_reduction: unknown reduction 'variance' (expected layer_norm, "
-                        "softmax or log_softmax)"));
+                        "rms_norm, softmax or log_softmax)"));
   EXPECT_THAT(error_of([&] { (void)jit::fused_reduction({x}, "softmax", 2, "", ""); }),
               HasSubstr("fused_reduction: softmax over 2 trailing dims of an output of shape "
-                        "[2, 3] (layer_norm takes 1 to 2, softmax and log_softmax 1)"));
+                        "[2, 3] (layer_norm and rms_norm take 1 to 2, softmax and log_softmax 1)"));
   EXPECT_THAT(error_of([&] { (void)jit::fused_reduction({x}, "layer_norm", 3, "", ""); }),
               HasSubstr("fused_reduction: layer_norm over 3 trailing dims"));
   EXPECT_THAT(error_of([&] { (void)jit::fused_reduction({x}, "layer_norm", 1, "", "exp(i2)"); }),
@@ -610,6 +614,32 @@ TEST(FuseReductions, LayerNormWithItsProloguesEpilogueAndResidualBecomesOneNode)
     expect_close(g.run({h, res})[0], eager, 1e-5, backend);
   }
   EXPECT_EQ(jit::fuse_reductions(g), 0);
+}
+
+TEST(FuseReductions, RmsNormWithItsWeightAndResidualBecomesOneNode) {
+  // rms_norm(x + res, [32], w) * 2 + res, eps left out (float32's epsilon): one fused node whose
+  // epilogue holds the weight, the scale and the residual; equal to eager with both backends.
+  Tensor x = uniform({6, 32}, -2, 2), res = uniform({6, 32}, -1, 1), w = uniform({32}, 0.5, 1.5);
+  auto fn = [&](const std::vector<Tensor>& in) {
+    const Tensor h = in[0] + in[1];
+    return std::vector<Tensor>{nn::functional::rms_norm(h, {32}, w) * 2.0 + in[1]};
+  };
+  jit::Graph g = jit::trace(fn, {x, res}, {{"w", w}});
+  const Tensor expected = fn({x, res})[0];
+  EXPECT_EQ(jit::fuse_reductions(g), 1);
+  ASSERT_EQ(g.nodes.size(), 1u) << g.str();
+  EXPECT_THAT(g.str(), HasSubstr("reduction='rms_norm', dims=1, prologue='add(i0,i1,1)'"));
+  EXPECT_THAT(g.str(), HasSubstr("eps=1.19209e-07"));  // (printed to 6 digits)
+  for (const char* backend : {"interpreter", "compiler"}) {
+    Backend guard(backend);
+    expect_close(g.run({x, res})[0], expected, 1e-5, backend);
+  }
+  // Training through the node: the ops' gradients (its composite).
+  Tensor xg = x.detach().requires_grad_(true);
+  g.run({xg, res})[0].sum().backward();
+  Tensor xe = x.detach().requires_grad_(true);
+  fn({xe, res})[0].sum().backward();
+  expect_close(xg.grad(), xe.grad(), 1e-5, "d/dx");
 }
 
 TEST(FuseReductions, SingleOpsAroundASoftmaxWithoutFuseElementwise) {

@@ -115,7 +115,7 @@ TEST(JitNvrtc, FusedReductionsCompileForTheGpu) {
   // prologue adding a residual, and softmax / log_softmax with and without them.
   const FusedProgram prologue = parse_fused_program("add(i0,i3,1)", 4);
   const FusedProgram epilogue = parse_fused_program("mul(i4,i1);add(v0,i2,1)", 5);
-  for (const char* reduction : {"layer_norm", "softmax", "log_softmax"}) {
+  for (const char* reduction : {"layer_norm", "rms_norm", "softmax", "log_softmax"}) {
     for (DType dt : {kFloat32, kFloat64}) {
       for (bool with : {false, true}) {
         const std::string source = fused_cuda_reduction_source(

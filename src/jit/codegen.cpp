@@ -343,6 +343,10 @@ std::string fused_reduction_source(const FusedProgram* prologue, const std::stri
   if (reduction == "layer_norm") {
     s << "    T mean, rstd;\n    ignis_layer_norm_stats(x, cols, eps, mean, rstd);\n";
     value = "(x[c] - mean) * rstd";
+  } else if (reduction == "rms_norm") {  // the squares' sum: deviations from 0
+    s << "    const T rstd = ignis::fn::Rsqrt{}(ignis_row_sq_dev(x, cols, T(0)) / "
+         "static_cast<T>(cols) + eps);\n";
+    value = "x[c] * rstd";
   } else {
     s << "    const T m = ignis_row_max(x, cols);\n"
          "    const T sum = ignis_row_exp_sum(x, xe, cols, m);\n";
@@ -408,6 +412,11 @@ std::string fused_cuda_reduction_source(const FusedProgram* prologue, const std:
          "    const T var = ignis_block_fold(part, sh, IgnisSum{}) / static_cast<T>(cols);\n"
          "    const T rstd = ignis::fn::Rsqrt{}(var + eps);\n";
     value = "(x[c] - mean) * rstd";
+  } else if (reduction == "rms_norm") {
+    s << "    for (long long c = threadIdx.x; c < cols; c += blockDim.x) part += x[c] * x[c];\n"
+         "    const T ms = ignis_block_fold(part, sh, IgnisSum{}) / static_cast<T>(cols);\n"
+         "    const T rstd = ignis::fn::Rsqrt{}(ms + eps);\n";
+    value = "x[c] * rstd";
   } else {
     s << "    part = -std::numeric_limits<T>::infinity();\n"
          "    for (long long c = threadIdx.x; c < cols; c += blockDim.x) "

@@ -1,11 +1,12 @@
-// The fused_reduction op: a row-wise reduction (layer_norm without its affine part, softmax,
-// log_softmax over the trailing `dims` dims) with an elementwise prologue and epilogue, in one
+// The fused_reduction op: a row-wise reduction (layer_norm or rms_norm without its affine part,
+// softmax, log_softmax over the trailing `dims` dims) with an elementwise prologue and epilogue, in one
 // pass over memory. The fusion pass (fuse_reductions in fusion.cpp) makes these nodes from a
 // layer_norm / softmax / log_softmax node, the elementwise ops computing its input and those
 // consuming its result (layer_norm's weight and bias become the epilogue's first two ops).
 //
 // Per row of C elements (the trailing dims' product): x = prologue(inputs) (without a prologue,
 // input 0) is kept in a row buffer; the row's statistics (layer_norm: mean and 1/sqrt(var + eps);
+// rms_norm: 1/sqrt(mean(x^2) + eps);
 // softmax: the max and the sum of exponentials, kept in a second buffer) are taken from it; then
 // out = epilogue(inputs, y), y the reduction's result (the epilogue's input i<n>, n the number of
 // inputs; without an epilogue, out = y). A row of 1024 floats stays in the L1 cache: the inputs
@@ -51,6 +52,9 @@ Tensor composite(const FusedProgram* pro, const std::string& reduction, int64_t 
   if (reduction == "layer_norm") {
     const Shape norm(shape.end() - dims, shape.end());
     r = nn::functional::layer_norm(x, norm, Tensor(), Tensor(), eps);
+  } else if (reduction == "rms_norm") {
+    const Shape norm(shape.end() - dims, shape.end());
+    r = nn::functional::rms_norm(x, norm, Tensor(), eps);
   } else if (reduction == "softmax") {
     r = softmax(x, -1);
   } else {
@@ -90,6 +94,10 @@ void interpret_rows(const FusedProgram* pro, const std::string& reduction, const
       T mean, rstd;
       detail::ignis_layer_norm_stats(x, C, static_cast<T>(eps), mean, rstd);
       for (int64_t c = 0; c < C; ++c) xe[c] = (x[c] - mean) * rstd;
+    } else if (reduction == "rms_norm") {
+      const T rstd = fn::Rsqrt{}(detail::ignis_row_sq_dev(x, C, T(0)) / static_cast<T>(C) +
+                                 static_cast<T>(eps));
+      for (int64_t c = 0; c < C; ++c) xe[c] = x[c] * rstd;
     } else {
       const T m = detail::ignis_row_max(x, C);
       const T sum = detail::ignis_row_exp_sum(x, xe.data(), C, m);
@@ -129,9 +137,10 @@ Tensor fused_reduction(const std::vector<Tensor>& inputs, const std::string& red
   // The epilogue reads one more input than the node: the reduction's result.
   IGNIS_CHECK(!inputs.empty() && inputs.size() < static_cast<size_t>(detail::kMaxFusedInputs), op,
               ": expected 1 to ", detail::kMaxFusedInputs - 1, " inputs, got ", inputs.size());
-  IGNIS_CHECK(reduction == "layer_norm" || reduction == "softmax" || reduction == "log_softmax", op,
+  const bool norm = reduction == "layer_norm" || reduction == "rms_norm";
+  IGNIS_CHECK(norm || reduction == "softmax" || reduction == "log_softmax", op,
               ": unknown reduction '", reduction.substr(0, 64),
-              "' (expected layer_norm, softmax or log_softmax)");
+              "' (expected layer_norm, rms_norm, softmax or log_softmax)");
   const int n = static_cast<int>(inputs.size());
   std::shared_ptr<const FusedProgram> pro, epi;
   try {
@@ -143,9 +152,9 @@ Tensor fused_reduction(const std::vector<Tensor>& inputs, const std::string& red
   const Shape shape = detail::fused_output_shape(inputs, op);
   const DType dtype = inputs[0].dtype();
   const int64_t nd = static_cast<int64_t>(shape.size());
-  IGNIS_CHECK(dims >= 1 && dims <= nd && (dims == 1 || reduction == "layer_norm"), op, ": ",
-              reduction, " over ", dims, " trailing dims of an output of shape ", shape,
-              " (layer_norm takes 1 to ", nd, ", softmax and log_softmax 1)");
+  IGNIS_CHECK(dims >= 1 && dims <= nd && (dims == 1 || norm), op, ": ", reduction, " over ", dims,
+              " trailing dims of an output of shape ", shape, " (layer_norm and rms_norm take 1 to ",
+              nd, ", softmax and log_softmax 1)");
   IGNIS_CHECK(std::isfinite(eps), op, ": eps must be finite, got ", eps);
   bool needs_grad = false;
   for (const Tensor& t : inputs) needs_grad = needs_grad || t.requires_grad();

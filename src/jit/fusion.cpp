@@ -321,6 +321,23 @@ Reduction reduction_of(const Graph& g, const Node& n) {
       if (v >= 0 && g.values[static_cast<size_t>(v)].dtype != out.dtype) return r;
     if (r.dims < 1 || r.dims > nd || !std::isfinite(r.eps)) return r;
     r.kind = "layer_norm";
+  } else if (name == "rms_norm") {
+    const op::IValue& shape = n.args[1].attr;
+    const op::IValue& eps = n.args[3].attr;
+    if (!shape.is<std::vector<int64_t>>()) return r;
+    r.dims = static_cast<int64_t>(shape.get<std::vector<int64_t>>().size());
+    // eps None: the dtype's machine epsilon (as rms_norm itself)
+    if (eps.is<double>()) {
+      r.eps = eps.get<double>();
+    } else if (eps.is<std::monostate>()) {
+      r.eps = out.dtype == kFloat64 ? 2.220446049250313e-16 : 1.1920928955078125e-07;
+    } else {
+      return r;
+    }
+    r.weight = n.args[2].value;
+    if (r.weight >= 0 && g.values[static_cast<size_t>(r.weight)].dtype != out.dtype) return r;
+    if (r.dims < 1 || r.dims > nd || !std::isfinite(r.eps)) return r;
+    r.kind = "rms_norm";
   } else if (name == "softmax.int" || name == "log_softmax.int") {
     const op::IValue& dim = n.args[1].attr;
     if (!dim.is<int64_t>() || nd < 1) return r;
@@ -367,7 +384,8 @@ int fuse_reductions(Graph& g) {
       b.append(*pro, pro_code, -1, {});
     else
       b.input(x);  // input 0: the reduction's input
-    // The epilogue: layer_norm's affine part, then each consumer reading the latest result alone.
+    // The epilogue: layer_norm's or rms_norm's affine part, then each consumer reading the latest
+    // result alone.
     FusedOperand cur;
     cur.kind = FusedOperand::Kind::Input;
     cur.index = -1;  // the reduction's result: input n, fixed below
@@ -413,7 +431,8 @@ int fuse_reductions(Graph& g) {
       last = static_cast<size_t>(e);
       consumed = true;
     }
-    if (r.kind != "layer_norm" && !pro && !consumed) continue;
+    // (A normalisation alone is still fused: its composite is several ops.)
+    if (r.kind != "layer_norm" && r.kind != "rms_norm" && !pro && !consumed) continue;
     const int n = static_cast<int>(b.inputs.size());
     if (n >= detail::kMaxFusedInputs || pro_code.size() > detail::kMaxFusedInstrs ||
         epi_code.size() > detail::kMaxFusedInstrs)
