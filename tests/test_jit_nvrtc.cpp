@@ -68,6 +68,22 @@ std::string compile_or_skip(const std::string& source, int sm, bool& skipped) {
   }
 }
 
+// Compiles `source` for sm_90 and expects a cubin (an ELF file); a compile error fails the test,
+// naming `what`. False when NVRTC is not there (the caller skips).
+bool expect_cubin(const std::string& source, std::string_view what) {
+  bool skipped = false;
+  std::string cubin;
+  try {
+    cubin = compile_or_skip(source, 90, skipped);
+  } catch (const Error& e) {
+    ADD_FAILURE() << what << ": " << e.what();
+    return true;
+  }
+  if (skipped) return false;
+  EXPECT_EQ(cubin.substr(0, 4), std::string("\x7f" "ELF")) << what << ": not a cubin";
+  return true;
+}
+
 }  // namespace
 
 TEST(JitNvrtc, EveryFusedOpCompilesForTheGpuInBothDtypesAndEveryLayout) {
@@ -77,16 +93,7 @@ TEST(JitNvrtc, EveryFusedOpCompilesForTheGpuInBothDtypesAndEveryLayout) {
     // Full, repeated row, per-row column, and scalar inputs.
     const std::string source = fused_cuda_kernel_source(p, dt, "frcs");
     EXPECT_THAT(source, HasSubstr("extern \"C\" __global__ void ignis_fused_kernel("));
-    bool skipped = false;
-    std::string cubin;
-    try {
-      cubin = compile_or_skip(source, 90, skipped);
-    } catch (const Error& e) {
-      FAIL() << dtype_name(dt) << ": " << e.what();
-    }
-    if (skipped) GTEST_SKIP() << "no NVRTC here: " << cubin;
-    ASSERT_GT(cubin.size(), 4u);
-    EXPECT_EQ(cubin.substr(0, 4), std::string("\x7f" "ELF")) << "not a cubin";
+    if (!expect_cubin(source, dtype_name(dt))) GTEST_SKIP() << "no NVRTC here";
   }
 }
 
@@ -98,21 +105,13 @@ TEST(JitNvrtc, TrainingDropoutCompilesForTheGpu) {
     const std::string source = fused_cuda_kernel_source(p, dt, "fr");
     EXPECT_THAT(source, HasSubstr("const unsigned long long* rng_ = in.rng;"));
     EXPECT_THAT(source, HasSubstr("ignis::dropout_factor<T>(rng_[0], rng_[1] + 1ull * rng_[2]"));
-    bool skipped = false;
-    std::string cubin;
-    try {
-      cubin = compile_or_skip(source, 90, skipped);
-    } catch (const Error& e) {
-      FAIL() << dtype_name(dt) << ": " << e.what();
-    }
-    if (skipped) GTEST_SKIP() << "no NVRTC here: " << cubin;
-    EXPECT_EQ(cubin.substr(0, 4), std::string("\x7f" "ELF")) << "not a cubin";
+    if (!expect_cubin(source, dtype_name(dt))) GTEST_SKIP() << "no NVRTC here";
   }
 }
 
 TEST(JitNvrtc, FusedReductionsCompileForTheGpu) {
   // layer_norm's affine epilogue over (x, weight row, bias row, the normalised value), a
-  // prologue adding a residual, and softmax / log_softmax with and without them.
+  // prologue adding a residual, and rms_norm, softmax and log_softmax with and without them.
   const FusedProgram prologue = parse_fused_program("add(i0,i3,1)", 4);
   const FusedProgram epilogue = parse_fused_program("mul(i4,i1);add(v0,i2,1)", 5);
   for (const char* reduction : {"layer_norm", "rms_norm", "softmax", "log_softmax"}) {
@@ -120,16 +119,9 @@ TEST(JitNvrtc, FusedReductionsCompileForTheGpu) {
       for (bool with : {false, true}) {
         const std::string source = fused_cuda_reduction_source(
             with ? &prologue : nullptr, reduction, with ? &epilogue : nullptr, 4, dt, "frrf");
-        bool skipped = false;
-        std::string cubin;
-        try {
-          cubin = compile_or_skip(source, 90, skipped);
-        } catch (const Error& e) {
-          FAIL() << reduction << " " << dtype_name(dt) << (with ? " with" : " without")
-                 << " prologue and epilogue: " << e.what();
-        }
-        if (skipped) GTEST_SKIP() << "no NVRTC here: " << cubin;
-        EXPECT_EQ(cubin.substr(0, 4), std::string("\x7f" "ELF")) << reduction;
+        const std::string what = std::string(reduction) + " " + std::string(dtype_name(dt)) +
+                                 (with ? " with" : " without") + " prologue and epilogue";
+        if (!expect_cubin(source, what)) GTEST_SKIP() << "no NVRTC here";
       }
     }
   }
