@@ -567,14 +567,7 @@ def torch_train_step_one(name, threads, repeat, batch, image_size, classes, chan
         torch.nn.functional.cross_entropy(model(x), y).backward()
         opt.step()
 
-    for _ in range(2):
-        step()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t0)
-    t = statistics.median(times)
+    t = median_step_ms(step, repeat) / 1e3
     return {"workload": "train_step", "model": name, "batch": batch, "image_size": s,
             "threads": threads, "variant": "channels_last" if channels_last else "eager",
             "s_per_step": t, "img_per_s": batch / t,

@@ -305,10 +305,8 @@ detail::FusedRng draw_rng(const FusedProgram& p, const Shape& shape) {
   detail::FusedRng rng;
   const int streams = p.random_streams();
   if (streams == 0) return rng;
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
   Generator& g = default_generator();
-  rng.n = static_cast<uint64_t>(n);
+  rng.n = static_cast<uint64_t>(shape_numel(shape, "fused_elementwise"));
   rng.base = g.reserve(rng.n * static_cast<uint64_t>(streams));
   rng.seed = g.seed();
   return rng;
