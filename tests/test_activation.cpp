@@ -261,12 +261,44 @@ TEST(ActivationModules, InplaceOptionWritesIntoTheInput) {
   const Tensor y = nn::ReLU6(nn::ReLU6Options(true))(x);
   EXPECT_EQ(vals(x), (std::vector<double>{0, 6}));
   EXPECT_EQ(y.data_ptr(), x.data_ptr());
+  Tensor r = tensor({-2.0, 3.0}, kFloat64);
+  const Tensor ry = nn::ReLU(nn::ReLUOptions().inplace(true))(r);
+  EXPECT_EQ(vals(r), (std::vector<double>{0, 3}));
+  EXPECT_EQ(ry.data_ptr(), r.data_ptr());
+  Tensor r2 = tensor({-2.0}, kFloat64);
+  F::relu(r2, F::ReLUFuncOptions(true));
+  EXPECT_EQ(vals(r2)[0], 0.0);
   Tensor z = tensor({-1.0}, kFloat64);
   F::elu(z, F::ELUFuncOptions().inplace(true));
   EXPECT_NEAR(vals(z)[0], std::expm1(-1.0), 1e-15);
   Tensor w = tensor({-4.0}, kFloat64);
   F::hardswish(w, true);
   EXPECT_EQ(vals(w)[0], 0.0);
+}
+
+// An in-place ReLU after a layer (torchvision's models, and ignis's zoo) gives the gradients of
+// the out-of-place one: the layers' backward formulas do not read their outputs.
+TEST(ActivationModules, InplaceReluAfterALayerHasTheSameGradients) {
+  manual_seed(3);
+  const Tensor x = randn({2, 3, 6, 6}, kFloat64);
+  auto gradients = [&](bool inplace) {
+    manual_seed(4);
+    nn::Sequential net(nn::Conv2d(3, 4, 3, 1, 1), nn::ReLU(inplace), nn::Flatten(),
+                       nn::Linear(144, 5), nn::ReLU(inplace), nn::Linear(5, 2));
+    net.to(kFloat64);
+    const Tensor xi = x.clone().requires_grad_(true);
+    net.forward(xi).pow(2).sum().backward();
+    std::vector<std::vector<double>> grads{vals(xi.grad())};
+    for (const Tensor& p : net.parameters()) grads.push_back(vals(p.grad()));
+    return grads;
+  };
+  const auto plain = gradients(false), inplace = gradients(true);
+  ASSERT_EQ(plain.size(), 7u);
+  ASSERT_EQ(inplace.size(), plain.size());
+  for (size_t i = 0; i < plain.size(); ++i) {
+    ASSERT_EQ(inplace[i].size(), plain[i].size());
+    for (size_t k = 0; k < plain[i].size(); ++k) EXPECT_NEAR(inplace[i][k], plain[i][k], 1e-12);
+  }
 }
 
 TEST(ActivationModules, PReLUHasALearnableWeight) {
@@ -307,6 +339,8 @@ TEST(ActivationModules, PrintLikePyTorch) {
             "ELU(alpha=0.5, inplace=True)");
   EXPECT_EQ(repr(nn::Hardtanh()), "Hardtanh(min_val=-1.0, max_val=1.0)");
   EXPECT_EQ(repr(nn::ReLU6()), "ReLU6()");
+  EXPECT_EQ(repr(nn::ReLU()), "ReLU()");
+  EXPECT_EQ(repr(nn::ReLU(true)), "ReLU(inplace=True)");
   EXPECT_EQ(repr(nn::Softmin(1)), "Softmin(dim=1)");
   EXPECT_EQ(repr(nn::GLU()), "GLU(dim=-1)");
   EXPECT_EQ(repr(nn::PReLU()), "PReLU(num_parameters=1)");

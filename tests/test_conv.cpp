@@ -1,7 +1,8 @@
 // Convolution and pooling beyond the op table: error messages, module shapes and parameter counts,
 // PyTorch's output-size formulas (ceil_mode included), "same" padding with even kernels,
 // hand-computed values, the fused conv2d_relu, max pooling against a scalar reference,
-// Sequential's fusion of Conv2d / Linear with ReLU, and the cache of oneDNN primitives.
+// graph mode's fusion of a Sequential's Conv2d / Linear with ReLU, and the cache of oneDNN
+// primitives.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -513,55 +514,61 @@ TEST(MaxPoolReference, OverlappingWindowsAccumulate) {
   EXPECT_EQ(vals(xg.grad()), expect);
 }
 
-// ---- Sequential runs Conv2d + ReLU as one conv2d_relu
+// ---- Sequential runs each module; graph mode fuses a layer with its ReLU
 
-TEST(SequentialFusion, ConvReluMatchesUnfusedModules) {
-  manual_seed(13);
-  nn::Sequential fused(nn::Conv2d(3, 8, 3, 1, 1), nn::ReLU(), nn::MaxPool2d(2), nn::Flatten());
-  // The same modules with the ReLU not directly after the conv: nothing is fused.
-  nn::Sequential plain(nn::Conv2d(3, 8, 3, 1, 1), nn::Identity(), nn::ReLU(), nn::MaxPool2d(2),
-                       nn::Flatten());
-  plain.load_state_dict(fused.state_dict());
-  Tensor x = randn({4, 3, 8, 8});
-  Tensor yf = fused.forward(x), yp = plain.forward(x);
-  EXPECT_EQ(vals(yf), vals(yp));
-  Tensor g = randn(yf.sizes());
-  (yf * g).sum().backward();
-  (yp * g).sum().backward();
-  const auto pf = fused.named_parameters(), pp = plain.named_parameters();
-  ASSERT_EQ(pf.size(), 2u);
-  ASSERT_EQ(pp.size(), 2u);
-  for (size_t i = 0; i < pf.size(); ++i) {
-    EXPECT_EQ(pf[i].first, pp[i].first);
-    EXPECT_TRUE(allclose(pf[i].second.grad(), pp[i].second.grad(), 1e-6, 1e-6)) << pf[i].first;
-  }
-  // One graph node for the conv and its relu.
-  nn::Sequential cr(nn::Conv2d(3, 8, 3, 1, 1), nn::ReLU());
-  EXPECT_EQ(cr.forward(x).grad_fn()->name(), "Conv2dReluBackward0");
+// Names of a graph's ops, in order.
+std::vector<std::string> op_names(const jit::Graph& g) {
+  std::vector<std::string> names;
+  for (const jit::Node& n : g.nodes) names.push_back(n.name());
+  return names;
 }
 
-TEST(SequentialFusion, LinearReluMatchesUnfusedModules) {
-  manual_seed(14);
-  nn::Sequential fused(nn::Linear(12, 20), nn::ReLU(), nn::Identity(), nn::Linear(20, 3));
-  nn::Sequential plain(nn::Linear(12, 20), nn::Identity(), nn::ReLU(), nn::Linear(20, 3));
-  plain.load_state_dict(fused.state_dict());
-  Tensor x = randn({16, 12});
-  Tensor yf = fused.forward(x), yp = plain.forward(x);
-  EXPECT_TRUE(allclose(yf, yp, 1e-6, 1e-6));
-  Tensor g = randn(yf.sizes());
-  (yf * g).sum().backward();
-  (yp * g).sum().backward();
-  const auto pf = fused.named_parameters(), pp = plain.named_parameters();
-  ASSERT_EQ(pf.size(), 4u);
-  for (size_t i = 0; i < pf.size(); ++i) {
-    EXPECT_TRUE(allclose(pf[i].second.grad(), pp[i].second.grad(), 1e-5, 1e-6)) << pf[i].first;
+TEST(SequentialFusion, EagerRunsEveryModuleAndGraphModeFusesTheRelu) {
+  manual_seed(13);
+  auto net = std::make_shared<nn::Sequential>(nn::Conv2d(3, 8, 3, 1, 1), nn::ReLU(),
+                                              nn::MaxPool2d(2), nn::Flatten(),
+                                              nn::Linear(128, 6), nn::ReLU(true));
+  const Tensor x = randn({4, 3, 8, 8});
+  // Eager: the ReLU modules themselves ran (no pattern match on module types).
+  nn::Sequential cr(nn::Conv2d(3, 8, 3, 1, 1), nn::ReLU());
+  EXPECT_EQ(cr.forward(x).grad_fn()->name(), "ReluBackward0");
+  const Tensor eager = net->forward(x);
+  EXPECT_EQ(eager.grad_fn()->name(), "ReluBackward0");
+  // Graph mode: fuse_ops turns conv2d + relu and linear + relu_ into one node each.
+  jit::Graph g = jit::trace(net, {x});
+  EXPECT_EQ(op_names(g), (std::vector<std::string>{"conv2d", "relu", "max_pool2d", "flatten.using_ints",
+                                                    "linear", "relu_"}));
+  EXPECT_EQ(jit::fuse_ops(g), 2);
+  EXPECT_EQ(op_names(g),
+            (std::vector<std::string>{"conv2d_relu", "max_pool2d", "flatten.using_ints",
+                                      "linear_relu"}));
+  // Compiled, values and gradients equal eager's.
+  auto compiled = jit::compile(net);
+  const Tensor y = compiled->forward(x);
+  EXPECT_TRUE(allclose(y, eager, 1e-5, 1e-6));
+  const Tensor gy = randn(y.sizes());
+  (eager * gy).sum().backward();
+  std::vector<Tensor> eager_grads;
+  for (const Tensor& p : net->parameters()) eager_grads.push_back(p.grad().clone());
+  net->zero_grad();
+  (y * gy).sum().backward();
+  const auto params = net->named_parameters();
+  ASSERT_EQ(params.size(), 4u);
+  for (size_t i = 0; i < params.size(); ++i) {
+    EXPECT_TRUE(allclose(params[i].second.grad(), eager_grads[i], 1e-5, 1e-6))
+        << params[i].first;
   }
-  nn::Sequential lr(nn::Linear(12, 20), nn::ReLU());
-  EXPECT_EQ(lr.forward(x).grad_fn()->name(), "LinearReluBackward0");
-  // The fused op against the composite on the same weights: relu(x @ w^T + b).
-  auto* lin = lr.at<nn::Linear>(0).get();
+}
+
+// forward_relu: the fused op on a layer's own weights, equal to relu(forward(x)).
+TEST(SequentialFusion, ForwardReluIsTheFusedOp) {
+  manual_seed(14);
+  nn::Linear lin(12, 20);
+  const Tensor x = randn({16, 12});
+  EXPECT_EQ(lin.forward_relu(x).grad_fn()->name(), "LinearReluBackward0");
   NoGradGuard ng;
-  EXPECT_TRUE(allclose(lr.forward(x), relu(matmul(x, lin->weight.t()) + lin->bias), 1e-5, 1e-6));
+  EXPECT_TRUE(allclose(lin.forward_relu(x), relu(matmul(x, lin.weight.t()) + lin.bias), 1e-5,
+                       1e-6));
 }
 
 TEST(ConvCache, PrimitivesAreCreatedOncePerShape) {

@@ -34,6 +34,7 @@ struct Edited {
     auto m = models::mlp({1, 4, 3}, {5});
     m->eval();
     jit::Graph g = jit::trace(m, {randn({2, 1, 4, 4})});
+    jit::fuse_ops(g);  // flatten, linear_relu, linear
     g.save(path);
     SafetensorsFile f = load_safetensors(path);
     json = f.metadata.at("ignis.graph");
@@ -105,6 +106,7 @@ TEST(JitSave, GraphFileIsSafetensorsWithTheGraphInItsMetadata) {
   TempDir dir("ignis-jit");
   auto m = models::mlp({1, 4, 3}, {5});
   jit::Graph g = jit::trace(m, {randn({2, 16})});
+  jit::fuse_ops(g);
   g.save(dir.file("m.ignis"));
   SafetensorsFile f = load_safetensors(dir.file("m.ignis"));
   EXPECT_EQ(f.metadata.at("format"), "ignis.graph");

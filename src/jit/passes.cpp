@@ -467,7 +467,7 @@ namespace {
 /// The activation name linear_pointwise takes for a unary node, or "".
 std::string pointwise_activation(const Node& n) {
   const std::string name = n.name();
-  if (name == "relu") return "relu";
+  if (name == "relu" || name == "relu_") return "relu";  // relu_ on a product used only there
   if (name == "silu") return "silu";
   if (name == "gelu" && n.args[1].attr.is<std::string>()) {
     const std::string& a = n.args[1].attr.get<std::string>();

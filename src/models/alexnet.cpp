@@ -16,26 +16,26 @@ AlexNet::AlexNet(const ModelConfig& cfg, Stem stem) {
     s = detail::conv_out(m, "features.0", s, 11, 4, 2, cfg);
     features->push_back(std::make_shared<nn::Conv2d>(cfg.in_channels, 64, 11, 4, 2));
   }
-  features->push_back(std::make_shared<nn::ReLU>());
+  features->push_back(std::make_shared<nn::ReLU>(true));
   s = detail::conv_out(m, "features.2", s, 3, 2, 0, cfg);
   features->push_back(std::make_shared<nn::MaxPool2d>(3, 2));
   features->push_back(std::make_shared<nn::Conv2d>(64, 192, 5, 1, 2));
-  features->push_back(std::make_shared<nn::ReLU>());
+  features->push_back(std::make_shared<nn::ReLU>(true));
   s = detail::conv_out(m, "features.5", s, 3, 2, 0, cfg);
   features->push_back(std::make_shared<nn::MaxPool2d>(3, 2));
   features->push_back(std::make_shared<nn::Conv2d>(192, 384, 3, 1, 1));
-  features->push_back(std::make_shared<nn::ReLU>());
+  features->push_back(std::make_shared<nn::ReLU>(true));
   features->push_back(std::make_shared<nn::Conv2d>(384, 256, 3, 1, 1));
-  features->push_back(std::make_shared<nn::ReLU>());
+  features->push_back(std::make_shared<nn::ReLU>(true));
   features->push_back(std::make_shared<nn::Conv2d>(256, 256, 3, 1, 1));
-  features->push_back(std::make_shared<nn::ReLU>());
+  features->push_back(std::make_shared<nn::ReLU>(true));
   detail::conv_out(m, "features.12", s, 3, 2, 0, cfg);
   features->push_back(std::make_shared<nn::MaxPool2d>(3, 2));
   register_module("features", features);
   avgpool = register_module("avgpool", std::make_shared<nn::AdaptiveAvgPool2d>(6, 6));
   classifier = std::make_shared<nn::Sequential>(
-      nn::Dropout(0.5), nn::Linear(256 * 6 * 6, 4096), nn::ReLU(), nn::Dropout(0.5),
-      nn::Linear(4096, 4096), nn::ReLU(), nn::Linear(4096, cfg.num_classes));
+      nn::Dropout(0.5), nn::Linear(256 * 6 * 6, 4096), nn::ReLU(true), nn::Dropout(0.5),
+      nn::Linear(4096, 4096), nn::ReLU(true), nn::Linear(4096, cfg.num_classes));
   register_module("classifier", classifier);
 }
 

@@ -9,9 +9,9 @@ std::shared_ptr<nn::Sequential> lenet(const ModelConfig& cfg) {
   int64_t s = detail::conv_out("lenet", "the first max-pool", cfg.image_size, 2, 2, 0, cfg);
   s = detail::conv_out("lenet", "the second max-pool", s, 2, 2, 0, cfg);
   return std::make_shared<nn::Sequential>(
-      nn::Conv2d(cfg.in_channels, 32, 5, 1, 2), nn::ReLU(), nn::MaxPool2d(2),
-      nn::Conv2d(32, 64, 5, 1, 2), nn::ReLU(), nn::MaxPool2d(2), nn::Flatten(),
-      nn::Linear(64 * s * s, 512), nn::ReLU(), nn::Linear(512, cfg.num_classes));
+      nn::Conv2d(cfg.in_channels, 32, 5, 1, 2), nn::ReLU(true), nn::MaxPool2d(2),
+      nn::Conv2d(32, 64, 5, 1, 2), nn::ReLU(true), nn::MaxPool2d(2), nn::Flatten(),
+      nn::Linear(64 * s * s, 512), nn::ReLU(true), nn::Linear(512, cfg.num_classes));
 }
 
 }  // namespace ignis::models

@@ -85,7 +85,7 @@ std::shared_ptr<nn::Sequential> mlp(const ModelConfig& cfg, std::vector<int64_t>
   int64_t in = cfg.in_channels * cfg.image_size * cfg.image_size;
   for (int64_t h : hidden) {
     m->push_back(std::make_shared<nn::Linear>(in, h));
-    m->push_back(std::make_shared<nn::ReLU>());
+    m->push_back(std::make_shared<nn::ReLU>(true));
     in = h;
   }
   m->push_back(std::make_shared<nn::Linear>(in, cfg.num_classes));

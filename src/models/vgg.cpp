@@ -29,14 +29,14 @@ VGG::VGG(const ModelConfig& cfg, const std::vector<int64_t>& layers, bool batch_
     nn::init::zeros_(conv->bias);
     features->push_back(conv);
     if (batch_norm) features->push_back(std::make_shared<nn::BatchNorm2d>(v));
-    features->push_back(std::make_shared<nn::ReLU>());
+    features->push_back(std::make_shared<nn::ReLU>(true));
     in = v;
   }
   register_module("features", features);
   avgpool = register_module("avgpool", std::make_shared<nn::AdaptiveAvgPool2d>(7, 7));
   classifier = std::make_shared<nn::Sequential>(
-      nn::Linear(512 * 7 * 7, 4096), nn::ReLU(), nn::Dropout(0.5), nn::Linear(4096, 4096),
-      nn::ReLU(), nn::Dropout(0.5), nn::Linear(4096, cfg.num_classes));
+      nn::Linear(512 * 7 * 7, 4096), nn::ReLU(true), nn::Dropout(0.5), nn::Linear(4096, 4096),
+      nn::ReLU(true), nn::Dropout(0.5), nn::Linear(4096, cfg.num_classes));
   for (size_t i : {0, 3, 6}) {
     auto fc = classifier->at<nn::Linear>(i);
     nn::init::normal_(fc->weight, 0, 0.01);

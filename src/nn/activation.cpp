@@ -38,6 +38,7 @@ std::string Hardtanh::extra_repr() const {
   return with_inplace("min_val=" + num(options.min_val()) + ", max_val=" + num(options.max_val()),
                       options.inplace());
 }
+std::string ReLU::extra_repr() const { return with_inplace("", options.inplace()); }
 std::string ReLU6::extra_repr() const { return with_inplace("", options.inplace()); }
 
 PReLU::PReLU(const PReLUOptions& options) : options(options) {

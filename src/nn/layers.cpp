@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <sstream>
-#include <typeinfo>
 
 #include "core/op_call.h"
 #include "ignis/autograd.h"
@@ -260,22 +259,7 @@ Tensor RMSNorm::forward(const Tensor& x) { return functional::rms_norm(x, shape_
 
 Tensor Sequential::forward(const Tensor& x) {
   Tensor h = x;
-  for (size_t i = 0; i < mods_.size(); ++i) {
-    // A Conv2d or Linear followed by a ReLU runs as one conv2d_relu or linear_relu: the values
-    // and gradients of the two in turn, with one graph node (and for the conv, the relu inside
-    // oneDNN's kernel). Exact types only, so a subclass's own forward still runs.
-    Module& m = *mods_[i];
-    const bool relu_next = i + 1 < mods_.size() && typeid(*mods_[i + 1]) == typeid(ReLU);
-    if (relu_next && typeid(m) == typeid(Conv2d)) {
-      h = static_cast<Conv2d&>(m).forward_relu(h);
-      ++i;
-    } else if (relu_next && typeid(m) == typeid(Linear)) {
-      h = static_cast<Linear&>(m).forward_relu(h);
-      ++i;
-    } else {
-      h = m.forward(h);
-    }
-  }
+  for (const auto& m : mods_) h = m->forward(h);
   return h;
 }
 

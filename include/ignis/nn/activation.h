@@ -43,6 +43,12 @@ struct HardtanhOptions {
   IGNIS_ACTIVATION_ARG(double, max_val) = 1.0;
   IGNIS_ACTIVATION_ARG(bool, inplace) = false;
 };
+/// nn::ReLU(nn::ReLUOptions().inplace(true)) rectifies its input in place, as torchvision's models
+/// do after a convolution or a linear layer: no second activation-sized tensor.
+struct ReLUOptions {
+  /* implicit */ ReLUOptions(bool inplace = false) : inplace_(inplace) {}
+  IGNIS_ACTIVATION_ARG(bool, inplace);
+};
 struct ReLU6Options {
   /* implicit */ ReLU6Options(bool inplace = false) : inplace_(inplace) {}
   IGNIS_ACTIVATION_ARG(bool, inplace);
@@ -68,6 +74,7 @@ using ELUFuncOptions = ELUOptions;
 using SELUFuncOptions = SELUOptions;
 using CELUFuncOptions = CELUOptions;
 using HardtanhFuncOptions = HardtanhOptions;
+using ReLUFuncOptions = ReLUOptions;
 using ReLU6FuncOptions = ReLU6Options;
 using GLUFuncOptions = GLUOptions;
 /// F::softmax(x, F::SoftmaxFuncOptions(1)), F::log_softmax(x, F::LogSoftmaxFuncOptions(1)).
@@ -104,6 +111,9 @@ inline Tensor celu(Tensor input, const CELUFuncOptions& options = {}) {
 inline Tensor hardtanh(Tensor input, const HardtanhFuncOptions& options = {}) {
   return options.inplace() ? ignis::hardtanh_(input, options.min_val(), options.max_val())
                            : ignis::hardtanh(input, options.min_val(), options.max_val());
+}
+inline Tensor relu(Tensor input, const ReLUFuncOptions& options = {}) {
+  return options.inplace() ? input.relu_() : ignis::relu(input);
 }
 inline Tensor relu6(Tensor input, const ReLU6FuncOptions& options = {}) {
   return options.inplace() ? ignis::relu6_(input) : ignis::relu6(input);
@@ -169,6 +179,15 @@ class Hardtanh : public Module {
   std::string extra_repr() const override;
   Tensor forward(const Tensor& x) override { return functional::hardtanh(x, options); }
   HardtanhOptions options;
+};
+
+class ReLU : public Module {
+ public:
+  explicit ReLU(const ReLUOptions& options = {}) : options(options) {}
+  std::string type_name() const override { return "ReLU"; }
+  std::string extra_repr() const override;
+  Tensor forward(const Tensor& x) override { return functional::relu(x, options); }
+  ReLUOptions options;
 };
 
 class ReLU6 : public Module {

@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 
+#include "ignis/nn/activation.h"  // relu with ReLUFuncOptions, and the other activations
 #include "ignis/ops.h"
 
 namespace ignis::nn::functional {
@@ -11,7 +12,6 @@ namespace ignis::nn::functional {
 inline Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b = Tensor()) {
   return ignis::linear(x, w, b);
 }
-inline Tensor relu(const Tensor& x) { return ignis::relu(x); }
 inline Tensor leaky_relu(const Tensor& x, double slope = 0.01) {
   return ignis::leaky_relu(x, slope);
 }

@@ -68,7 +68,6 @@ class Unflatten : public Module {
     std::string type_name() const override { return #Name; }  \
     Tensor forward(const Tensor& x) override { return expr; } \
   };
-IGNIS_ACTIVATION(ReLU, ignis::relu(x))
 IGNIS_ACTIVATION(SiLU, ignis::silu(x))
 IGNIS_ACTIVATION(Sigmoid, ignis::sigmoid(x))
 IGNIS_ACTIVATION(Tanh, ignis::tanh(x))
@@ -193,8 +192,9 @@ std::shared_ptr<Module> to_module_ptr(M&& m) {
 }  // namespace detail
 
 /// Runs its modules in order: `Sequential(Flatten(), Linear(784, 512), ReLU(), ...)`; modules
-/// may be given by value or as shared_ptrs. Children are named "0", "1", ... A Conv2d or a Linear
-/// directly followed by a ReLU runs as one fused conv2d_relu or linear_relu.
+/// may be given by value or as shared_ptrs. Children are named "0", "1", ... Each module runs as
+/// its own forward says, one after the other; fusing a layer with its activation is graph mode's
+/// work (jit::compile, docs/graph-mode.md).
 class Sequential : public Module {
  public:
   Sequential() = default;
