@@ -26,7 +26,7 @@ import time
 
 WORKLOADS = ("op_overhead", "sgemm", "seed_jit_mlp", "mnist_mlp", "mnist_lenet", "train_step",
              "gcn", "gin", "ddp_mnist_mlp", "jit_fusion", "jit_fusion_train", "jit_dropout_train",
-             "jit_inference", "jit_block")
+             "jit_norm_train", "jit_inference", "jit_block")
 # The CNN training workloads take minutes: run them when asked for.
 DEFAULT_WORKLOADS = ("op_overhead", "sgemm", "seed_jit_mlp", "mnist_mlp")
 
@@ -69,6 +69,11 @@ SPECS = {
                                    "[4096, 1024] float32, gradients of x and b (ignis: its best "
                                    "mode, eager or the fused node drawing the mask in its kernels; "
                                    "PyTorch: eager) (lower is better)", "extra": ("mode",)},
+    "jit_norm_train": {"keys": ("shape",), "metric": "ms_per_step", "higher": False,
+                       "title": "ms per forward + backward of layer_norm(gelu(x * a + b)) * w + c "
+                                "+ r on [4096, 1024] float32, gradients of x, a, b, w, c (ignis: "
+                                "its best mode, eager or the fused_reduction node; PyTorch: eager) "
+                                "(lower is better)", "extra": ("mode",)},
     "jit_inference": {"keys": ("model", "batch"), "metric": "ms_per_forward", "higher": False,
                       "title": "ms per batch-1 224x224 inference, channels-last (ignis: its best "
                                "mode, eager or frozen graph; PyTorch: eager and frozen TorchScript) "
@@ -304,6 +309,24 @@ def torch_jit_fusion_train(torch, threads, repeat):
         return torch.autograd.grad([y], [x, a, b, g], [gy])
 
     return [{"workload": "jit_fusion_train", "shape": f"{rows}x{cols}", "threads": threads,
+             "variant": "eager", "ms_per_step": median_step_ms(step, repeat)}]
+
+
+def torch_jit_norm_train(torch, threads, repeat):
+    """The block of `ignis bench jit_norm_train`: layer_norm(gelu(x * a + b), w, c) + r forward
+    and backward in eager PyTorch, gradients of x, a, b, w and c for a given output gradient."""
+    rows, cols = 4096, 1024
+    torch.manual_seed(0)
+    x, r = torch.randn(rows, cols, requires_grad=True), torch.randn(rows, cols)
+    a, b, w, c = (torch.randn(cols, requires_grad=True) for _ in range(4))
+    gy = torch.randn(rows, cols)
+
+    def step():
+        h = torch.nn.functional.gelu(x * a + b)
+        y = torch.nn.functional.layer_norm(h, (cols,), w, c) + r
+        return torch.autograd.grad([y], [x, a, b, w, c], [gy])
+
+    return [{"workload": "jit_norm_train", "shape": f"{rows}x{cols}", "threads": threads,
              "variant": "eager", "ms_per_step": median_step_ms(step, repeat)}]
 
 
@@ -845,6 +868,7 @@ TORCH_WORKLOADS = {"op_overhead": torch_op_overhead, "sgemm": torch_sgemm,
                    "gcn": torch_gcn, "gin": torch_gin, "ddp_mnist_mlp": torch_ddp_mnist_mlp,
                    "jit_fusion": torch_jit_fusion, "jit_fusion_train": torch_jit_fusion_train,
                    "jit_dropout_train": torch_jit_dropout_train,
+                   "jit_norm_train": torch_jit_norm_train,
                    "jit_inference": torch_jit_inference,
                    "jit_block": torch_jit_block}
 # Workloads whose PyTorch function also takes this script's options.
@@ -920,8 +944,8 @@ def print_table(workload, rows):
     cols.append(("ignis", lambda r: f"{fmt(r['ignis'])} ({r['ignis_threads']}T)"))
     cols.append(("PyTorch", lambda r: f"{fmt(r.get('pytorch'))} ({r.get('pytorch_threads', '-')}T)"))
     if workload in ("mnist_mlp", "mnist_lenet", "train_step", "gcn", "gin", "ddp_mnist_mlp",
-                    "jit_fusion", "jit_fusion_train", "jit_dropout_train", "jit_inference",
-                    "jit_block", "seed_jit_mlp"):
+                    "jit_fusion", "jit_fusion_train", "jit_dropout_train", "jit_norm_train",
+                    "jit_inference", "jit_block", "seed_jit_mlp"):
         cols[-2] = ("ignis", lambda r: f"{fmt(r['ignis'], 3)} ({r['ignis_threads']}T)")
         cols[-1] = ("PyTorch",
                     lambda r: f"{fmt(r.get('pytorch'), 3)} ({r.get('pytorch_threads', '-')}T)")

@@ -317,6 +317,43 @@ TEST(FusedBackward, GeneralBroadcastsNonContiguousAndEmptyInputs) {
   }
 }
 
+TEST(FusedBackward, RowInputsGradientsAreSummedInTheKernelInBlocksOfRows) {
+  // w [33] and b [1, 33] repeat along the rows of x [1000, 33]: the backward kernel sums their
+  // gradients over the rows itself (blocks of whole rows, partials added in block order), so the
+  // engine sums nothing, and the result is the same bits with one thread or two.
+  const std::string prog = "mul(i0,i1);add(v0,i2,1);tanh(v1)";
+  const int threads = get_num_threads();
+  for (const char* backend : {"interpreter", "compiler"}) {
+    Backend use(backend);
+    SCOPED_TRACE(backend);
+    manual_seed(5);
+    Tensor x = uniform({1000, 33}, -1, 1, kFloat64).requires_grad_(true);
+    Tensor w = uniform({33}, -1, 1, kFloat64).requires_grad_(true);
+    Tensor b = uniform({1, 33}, -1, 1, kFloat64).requires_grad_(true);
+    const Tensor gy = uniform({1000, 33}, -1, 1, kFloat64);
+    std::vector<Tensor> g;
+    CallLog log;
+    {
+      Tensor y = jit::fused_elementwise({x, w, b}, prog);
+      op::InterposerGuard guard(&log);
+      g = autograd::grad({y}, {x, w, b}, {gy});
+    }
+    EXPECT_TRUE(log.names.empty()) << log.names.front();
+    ASSERT_TRUE(g[1].sizes().equals({33}));
+    ASSERT_TRUE(g[2].sizes().equals({1, 33}));
+    Tensor x2 = x.detach().requires_grad_(true), w2 = w.detach().requires_grad_(true),
+           b2 = b.detach().requires_grad_(true);
+    const std::vector<Tensor> e = autograd::grad({tanh(x2 * w2 + b2)}, {x2, w2, b2}, {gy});
+    for (size_t k = 0; k < 3; ++k) expect_close(g[k], e[k], 1e-12, "input " + std::to_string(k));
+    set_num_threads(1);
+    const std::vector<Tensor> one =
+        autograd::grad({jit::fused_elementwise({x, w, b}, prog)}, {x, w, b}, {gy});
+    set_num_threads(threads);
+    EXPECT_TRUE(equal(one[1], g[1]));
+    EXPECT_TRUE(equal(one[2], g[2]));
+  }
+}
+
 TEST(FusedBackward, DoubleBackwardAndOpsWithoutADerivativeFallBackToTheOps) {
   // Double backward: the backward programs are differentiated in turn (tanh_backward here).
   Tensor x = uniform({5}, -1, 1, kFloat64).requires_grad_(true);
@@ -560,6 +597,61 @@ TEST(FusedReduction, WithoutProgramsOverSeveralTrailingDimsAndBroadcastInputs) {
                  log_softmax(x.expand({2, 3, 4, 5}), -1) - big, 1e-5,
                  std::string("broadcast ") + backend);
   }
+}
+
+TEST(FusedReduction, TrainingIsOneNodeWithTheOpsGradients) {
+  // x, s (a weight row), col (one value per row), r (a residual): the prologue reads x, s and
+  // col, the epilogue s, the reduction's result and r, so s gets gradient from both programs.
+  const std::string pro = "mul(i0,i1);add(v0,i2,1);gelu(v1)", epi = "mul(i4,i1);add(v0,i3,1)";
+  for (const char* backend : {"interpreter", "compiler"}) {
+    Backend use(backend);
+    for (DType dt : {kFloat32, kFloat64}) {
+      for (const std::string kind : {"layer_norm", "softmax", "log_softmax", "rms_norm"}) {
+        SCOPED_TRACE(kind + " " + backend + " " + std::string(dtype_name(dt)));
+        manual_seed(31);
+        Tensor x = uniform({5, 37}, -2, 2, dt).requires_grad_(true);
+        Tensor s = uniform({37}, 0.5, 1.5, dt).requires_grad_(true);
+        Tensor col = uniform({5, 1}, -1, 1, dt).requires_grad_(true);
+        Tensor r = uniform({5, 37}, -1, 1, dt).requires_grad_(true);
+        const Tensor gy = uniform({5, 37}, -1, 1, dt);
+        Tensor y = jit::fused_reduction({x, s, col, r}, kind, 1, pro, epi);
+        EXPECT_EQ(y.grad_fn()->name(), "FusedReductionBackward0");
+        const std::vector<Tensor> g = autograd::grad({(y * gy).sum()}, {x, s, col, r});
+        std::vector<Tensor> e;
+        for (const Tensor& t : {x, s, col, r}) e.push_back(t.detach().requires_grad_(true));
+        const Tensor y2 = reference_reduction(kind, gelu(e[0] * e[1] + e[2]), 1) * e[1] + e[3];
+        const std::vector<Tensor> ge = autograd::grad({(y2 * gy).sum()}, e);
+        const double tol = dt == kFloat64 ? 1e-10 : 2e-4;
+        expect_close(y.detach(), y2.detach(), tol, "forward");
+        const char* names[] = {"d/dx", "d/ds", "d/dcol", "d/dr"};
+        for (size_t k = 0; k < 4; ++k) expect_close(g[k], ge[k], tol, names[k]);
+      }
+    }
+  }
+}
+
+TEST(FusedReduction, TrainingWithoutProgramsOverSeveralDimsAndDoubleBackward) {
+  // Input 0 broadcast to the output (its gradient summed back by the engine), two trailing dims.
+  Tensor x = uniform({3, 4, 5}, -2, 2, kFloat64).requires_grad_(true);
+  Tensor big = uniform({2, 3, 4, 5}, -1, 1, kFloat64).requires_grad_(true);
+  Tensor y = jit::fused_reduction({x, big}, "layer_norm", 2, "", "mul(i2,i1)");
+  EXPECT_EQ(y.grad_fn()->name(), "FusedReductionBackward0");
+  const std::vector<Tensor> g = autograd::grad({y.sum()}, {x, big});
+  Tensor x2 = x.detach().requires_grad_(true), big2 = big.detach().requires_grad_(true);
+  const Tensor y2 = nn::functional::layer_norm(x2.expand({2, 3, 4, 5}), {4, 5}) * big2;
+  const std::vector<Tensor> ge = autograd::grad({y2.sum()}, {x2, big2});
+  expect_close(g[0], ge[0], 1e-10, "d/dx");
+  expect_close(g[1], ge[1], 1e-10, "d/dbig");
+  // create_graph: the backward's ops record, so a second derivative exists and equals the ops'.
+  Tensor z = uniform({4, 6}, -1, 1, kFloat64).requires_grad_(true);
+  Tensor w = jit::fused_reduction({z}, "softmax", 1, "tanh(i0)", "");
+  Tensor gz = autograd::grad({(w * w).sum()}, {z}, {}, true, true)[0];
+  Tensor z2 = z.detach().requires_grad_(true);
+  Tensor w2 = softmax(tanh(z2), -1);
+  Tensor gz2 = autograd::grad({(w2 * w2).sum()}, {z2}, {}, true, true)[0];
+  expect_close(gz.detach(), gz2.detach(), 1e-12, "first");
+  expect_close(autograd::grad({gz.sum()}, {z})[0], autograd::grad({gz2.sum()}, {z2})[0], 1e-10,
+               "second");
 }
 
 TEST(FusedReduction, RefusesWhatItCannotRunNamingTheFault) {

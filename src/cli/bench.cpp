@@ -40,6 +40,9 @@ constexpr Workload kWorkloads[] = {
     {"jit_dropout_train",
      "dropout(relu(x + b), 0.1) forward + backward: eager, fused (the mask drawn in the kernel)",
      &bench_jit_dropout_train},
+    {"jit_norm_train",
+     "layer_norm(gelu(x * a + b)) + r forward + backward: eager, fused (one fused_reduction)",
+     &bench_jit_norm_train},
     {"jit_block", "layer_norm(gelu(linear(x))) + x on [4096, 1024]: eager, frozen graph",
      &bench_jit_block},
     {"allreduce", "all-reduce of 4 KB..256 MB under mpirun: MPI's vs ignis's ring (algbw, busbw)",
@@ -74,7 +77,8 @@ std::string bench_usage() {
        "                (default data/mnist)\n"
        "  --model NAME  train_step: the zoo model (default resnet18); jit_inference: (resnet50)\n"
        "  --batch B     train_step: the batch size (default 32); jit_inference: (1); jit_fusion,\n"
-       "                jit_fusion_train, jit_dropout_train, jit_block: the rows (4096)\n"
+       "                jit_fusion_train, jit_dropout_train, jit_norm_train, jit_block: the\n"
+       "                rows (4096)\n"
        "  --image-size S, --classes C   train_step: the input size and classes (default: the\n"
        "                model's natural ones, e.g. 224 and 1000 for resnet18; `ignis models`)\n"
        "  --max-bytes B allreduce: the largest buffer (default 268435456)\n"

@@ -61,6 +61,7 @@ void bench_jit_inference(const BenchOptions& opts);  // bench_jit.cpp
 void bench_jit_fusion(const BenchOptions& opts);
 void bench_jit_fusion_train(const BenchOptions& opts);
 void bench_jit_dropout_train(const BenchOptions& opts);
+void bench_jit_norm_train(const BenchOptions& opts);
 void bench_jit_block(const BenchOptions& opts);
 void bench_gcn(const BenchOptions& opts);  // bench_gnn.cpp
 void bench_gin(const BenchOptions& opts);

@@ -89,9 +89,9 @@ void bench_jit_fusion(const BenchOptions& opts) {
   std::fflush(stdout);
 }
 
-// A training workload of graph mode's elementwise fusion: forward and backward of `block`
-// (gradients of `params`, the output's gradient gy given) eager, then traced, fused
-// (fuse_elementwise) and run by the executor with the generated kernels and with the
+// A training workload of graph mode's fusion: forward and backward of `block` (gradients of
+// `params`, the output's gradient gy given) eager, then traced, fused (fuse_elementwise, then
+// fuse_reductions) and run by the executor with the generated kernels and with the
 // interpreter, each checked first against eager's gradients (under the same seed, so that
 // random ops draw the same numbers) and reported against eager as `name`.
 namespace {
@@ -101,6 +101,7 @@ void bench_fused_training(
     const BenchOptions& opts) {
   auto graph = std::make_shared<jit::Graph>(jit::trace(block, inputs));
   jit::fuse_elementwise(*graph);
+  jit::fuse_reductions(*graph);
   jit::Executor exec(graph);
   auto step = [&](const auto& forward) { return autograd::grad({forward()[0]}, params, {gy}); };
   manual_seed(1);
@@ -147,6 +148,29 @@ void bench_jit_fusion_train(const BenchOptions& opts) {
   };
   bench_fused_training("jit_fusion_train", block, {x, residual, scale, shift, gate},
                        {x, scale, shift, gate}, gy, opts);
+}
+
+// A transformer block's normalisation trained: layer_norm(gelu(x * a + b)) * g + c + r on
+// [4096, 1024] float32 with x, a, b and the layer norm's weight g and bias c requiring grad.
+// Eager records each op (and layer_norm's statistics) and runs their backward passes one by one;
+// the graph is one fused_reduction node: one kernel forward, saving only its inputs, and a
+// backward that recomputes the prologue and the normalisation and differentiates the epilogue
+// and the prologue as multi-output kernels (fused_reduction.cpp).
+void bench_jit_norm_train(const BenchOptions& opts) {
+  const int64_t rows = opts.batch > 0 ? opts.batch : 4096, cols = 1024;
+  manual_seed(0);
+  const Tensor x = randn({rows, cols}).requires_grad_(true), residual = randn({rows, cols});
+  const Tensor scale = randn({cols}).requires_grad_(true),
+               shift = randn({cols}).requires_grad_(true),
+               gamma = randn({cols}).requires_grad_(true),
+               beta = randn({cols}).requires_grad_(true);
+  const Tensor gy = randn({rows, cols});
+  auto block = [cols](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{
+        nn::functional::layer_norm(gelu(in[0] * in[2] + in[3]), {cols}, in[4], in[5]) + in[1]};
+  };
+  bench_fused_training("jit_norm_train", block, {x, residual, scale, shift, gamma, beta},
+                       {x, scale, shift, gamma, beta}, gy, opts);
 }
 
 // Training dropout after a bias and a ReLU, dropout(relu(x + b), 0.1) on [4096, 1024] float32,

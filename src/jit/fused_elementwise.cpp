@@ -209,6 +209,7 @@ struct Layout {
   std::vector<const void*> ptrs;
   std::string layouts;
   int64_t cols = 1;
+  int64_t n = 1;  // the output's elements
 };
 
 Layout lay_out(const std::vector<Tensor>& inputs, const Shape& shape) {
@@ -245,16 +246,79 @@ Layout lay_out(const std::vector<Tensor>& inputs, const Shape& shape) {
     l.keep.push_back(std::move(d));
   }
   l.cols = rows ? last : n;
+  l.n = n;
   return l;
 }
 
-/// The program over the CPU's cores into `outs` (contiguous, the output's shape): its result into
-/// outs[0] (`outputs` empty), or its values `outputs[j]` into outs[j]; by the generated kernel of
-/// `key`, else the interpreter.
+/// The program over the CPU's cores into `outs` (contiguous): its result into outs[0] (`outputs`
+/// empty), or its values `outputs[j]` into outs[j]; by the generated kernel of `key`, else the
+/// interpreter. An out of the output's shape receives the values; one of `lay.cols` elements
+/// (a multi-output kernel's, rows laid out) receives their sums over the rows (row_sums).
 void run_on_cpu(const FusedProgram& p, const std::vector<int>& outputs, const Layout& lay,
                 const std::string& key, const std::vector<Tensor>& outs,
-                const detail::FusedRng& rng = {}) {
-  const int64_t n = outs[0].numel();
+                const detail::FusedRng& rng = {});
+
+/// run_on_cpu's multi-output kernel with some outputs summed over the rows: blocks of whole rows,
+/// each run by `block(b, e, dst)` with those outputs' values in a scratch of the block's size,
+/// then summed into one partial row per block; the partials are added in block order, so the
+/// result does not depend on the number of threads. `n` elements in rows of `cols` (a multiple).
+template <class T, class F>
+void row_sums(const std::vector<Tensor>& outs, const std::vector<bool>& summed, int64_t n,
+              int64_t cols, const F& block) {
+  const int64_t rows_per_block = std::max<int64_t>(kGrainSize / 4 / cols, 1);
+  const int64_t span = rows_per_block * cols, blocks = (n + span - 1) / span;
+  std::vector<size_t> sum_at(outs.size(), 0);  // index among the summed outputs
+  size_t ns = 0;
+  for (size_t j = 0; j < outs.size(); ++j)
+    if (summed[j]) sum_at[j] = ns++;
+  std::vector<T> partial(static_cast<size_t>(blocks) * ns * static_cast<size_t>(cols));
+  parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
+    std::vector<T> scratch(ns * static_cast<size_t>(span));
+    for (int64_t blk = b0; blk < b1; ++blk) {
+      const int64_t b = blk * span, e = std::min(n, b + span);
+      std::vector<void*> dst(outs.size());
+      for (size_t j = 0; j < outs.size(); ++j) {
+        // The kernel writes element k at dst[k]: a summed output's pointer is the scratch moved
+        // back by b, so that elements b..e land in it (computed as an address, never read out
+        // of bounds).
+        dst[j] = summed[j] ? reinterpret_cast<void*>(
+                                 reinterpret_cast<uintptr_t>(scratch.data() + sum_at[j] * span) -
+                                 static_cast<uintptr_t>(b) * sizeof(T))
+                           : outs[j].data_ptr();
+      }
+      block(b, e, dst);
+      for (size_t s = 0; s < ns; ++s) {
+        T* part = partial.data() + (static_cast<size_t>(blk) * ns + s) * static_cast<size_t>(cols);
+        const T* v = scratch.data() + s * static_cast<size_t>(span);
+        for (int64_t k = 0; k < e - b; k += cols)  // whole rows: b and e are multiples of cols
+          for (int64_t c = 0; c < cols; ++c) part[c] += v[k + c];
+      }
+    }
+  });
+  for (size_t j = 0; j < outs.size(); ++j) {
+    if (!summed[j]) continue;
+    T* o = outs[j].data_ptr<T>();
+    std::fill(o, o + cols, T(0));
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      const T* part =
+          partial.data() + (static_cast<size_t>(blk) * ns + sum_at[j]) * static_cast<size_t>(cols);
+      for (int64_t c = 0; c < cols; ++c) o[c] += part[c];
+    }
+  }
+}
+
+void run_on_cpu(const FusedProgram& p, const std::vector<int>& outputs, const Layout& lay,
+                const std::string& key, const std::vector<Tensor>& outs,
+                const detail::FusedRng& rng) {
+  const int64_t n = lay.n;
+  std::vector<bool> summed;
+  bool any_summed = false;
+  for (const Tensor& t : outs) {
+    summed.push_back(t.numel() < n);
+    any_summed = any_summed || summed.back();
+  }
+  IGNIS_CHECK(!any_summed || !outputs.empty(),
+              "fused_elementwise: row sums need a multi-output kernel");
   const DType dtype = outs[0].dtype();
   const int64_t grain = std::max<int64_t>(kGrainSize / 4, 1);
   const int64_t cols = lay.cols;
@@ -278,20 +342,24 @@ void run_on_cpu(const FusedProgram& p, const std::vector<int>& outputs, const La
                  [&](int64_t b, int64_t e) { k(ptrs.data(), dst[0], b, e, cols); });
     return;
   }
-  if (fn != nullptr) {
-    auto k = reinterpret_cast<detail::FusedMultiKernelFn>(fn);
-    parallel_for(0, n, grain,
-                 [&](int64_t b, int64_t e) { k(ptrs.data(), dst.data(), b, e, cols); });
-    return;
-  }
   auto run = [&]<class T>() {
     std::vector<const T*> in;
     for (const void* q : ptrs) in.push_back(static_cast<const T*>(q));
-    std::vector<T*> o;
-    for (void* q : dst) o.push_back(static_cast<T*>(q));
-    parallel_for(0, n, grain, [&](int64_t b, int64_t e) {
+    // One block of the program: the kernel, else the interpreter.
+    auto block = [&](int64_t b, int64_t e, const std::vector<void*>& d) {
+      if (fn != nullptr) {
+        reinterpret_cast<detail::FusedMultiKernelFn>(fn)(ptrs.data(), d.data(), b, e, cols);
+        return;
+      }
+      std::vector<T*> o;
+      for (void* q : d) o.push_back(static_cast<T*>(q));
       detail::interpret<T>(p, in, lay.layouts, o[0], b, e, cols, outputs, o, rng);
-    });
+    };
+    if (any_summed) {
+      row_sums<T>(outs, summed, n, cols, block);
+      return;
+    }
+    parallel_for(0, n, grain, [&](int64_t b, int64_t e) { block(b, e, dst); });
   };
   if (dtype == kFloat64)
     run.template operator()<double>();
@@ -371,20 +439,68 @@ Tensor run_backward_program(const std::string& text, const std::vector<Tensor>& 
   return run_program(*b, text, in, detail::fused_output_shape(in, "fused_elementwise"), rng);
 }
 
+}  // namespace
+
+namespace detail {
+
+TensorList fused_input_grads(const FusedProgram& p, const std::vector<Tensor>& in,
+                             const std::vector<int>& want, const FusedRng& rng) {
+  TensorList r(in.size() - 1);
+  bool graph = false;  // create_graph: the gradients need history
+  for (const Tensor& t : in) graph = graph || (t.requires_grad() && is_grad_enabled());
+  if (graph || !in[0].device().is_cpu()) {
+    for (int k : want) {
+      const std::optional<std::string> b = fused_backward_program(p, k);
+      if (b && !b->empty()) r[static_cast<size_t>(k)] = run_backward_program(*b, in, rng, graph);
+    }
+    return r;
+  }
+  const std::optional<FusedBackward> b = fused_backward(p, want);
+  IGNIS_CHECK(b.has_value(), "fused_elementwise: the program has no backward");
+  const Shape shape = fused_output_shape(in, "fused_elementwise");
+  const Layout lay = lay_out(in, shape);
+  std::vector<Tensor> outs;
+  std::vector<int> values;
+  std::vector<size_t> which;
+  for (size_t j = 0; j < want.size(); ++j) {
+    if (b->outputs[j] < 0) continue;  // the result does not depend on this input
+    const size_t k = static_cast<size_t>(want[j]);
+    // A repeated row (a weight, a bias: layout 'r') gets its gradient summed over the rows by
+    // the kernel's caller, at its own size; every other input at the output's.
+    const bool row = lay.layouts[k] == 'r';
+    outs.push_back(make_tensor(row ? in[k].sizes().shape() : shape, in[0].dtype()));
+    values.push_back(b->outputs[j]);
+    which.push_back(k);
+  }
+  if (!outs.empty() && shape_numel(shape, "fused_elementwise") > 0) {
+    std::string key = "fused_backward|" + b->program.str() + "|";
+    for (int v : values) key += std::to_string(v) + ",";
+    key += "|" + std::string(dtype_name(in[0].dtype())) + "|" + lay.layouts;
+    run_on_cpu(b->program, values, lay, key, outs, rng);
+  } else {
+    for (Tensor& t : outs) t.zero_();  // no rows: a row's gradient sums nothing
+  }
+  for (size_t j = 0; j < outs.size(); ++j) r[which[j]] = outs[j];
+  return r;
+}
+
+}  // namespace detail
+
+namespace {
+
 // Training: the fused kernel forward, and a node whose backward differentiates the program
-// (fused_autodiff.cpp): on the CPU one kernel computing every input's gradient in one pass,
-// recomputing the chain from the saved inputs; with create_graph or on a GPU one backward
-// program per input (differentiable in turn). Dropout's mask is not saved: the backward draws it
-// again from the forward's counters (`rng`). An undefined tensor when the program has no backward
-// (the caller then runs the ops one by one, each recording its own).
+// (fused_autodiff.cpp, detail::fused_input_grads): on the CPU one kernel computing every input's
+// gradient in one pass, recomputing the chain from the saved inputs; with create_graph or on a
+// GPU one backward program per input (differentiable in turn). Dropout's mask is not saved: the
+// backward draws it again from the forward's counters (`rng`). An undefined tensor when the
+// program has no backward (the caller then runs the ops one by one, each recording its own).
 Tensor fused_with_backward(const FusedProgram& p, const std::string& program,
                            const std::vector<Tensor>& inputs, const Shape& shape,
                            const detail::FusedRng& rng) {
   std::vector<int> ks;
   for (size_t k = 0; k < inputs.size(); ++k)
     if (inputs[k].requires_grad()) ks.push_back(static_cast<int>(k));
-  std::optional<detail::FusedBackward> both = detail::fused_backward(p, ks);
-  if (!both) return Tensor();
+  if (!detail::fused_backward(p, ks)) return Tensor();
   Tensor out;
   {
     NoGradGuard no_grad;
@@ -392,55 +508,18 @@ Tensor fused_with_backward(const FusedProgram& p, const std::string& program,
   }
   std::vector<autograd::SavedVariable> saved;
   for (const Tensor& t : inputs) saved.emplace_back(t, false);
-  auto fn = [saved = std::move(saved), ks, back = std::move(*both), rng,
+  auto fn = [saved = std::move(saved), ks, rng,
              p = std::make_shared<const FusedProgram>(p)](autograd::BackwardCtx& c,
                                                           const TensorList& g) {
-    TensorList r(saved.size());
-    if (!g[0].defined()) return r;
+    if (!g[0].defined()) return TensorList(saved.size());
     std::vector<Tensor> in;
     for (const autograd::SavedVariable& s : saved) in.push_back(c.unpack(s));
     in.push_back(g[0]);
-    bool graph = false;  // create_graph: the gradients need history
-    for (const Tensor& t : in) graph = graph || (t.requires_grad() && is_grad_enabled());
-    if (graph || !in[0].device().is_cpu()) {
-      for (int k : ks) {
-        const std::optional<std::string> b = detail::fused_backward_program(*p, k);
-        if (c.needs_input_grad(static_cast<size_t>(k)) && b && !b->empty())
-          r[static_cast<size_t>(k)] = run_backward_program(*b, in, rng, graph);
-      }
-      return r;
-    }
     // The inputs this backward wants (autograd::grad may ask for fewer than require grad).
     std::vector<int> want;
     for (int k : ks)
       if (c.needs_input_grad(static_cast<size_t>(k))) want.push_back(k);
-    std::optional<detail::FusedBackward> fewer;
-    if (want.size() != ks.size()) {
-      fewer = detail::fused_backward(*p, want);
-      if (!fewer) want = ks;  // (cannot happen: a subset differentiates as the whole does)
-    }
-    const detail::FusedBackward& b = fewer ? *fewer : back;
-    const Shape shape = detail::fused_output_shape(in, "fused_elementwise");
-    const Layout lay = lay_out(in, shape);
-    std::vector<Tensor> outs;
-    std::vector<int> values;
-    std::vector<size_t> which;
-    for (size_t j = 0; j < want.size(); ++j) {
-      if (b.outputs[j] < 0) continue;  // the result does not depend on this input
-      outs.push_back(make_tensor(shape, in[0].dtype()));
-      values.push_back(b.outputs[j]);
-      which.push_back(static_cast<size_t>(want[j]));
-    }
-    if (outs.empty() || outs[0].numel() == 0) {
-      for (size_t j = 0; j < outs.size(); ++j) r[which[j]] = outs[j];
-      return r;
-    }
-    std::string key = "fused_backward|" + b.program.str() + "|";
-    for (int v : values) key += std::to_string(v) + ",";
-    key += "|" + std::string(dtype_name(in[0].dtype())) + "|" + lay.layouts;
-    run_on_cpu(b.program, values, lay, key, outs, rng);
-    for (size_t j = 0; j < outs.size(); ++j) r[which[j]] = outs[j];
-    return r;
+    return detail::fused_input_grads(*p, in, want, rng);
   };
   auto node =
       std::make_shared<autograd::LambdaNode<decltype(fn)>>("fused_elementwise", std::move(fn));

@@ -15,12 +15,17 @@
 // - Inference: a kernel generated as C++ from the shared functors and the row reductions of
 //   row_reduce.h, compiled at run time (codegen.cpp); without a compiler, the interpreter runs the
 //   prologue and epilogue tile by tile through the functors and the same row reductions.
-// - Training (an input requires grad), other devices: the composite — the prologue's ops, the
+// - Training (an input requires grad) on the CPU or a GPU: the same kernel forward, and one node
+//   whose backward recomputes the prologue and the reduction, differentiates the epilogue and
+//   the prologue as programs (fused_autodiff.cpp) and the reduction with ops
+//   (reduction_with_backward).
+// - Other devices, and programs without a backward: the composite — the prologue's ops, the
 //   reduction's own op (layer_norm, softmax, log_softmax), the epilogue's ops, through their
 //   front ends, so autograd records each: the fused node's backward is its composite's.
 #include <cmath>
 #include <limits>
 
+#include "autograd/node.h"
 #include "core/op_call.h"
 #include "core/tensor_impl.h"
 #include "cpu/parallel.h"
@@ -43,27 +48,175 @@ namespace {
 
 using detail::FusedProgram;
 
+/// The reduction itself through its op (autograd records it): x normalised or soft-maxed.
+Tensor reduce(const std::string& reduction, int64_t dims, double eps, const Tensor& x) {
+  const Shape norm(x.sizes().end() - dims, x.sizes().end());
+  if (reduction == "layer_norm") return nn::functional::layer_norm(x, norm, Tensor(), Tensor(), eps);
+  if (reduction == "rms_norm") return nn::functional::rms_norm(x, norm, Tensor(), eps);
+  if (reduction == "softmax") return softmax(x, -1);
+  return log_softmax(x, -1);
+}
+
+/// reduce_backward on the CPU with no history to record: one pass per row (a row of x, y and gy
+/// stays in the cache) instead of one per op. x, y, gy of one shape; rows of the trailing dims.
+template <class T>
+void reduce_backward_row(const std::string& reduction, const T* x, const T* y, const T* gy, T* gx,
+                         int64_t C, T eps) {
+  if (reduction == "softmax" || reduction == "log_softmax") {
+    T dot = 0;
+    if (reduction == "softmax") {
+      for (int64_t c = 0; c < C; ++c) dot += gy[c] * y[c];
+      for (int64_t c = 0; c < C; ++c) gx[c] = y[c] * (gy[c] - dot);
+    } else {
+      for (int64_t c = 0; c < C; ++c) dot += gy[c];
+      for (int64_t c = 0; c < C; ++c) gx[c] = gy[c] - std::exp(y[c]) * dot;
+    }
+    return;
+  }
+  T rstd, mean_gy = 0, mean_gyy = 0;
+  if (reduction == "layer_norm") {
+    T mean;
+    detail::ignis_layer_norm_stats(x, C, eps, mean, rstd);
+  } else {
+    rstd = fn::Rsqrt{}(detail::ignis_row_sq_dev(x, C, T(0)) / static_cast<T>(C) + eps);
+  }
+  for (int64_t c = 0; c < C; ++c) {
+    mean_gy += gy[c];
+    mean_gyy += gy[c] * y[c];
+  }
+  mean_gy = reduction == "layer_norm" ? mean_gy / static_cast<T>(C) : T(0);
+  mean_gyy /= static_cast<T>(C);
+  for (int64_t c = 0; c < C; ++c) gx[c] = rstd * (gy[c] - mean_gy - y[c] * mean_gyy);
+}
+
+Tensor reduce_backward_rows(const std::string& reduction, int64_t dims, double eps,
+                            const Tensor& x, const Tensor& y, const Tensor& gy) {
+  const Tensor xc = x.contiguous(), yc = y.contiguous(), gc = gy.expand(y.sizes()).contiguous();
+  Tensor gx = make_tensor(y.sizes(), y.dtype(), y.device());
+  int64_t C = 1;
+  for (int64_t d = y.dim() - dims; d < y.dim(); ++d) C *= y.size(d);
+  const int64_t R = y.numel() / C;
+  auto run = [&]<class T>() {
+    const T *xp = xc.data_ptr<T>(), *yp = yc.data_ptr<T>(), *gp = gc.data_ptr<T>();
+    T* op = gx.data_ptr<T>();
+    parallel_for(0, R, std::max<int64_t>(kGrainSize / 4 / C, 1), [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r)
+        reduce_backward_row<T>(reduction, xp + r * C, yp + r * C, gp + r * C, op + r * C, C,
+                               static_cast<T>(eps));
+    });
+  };
+  if (y.dtype() == kFloat64)
+    run.template operator()<double>();
+  else
+    run.template operator()<float>();
+  return gx;
+}
+
+/// The gradient of reduce(x) = y given gy, as ignis ops (so differentiable again): softmax
+/// y (gy - sum(gy y)); log_softmax gy - exp(y) sum(gy); layer_norm rstd (gy - mean(gy) -
+/// y mean(gy y)); rms_norm rstd (gy - y mean(gy y)), the sums and means over the reduced dims.
+Tensor reduce_backward(const std::string& reduction, int64_t dims, double eps, const Tensor& x,
+                       const Tensor& y, const Tensor& gy) {
+  const bool graph = is_grad_enabled() &&
+                     (x.requires_grad() || y.requires_grad() || gy.requires_grad());
+  if (!graph && x.device().is_cpu() && x.numel() > 0) return reduce_backward_rows(reduction, dims, eps, x, y, gy);
+  if (reduction == "softmax") return y * (gy - (gy * y).sum({-1}, true));
+  if (reduction == "log_softmax") return gy - y.exp() * gy.sum({-1}, true);
+  std::vector<int64_t> d;
+  for (int64_t i = 0; i < dims; ++i) d.push_back(-1 - i);
+  const bool ln = reduction == "layer_norm";
+  const Tensor rstd = rsqrt((ln ? x.var(d, 0, true) : (x * x).mean(d, true)) + eps);
+  const Tensor proj = y * (gy * y).mean(d, true);
+  return rstd * (ln ? gy - gy.mean(d, true) - proj : gy - proj);
+}
+
 Tensor composite(const FusedProgram* pro, const std::string& reduction, int64_t dims,
                  const FusedProgram* epi, double eps, const std::vector<Tensor>& inputs,
                  const Shape& shape) {
   Tensor x = pro ? detail::run_fused_composite(*pro, inputs) : inputs[0];
   if (!x.sizes().equals(shape)) x = x.expand(shape);
-  Tensor r;
-  if (reduction == "layer_norm") {
-    const Shape norm(shape.end() - dims, shape.end());
-    r = nn::functional::layer_norm(x, norm, Tensor(), Tensor(), eps);
-  } else if (reduction == "rms_norm") {
-    const Shape norm(shape.end() - dims, shape.end());
-    r = nn::functional::rms_norm(x, norm, Tensor(), eps);
-  } else if (reduction == "softmax") {
-    r = softmax(x, -1);
-  } else {
-    r = log_softmax(x, -1);
-  }
+  const Tensor r = reduce(reduction, dims, eps, x);
   if (epi == nullptr) return r;
   std::vector<Tensor> in = inputs;
   in.push_back(r);
   return detail::run_fused_composite(*epi, in);
+}
+
+/// Training where the fused kernel runs (the CPU, a GPU): the kernel forward, saving only the
+/// inputs, and one node whose backward recomputes x = prologue(inputs) and y = reduce(x) (fused
+/// and row-wise again), takes the epilogue's gradients (one multi-output kernel on the CPU:
+/// every input's and y's), then y's through the reduction (reduce_backward) and the prologue's
+/// for x's — not the ops' backwards one by one, nor their saved intermediates. An undefined
+/// tensor when a program has no backward (the caller then runs the composite).
+Tensor reduction_with_backward(const std::shared_ptr<const FusedProgram>& pro,
+                               const std::string& reduction, int64_t dims,
+                               const std::shared_ptr<const FusedProgram>& epi, double eps,
+                               const std::vector<Tensor>& inputs, const Shape& shape,
+                               const std::string& prologue, const std::string& epilogue) {
+  const int n = static_cast<int>(inputs.size());
+  std::vector<int> ks;
+  for (int k = 0; k < n; ++k)
+    if (inputs[static_cast<size_t>(k)].requires_grad()) ks.push_back(k);
+  std::vector<int> epi_ks = ks;
+  epi_ks.push_back(n);  // y
+  if ((pro && !detail::fused_backward(*pro, ks)) || (epi && !detail::fused_backward(*epi, epi_ks)))
+    return Tensor();
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    out = fused_reduction(inputs, reduction, dims, prologue, epilogue, eps);
+  }
+  std::vector<autograd::SavedVariable> saved;
+  for (const Tensor& t : inputs) saved.emplace_back(t, false);
+  auto fn = [saved = std::move(saved), ks, pro, epi, reduction, dims, eps, shape, prologue, n](
+                autograd::BackwardCtx& c, const TensorList& g) {
+    TensorList r(saved.size());
+    if (!g[0].defined()) return r;
+    std::vector<Tensor> in;
+    for (const autograd::SavedVariable& sv : saved) in.push_back(c.unpack(sv));
+    std::vector<int> want;
+    for (int k : ks)
+      if (c.needs_input_grad(static_cast<size_t>(k))) want.push_back(k);
+    Tensor x = pro ? fused_elementwise(in, prologue) : in[0];
+    if (!x.sizes().equals(shape)) x = x.expand(shape);
+    bool graph = false;  // create_graph: the gradients need history
+    for (const Tensor& t : in) graph = graph || (t.requires_grad() && is_grad_enabled());
+    // Without history, y by the row kernel (one pass; the ops make several).
+    const Tensor y = graph ? reduce(reduction, dims, eps, x)
+                           : fused_reduction({x}, reduction, dims, "", "", eps);
+    Tensor gy = g[0];
+    if (epi) {
+      std::vector<Tensor> ein = in;
+      ein.push_back(y);
+      ein.push_back(g[0]);
+      std::vector<int> ew = want;
+      ew.push_back(n);
+      TensorList eg = detail::fused_input_grads(*epi, ein, ew);
+      for (int k : want) r[static_cast<size_t>(k)] = eg[static_cast<size_t>(k)];
+      gy = eg[static_cast<size_t>(n)];
+      if (!gy.defined()) return r;  // the epilogue does not read y
+    }
+    const Tensor gx = reduce_backward(reduction, dims, eps, x, y, gy);
+    auto add_to = [&](int k, const Tensor& t) {
+      if (!t.defined()) return;
+      Tensor& slot = r[static_cast<size_t>(k)];
+      slot = slot.defined() ? slot + t : t;
+    };
+    if (pro) {
+      std::vector<Tensor> pin = in;
+      pin.push_back(gx);
+      const TensorList pg = detail::fused_input_grads(*pro, pin, want);
+      for (int k : want) add_to(k, pg[static_cast<size_t>(k)]);
+    } else if (c.needs_input_grad(0)) {
+      add_to(0, gx);
+    }
+    return r;
+  };
+  auto node =
+      std::make_shared<autograd::LambdaNode<decltype(fn)>>("fused_reduction", std::move(fn));
+  TensorList outs{out};
+  autograd::connect(node, inputs, outs);
+  return out;
 }
 
 /// The interpreter: rows [r0, r1) one by one.
@@ -164,6 +317,12 @@ Tensor fused_reduction(const std::vector<Tensor>& inputs, const std::string& red
                          detail::fusion_backend_mode() != 2;  // not the interpreter
   if ((needs_grad && is_grad_enabled()) || !(device.is_cpu() || on_device)) {
     if (device.is_meta()) return make_tensor(shape, dtype, device);
+    if (needs_grad && is_grad_enabled() && (device.is_cpu() || on_device)) {
+      if (Tensor out = reduction_with_backward(pro, reduction, dims, epi, eps, inputs, shape,
+                                               prologue, epilogue);
+          out.defined())
+        return out;
+    }
     return composite(pro.get(), reduction, dims, epi.get(), eps, inputs, shape);
   }
   Tensor out = make_tensor(shape, dtype, device);

@@ -23,6 +23,15 @@ namespace ignis::jit::detail {
 Tensor run_fused_composite(const FusedProgram& p, const std::vector<Tensor>& in,
                            const FusedRng& rng = {});
 
+/// The gradients of a fused elementwise program's inputs `want` (indices into its inputs):
+/// `in` is the program's inputs followed by the gradient of its result; element k of the result
+/// is input k's gradient in the result's shape (the engine sums it down to the input's), undefined
+/// for inputs not in `want` or that the result does not depend on. On the CPU one multi-output
+/// kernel (fused_backward); with history to record (create_graph) or on a GPU one backward
+/// program per input, differentiable in turn. Throws when the program has no backward.
+std::vector<Tensor> fused_input_grads(const FusedProgram& p, const std::vector<Tensor>& in,
+                                      const std::vector<int>& want, const FusedRng& rng = {});
+
 /// The broadcast shape of a fused op's inputs, after checking that they are defined, all float32
 /// or all float64, and on one device (errors name `op`, the input and what is wrong).
 Shape fused_output_shape(const std::vector<Tensor>& inputs, const char* op);
