@@ -12,6 +12,7 @@
 
 #include "ignis/data/distributed.h"
 #include "ignis/ignis.h"
+#include "ignis/jit.h"
 
 namespace ignis::cli {
 
@@ -24,7 +25,7 @@ const char* kTrainUsage =
     "                   [--seed S] [--threads T] [--workers W] [--save PATH] [--resume PATH]\n"
     "                   [--log metrics.jsonl] [--memory-format channels_last|contiguous]\n"
     "                   [--profile trace.json [--profile-steps N]] [--ddp [--bucket-cap-mb MB]]\n"
-    "                   [--device cpu|cuda|cuda:N]\n"
+    "                   [--device cpu|cuda|cuda:N] [--compile]\n"
     "(`ignis models` lists the models; --lr defaults to 0.05 for sgd and 0.001 for adam;\n"
     " --momentum, default 0.9, is for sgd only; cifar10 reads the binary batches,\n"
     " data_batch_1.bin ..., from --data, default data/cifar10, and trains with random crops\n"
@@ -36,7 +37,10 @@ const char* kTrainUsage =
     " --bucket-cap-mb: DDP's gradient bucket size, default 25; with --profile every rank\n"
     " writes its trace, the all-reduces on a communication track; --device cuda trains on a GPU:\n"
     " the model is moved there and each batch copied from pinned memory; with --ddp each process\n"
-    " uses its node-local GPU and the gradients are all-reduced by NCCL, docs/cuda.md)\n"
+    " uses its node-local GPU and the gradients are all-reduced by NCCL, docs/cuda.md;\n"
+    " --compile trains through graph mode, jit::compile: the model traced on its first batch\n"
+    " and optimised (a layer and its ReLU one fused op, elementwise chains and norms fused\n"
+    " kernels), re-traced for a new batch shape or train/eval, docs/graph-mode.md)\n"
     "graph models: ignis train --model gcn|sage|gin|gat --dataset karate|cora|mnist-graph ...\n"
     " (ignis train --model gcn --help lists their options)\n";
 const char* kEvalUsage =
@@ -239,10 +243,12 @@ class ProfileSteps final : public train::Callback {
 int train_main(const Args& all_args) {
   if (is_graph_training(all_args)) return train_gnn_main(all_args);
   Args args;
-  bool ddp = false;
+  bool ddp = false, compiled = false;
   for (const std::string& a : all_args) {
     if (a == "--ddp") {
       ddp = true;
+    } else if (a == "--compile") {
+      compiled = true;
     } else {
       args.push_back(a);
     }
@@ -252,6 +258,10 @@ int train_main(const Args& all_args) {
                      "momentum", "seed", "threads", "workers", "save", "resume", "log",
                      "memory-format", "profile", "profile-steps", "bucket-cap-mb", "device"},
                     kTrainUsage);
+  if (compiled && ddp) {
+    throw UsageError("--compile and --ddp cannot be combined yet (DDP wraps the eager model)",
+                     kTrainUsage);
+  }
   Device device =
       parse_device(o.get("device", "cpu"), "cannot train (it has no data)", kTrainUsage);
   set_threads(o, kTrainUsage);
@@ -344,6 +354,7 @@ int train_main(const Args& all_args) {
     std::cout << " batch_size=" << batch << " epochs=" << epochs << " seed=" << seed;
     if (!device.is_cpu()) std::cout << " device=" << device;
     if (ddp) std::cout << " ddp_ranks=" << world << " batch_per_rank=" << batch / world;
+    if (compiled) std::cout << " compiled=graph";
     std::cout << std::endl;
   }
   auto train_set = load_dataset(dataset, dir, true, static_cast<uint64_t>(seed));
@@ -385,7 +396,13 @@ int train_main(const Args& all_args) {
       train::save_checkpoint(save, *model, *opt, nullptr, {s.epoch + 1, s.step});
     }));
   }
-  nn::Module& net = ddp ? static_cast<nn::Module&>(*ddp_model) : *model;
+  // --compile: the graph-mode module over the same parameters (the optimizer's and the
+  // checkpoints' are the eager model's own tensors).
+  std::shared_ptr<jit::CompiledModule> graph_model;
+  if (compiled) graph_model = jit::compile(model);
+  nn::Module& net = ddp          ? static_cast<nn::Module&>(*ddp_model)
+                    : compiled ? static_cast<nn::Module&>(*graph_model)
+                               : *model;
   const train::History h = train::fit(
       net, [](const Tensor& out, const Tensor& t) { return nn::functional::cross_entropy(out, t); },
       *opt, train_loader, &test_loader, fo, cbs);
