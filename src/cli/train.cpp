@@ -40,7 +40,8 @@ const char* kTrainUsage =
     " uses its node-local GPU and the gradients are all-reduced by NCCL, docs/cuda.md;\n"
     " --compile trains through graph mode, jit::compile: the model traced on its first batch\n"
     " and optimised (a layer and its ReLU one fused op, elementwise chains and norms fused\n"
-    " kernels), re-traced for a new batch shape or train/eval, docs/graph-mode.md)\n"
+    " kernels), re-traced for a new batch shape or train/eval; with --ddp too,\n"
+    " docs/graph-mode.md)\n"
     "graph models: ignis train --model gcn|sage|gin|gat --dataset karate|cora|mnist-graph ...\n"
     " (ignis train --model gcn --help lists their options)\n";
 const char* kEvalUsage =
@@ -258,10 +259,6 @@ int train_main(const Args& all_args) {
                      "momentum", "seed", "threads", "workers", "save", "resume", "log",
                      "memory-format", "profile", "profile-steps", "bucket-cap-mb", "device"},
                     kTrainUsage);
-  if (compiled && ddp) {
-    throw UsageError("--compile and --ddp cannot be combined yet (DDP wraps the eager model)",
-                     kTrainUsage);
-  }
   Device device =
       parse_device(o.get("device", "cpu"), "cannot train (it has no data)", kTrainUsage);
   set_threads(o, kTrainUsage);
@@ -320,6 +317,11 @@ int train_main(const Args& all_args) {
   const std::string model_name = o.get("model", "mlp");
   auto model = create_model(model_name, dataset, kTrainUsage);
   model->to(device);  // before the optimizer takes its parameters
+  // --compile: the graph-mode module over the same parameters (the optimizer's and the
+  // checkpoints' are the eager model's own tensors); DDP wraps it as it would the model.
+  std::shared_ptr<jit::CompiledModule> graph_model;
+  if (compiled) graph_model = jit::compile(model);
+  std::shared_ptr<nn::Module> trained = compiled ? std::shared_ptr<nn::Module>(graph_model) : model;
   std::shared_ptr<nn::DistributedDataParallel> ddp_model;
   if (ddp) {
     nn::DistributedDataParallelOptions dopts;
@@ -328,7 +330,7 @@ int train_main(const Args& all_args) {
     dopts.first_bucket_cap_mb = std::min(dopts.first_bucket_cap_mb, bucket_cap_mb);
     // The averaged gradients stay in the buckets: no copy back into .grad() per step.
     dopts.gradient_as_bucket_view = true;
-    ddp_model = std::make_shared<nn::DistributedDataParallel>(model, dopts);
+    ddp_model = std::make_shared<nn::DistributedDataParallel>(trained, dopts);
   }
   std::unique_ptr<optim::Optimizer> opt;
   if (opt_name == "sgd") {
@@ -396,13 +398,7 @@ int train_main(const Args& all_args) {
       train::save_checkpoint(save, *model, *opt, nullptr, {s.epoch + 1, s.step});
     }));
   }
-  // --compile: the graph-mode module over the same parameters (the optimizer's and the
-  // checkpoints' are the eager model's own tensors).
-  std::shared_ptr<jit::CompiledModule> graph_model;
-  if (compiled) graph_model = jit::compile(model);
-  nn::Module& net = ddp          ? static_cast<nn::Module&>(*ddp_model)
-                    : compiled ? static_cast<nn::Module&>(*graph_model)
-                               : *model;
+  nn::Module& net = ddp ? static_cast<nn::Module&>(*ddp_model) : *trained;
   const train::History h = train::fit(
       net, [](const Tensor& out, const Tensor& t) { return nn::functional::cross_entropy(out, t); },
       *opt, train_loader, &test_loader, fo, cbs);
