@@ -70,8 +70,9 @@ SPECS = {
                                    "mode, eager or the fused node drawing the mask in its kernels; "
                                    "PyTorch: eager) (lower is better)", "extra": ("mode",)},
     "jit_norm_train": {"keys": ("shape",), "metric": "ms_per_step", "higher": False,
-                       "title": "ms per forward + backward of layer_norm(gelu(x * a + b)) * w + c "
-                                "+ r on [4096, 1024] float32, gradients of x, a, b, w, c (ignis: "
+                       "title": "ms per forward + backward of layer_norm(dropout(gelu(x * a + b), "
+                                "0.1) + r) * w + c on [4096, 1024] float32, gradients of x, a, b, "
+                                "w, c (ignis: "
                                 "its best mode, eager or the fused_reduction node; PyTorch: eager) "
                                 "(lower is better)", "extra": ("mode",)},
     "jit_inference": {"keys": ("model", "batch"), "metric": "ms_per_forward", "higher": False,
@@ -313,8 +314,9 @@ def torch_jit_fusion_train(torch, threads, repeat):
 
 
 def torch_jit_norm_train(torch, threads, repeat):
-    """The block of `ignis bench jit_norm_train`: layer_norm(gelu(x * a + b), w, c) + r forward
-    and backward in eager PyTorch, gradients of x, a, b, w and c for a given output gradient."""
+    """The block of `ignis bench jit_norm_train`: layer_norm(dropout(gelu(x * a + b), 0.1) + r,
+    w, c) forward and backward in eager PyTorch, gradients of x, a, b, w and c for a given
+    output gradient."""
     rows, cols = 4096, 1024
     torch.manual_seed(0)
     x, r = torch.randn(rows, cols, requires_grad=True), torch.randn(rows, cols)
@@ -322,8 +324,8 @@ def torch_jit_norm_train(torch, threads, repeat):
     gy = torch.randn(rows, cols)
 
     def step():
-        h = torch.nn.functional.gelu(x * a + b)
-        y = torch.nn.functional.layer_norm(h, (cols,), w, c) + r
+        h = torch.nn.functional.dropout(torch.nn.functional.gelu(x * a + b), 0.1, training=True)
+        y = torch.nn.functional.layer_norm(h + r, (cols,), w, c)
         return torch.autograd.grad([y], [x, a, b, w, c], [gy])
 
     return [{"workload": "jit_norm_train", "shape": f"{rows}x{cols}", "threads": threads,

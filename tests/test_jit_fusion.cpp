@@ -654,6 +654,48 @@ TEST(FusedReduction, TrainingWithoutProgramsOverSeveralDimsAndDoubleBackward) {
                "second");
 }
 
+TEST(FusedReduction, DropoutInThePrologueAndEpilogueDrawsEagersMasks) {
+  // BERT's layer_norm(x * w, dropped) and attention's dropout(softmax(...)): a dropout in each
+  // program, drawing as eager's dropouts in the same order would (the prologue's first), in
+  // inference (the kernel, the interpreter) and in training (the node's backward regenerates
+  // both masks), with eager's gradients.
+  const std::string pro = "mul(i0,i1);dropout(v0,0,0.2)", epi = "dropout(i3,0,0.3);add(v0,i2,1)";
+  for (const char* backend : {"interpreter", "compiler"}) {
+    Backend use(backend);
+    for (const std::string kind : {"layer_norm", "softmax", "log_softmax", "rms_norm"}) {
+      SCOPED_TRACE(kind + " " + backend);
+      manual_seed(41);
+      Tensor x = uniform({6, 40}, -2, 2, kFloat64).requires_grad_(true);
+      Tensor w = uniform({40}, 0.5, 1.5, kFloat64).requires_grad_(true);
+      const Tensor r = uniform({6, 40}, -1, 1, kFloat64), gy = uniform({6, 40}, -1, 1, kFloat64);
+      auto eager = [&](const Tensor& xe, const Tensor& we) {
+        return eager_dropout(reference_reduction(kind, eager_dropout(xe * we, 0.2), 1), 0.3) + r;
+      };
+      {
+        NoGradGuard ng;
+        manual_seed(7);
+        const Tensor fused = jit::fused_reduction({x, w, r}, kind, 1, pro, epi);
+        const double after_fused = next_draw();
+        manual_seed(7);
+        const Tensor expected = eager(x, w);
+        EXPECT_EQ(after_fused, next_draw()) << "the generator moved on as far as eager's";
+        expect_close(fused, expected, 1e-12, "inference");
+      }
+      manual_seed(8);
+      Tensor y = jit::fused_reduction({x, w, r}, kind, 1, pro, epi);
+      EXPECT_EQ(y.grad_fn()->name(), "FusedReductionBackward0");
+      const std::vector<Tensor> g = autograd::grad({y}, {x, w}, {gy});
+      Tensor x2 = x.detach().requires_grad_(true), w2 = w.detach().requires_grad_(true);
+      manual_seed(8);
+      const Tensor y2 = eager(x2, w2);
+      const std::vector<Tensor> ge = autograd::grad({y2}, {x2, w2}, {gy});
+      expect_close(y.detach(), y2.detach(), 1e-12, "training forward");
+      expect_close(g[0], ge[0], 1e-10, "d/dx");
+      expect_close(g[1], ge[1], 1e-10, "d/dw");
+    }
+  }
+}
+
 TEST(FusedReduction, RefusesWhatItCannotRunNamingTheFault) {
   Tensor x = ones({2, 3});
   EXPECT_THAT(error_of([&] { (void)jit::fused_reduction({x}, "variance", 1, "", ""); }),
@@ -805,6 +847,68 @@ TEST(FuseReductions, TrainingThroughAFusedNodeGivesEagerGradients) {
   expect_close(x.grad(), gx, 1e-13, "d/dx");
   expect_close(w.grad(), gw, 1e-13, "d/dw");
   expect_close(b.grad(), gb, 1e-13, "d/db");
+}
+
+TEST(FuseReductions, TrainingDropoutJoinsThePrologueAndEpilogueWithEagersMasks) {
+  // A post-LN transformer's layer_norm(x + dropout(h)) and attention's dropout(softmax(s)):
+  // each one fused_reduction drawing eager's masks, in eager's order, forward and backward.
+  Tensor h = uniform({4, 16}, -1, 1, kFloat64).requires_grad_(true);
+  Tensor x = uniform({4, 16}, -1, 1, kFloat64).requires_grad_(true);
+  Tensor s = uniform({4, 16}, -2, 2, kFloat64).requires_grad_(true);
+  Tensor w = uniform({16}, 0.5, 1.5, kFloat64).requires_grad_(true);
+  auto fn = [&](const std::vector<Tensor>& in) {
+    Tensor a = nn::functional::layer_norm(in[1] + nn::functional::dropout(in[0], 0.1, true), {16},
+                                          w, Tensor());
+    Tensor p = nn::functional::dropout(softmax(in[2], -1), 0.2, true);
+    return std::vector<Tensor>{a, p};
+  };
+  jit::Graph g = jit::trace(fn, {h, x, s}, {{"w", w}});
+  jit::fuse_elementwise(g);
+  EXPECT_EQ(jit::fuse_reductions(g), 2);
+  EXPECT_EQ(g.count("fused_reduction"), 2) << g.str();
+  EXPECT_EQ(g.count("dropout"), 0) << g.str();
+  EXPECT_TRUE(jit::detail::is_random(g.nodes[0]) && jit::detail::is_random(g.nodes[1])) << g.str();
+  EXPECT_EQ(jit::eliminate_common_subexpressions(g), 0);  // random nodes are never merged
+  const Tensor ga = uniform({4, 16}, -1, 1, kFloat64), gp = uniform({4, 16}, -1, 1, kFloat64);
+  std::vector<Tensor> ge, gf;
+  for (bool fused : {false, true}) {
+    manual_seed(12);
+    const std::vector<Tensor> out = fused ? g.run({h, x, s}) : fn({h, x, s});
+    (fused ? gf : ge) = autograd::grad(out, {h, x, s, w}, {ga, gp});
+    if (fused) {
+      manual_seed(12);
+      const std::vector<Tensor> eager = fn({h, x, s});
+      expect_close(out[0].detach(), eager[0].detach(), 1e-13, "layer_norm forward");
+      expect_close(out[1].detach(), eager[1].detach(), 1e-13, "softmax forward");
+    }
+  }
+  for (size_t k = 0; k < 4; ++k) expect_close(gf[k], ge[k], 1e-12, "grad " + std::to_string(k));
+  {  // saved and loaded, the nodes draw the same masks
+    const jit::Graph back = jit::graph_from_json(jit::graph_to_json(g), {{"w", w}});
+    NoGradGuard ng;
+    manual_seed(13);
+    const std::vector<Tensor> a = g.run({h, x, s});
+    manual_seed(13);
+    const std::vector<Tensor> b = back.run({h, x, s});
+    expect_close(a[0], b[0], 0, "reloaded layer_norm");
+    expect_close(a[1], b[1], 0, "reloaded softmax");
+  }
+  // Another random op between the dropout (the prologue) and the node's place (the epilogue's
+  // add): fused, the dropout would draw after it.
+  auto between = [&](const std::vector<Tensor>& in) {
+    Tensor d = nn::functional::dropout(in[0], 0.1, true);
+    Tensor noise = rand_like(in[1]);
+    return std::vector<Tensor>{nn::functional::layer_norm(d, {16}) + noise};
+  };
+  jit::Graph g2 = jit::trace(between, {h, x});
+  EXPECT_EQ(jit::fuse_reductions(g2), 0) << g2.str();
+  // Without the dropout the same graph fuses.
+  auto plain = [&](const std::vector<Tensor>& in) {
+    Tensor noise = rand_like(in[1]);
+    return std::vector<Tensor>{nn::functional::layer_norm(in[0] * 2.0, {16}) + noise};
+  };
+  jit::Graph g3 = jit::trace(plain, {h, x});
+  EXPECT_EQ(jit::fuse_reductions(g3), 1) << g3.str();
 }
 
 TEST(FuseReductions, SavedAndLoadedGraphsKeepTheProgramsAndRefuseHostileOnes) {

@@ -41,7 +41,7 @@ constexpr Workload kWorkloads[] = {
      "dropout(relu(x + b), 0.1) forward + backward: eager, fused (the mask drawn in the kernel)",
      &bench_jit_dropout_train},
     {"jit_norm_train",
-     "layer_norm(gelu(x * a + b)) + r forward + backward: eager, fused (one fused_reduction)",
+     "layer_norm(dropout(gelu(x * a + b)) + r) forward + backward: eager, one fused_reduction",
      &bench_jit_norm_train},
     {"jit_block", "layer_norm(gelu(linear(x))) + x on [4096, 1024]: eager, frozen graph",
      &bench_jit_block},

@@ -150,12 +150,13 @@ void bench_jit_fusion_train(const BenchOptions& opts) {
                        {x, scale, shift, gate}, gy, opts);
 }
 
-// A transformer block's normalisation trained: layer_norm(gelu(x * a + b)) * g + c + r on
-// [4096, 1024] float32 with x, a, b and the layer norm's weight g and bias c requiring grad.
-// Eager records each op (and layer_norm's statistics) and runs their backward passes one by one;
-// the graph is one fused_reduction node: one kernel forward, saving only its inputs, and a
-// backward that recomputes the prologue and the normalisation and differentiates the epilogue
-// and the prologue as multi-output kernels (fused_reduction.cpp).
+// A post-LN transformer block's tail trained: layer_norm(dropout(gelu(x * a + b), 0.1) + r) * g
+// + c on [4096, 1024] float32 with x, a, b and the layer norm's weight g and bias c requiring
+// grad. Eager records each op (and layer_norm's statistics, dropout's mask) and runs their
+// backward passes one by one; the graph is one fused_reduction node: one kernel forward drawing
+// the mask, saving only its inputs, and a backward that recomputes the prologue (the mask drawn
+// again) and the normalisation and differentiates the epilogue and the prologue as multi-output
+// kernels (fused_reduction.cpp).
 void bench_jit_norm_train(const BenchOptions& opts) {
   const int64_t rows = opts.batch > 0 ? opts.batch : 4096, cols = 1024;
   manual_seed(0);
@@ -167,7 +168,9 @@ void bench_jit_norm_train(const BenchOptions& opts) {
   const Tensor gy = randn({rows, cols});
   auto block = [cols](const std::vector<Tensor>& in) {
     return std::vector<Tensor>{
-        nn::functional::layer_norm(gelu(in[0] * in[2] + in[3]), {cols}, in[4], in[5]) + in[1]};
+        nn::functional::layer_norm(
+            nn::functional::dropout(gelu(in[0] * in[2] + in[3]), 0.1, true) + in[1], {cols},
+            in[4], in[5])};
   };
   bench_fused_training("jit_norm_train", block, {x, residual, scale, shift, gamma, beta},
                        {x, scale, shift, gamma, beta}, gy, opts);

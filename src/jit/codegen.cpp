@@ -16,6 +16,7 @@
 #include <sstream>
 #include <vector>
 
+#include "ignis/error.h"
 #include "jit/row_reduce.h"
 
 extern char** environ;
@@ -210,10 +211,13 @@ void emit_reduction_header(std::ostream& s, const FusedProgram* prologue,
 
 /// A fused reduction's last pass over the row (`loop`: the for-loop's header over c): the
 /// reduction's value a<num_inputs> (`value`), then the epilogue, into o[c]; closes the kernel.
+/// An epilogue with dropout draws from `rng_epi_` (the kernel declares it).
 void emit_epilogue_loop(std::ostream& s, const std::string& loop, const std::string& value,
                         const FusedProgram* epilogue, int num_inputs, const std::string& layouts) {
   s << "    for (" << loop << ") {\n"
     << "      const T a" << num_inputs << " = " << value << ";\n";
+  if (epilogue != nullptr && epilogue->random_streams() > 0)
+    s << "      const unsigned long long* rng_ = rng_epi_;\n";
   if (epilogue != nullptr) {
     const std::string v = emit_body(s, *epilogue, layouts, "      ");
     s << "      o[c] = " << v << ";\n";
@@ -322,6 +326,18 @@ std::string fused_reduction_source(const FusedProgram* prologue, const std::stri
        "long long r1, long long cols, double eps_, void* scratch_) {\n";
   s << "  using T = " << c_type(dtype) << ";\n";
   emit_inputs(s, num_inputs);
+  // The programs' dropout streams (seed, base, n): the pointers after the inputs', the
+  // prologue's then the epilogue's; element (r, c) of the output is element r * cols + c.
+  int slot = num_inputs;
+  const bool pro_rng = prologue != nullptr && prologue->random_streams() > 0;
+  if (pro_rng) {
+    s << "  const unsigned long long* rng_pro_ = static_cast<const unsigned long long*>(in["
+      << slot++ << "]);\n";
+  }
+  if (epilogue != nullptr && epilogue->random_streams() > 0) {
+    s << "  const unsigned long long* rng_epi_ = static_cast<const unsigned long long*>(in["
+      << slot++ << "]);\n";
+  }
   s << "  T* __restrict out = static_cast<T*>(out_);\n"
        "  T* __restrict xb = static_cast<T*>(scratch_);\n"
        "  T* __restrict xe = xb + cols;\n"
@@ -333,6 +349,7 @@ std::string fused_reduction_source(const FusedProgram* prologue, const std::stri
   // Pass 1: the prologue into the row buffer (without one, the reduction reads input 0).
   if (prologue != nullptr) {
     s << "    for (long long c = 0; c < cols; ++c) {\n";
+    if (pro_rng) s << "      const unsigned long long* rng_ = rng_pro_;\n";
     const std::string v = emit_body(s, *prologue, layouts, "      ");
     s << "      xb[c] = " << v << ";\n    }\n    const T* x = xb;\n";
   } else {
@@ -365,6 +382,9 @@ std::string fused_reduction_source(const FusedProgram* prologue, const std::stri
 std::string fused_cuda_reduction_source(const FusedProgram* prologue, const std::string& reduction,
                                         const FusedProgram* epilogue, int num_inputs, DType dtype,
                                         const std::string& layouts) {
+  IGNIS_CHECK((prologue == nullptr || prologue->random_streams() == 0) &&
+                  (epilogue == nullptr || epilogue->random_streams() == 0),
+              "fused_reduction: the CUDA kernel takes no dropout streams yet");
   std::ostringstream s;
   emit_reduction_header(s, prologue, reduction, epilogue, layouts);
   // Tree reductions of one value per thread over the block (blockDim.x a power of two), in a

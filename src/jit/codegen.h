@@ -43,6 +43,7 @@ std::string fused_cuda_kernel_source(const FusedProgram& p, DType dtype, const s
 /// long long cols, double eps, void* scratch)`, a block of 256 threads per row (grid-stride over
 /// the rows), the row's statistics by tree reductions in shared memory; `scratch` holds
 /// gridDim.x * cols elements for the prologue's values, a row per block (unused without one).
+/// Programs with dropout are refused (an Error; fused_reduction runs their ops instead).
 std::string fused_cuda_reduction_source(const FusedProgram* prologue, const std::string& reduction,
                                         const FusedProgram* epilogue, int num_inputs, DType dtype,
                                         const std::string& layouts);
@@ -50,7 +51,9 @@ std::string fused_cuda_reduction_source(const FusedProgram* prologue, const std:
 /// A generated row-wise reduction kernel (fused_reduction): for each row r in [row_begin,
 /// row_end) of `cols` elements, x = prologue(inputs) (or input 0), the reduction of x along the
 /// row (layer_norm: (x - mean) * rsqrt(var + eps); softmax; log_softmax), then
-/// out = epilogue(inputs, that) (or that). `scratch` holds 2 * `cols` elements.
+/// out = epilogue(inputs, that) (or that). `scratch` holds 2 * `cols` elements. A program with
+/// dropout reads its stream (seed, base, n) through the pointer after the inputs' (the
+/// prologue's first, then the epilogue's); element (r, c) draws as element r * cols + c.
 using FusedReductionFn = void (*)(const void* const* in, void* out, int64_t row_begin,
                                   int64_t row_end, int64_t cols, double eps, void* scratch);
 

@@ -12,7 +12,7 @@
 //   a derivative (maximum, minimum) runs op by op through the ops' front ends, so autograd
 //   records each op's own backward.
 // - Training dropout in a program: the node reserves its counters from the default generator
-//   when it runs (draw_rng) and every path (kernel, interpreter, composite, backward) draws the
+//   when it runs (draw_fused_rng) and every path (kernel, interpreter, composite, backward) draws the
 //   mask from them, so nothing random is saved and the masks are eager's.
 #include <atomic>
 #include <cmath>
@@ -367,19 +367,6 @@ void run_on_cpu(const FusedProgram& p, const std::vector<int>& outputs, const La
     run.template operator()<float>();
 }
 
-// Where the program's dropouts draw: n counters per stream reserved from the default generator
-// (as its eager dropouts, in order, would); nothing for a program without dropout.
-detail::FusedRng draw_rng(const FusedProgram& p, const Shape& shape) {
-  detail::FusedRng rng;
-  const int streams = p.random_streams();
-  if (streams == 0) return rng;
-  Generator& g = default_generator();
-  rng.n = static_cast<uint64_t>(shape_numel(shape, "fused_elementwise"));
-  rng.base = g.reserve(rng.n * static_cast<uint64_t>(streams));
-  rng.seed = g.seed();
-  return rng;
-}
-
 bool runs_on_device(Device device) {
   // A GPU runs the generated CUDA kernel unless the interpreter is asked for (it is CPU code).
   return device.is_cuda() && detail::fused_elementwise_stub.has_kernel(device.type) &&
@@ -442,6 +429,23 @@ Tensor run_backward_program(const std::string& text, const std::vector<Tensor>& 
 }  // namespace
 
 namespace detail {
+
+FusedRng draw_fused_rng(const FusedProgram& p, const Shape& shape) {
+  FusedRng rng;
+  const int streams = p.random_streams();
+  if (streams == 0) return rng;
+  Generator& g = default_generator();
+  rng.n = static_cast<uint64_t>(shape_numel(shape, "fused_elementwise"));
+  rng.base = g.reserve(rng.n * static_cast<uint64_t>(streams));
+  rng.seed = g.seed();
+  return rng;
+}
+
+Tensor run_fused_program(const FusedProgram& p, const std::string& text,
+                         const std::vector<Tensor>& inputs, const Shape& shape,
+                         const FusedRng& rng) {
+  return run_program(p, text, inputs, shape, rng);
+}
 
 TensorList fused_input_grads(const FusedProgram& p, const std::vector<Tensor>& in,
                              const std::vector<int>& want, const FusedRng& rng) {
@@ -544,7 +548,7 @@ Tensor fused_elementwise(const std::vector<Tensor>& inputs, const std::string& p
   const Shape shape = detail::fused_output_shape(inputs, op);
   const Device device = inputs[0].device();
   // Dropout's counters, reserved before anything runs (a meta tensor draws none).
-  const detail::FusedRng rng = device.is_meta() ? detail::FusedRng{} : draw_rng(*p, shape);
+  const detail::FusedRng rng = device.is_meta() ? detail::FusedRng{} : detail::draw_fused_rng(*p, shape);
   bool needs_grad = false;
   for (const Tensor& t : inputs) needs_grad = needs_grad || t.requires_grad();
   if (needs_grad && is_grad_enabled() && !device.is_meta()) {

@@ -130,46 +130,221 @@ Tensor reduce_backward(const std::string& reduction, int64_t dims, double eps, c
   return rstd * (ln ? gy - gy.mean(d, true) - proj : gy - proj);
 }
 
-Tensor composite(const FusedProgram* pro, const std::string& reduction, int64_t dims,
-                 const FusedProgram* epi, double eps, const std::vector<Tensor>& inputs,
-                 const Shape& shape) {
-  Tensor x = pro ? detail::run_fused_composite(*pro, inputs) : inputs[0];
+/// What one fused_reduction call runs: its programs (parsed, null for none) and their text, the
+/// reduction, and where the programs' dropouts draw (drawn once per call, before anything runs:
+/// the prologue's streams, then the epilogue's, as their eager dropouts would).
+struct Spec {
+  std::shared_ptr<const FusedProgram> pro, epi;
+  std::string prologue, epilogue, reduction;
+  int64_t dims = 1;
+  double eps = 1e-5;
+  detail::FusedRng pro_rng, epi_rng;
+  bool random() const {
+    return (pro && pro->random_streams() > 0) || (epi && epi->random_streams() > 0);
+  }
+};
+
+Tensor composite(const Spec& s, const std::vector<Tensor>& inputs, const Shape& shape) {
+  Tensor x = s.pro ? detail::run_fused_composite(*s.pro, inputs, s.pro_rng) : inputs[0];
   if (!x.sizes().equals(shape)) x = x.expand(shape);
-  const Tensor r = reduce(reduction, dims, eps, x);
-  if (epi == nullptr) return r;
+  const Tensor r = reduce(s.reduction, s.dims, s.eps, x);
+  if (!s.epi) return r;
   std::vector<Tensor> in = inputs;
   in.push_back(r);
-  return detail::run_fused_composite(*epi, in);
+  return detail::run_fused_composite(*s.epi, in, s.epi_rng);
+}
+
+/// `rng` for one row of C elements: the row's elements are r C .. r C + C - 1.
+detail::FusedRng row_rng(const detail::FusedRng& rng, int64_t r, int64_t C) {
+  detail::FusedRng shifted = rng;
+  shifted.base += static_cast<uint64_t>(r) * static_cast<uint64_t>(C);
+  return shifted;
+}
+
+/// The interpreter: rows [r0, r1) one by one.
+template <class T>
+void interpret_rows(const Spec& s, const std::vector<const void*>& ptrs, const std::string& layouts,
+                    T* out, int64_t r0, int64_t r1, int64_t C) {
+  const size_t n = ptrs.size();
+  std::vector<T> xb(static_cast<size_t>(C)), xe(static_cast<size_t>(C));
+  std::vector<const T*> row(n + 1);
+  std::string row_layouts(layouts);
+  for (size_t i = 0; i < n; ++i)
+    if (row_layouts[i] == 'c') row_layouts[i] = 's';  // one value for the whole row
+  const std::string epi_layouts = row_layouts + 'f';
+  const T eps = static_cast<T>(s.eps);
+  for (int64_t r = r0; r < r1; ++r) {
+    for (size_t i = 0; i < n; ++i) {
+      const T* p = static_cast<const T*>(ptrs[i]);
+      row[i] = layouts[i] == 'f' ? p + r * C : layouts[i] == 'c' ? p + r : p;
+    }
+    row[n] = xe.data();
+    const T* x = row[0];
+    if (s.pro) {
+      const std::vector<const T*> in(row.begin(), row.begin() + static_cast<int64_t>(n));
+      detail::interpret<T>(*s.pro, in, row_layouts, xb.data(), 0, C, C, {}, {},
+                           row_rng(s.pro_rng, r, C));
+      x = xb.data();
+    }
+    if (s.reduction == "layer_norm") {
+      T mean, rstd;
+      detail::ignis_layer_norm_stats(x, C, eps, mean, rstd);
+      for (int64_t c = 0; c < C; ++c) xe[c] = (x[c] - mean) * rstd;
+    } else if (s.reduction == "rms_norm") {
+      const T rstd = fn::Rsqrt{}(detail::ignis_row_sq_dev(x, C, T(0)) / static_cast<T>(C) + eps);
+      for (int64_t c = 0; c < C; ++c) xe[c] = x[c] * rstd;
+    } else {
+      const T m = detail::ignis_row_max(x, C);
+      const T sum = detail::ignis_row_exp_sum(x, xe.data(), C, m);
+      if (s.reduction == "softmax") {
+        const T inv = T(1) / sum;
+        for (int64_t c = 0; c < C; ++c) xe[c] = xe[c] * inv;
+      } else {
+        const T ls = std::log(sum);
+        for (int64_t c = 0; c < C; ++c) xe[c] = (x[c] - m) - ls;
+      }
+    }
+    T* o = out + r * C;
+    if (s.epi) {
+      detail::interpret<T>(*s.epi, row, epi_layouts, o, 0, C, C, {}, {}, row_rng(s.epi_rng, r, C));
+    } else {
+      std::copy(xe.begin(), xe.end(), o);
+    }
+  }
+}
+
+/// The value without autograd: the generated kernel (the CPU; a GPU when `on_device`), the
+/// interpreter, or on other devices (and where the GPU's kernel fails) the composite.
+Tensor run_fused(const Spec& s, const std::vector<Tensor>& inputs, const Shape& shape,
+                 bool on_device) {
+  constexpr const char* op = "fused_reduction";
+  const DType dtype = inputs[0].dtype();
+  const Device device = inputs[0].device();
+  if (!(device.is_cpu() || on_device)) {
+    if (device.is_meta()) return make_tensor(shape, dtype, device);
+    NoGradGuard no_grad;
+    return composite(s, inputs, shape);
+  }
+  Tensor out = make_tensor(shape, dtype, device);
+  const int64_t numel = out.numel();
+  if (numel == 0) return out;
+  const int64_t nd = static_cast<int64_t>(shape.size()), dims = s.dims;
+  int64_t C = 1;
+  for (int64_t d = nd - dims; d < nd; ++d) C *= shape[static_cast<size_t>(d)];
+  const int64_t R = numel / C;
+  // Each input against rows of C: full, a row repeated for every row (a weight), one value per
+  // row, one value; any other broadcast is materialised. Without a prologue, input 0 is the
+  // reduction's input and is read in full.
+  const int n = static_cast<int>(inputs.size());
+  std::vector<Tensor> keep;
+  std::string layouts;
+  std::vector<const void*> ptrs;
+  for (int i = 0; i < n; ++i) {
+    const Tensor& t = inputs[static_cast<size_t>(i)];
+    const int64_t td = t.dim();
+    bool trailing = td >= dims, leading_ones = true, per_row = td == nd;
+    for (int64_t d = 0; d < dims && trailing; ++d)
+      trailing = t.size(td - 1 - d) == shape[static_cast<size_t>(nd - 1 - d)];
+    for (int64_t d = 0; d < dims && per_row; ++d) per_row = t.size(td - 1 - d) == 1;
+    for (int64_t d = 0; d < nd - dims && per_row; ++d)
+      per_row = t.size(d) == shape[static_cast<size_t>(d)];
+    for (int64_t d = 0; d < td - dims; ++d) leading_ones = leading_ones && t.size(d) == 1;
+    char l = 'f';
+    Tensor c;
+    if (t.sizes().equals(shape) || (i == 0 && !s.pro)) {
+      c = t.expand(shape).contiguous();
+    } else if (t.numel() == 1) {
+      l = 's';
+      c = t.reshape({1}).contiguous();
+    } else if (trailing && leading_ones) {
+      l = 'r';
+      c = t.reshape({C}).contiguous();
+    } else if (per_row) {
+      l = 'c';
+      c = t.reshape({R}).contiguous();
+    } else {
+      c = t.expand(shape).contiguous();
+    }
+    layouts += l;
+    ptrs.push_back(c.data_ptr());
+    keep.push_back(std::move(c));
+  }
+  const std::string key = std::string(op) + "|" + s.reduction + "|" + s.prologue + "|" +
+                          s.epilogue + "|" + std::string(dtype_name(dtype)) + "|" + layouts;
+  if (on_device) {
+    try {
+      detail::fused_reduction_stub[device](out, ptrs, R, C, s.eps, s.pro != nullptr, key, [&] {
+        return detail::fused_cuda_reduction_source(s.pro.get(), s.reduction, s.epi.get(), n,
+                                                   dtype, layouts);
+      });
+      return out;
+    } catch (const Error& e) {
+      IGNIS_CHECK(detail::fusion_backend_mode() != 1, op,
+                  ": the compiler backend was asked for, but ", e.what());
+      NoGradGuard no_grad;
+      return composite(s, inputs, shape);
+    }
+  }
+  const int64_t grain = std::max<int64_t>(kGrainSize / 4 / C, 1);
+  auto fn = reinterpret_cast<detail::FusedReductionFn>(detail::fused_kernel(
+      key,
+      [&] {
+        return detail::fused_reduction_source(s.pro.get(), s.reduction, s.epi.get(), n, dtype,
+                                              layouts);
+      },
+      op));
+  // The kernel reads the programs' dropout streams (seed, base, n) through the pointers after
+  // the inputs': the prologue's, then the epilogue's (codegen.h).
+  const uint64_t pro_words[3] = {s.pro_rng.seed, s.pro_rng.base, s.pro_rng.n};
+  const uint64_t epi_words[3] = {s.epi_rng.seed, s.epi_rng.base, s.epi_rng.n};
+  std::vector<const void*> kernel_ptrs = ptrs;
+  if (s.pro && s.pro->random_streams() > 0) kernel_ptrs.push_back(pro_words);
+  if (s.epi && s.epi->random_streams() > 0) kernel_ptrs.push_back(epi_words);
+  auto run = [&]<class T>() {
+    T* dst = out.data_ptr<T>();
+    parallel_for(0, R, grain, [&](int64_t b, int64_t e) {
+      if (fn != nullptr) {
+        std::vector<T> scratch(static_cast<size_t>(2 * C));
+        fn(kernel_ptrs.data(), dst, b, e, C, s.eps, scratch.data());
+      } else {
+        interpret_rows<T>(s, ptrs, layouts, dst, b, e, C);
+      }
+    });
+  };
+  if (dtype == kFloat64)
+    run.template operator()<double>();
+  else
+    run.template operator()<float>();
+  return out;
 }
 
 /// Training where the fused kernel runs (the CPU, a GPU): the kernel forward, saving only the
 /// inputs, and one node whose backward recomputes x = prologue(inputs) and y = reduce(x) (fused
 /// and row-wise again), takes the epilogue's gradients (one multi-output kernel on the CPU:
 /// every input's and y's), then y's through the reduction (reduce_backward) and the prologue's
-/// for x's — not the ops' backwards one by one, nor their saved intermediates. An undefined
-/// tensor when a program has no backward (the caller then runs the composite).
-Tensor reduction_with_backward(const std::shared_ptr<const FusedProgram>& pro,
-                               const std::string& reduction, int64_t dims,
-                               const std::shared_ptr<const FusedProgram>& epi, double eps,
-                               const std::vector<Tensor>& inputs, const Shape& shape,
-                               const std::string& prologue, const std::string& epilogue) {
+/// for x's — not the ops' backwards one by one, nor their saved intermediates. Dropouts use the
+/// forward's streams again, so their masks are the forward's. An undefined tensor when a
+/// program has no backward (the caller then runs the composite).
+Tensor reduction_with_backward(const Spec& s, const std::vector<Tensor>& inputs, const Shape& shape,
+                               bool on_device) {
   const int n = static_cast<int>(inputs.size());
   std::vector<int> ks;
   for (int k = 0; k < n; ++k)
     if (inputs[static_cast<size_t>(k)].requires_grad()) ks.push_back(k);
   std::vector<int> epi_ks = ks;
   epi_ks.push_back(n);  // y
-  if ((pro && !detail::fused_backward(*pro, ks)) || (epi && !detail::fused_backward(*epi, epi_ks)))
+  if ((s.pro && !detail::fused_backward(*s.pro, ks)) ||
+      (s.epi && !detail::fused_backward(*s.epi, epi_ks)))
     return Tensor();
   Tensor out;
   {
     NoGradGuard no_grad;
-    out = fused_reduction(inputs, reduction, dims, prologue, epilogue, eps);
+    out = run_fused(s, inputs, shape, on_device);
   }
   std::vector<autograd::SavedVariable> saved;
   for (const Tensor& t : inputs) saved.emplace_back(t, false);
-  auto fn = [saved = std::move(saved), ks, pro, epi, reduction, dims, eps, shape, prologue, n](
-                autograd::BackwardCtx& c, const TensorList& g) {
+  auto fn = [saved = std::move(saved), ks, s, shape, n](autograd::BackwardCtx& c,
+                                                      const TensorList& g) {
     TensorList r(saved.size());
     if (!g[0].defined()) return r;
     std::vector<Tensor> in;
@@ -177,35 +352,39 @@ Tensor reduction_with_backward(const std::shared_ptr<const FusedProgram>& pro,
     std::vector<int> want;
     for (int k : ks)
       if (c.needs_input_grad(static_cast<size_t>(k))) want.push_back(k);
-    Tensor x = pro ? fused_elementwise(in, prologue) : in[0];
-    if (!x.sizes().equals(shape)) x = x.expand(shape);
     bool graph = false;  // create_graph: the gradients need history
     for (const Tensor& t : in) graph = graph || (t.requires_grad() && is_grad_enabled());
+    Tensor x = in[0];
+    if (s.pro) {
+      x = graph ? detail::run_fused_composite(*s.pro, in, s.pro_rng)
+                : detail::run_fused_program(*s.pro, s.prologue, in, shape, s.pro_rng);
+    }
+    if (!x.sizes().equals(shape)) x = x.expand(shape);
     // Without history, y by the row kernel (one pass; the ops make several).
-    const Tensor y = graph ? reduce(reduction, dims, eps, x)
-                           : fused_reduction({x}, reduction, dims, "", "", eps);
+    const Tensor y = graph ? reduce(s.reduction, s.dims, s.eps, x)
+                           : fused_reduction({x}, s.reduction, s.dims, "", "", s.eps);
     Tensor gy = g[0];
-    if (epi) {
+    if (s.epi) {
       std::vector<Tensor> ein = in;
       ein.push_back(y);
       ein.push_back(g[0]);
       std::vector<int> ew = want;
       ew.push_back(n);
-      TensorList eg = detail::fused_input_grads(*epi, ein, ew);
+      TensorList eg = detail::fused_input_grads(*s.epi, ein, ew, s.epi_rng);
       for (int k : want) r[static_cast<size_t>(k)] = eg[static_cast<size_t>(k)];
       gy = eg[static_cast<size_t>(n)];
       if (!gy.defined()) return r;  // the epilogue does not read y
     }
-    const Tensor gx = reduce_backward(reduction, dims, eps, x, y, gy);
+    const Tensor gx = reduce_backward(s.reduction, s.dims, s.eps, x, y, gy);
     auto add_to = [&](int k, const Tensor& t) {
       if (!t.defined()) return;
       Tensor& slot = r[static_cast<size_t>(k)];
       slot = slot.defined() ? slot + t : t;
     };
-    if (pro) {
+    if (s.pro) {
       std::vector<Tensor> pin = in;
       pin.push_back(gx);
-      const TensorList pg = detail::fused_input_grads(*pro, pin, want);
+      const TensorList pg = detail::fused_input_grads(*s.pro, pin, want, s.pro_rng);
       for (int k : want) add_to(k, pg[static_cast<size_t>(k)]);
     } else if (c.needs_input_grad(0)) {
       add_to(0, gx);
@@ -217,58 +396,6 @@ Tensor reduction_with_backward(const std::shared_ptr<const FusedProgram>& pro,
   TensorList outs{out};
   autograd::connect(node, inputs, outs);
   return out;
-}
-
-/// The interpreter: rows [r0, r1) one by one.
-template <class T>
-void interpret_rows(const FusedProgram* pro, const std::string& reduction, const FusedProgram* epi,
-                    const std::vector<const void*>& ptrs, const std::string& layouts, T* out,
-                    int64_t r0, int64_t r1, int64_t C, double eps) {
-  const size_t n = ptrs.size();
-  std::vector<T> xb(static_cast<size_t>(C)), xe(static_cast<size_t>(C));
-  std::vector<const T*> row(n + 1);
-  std::string row_layouts(layouts);
-  for (size_t i = 0; i < n; ++i)
-    if (row_layouts[i] == 'c') row_layouts[i] = 's';  // one value for the whole row
-  const std::string epi_layouts = row_layouts + 'f';
-  for (int64_t r = r0; r < r1; ++r) {
-    for (size_t i = 0; i < n; ++i) {
-      const T* p = static_cast<const T*>(ptrs[i]);
-      row[i] = layouts[i] == 'f' ? p + r * C : layouts[i] == 'c' ? p + r : p;
-    }
-    row[n] = xe.data();
-    const T* x = row[0];
-    if (pro != nullptr) {
-      const std::vector<const T*> in(row.begin(), row.begin() + static_cast<int64_t>(n));
-      detail::interpret<T>(*pro, in, row_layouts, xb.data(), 0, C, C);
-      x = xb.data();
-    }
-    if (reduction == "layer_norm") {
-      T mean, rstd;
-      detail::ignis_layer_norm_stats(x, C, static_cast<T>(eps), mean, rstd);
-      for (int64_t c = 0; c < C; ++c) xe[c] = (x[c] - mean) * rstd;
-    } else if (reduction == "rms_norm") {
-      const T rstd = fn::Rsqrt{}(detail::ignis_row_sq_dev(x, C, T(0)) / static_cast<T>(C) +
-                                 static_cast<T>(eps));
-      for (int64_t c = 0; c < C; ++c) xe[c] = x[c] * rstd;
-    } else {
-      const T m = detail::ignis_row_max(x, C);
-      const T sum = detail::ignis_row_exp_sum(x, xe.data(), C, m);
-      if (reduction == "softmax") {
-        const T inv = T(1) / sum;
-        for (int64_t c = 0; c < C; ++c) xe[c] = xe[c] * inv;
-      } else {
-        const T ls = std::log(sum);
-        for (int64_t c = 0; c < C; ++c) xe[c] = (x[c] - m) - ls;
-      }
-    }
-    T* o = out + r * C;
-    if (epi != nullptr) {
-      detail::interpret<T>(*epi, row, epi_layouts, o, 0, C, C);
-    } else {
-      std::copy(xe.begin(), xe.end(), o);
-    }
-  }
 }
 
 }  // namespace
@@ -295,116 +422,43 @@ Tensor fused_reduction(const std::vector<Tensor>& inputs, const std::string& red
               ": unknown reduction '", reduction.substr(0, 64),
               "' (expected layer_norm, rms_norm, softmax or log_softmax)");
   const int n = static_cast<int>(inputs.size());
-  std::shared_ptr<const FusedProgram> pro, epi;
+  Spec s;
+  s.prologue = prologue;
+  s.epilogue = epilogue;
+  s.reduction = reduction;
+  s.dims = dims;
+  s.eps = eps;
   try {
-    if (!prologue.empty()) pro = detail::parsed_program(prologue, n);
-    if (!epilogue.empty()) epi = detail::parsed_program(epilogue, n + 1);
+    if (!prologue.empty()) s.pro = detail::parsed_program(prologue, n);
+    if (!epilogue.empty()) s.epi = detail::parsed_program(epilogue, n + 1);
   } catch (const Error& e) {
-    IGNIS_FAIL(op, ": the ", pro || prologue.empty() ? "epilogue" : "prologue", ": ", e.what());
+    IGNIS_FAIL(op, ": the ", s.pro || prologue.empty() ? "epilogue" : "prologue", ": ", e.what());
   }
   const Shape shape = detail::fused_output_shape(inputs, op);
-  const DType dtype = inputs[0].dtype();
   const int64_t nd = static_cast<int64_t>(shape.size());
   IGNIS_CHECK(dims >= 1 && dims <= nd && (dims == 1 || norm), op, ": ", reduction, " over ", dims,
               " trailing dims of an output of shape ", shape, " (layer_norm and rms_norm take 1 to ",
               nd, ", softmax and log_softmax 1)");
   IGNIS_CHECK(std::isfinite(eps), op, ": eps must be finite, got ", eps);
+  const Device device = inputs[0].device();
+  if (!device.is_meta()) {  // (a meta tensor draws nothing)
+    if (s.pro) s.pro_rng = detail::draw_fused_rng(*s.pro, shape);
+    if (s.epi) s.epi_rng = detail::draw_fused_rng(*s.epi, shape);
+  }
   bool needs_grad = false;
   for (const Tensor& t : inputs) needs_grad = needs_grad || t.requires_grad();
-  const Device device = inputs[0].device();
-  // A GPU runs the generated CUDA kernel unless the interpreter is asked for (it is CPU code).
+  // A GPU runs the generated CUDA kernel unless the interpreter is asked for (it is CPU code)
+  // or a program has dropout (its CUDA kernel takes no streams yet: the composite runs).
   const bool on_device = device.is_cuda() && detail::fused_reduction_stub.has_kernel(device.type) &&
-                         detail::fusion_backend_mode() != 2;  // not the interpreter
-  if ((needs_grad && is_grad_enabled()) || !(device.is_cpu() || on_device)) {
-    if (device.is_meta()) return make_tensor(shape, dtype, device);
-    if (needs_grad && is_grad_enabled() && (device.is_cpu() || on_device)) {
-      if (Tensor out = reduction_with_backward(pro, reduction, dims, epi, eps, inputs, shape,
-                                               prologue, epilogue);
-          out.defined())
+                         detail::fusion_backend_mode() != 2 && !s.random();
+  if (needs_grad && is_grad_enabled() && !device.is_meta()) {
+    if (device.is_cpu() || on_device) {
+      if (Tensor out = reduction_with_backward(s, inputs, shape, on_device); out.defined())
         return out;
     }
-    return composite(pro.get(), reduction, dims, epi.get(), eps, inputs, shape);
+    return composite(s, inputs, shape);
   }
-  Tensor out = make_tensor(shape, dtype, device);
-  const int64_t numel = out.numel();
-  if (numel == 0) return out;
-  int64_t C = 1;
-  for (int64_t d = nd - dims; d < nd; ++d) C *= shape[static_cast<size_t>(d)];
-  const int64_t R = numel / C;
-  // Each input against rows of C: full, a row repeated for every row (a weight), one value per
-  // row, one value; any other broadcast is materialised. Without a prologue, input 0 is the
-  // reduction's input and is read in full.
-  std::vector<Tensor> keep;
-  std::string layouts;
-  std::vector<const void*> ptrs;
-  for (int i = 0; i < n; ++i) {
-    const Tensor& t = inputs[static_cast<size_t>(i)];
-    const int64_t td = t.dim();
-    bool trailing = td >= dims, leading_ones = true, per_row = td == nd;
-    for (int64_t d = 0; d < dims && trailing; ++d)
-      trailing = t.size(td - 1 - d) == shape[static_cast<size_t>(nd - 1 - d)];
-    for (int64_t d = 0; d < dims && per_row; ++d) per_row = t.size(td - 1 - d) == 1;
-    for (int64_t d = 0; d < nd - dims && per_row; ++d)
-      per_row = t.size(d) == shape[static_cast<size_t>(d)];
-    for (int64_t d = 0; d < td - dims; ++d) leading_ones = leading_ones && t.size(d) == 1;
-    char l = 'f';
-    Tensor c;
-    if (t.sizes().equals(shape) || (i == 0 && pro == nullptr)) {
-      c = t.expand(shape).contiguous();
-    } else if (t.numel() == 1) {
-      l = 's';
-      c = t.reshape({1}).contiguous();
-    } else if (trailing && leading_ones) {
-      l = 'r';
-      c = t.reshape({C}).contiguous();
-    } else if (per_row) {
-      l = 'c';
-      c = t.reshape({R}).contiguous();
-    } else {
-      c = t.expand(shape).contiguous();
-    }
-    layouts += l;
-    ptrs.push_back(c.data_ptr());
-    keep.push_back(std::move(c));
-  }
-  const std::string key = std::string(op) + "|" + reduction + "|" + prologue + "|" + epilogue +
-                          "|" + std::string(dtype_name(dtype)) + "|" + layouts;
-  if (on_device) {
-    try {
-      detail::fused_reduction_stub[device](out, ptrs, R, C, eps, pro != nullptr, key, [&] {
-        return detail::fused_cuda_reduction_source(pro.get(), reduction, epi.get(), n, dtype,
-                                                   layouts);
-      });
-      return out;
-    } catch (const Error& e) {
-      IGNIS_CHECK(detail::fusion_backend_mode() != 1, op, ": the compiler backend was asked for, but ",
-                  e.what());
-      return composite(pro.get(), reduction, dims, epi.get(), eps, inputs, shape);
-    }
-  }
-  const int64_t grain = std::max<int64_t>(kGrainSize / 4 / C, 1);
-  auto fn = reinterpret_cast<detail::FusedReductionFn>(detail::fused_kernel(
-      key,
-      [&] {
-        return detail::fused_reduction_source(pro.get(), reduction, epi.get(), n, dtype, layouts);
-      },
-      op));
-  auto run = [&]<class T>() {
-    T* dst = out.data_ptr<T>();
-    parallel_for(0, R, grain, [&](int64_t b, int64_t e) {
-      if (fn != nullptr) {
-        std::vector<T> scratch(static_cast<size_t>(2 * C));
-        fn(ptrs.data(), dst, b, e, C, eps, scratch.data());
-      } else {
-        interpret_rows<T>(pro.get(), reduction, epi.get(), ptrs, layouts, dst, b, e, C, eps);
-      }
-    });
-  };
-  if (dtype == kFloat64)
-    run.template operator()<double>();
-  else
-    run.template operator()<float>();
-  return out;
+  return run_fused(s, inputs, shape, on_device);
 }
 
 }  // namespace jit

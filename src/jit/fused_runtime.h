@@ -32,6 +32,17 @@ Tensor run_fused_composite(const FusedProgram& p, const std::vector<Tensor>& in,
 std::vector<Tensor> fused_input_grads(const FusedProgram& p, const std::vector<Tensor>& in,
                                       const std::vector<int>& want, const FusedRng& rng = {});
 
+/// Where a program's dropouts draw when it runs over `shape`: n = its elements counters per
+/// stream, reserved from the default generator (as its eager dropouts, in order, would);
+/// nothing for a program without dropout.
+FusedRng draw_fused_rng(const FusedProgram& p, const Shape& shape);
+
+/// fused_elementwise's value without autograd, its dropouts drawing from `rng` (the generated
+/// kernel on the CPU or a GPU, the interpreter, or on other devices the composite).
+Tensor run_fused_program(const FusedProgram& p, const std::string& text,
+                         const std::vector<Tensor>& inputs, const Shape& shape,
+                         const FusedRng& rng);
+
 /// The broadcast shape of a fused op's inputs, after checking that they are defined, all float32
 /// or all float64, and on one device (errors name `op`, the input and what is wrong).
 Shape fused_output_shape(const std::vector<Tensor>& inputs, const char* op);

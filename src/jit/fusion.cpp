@@ -213,14 +213,17 @@ int fuse_elementwise(Graph& g) {
 namespace {
 
 /// A node as a program over its own inputs: a fused_elementwise node's program, or one
-/// elementwise op as a one-instruction program.
+/// elementwise op as a one-instruction program. Training dropout (a dropout node, or a fused node
+/// with dropout) is a piece too: its streams are numbered from 0 within the piece.
 struct Piece {
   detail::FusedProgram program;
   std::vector<int> inputs;  // value ids, by program input index
+  bool random() const { return program.random_streams() > 0; }
 };
 
 std::optional<Piece> piece_of(const Graph& g, const Node& n) {
-  if (!detail::is_pure(n) || n.outputs.size() != 1) return {};
+  if (detail::writes_inputs(n) || n.outputs.size() != 1) return {};
+  if (detail::is_random(n) && n.name() != "dropout" && n.name() != "fused_elementwise") return {};
   Piece p;
   if (n.name() == "fused_elementwise") {
     const Arg& list = n.args[0];
@@ -239,7 +242,10 @@ std::optional<Piece> piece_of(const Graph& g, const Node& n) {
   if (!c) return {};
   FusedInstr in{c->op, {}, {}, c->param};
   p.inputs.push_back(c->a);
-  if (detail::fused_op_info(c->op).arity == 2) {
+  if (c->op == FusedOp::dropout) {
+    in.b.kind = FusedOperand::Kind::Number;
+    in.b.number = 0;  // the piece's stream 0
+  } else if (detail::fused_op_info(c->op).arity == 2) {
     if (c->b >= 0) {
       in.b.index = static_cast<int>(p.inputs.size());
       p.inputs.push_back(c->b);
@@ -264,9 +270,10 @@ struct Builder {
     if (added) inputs.push_back(v);
     return it->second;
   }
-  /// Appends `piece` to `code`; reads of `current` become `cur`. Returns the result's operand.
+  /// Appends `piece` to `code`; reads of `current` become `cur`; its dropout streams follow the
+  /// `streams` the program has so far (counted up). Returns the result's operand.
   FusedOperand append(const Piece& piece, std::vector<FusedInstr>& code, int current,
-                      FusedOperand cur) {
+                      FusedOperand cur, int& streams) {
     const int base = static_cast<int>(code.size());
     auto map = [&](FusedOperand o) {
       if (o.kind == FusedOperand::Kind::Input) {
@@ -280,9 +287,13 @@ struct Builder {
     };
     for (FusedInstr in : piece.program.code) {
       in.a = map(in.a);
-      if (detail::fused_op_info(in.op).arity == 2) in.b = map(in.b);
+      if (in.op == FusedOp::dropout)
+        in.b.number += streams;
+      else if (detail::fused_op_info(in.op).arity == 2)
+        in.b = map(in.b);
       code.push_back(in);
     }
+    streams += piece.program.random_streams();
     FusedOperand r;
     r.kind = FusedOperand::Kind::Value;
     r.index = static_cast<int>(code.size()) - 1;
@@ -380,8 +391,9 @@ int fuse_reductions(Graph& g) {
       if (pro) members.push_back(static_cast<size_t>(p));
     }
     std::vector<FusedInstr> pro_code, epi_code;
+    int pro_streams = 0, epi_streams = 0;
     if (pro)
-      b.append(*pro, pro_code, -1, {});
+      b.append(*pro, pro_code, -1, {}, pro_streams);
     else
       b.input(x);  // input 0: the reduction's input
     // The epilogue: layer_norm's or rms_norm's affine part, then each consumer reading the latest
@@ -425,7 +437,7 @@ int fuse_reductions(Graph& g) {
       for (int v : piece->inputs)
         same_dtype = same_dtype && g.values[static_cast<size_t>(v)].dtype == yv.dtype;
       if (!same_dtype) break;
-      cur = b.append(*piece, epi_code, tail, cur);
+      cur = b.append(*piece, epi_code, tail, cur, epi_streams);
       members.push_back(static_cast<size_t>(e));
       tail = en.outputs[0];
       last = static_cast<size_t>(e);
@@ -435,15 +447,22 @@ int fuse_reductions(Graph& g) {
     if (r.kind != "layer_norm" && r.kind != "rms_norm" && !pro && !consumed) continue;
     const int n = static_cast<int>(b.inputs.size());
     if (n >= detail::kMaxFusedInputs || pro_code.size() > detail::kMaxFusedInstrs ||
-        epi_code.size() > detail::kMaxFusedInstrs)
+        epi_code.size() > detail::kMaxFusedInstrs || pro_streams > 256 || epi_streams > 256)
       continue;
     const size_t first = *std::min_element(members.begin(), members.end());
-    bool writes = false;
-    for (size_t k = first + 1; k < last && !writes; ++k) {
+    // The fused node runs at the last member's place, drawing its dropouts' numbers there (the
+    // prologue's, then the epilogue's, as eager drew them): no other random node may run between
+    // the first random member and it, so that every draw keeps eager's order and masks.
+    size_t first_random = last;
+    for (size_t m : members)
+      if (detail::is_random(g.nodes[m])) first_random = std::min(first_random, m);
+    bool writes = false, reordered = false;
+    for (size_t k = first + 1; k < last && !writes && !reordered; ++k) {
       const bool member = std::find(members.begin(), members.end(), k) != members.end();
       writes = !member && detail::writes_inputs(g.nodes[k]);
+      reordered = !member && k > first_random && detail::is_random(g.nodes[k]);
     }
-    if (writes) continue;
+    if (writes || reordered) continue;
     for (FusedInstr& in : epi_code)
       for (FusedOperand* o : {&in.a, &in.b})
         if (o->kind == FusedOperand::Kind::Input && o->index < 0) o->index = n;

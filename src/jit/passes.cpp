@@ -34,6 +34,14 @@ bool is_random(const Node& n) {
   if (n.op->schema.name == "fused_elementwise" && n.args.size() == 2 &&
       n.args[1].attr.is<std::string>())
     return detail::fused_text_is_random(n.args[1].attr.get<std::string>());
+  // A fused reduction: when its prologue or epilogue has dropout.
+  if (n.op->schema.name == "fused_reduction" && n.args.size() >= 5) {
+    for (size_t k : {size_t{3}, size_t{4}})
+      if (n.args[k].attr.is<std::string>() &&
+          detail::fused_text_is_random(n.args[k].attr.get<std::string>()))
+        return true;
+    return false;
+  }
   if (n.op->kind != "random") return false;
   // dropout(train=False) is the identity: deterministic.
   const int t = n.op->schema.index_of("train");
