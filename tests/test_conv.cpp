@@ -525,9 +525,9 @@ std::vector<std::string> op_names(const jit::Graph& g) {
 
 TEST(SequentialFusion, EagerRunsEveryModuleAndGraphModeFusesTheRelu) {
   manual_seed(13);
-  auto net = std::make_shared<nn::Sequential>(nn::Conv2d(3, 8, 3, 1, 1), nn::ReLU(),
-                                              nn::MaxPool2d(2), nn::Flatten(),
-                                              nn::Linear(128, 6), nn::ReLU(true));
+  auto net =
+      std::make_shared<nn::Sequential>(nn::Conv2d(3, 8, 3, 1, 1), nn::ReLU(), nn::MaxPool2d(2),
+                                       nn::Flatten(), nn::Linear(128, 6), nn::ReLU(true));
   const Tensor x = randn({4, 3, 8, 8});
   // Eager: the ReLU modules themselves ran (no pattern match on module types).
   nn::Sequential cr(nn::Conv2d(3, 8, 3, 1, 1), nn::ReLU());
@@ -536,12 +536,11 @@ TEST(SequentialFusion, EagerRunsEveryModuleAndGraphModeFusesTheRelu) {
   EXPECT_EQ(eager.grad_fn()->name(), "ReluBackward0");
   // Graph mode: fuse_ops turns conv2d + relu and linear + relu_ into one node each.
   jit::Graph g = jit::trace(net, {x});
-  EXPECT_EQ(op_names(g), (std::vector<std::string>{"conv2d", "relu", "max_pool2d", "flatten.using_ints",
-                                                    "linear", "relu_"}));
+  EXPECT_EQ(op_names(g), (std::vector<std::string>{"conv2d", "relu", "max_pool2d",
+                                                   "flatten.using_ints", "linear", "relu_"}));
   EXPECT_EQ(jit::fuse_ops(g), 2);
-  EXPECT_EQ(op_names(g),
-            (std::vector<std::string>{"conv2d_relu", "max_pool2d", "flatten.using_ints",
-                                      "linear_relu"}));
+  EXPECT_EQ(op_names(g), (std::vector<std::string>{"conv2d_relu", "max_pool2d",
+                                                   "flatten.using_ints", "linear_relu"}));
   // Compiled, values and gradients equal eager's.
   auto compiled = jit::compile(net);
   const Tensor y = compiled->forward(x);
@@ -555,8 +554,7 @@ TEST(SequentialFusion, EagerRunsEveryModuleAndGraphModeFusesTheRelu) {
   const auto params = net->named_parameters();
   ASSERT_EQ(params.size(), 4u);
   for (size_t i = 0; i < params.size(); ++i) {
-    EXPECT_TRUE(allclose(params[i].second.grad(), eager_grads[i], 1e-5, 1e-6))
-        << params[i].first;
+    EXPECT_TRUE(allclose(params[i].second.grad(), eager_grads[i], 1e-5, 1e-6)) << params[i].first;
   }
 }
 
@@ -567,8 +565,8 @@ TEST(SequentialFusion, ForwardReluIsTheFusedOp) {
   const Tensor x = randn({16, 12});
   EXPECT_EQ(lin.forward_relu(x).grad_fn()->name(), "LinearReluBackward0");
   NoGradGuard ng;
-  EXPECT_TRUE(allclose(lin.forward_relu(x), relu(matmul(x, lin.weight.t()) + lin.bias), 1e-5,
-                       1e-6));
+  EXPECT_TRUE(
+      allclose(lin.forward_relu(x), relu(matmul(x, lin.weight.t()) + lin.bias), 1e-5, 1e-6));
 }
 
 TEST(ConvCache, PrimitivesAreCreatedOncePerShape) {

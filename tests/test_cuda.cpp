@@ -1003,6 +1003,25 @@ TEST(Cuda, CompiledGraphsRunOnTheGpu) {
                      "fused reductions on the GPU, " + std::to_string(cols) + " columns");
     }
   }
+  // Dropout in a fused reduction's prologue and epilogue: the CUDA kernel draws the CPU's masks
+  // (the same counters of the default generator), forward, and in training backward.
+  for (DType dt : {kFloat32, kFloat64}) {
+    const Tensor x = randn({24, 200}, dt), w = randn({200}, dt);
+    const std::string pro = "mul(i0,i1);dropout(v0,0,0.2)", epi = "dropout(i2,0,0.3);mul(v0,i1)";
+    manual_seed(17);
+    const Tensor cpu = jit::fused_reduction({x, w}, "layer_norm", 1, pro, epi);
+    manual_seed(17);
+    const Tensor gpu = jit::fused_reduction({x.to(kGpu), w.to(kGpu)}, "layer_norm", 1, pro, epi);
+    expect_matches(gpu, cpu, dt == kFloat32 ? 1e-4 : 1e-11, dt == kFloat32 ? 1e-5 : 1e-11,
+                   "fused reduction with dropout on the GPU");
+    const Tensor xg = x.to(kGpu).requires_grad_(true), xc = x.clone().requires_grad_(true);
+    manual_seed(18);
+    jit::fused_reduction({xc, w}, "softmax", 1, pro, epi).sum().backward();
+    manual_seed(18);
+    jit::fused_reduction({xg, w.to(kGpu)}, "softmax", 1, pro, epi).sum().backward();
+    expect_matches(xg.grad(), xc.grad(), dt == kFloat32 ? 1e-4 : 1e-11,
+                   dt == kFloat32 ? 1e-5 : 1e-11, "its gradient on the GPU");
+  }
   jit::set_fusion_backend("auto");
 }
 

@@ -127,6 +127,23 @@ TEST(JitNvrtc, FusedReductionsCompileForTheGpu) {
   }
 }
 
+TEST(JitNvrtc, FusedReductionsWithDropoutCompileForTheGpu) {
+  // The prologue's dropout draws from the argument's rng, the epilogue's from rng2.
+  const FusedProgram prologue = parse_fused_program("add(i0,i1,1);dropout(v0,0,0.1)", 2);
+  const FusedProgram epilogue = parse_fused_program("dropout(i2,0,0.2);dropout(v0,1,0.3)", 3);
+  for (const char* reduction : {"layer_norm", "softmax"}) {
+    for (DType dt : {kFloat32, kFloat64}) {
+      const std::string source =
+          fused_cuda_reduction_source(&prologue, reduction, &epilogue, 2, dt, "ff");
+      EXPECT_THAT(source, HasSubstr("const unsigned long long* rng_pro_ = in.rng;"));
+      EXPECT_THAT(source, HasSubstr("const unsigned long long* rng_epi_ = in.rng2;"));
+      EXPECT_THAT(source, HasSubstr("unsigned long long rng2[3];"));
+      const std::string what = std::string(reduction) + " " + std::string(dtype_name(dt));
+      if (!expect_cubin(source, what)) GTEST_SKIP() << "no NVRTC here";
+    }
+  }
+}
+
 TEST(JitNvrtc, CompileErrorsComeBackWithNvrtcsLog) {
   bool skipped = false;
   try {

@@ -127,8 +127,8 @@ TEST(Layers, ActivationsMatchTheirFormulas) {
   namespace F = nn::functional;
   nn::ReLU relu;
   check_activation(
-      relu, [](const Tensor& x) { return F::relu(x); }, [](double v) { return v > 0 ? v : 0.0; },
-      0, "relu");
+      relu, [](const Tensor& x) { return F::relu(x); }, [](double v) { return v > 0 ? v : 0.0; }, 0,
+      "relu");
   nn::LeakyReLU leaky(0.2);
   check_activation(
       leaky, [](const Tensor& x) { return F::leaky_relu(x, 0.2); },

@@ -167,10 +167,9 @@ void bench_jit_norm_train(const BenchOptions& opts) {
                beta = randn({cols}).requires_grad_(true);
   const Tensor gy = randn({rows, cols});
   auto block = [cols](const std::vector<Tensor>& in) {
-    return std::vector<Tensor>{
-        nn::functional::layer_norm(
-            nn::functional::dropout(gelu(in[0] * in[2] + in[3]), 0.1, true) + in[1], {cols},
-            in[4], in[5])};
+    return std::vector<Tensor>{nn::functional::layer_norm(
+        nn::functional::dropout(gelu(in[0] * in[2] + in[3]), 0.1, true) + in[1], {cols}, in[4],
+        in[5])};
   };
   bench_fused_training("jit_norm_train", block, {x, residual, scale, shift, gamma, beta},
                        {x, scale, shift, gamma, beta}, gy, opts);

@@ -94,17 +94,20 @@ cudaKernel_t kernel_for(const std::string& name, const std::function<std::string
 }
 
 // The generated kernels' IgnisFusedInputs: the inputs' pointers and dropout's stream (seed,
-// base, n; see jit/fused_program.h).
+// base, n; see jit/fused_program.h): an elementwise program's, a reduction's prologue's (rng)
+// and epilogue's (rng2).
 struct FusedInputs {
   const void* p[jit::detail::kMaxFusedInputs];
   unsigned long long rng[3];
+  unsigned long long rng2[3];
 };
 
 // The inputs packed for `op`'s generated kernel (compiled for `key` on out's device at the first
 // call), which is then launched with `args` after them: grid-stride blocks of 256 threads.
 void launch_fused(const char* op, const Tensor& out, const std::vector<const void*>& inputs,
                   const std::string& key, const std::function<std::string()>& source,
-                  unsigned blocks, std::vector<void*> args, const jit::detail::FusedRng& rng = {}) {
+                  unsigned blocks, std::vector<void*> args, const jit::detail::FusedRng& rng = {},
+                  const jit::detail::FusedRng& rng2 = {}) {
   IGNIS_CHECK(inputs.size() <= static_cast<size_t>(jit::detail::kMaxFusedInputs), op, ": ",
               inputs.size(), " inputs, a CUDA kernel takes at most ", jit::detail::kMaxFusedInputs);
   DeviceGuard guard(out.device().index);
@@ -114,6 +117,9 @@ void launch_fused(const char* op, const Tensor& out, const std::vector<const voi
   in.rng[0] = rng.seed;
   in.rng[1] = rng.base;
   in.rng[2] = rng.n;
+  in.rng2[0] = rng2.seed;
+  in.rng2[1] = rng2.base;
+  in.rng2[2] = rng2.n;
   args.insert(args.begin(), &in);
   IGNIS_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(k), dim3(std::max(blocks, 1u)),
                                     dim3(256), args.data(), 0,
@@ -134,7 +140,9 @@ void fused_elementwise_cuda(const Tensor& out, const std::vector<const void*>& i
 
 void fused_reduction_cuda(const Tensor& out, const std::vector<const void*>& inputs, int64_t rows,
                           int64_t cols, double eps, bool scratch, const std::string& key,
-                          const std::function<std::string()>& source) {
+                          const std::function<std::string()>& source,
+                          const jit::detail::FusedRng& pro_rng,
+                          const jit::detail::FusedRng& epi_rng) {
   if (out.numel() == 0) return;
   // The prologue's values, a row per block: from the caching allocator, reused only by later
   // work on this stream.
@@ -146,7 +154,7 @@ void fused_reduction_cuda(const Tensor& out, const std::vector<const void*>& inp
   double e = eps;
   // A block per row (the kernel's shared tree holds 256 values).
   launch_fused("fused_reduction", out, inputs, key, source,
-               static_cast<unsigned>(blocks), {&dst, &r, &c, &e, &tmp});
+               static_cast<unsigned>(blocks), {&dst, &r, &c, &e, &tmp}, pro_rng, epi_rng);
 }
 
 }  // namespace

@@ -288,7 +288,7 @@ namespace {
 /// base, n), as cuda/nvrtc_fusion.cpp packs them.
 std::string cuda_inputs_struct() {
   return "struct IgnisFusedInputs { const void* p[" + std::to_string(kMaxFusedInputs) +
-         "]; unsigned long long rng[3]; };";
+         "]; unsigned long long rng[3]; unsigned long long rng2[3]; };";
 }
 }  // namespace
 
@@ -382,9 +382,6 @@ std::string fused_reduction_source(const FusedProgram* prologue, const std::stri
 std::string fused_cuda_reduction_source(const FusedProgram* prologue, const std::string& reduction,
                                         const FusedProgram* epilogue, int num_inputs, DType dtype,
                                         const std::string& layouts) {
-  IGNIS_CHECK((prologue == nullptr || prologue->random_streams() == 0) &&
-                  (epilogue == nullptr || epilogue->random_streams() == 0),
-              "fused_reduction: the CUDA kernel takes no dropout streams yet");
   std::ostringstream s;
   emit_reduction_header(s, prologue, reduction, epilogue, layouts);
   // Tree reductions of one value per thread over the block (blockDim.x a power of two), in a
@@ -406,6 +403,11 @@ std::string fused_cuda_reduction_source(const FusedProgram* prologue, const std:
   for (int i = 0; i < num_inputs; ++i) {
     s << "  const T* __restrict in" << i << " = static_cast<const T*>(in.p[" << i << "]);\n";
   }
+  // The programs' dropout streams: the prologue's in rng, the epilogue's in rng2.
+  const bool pro_rng = prologue != nullptr && prologue->random_streams() > 0;
+  if (pro_rng) s << "  const unsigned long long* rng_pro_ = in.rng;\n";
+  if (epilogue != nullptr && epilogue->random_streams() > 0)
+    s << "  const unsigned long long* rng_epi_ = in.rng2;\n";
   s << "  T* __restrict out = static_cast<T*>(out_);\n"
        "  const T eps = static_cast<T>(eps_);\n"
        "  (void)eps;\n"
@@ -416,6 +418,7 @@ std::string fused_cuda_reduction_source(const FusedProgram* prologue, const std:
   if (prologue != nullptr) {
     s << "    T* __restrict xb = static_cast<T*>(scratch_) + blockIdx.x * cols;\n"
          "    for (long long c = threadIdx.x; c < cols; c += blockDim.x) {\n";
+    if (pro_rng) s << "      const unsigned long long* rng_ = rng_pro_;\n";
     const std::string v = emit_body(s, *prologue, layouts, "      ");
     s << "      xb[c] = " << v << ";\n    }\n    const T* x = xb;\n";
   } else {

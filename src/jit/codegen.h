@@ -43,7 +43,8 @@ std::string fused_cuda_kernel_source(const FusedProgram& p, DType dtype, const s
 /// long long cols, double eps, void* scratch)`, a block of 256 threads per row (grid-stride over
 /// the rows), the row's statistics by tree reductions in shared memory; `scratch` holds
 /// gridDim.x * cols elements for the prologue's values, a row per block (unused without one).
-/// Programs with dropout are refused (an Error; fused_reduction runs their ops instead).
+/// A program's dropouts read their stream from the argument: the prologue's `rng`, the
+/// epilogue's `rng2`.
 std::string fused_cuda_reduction_source(const FusedProgram* prologue, const std::string& reduction,
                                         const FusedProgram* epilogue, int num_inputs, DType dtype,
                                         const std::string& layouts);

@@ -12,8 +12,8 @@
 //   a derivative (maximum, minimum) runs op by op through the ops' front ends, so autograd
 //   records each op's own backward.
 // - Training dropout in a program: the node reserves its counters from the default generator
-//   when it runs (draw_fused_rng) and every path (kernel, interpreter, composite, backward) draws the
-//   mask from them, so nothing random is saved and the masks are eager's.
+//   when it runs (draw_fused_rng) and every path (kernel, interpreter, composite, backward) draws
+//   the mask from them, so nothing random is saved and the masks are eager's.
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -512,9 +512,8 @@ Tensor fused_with_backward(const FusedProgram& p, const std::string& program,
   }
   std::vector<autograd::SavedVariable> saved;
   for (const Tensor& t : inputs) saved.emplace_back(t, false);
-  auto fn = [saved = std::move(saved), ks, rng,
-             p = std::make_shared<const FusedProgram>(p)](autograd::BackwardCtx& c,
-                                                          const TensorList& g) {
+  auto fn = [saved = std::move(saved), ks, rng, p = std::make_shared<const FusedProgram>(p)](
+                autograd::BackwardCtx& c, const TensorList& g) {
     if (!g[0].defined()) return TensorList(saved.size());
     std::vector<Tensor> in;
     for (const autograd::SavedVariable& s : saved) in.push_back(c.unpack(s));
@@ -548,7 +547,8 @@ Tensor fused_elementwise(const std::vector<Tensor>& inputs, const std::string& p
   const Shape shape = detail::fused_output_shape(inputs, op);
   const Device device = inputs[0].device();
   // Dropout's counters, reserved before anything runs (a meta tensor draws none).
-  const detail::FusedRng rng = device.is_meta() ? detail::FusedRng{} : detail::draw_fused_rng(*p, shape);
+  const detail::FusedRng rng =
+      device.is_meta() ? detail::FusedRng{} : detail::draw_fused_rng(*p, shape);
   bool needs_grad = false;
   for (const Tensor& t : inputs) needs_grad = needs_grad || t.requires_grad();
   if (needs_grad && is_grad_enabled() && !device.is_meta()) {

@@ -1,6 +1,6 @@
 // The fused_reduction op: a row-wise reduction (layer_norm or rms_norm without its affine part,
-// softmax, log_softmax over the trailing `dims` dims) with an elementwise prologue and epilogue, in one
-// pass over memory. The fusion pass (fuse_reductions in fusion.cpp) makes these nodes from a
+// softmax, log_softmax over the trailing `dims` dims) with an elementwise prologue and epilogue, in
+// one pass over memory. The fusion pass (fuse_reductions in fusion.cpp) makes these nodes from a
 // layer_norm / softmax / log_softmax node, the elementwise ops computing its input and those
 // consuming its result (layer_norm's weight and bias become the epilogue's first two ops).
 //
@@ -51,7 +51,8 @@ using detail::FusedProgram;
 /// The reduction itself through its op (autograd records it): x normalised or soft-maxed.
 Tensor reduce(const std::string& reduction, int64_t dims, double eps, const Tensor& x) {
   const Shape norm(x.sizes().end() - dims, x.sizes().end());
-  if (reduction == "layer_norm") return nn::functional::layer_norm(x, norm, Tensor(), Tensor(), eps);
+  if (reduction == "layer_norm")
+    return nn::functional::layer_norm(x, norm, Tensor(), Tensor(), eps);
   if (reduction == "rms_norm") return nn::functional::rms_norm(x, norm, Tensor(), eps);
   if (reduction == "softmax") return softmax(x, -1);
   return log_softmax(x, -1);
@@ -89,8 +90,8 @@ void reduce_backward_row(const std::string& reduction, const T* x, const T* y, c
   for (int64_t c = 0; c < C; ++c) gx[c] = rstd * (gy[c] - mean_gy - y[c] * mean_gyy);
 }
 
-Tensor reduce_backward_rows(const std::string& reduction, int64_t dims, double eps,
-                            const Tensor& x, const Tensor& y, const Tensor& gy) {
+Tensor reduce_backward_rows(const std::string& reduction, int64_t dims, double eps, const Tensor& x,
+                            const Tensor& y, const Tensor& gy) {
   const Tensor xc = x.contiguous(), yc = y.contiguous(), gc = gy.expand(y.sizes()).contiguous();
   Tensor gx = make_tensor(y.sizes(), y.dtype(), y.device());
   int64_t C = 1;
@@ -117,9 +118,10 @@ Tensor reduce_backward_rows(const std::string& reduction, int64_t dims, double e
 /// y mean(gy y)); rms_norm rstd (gy - y mean(gy y)), the sums and means over the reduced dims.
 Tensor reduce_backward(const std::string& reduction, int64_t dims, double eps, const Tensor& x,
                        const Tensor& y, const Tensor& gy) {
-  const bool graph = is_grad_enabled() &&
-                     (x.requires_grad() || y.requires_grad() || gy.requires_grad());
-  if (!graph && x.device().is_cpu() && x.numel() > 0) return reduce_backward_rows(reduction, dims, eps, x, y, gy);
+  const bool graph =
+      is_grad_enabled() && (x.requires_grad() || y.requires_grad() || gy.requires_grad());
+  if (!graph && x.device().is_cpu() && x.numel() > 0)
+    return reduce_backward_rows(reduction, dims, eps, x, y, gy);
   if (reduction == "softmax") return y * (gy - (gy * y).sum({-1}, true));
   if (reduction == "log_softmax") return gy - y.exp() * gy.sum({-1}, true);
   std::vector<int64_t> d;
@@ -139,9 +141,6 @@ struct Spec {
   int64_t dims = 1;
   double eps = 1e-5;
   detail::FusedRng pro_rng, epi_rng;
-  bool random() const {
-    return (pro && pro->random_streams() > 0) || (epi && epi->random_streams() > 0);
-  }
 };
 
 Tensor composite(const Spec& s, const std::vector<Tensor>& inputs, const Shape& shape) {
@@ -273,10 +272,13 @@ Tensor run_fused(const Spec& s, const std::vector<Tensor>& inputs, const Shape& 
                           s.epilogue + "|" + std::string(dtype_name(dtype)) + "|" + layouts;
   if (on_device) {
     try {
-      detail::fused_reduction_stub[device](out, ptrs, R, C, s.eps, s.pro != nullptr, key, [&] {
-        return detail::fused_cuda_reduction_source(s.pro.get(), s.reduction, s.epi.get(), n,
-                                                   dtype, layouts);
-      });
+      detail::fused_reduction_stub[device](
+          out, ptrs, R, C, s.eps, s.pro != nullptr, key,
+          [&] {
+            return detail::fused_cuda_reduction_source(s.pro.get(), s.reduction, s.epi.get(), n,
+                                                       dtype, layouts);
+          },
+          s.pro_rng, s.epi_rng);
       return out;
     } catch (const Error& e) {
       IGNIS_CHECK(detail::fusion_backend_mode() != 1, op,
@@ -344,7 +346,7 @@ Tensor reduction_with_backward(const Spec& s, const std::vector<Tensor>& inputs,
   std::vector<autograd::SavedVariable> saved;
   for (const Tensor& t : inputs) saved.emplace_back(t, false);
   auto fn = [saved = std::move(saved), ks, s, shape, n](autograd::BackwardCtx& c,
-                                                      const TensorList& g) {
+                                                        const TensorList& g) {
     TensorList r(saved.size());
     if (!g[0].defined()) return r;
     std::vector<Tensor> in;
@@ -437,8 +439,8 @@ Tensor fused_reduction(const std::vector<Tensor>& inputs, const std::string& red
   const Shape shape = detail::fused_output_shape(inputs, op);
   const int64_t nd = static_cast<int64_t>(shape.size());
   IGNIS_CHECK(dims >= 1 && dims <= nd && (dims == 1 || norm), op, ": ", reduction, " over ", dims,
-              " trailing dims of an output of shape ", shape, " (layer_norm and rms_norm take 1 to ",
-              nd, ", softmax and log_softmax 1)");
+              " trailing dims of an output of shape ", shape,
+              " (layer_norm and rms_norm take 1 to ", nd, ", softmax and log_softmax 1)");
   IGNIS_CHECK(std::isfinite(eps), op, ": eps must be finite, got ", eps);
   const Device device = inputs[0].device();
   if (!device.is_meta()) {  // (a meta tensor draws nothing)
@@ -447,10 +449,9 @@ Tensor fused_reduction(const std::vector<Tensor>& inputs, const std::string& red
   }
   bool needs_grad = false;
   for (const Tensor& t : inputs) needs_grad = needs_grad || t.requires_grad();
-  // A GPU runs the generated CUDA kernel unless the interpreter is asked for (it is CPU code)
-  // or a program has dropout (its CUDA kernel takes no streams yet: the composite runs).
+  // A GPU runs the generated CUDA kernel unless the interpreter is asked for (it is CPU code).
   const bool on_device = device.is_cuda() && detail::fused_reduction_stub.has_kernel(device.type) &&
-                         detail::fusion_backend_mode() != 2 && !s.random();
+                         detail::fusion_backend_mode() != 2;
   if (needs_grad && is_grad_enabled() && !device.is_meta()) {
     if (device.is_cpu() || on_device) {
       if (Tensor out = reduction_with_backward(s, inputs, shape, on_device); out.defined())

@@ -75,12 +75,15 @@ IGNIS_DECLARE_STUB(fused_elementwise_stub, FusedDeviceFn);
 
 /// fused_reduction on an accelerator: each of the `rows` rows of `cols` elements of out (on its
 /// device) by the kernel of `source()` (fused_cuda_reduction_source), compiled at the first use
-/// of `key`; `scratch`: the kernel needs a row of scratch per block (a prologue's values).
-/// Throws when it cannot be compiled or loaded (fused_reduction then runs the ops).
+/// of `key`; `scratch`: the kernel needs a row of scratch per block (a prologue's values);
+/// `pro_rng`, `epi_rng`: where the prologue's and the epilogue's dropouts draw (the kernel's
+/// argument carries both). Throws when it cannot be compiled or loaded (fused_reduction then
+/// runs the ops).
 using FusedReductionDeviceFn = void (*)(const Tensor& out, const std::vector<const void*>& inputs,
                                         int64_t rows, int64_t cols, double eps, bool scratch,
                                         const std::string& key,
-                                        const std::function<std::string()>& source);
+                                        const std::function<std::string()>& source,
+                                        const FusedRng& pro_rng, const FusedRng& epi_rng);
 IGNIS_DECLARE_STUB(fused_reduction_stub, FusedReductionDeviceFn);
 
 // ---- the interpreter: a program over tiles of a row segment, each op through its functor
