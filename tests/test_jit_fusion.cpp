@@ -478,6 +478,8 @@ TEST(FusedDropout, ProgramsRefuseBadStreamsAndProbabilities) {
   fails("dropout(i0,i0,0.5)", "dropout's stream must be a whole number from 0 to 255");
   fails("dropout(i0,0.5,0.5)", "dropout's stream must be a whole number");
   fails("dropout(i0,256,0.5)", "dropout's stream must be a whole number");
+  fails("dropout(i0,nan,0.5)", "dropout's stream must be a whole number");  // (found by make fuzz)
+  fails("dropout(i0,-inf,0.5)", "dropout's stream must be a whole number");
   fails("dropout(i0,0,1)", "dropout's probability must be between 0 and 1 (exclusive), got 1");
   fails("dropout(i0,0,0)", "dropout's probability must be between 0 and 1 (exclusive), got 0");
   fails("dropout(i0,0)", "expected ','");

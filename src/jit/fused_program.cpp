@@ -79,8 +79,10 @@ class Parser {
       in.param = number();
     }
     if (in.op == FusedOp::dropout) {
-      if (in.b.kind != FusedOperand::Kind::Number || in.b.number < 0 ||
-          in.b.number >= kMaxFusedInstrs || in.b.number != static_cast<int>(in.b.number)) {
+      // (NaN fails the range test before the cast, which would be undefined for it.)
+      if (in.b.kind != FusedOperand::Kind::Number ||
+          !(in.b.number >= 0 && in.b.number < kMaxFusedInstrs) ||
+          in.b.number != static_cast<int>(in.b.number)) {
         fail(s_, start, "dropout's stream must be a whole number from 0 to " +
                             std::to_string(kMaxFusedInstrs - 1));
       }
