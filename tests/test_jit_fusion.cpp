@@ -10,6 +10,7 @@
 
 #include "ignis/ignis.h"
 #include "jit/fused_program.h"
+#include "jit/fused_runtime.h"
 #include "jit/passes.h"
 #include "call_log.h"
 #include "test_util.h"
@@ -404,6 +405,19 @@ Tensor eager_dropout(const Tensor& x, double p) { return nn::functional::dropout
 /// The next number the default generator gives: equal when two runs drew the same counters.
 double next_draw() { return rand({1}, kFloat64).item<double>(); }
 }  // namespace
+
+TEST(FusedProgram, TheParsedProgramsAreCachedWithABound) {
+  // The same text gives the same parsed program until kProgramCacheSize other programs have
+  // been parsed since; then it is parsed again (a process loading many graphs stays bounded).
+  const std::string text = "exp(i0);mul(v0,0.125)";
+  const auto first = jit::detail::parsed_program(text, 1);
+  EXPECT_EQ(jit::detail::parsed_program(text, 1).get(), first.get());
+  for (size_t k = 0; k < jit::detail::kProgramCacheSize; ++k)
+    (void)jit::detail::parsed_program("mul(i0," + std::to_string(k) + ")", 1);
+  const auto again = jit::detail::parsed_program(text, 1);
+  EXPECT_NE(again.get(), first.get());
+  EXPECT_EQ(again->str(), first->str());
+}
 
 TEST(FusedDropout, DrawsEagersMaskAndAdvancesTheGeneratorAsEagerDoes) {
   for (const char* backend : {"interpreter", "compiler"}) {

@@ -1,18 +1,18 @@
 // Shared oneDNN plumbing for the CPU kernels: the engine, a stream per thread, and a small LRU
-// cache of primitives keyed by shapes and parameters, so that a primitive (whose creation JITs code
-// and costs 0.1-1 ms) is created once per shape and reused by every later call.
+// cache of primitives keyed by shapes and parameters (core/lru_cache.h), so that a primitive
+// (whose creation JITs code and costs 0.1-1 ms) is created once per shape and reused by every
+// later call.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
-#include <list>
 #include <memory>
-#include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "core/lru_cache.h"
 
 namespace ignis::cpu::onednn {
 
@@ -39,64 +39,7 @@ inline std::string make_key(const std::vector<int64_t>& v) {
   return k;
 }
 
-/// A thread-safe LRU map key -> shared_ptr<const V>. Values are shared, so an entry evicted while
-/// another thread runs it stays alive until that thread is done.
-template <class V>
-class LruCache {
- public:
-  explicit LruCache(size_t capacity) : capacity_(capacity) {}
-
-  /// The value for `key`, made by `make()` (outside the lock: creation may be slow) on a miss.
-  template <class Make>
-  std::shared_ptr<const V> get(const std::string& key, Make&& make) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = map_.find(key);
-      if (it != map_.end()) {
-        order_.splice(order_.begin(), order_, it->second);
-        ++hits_;
-        return it->second->second;
-      }
-    }
-    auto value = std::make_shared<const V>(make());
-    std::lock_guard<std::mutex> lock(mu_);
-    ++misses_;
-    auto it = map_.find(key);
-    if (it != map_.end()) return it->second->second;  // made by another thread meanwhile
-    order_.emplace_front(key, value);
-    map_[key] = order_.begin();
-    while (order_.size() > capacity_) {
-      map_.erase(order_.back().first);
-      order_.pop_back();
-    }
-    return value;
-  }
-  int64_t hits() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return hits_;
-  }
-  int64_t misses() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return misses_;
-  }
-  int64_t size() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return static_cast<int64_t>(order_.size());
-  }
-  void clear() {
-    std::lock_guard<std::mutex> lock(mu_);
-    map_.clear();
-    order_.clear();
-    hits_ = misses_ = 0;
-  }
-
- private:
-  using Item = std::pair<std::string, std::shared_ptr<const V>>;
-  size_t capacity_;
-  mutable std::mutex mu_;
-  std::list<Item> order_;  // most recently used first
-  std::unordered_map<std::string, typename std::list<Item>::iterator> map_;
-  int64_t hits_ = 0, misses_ = 0;
-};
+/// The primitives' cache (core/lru_cache.h).
+using ignis::LruCache;
 
 }  // namespace ignis::cpu::onednn

@@ -13,9 +13,8 @@
 // symbolic value that emits instructions. Dropout's derivative is dropout of the gradient on the
 // same random stream (the mask drawn again from the same counters). Dead instructions are
 // dropped.
-#include <map>
-#include <mutex>
 
+#include "core/lru_cache.h"
 #include "jit/fused_program.h"
 
 namespace ignis::jit::detail {
@@ -229,15 +228,12 @@ std::optional<FusedBackward> make_backward(const FusedProgram& p, const std::vec
 }  // namespace
 
 std::optional<FusedBackward> fused_backward(const FusedProgram& p, const std::vector<int>& ks) {
-  static std::mutex mu;
-  static auto* cache =
-      new std::map<std::pair<std::string, std::vector<int>>, std::optional<FusedBackward>>;
-  const std::pair<std::string, std::vector<int>> key{p.str() + "|" + std::to_string(p.num_inputs),
-                                                     ks};
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache->find(key);
-  if (it == cache->end()) it = cache->emplace(key, make_backward(p, ks)).first;
-  return it->second;
+  // Bounded as the parsed programs are (fused_runtime.h).
+  static auto* cache = new LruCache<std::optional<FusedBackward>>(kProgramCacheSize);
+  std::string key = std::to_string(p.num_inputs) + "|";
+  for (int k : ks) key += std::to_string(k) + ",";
+  key += "|" + p.str();
+  return *cache->get(key, [&] { return make_backward(p, ks); });
 }
 
 std::optional<std::string> fused_backward_program(const FusedProgram& p, int k) {

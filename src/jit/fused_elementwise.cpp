@@ -27,6 +27,7 @@
 #include "ignis/generator.h"
 #include "ignis/jit.h"
 #include "ignis/ops.h"
+#include "core/lru_cache.h"
 #include "jit/codegen.h"
 #include "jit/fused_program.h"
 #include "jit/fused_runtime.h"
@@ -143,11 +144,6 @@ KernelTable& kernel_table() {
   return *t;
 }
 
-struct ProgramCache {
-  std::mutex mu;
-  std::map<std::pair<std::string, int>, std::shared_ptr<const FusedProgram>> programs;
-};
-
 }  // namespace
 
 void* fused_kernel(const std::string& key_, const std::function<std::string()>& source,
@@ -191,11 +187,10 @@ Shape fused_output_shape(const std::vector<Tensor>& inputs, const char* op) {
 }
 
 std::shared_ptr<const FusedProgram> parsed_program(const std::string& text, int num_inputs) {
-  static ProgramCache* c = new ProgramCache;
-  std::lock_guard<std::mutex> lock(c->mu);
-  auto& slot = c->programs[{text, num_inputs}];
-  if (!slot) slot = std::make_shared<const FusedProgram>(parse_fused_program(text, num_inputs));
-  return slot;
+  // Bounded: a process loading many graphs keeps the most recently used programs.
+  static auto* cache = new LruCache<FusedProgram>(kProgramCacheSize);
+  return cache->get(std::to_string(num_inputs) + "|" + text,
+                    [&] { return parse_fused_program(text, num_inputs); });
 }
 
 }  // namespace detail

@@ -109,6 +109,9 @@ bool fused_text_is_random(std::string_view text);
 
 /// At most this many instructions and inputs (the text is untrusted when a graph is loaded).
 constexpr int kMaxFusedInstrs = 256;
+/// How many parsed programs, and how many backward derivations, the process keeps (least
+/// recently used dropped first).
+constexpr size_t kProgramCacheSize = 4096;
 constexpr int kMaxFusedInputs = 64;
 
 /// Parses and validates `text`: every op known, operand counts and kinds right, inputs below
