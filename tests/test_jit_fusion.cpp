@@ -318,11 +318,11 @@ TEST(FusedBackward, GeneralBroadcastsNonContiguousAndEmptyInputs) {
   }
 }
 
-TEST(FusedBackward, RowInputsGradientsAreSummedInTheKernelInBlocksOfRows) {
-  // w [33] and b [1, 33] repeat along the rows of x [1000, 33]: the backward kernel sums their
-  // gradients over the rows itself (blocks of whole rows, partials added in block order), so the
-  // engine sums nothing, and the result is the same bits with one thread or two.
-  const std::string prog = "mul(i0,i1);add(v0,i2,1);tanh(v1)";
+TEST(FusedBackward, RepeatedInputsGradientsAreSummedInTheKernel) {
+  // w [33] and b [1, 33] repeat along the rows of x [1000, 33], c [1000, 1] along each row, s
+  // (0-d) everywhere: the backward kernel sums their gradients itself (blocks of whole rows,
+  // partials added in block order), so the engine sums nothing, and the result is the same bits
+  // with one thread or two. Then a scalar alone (no rows: blocks of elements).
   const int threads = get_num_threads();
   for (const char* backend : {"interpreter", "compiler"}) {
     Backend use(backend);
@@ -331,27 +331,36 @@ TEST(FusedBackward, RowInputsGradientsAreSummedInTheKernelInBlocksOfRows) {
     Tensor x = uniform({1000, 33}, -1, 1, kFloat64).requires_grad_(true);
     Tensor w = uniform({33}, -1, 1, kFloat64).requires_grad_(true);
     Tensor b = uniform({1, 33}, -1, 1, kFloat64).requires_grad_(true);
+    Tensor sc = full({}, 0.7, kFloat64).requires_grad_(true);
+    Tensor c = uniform({1000, 1}, -1, 1, kFloat64).requires_grad_(true);
     const Tensor gy = uniform({1000, 33}, -1, 1, kFloat64);
+    const std::vector<Tensor> in{x, w, b, sc, c};
+    const std::string prog = "mul(i0,i1);add(v0,i2,1);mul(v1,i3);add(v2,i4,1);tanh(v3)";
     std::vector<Tensor> g;
     CallLog log;
     {
-      Tensor y = jit::fused_elementwise({x, w, b}, prog);
+      Tensor y = jit::fused_elementwise(in, prog);
       op::InterposerGuard guard(&log);
-      g = autograd::grad({y}, {x, w, b}, {gy});
+      g = autograd::grad({y}, in, {gy});
     }
     EXPECT_TRUE(log.names.empty()) << log.names.front();
-    ASSERT_TRUE(g[1].sizes().equals({33}));
-    ASSERT_TRUE(g[2].sizes().equals({1, 33}));
-    Tensor x2 = x.detach().requires_grad_(true), w2 = w.detach().requires_grad_(true),
-           b2 = b.detach().requires_grad_(true);
-    const std::vector<Tensor> e = autograd::grad({tanh(x2 * w2 + b2)}, {x2, w2, b2}, {gy});
-    for (size_t k = 0; k < 3; ++k) expect_close(g[k], e[k], 1e-12, "input " + std::to_string(k));
+    for (size_t k = 0; k < in.size(); ++k) EXPECT_TRUE(g[k].sizes().equals(in[k].sizes())) << k;
+    std::vector<Tensor> e;
+    for (const Tensor& t : in) e.push_back(t.detach().requires_grad_(true));
+    const std::vector<Tensor> ge =
+        autograd::grad({tanh((e[0] * e[1] + e[2]) * e[3] + e[4])}, e, {gy});
+    for (size_t k = 0; k < in.size(); ++k)
+      expect_close(g[k], ge[k], 1e-12, "input " + std::to_string(k));
     set_num_threads(1);
-    const std::vector<Tensor> one =
-        autograd::grad({jit::fused_elementwise({x, w, b}, prog)}, {x, w, b}, {gy});
+    const std::vector<Tensor> one = autograd::grad({jit::fused_elementwise(in, prog)}, in, {gy});
     set_num_threads(threads);
-    EXPECT_TRUE(equal(one[1], g[1]));
-    EXPECT_TRUE(equal(one[2], g[2]));
+    for (size_t k = 1; k < in.size(); ++k) EXPECT_TRUE(equal(one[k], g[k])) << k;
+    // A scalar alone: no rows, blocks of elements.
+    const std::vector<Tensor> gs =
+        autograd::grad({jit::fused_elementwise({x, sc}, "mul(i0,i1);sin(v0)")}, {x, sc}, {gy});
+    const std::vector<Tensor> gse = autograd::grad({sin(e[0] * e[3])}, {e[0], e[3]}, {gy});
+    expect_close(gs[0], gse[0], 1e-12, "x, with a scalar");
+    expect_close(gs[1], gse[1], 1e-10, "the scalar");
   }
 }
 

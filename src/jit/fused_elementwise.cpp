@@ -247,28 +247,46 @@ Layout lay_out(const std::vector<Tensor>& inputs, const Shape& shape) {
 
 /// The program over the CPU's cores into `outs` (contiguous): its result into outs[0] (`outputs`
 /// empty), or its values `outputs[j]` into outs[j]; by the generated kernel of `key`, else the
-/// interpreter. An out of the output's shape receives the values; one of `lay.cols` elements
-/// (a multi-output kernel's, rows laid out) receives their sums over the rows (row_sums).
+/// interpreter. `sums` (a multi-output kernel's; empty: all 'f') says per out what it receives:
+/// 'f' the values (the output's shape), or their sums (sum_outputs): 'r' over the rows (one
+/// row of `lay.cols`), 'c' along each row (one value per row), 's' over everything (one value).
 void run_on_cpu(const FusedProgram& p, const std::vector<int>& outputs, const Layout& lay,
                 const std::string& key, const std::vector<Tensor>& outs,
-                const detail::FusedRng& rng = {});
+                const detail::FusedRng& rng = {}, const std::string& sums = "");
 
-/// run_on_cpu's multi-output kernel with some outputs summed over the rows: blocks of whole rows,
-/// each run by `block(b, e, dst)` with those outputs' values in a scratch of the block's size,
-/// then summed into one partial row per block; the partials are added in block order, so the
-/// result does not depend on the number of threads. `n` elements in rows of `cols` (a multiple).
+/// run_on_cpu's multi-output kernel with some outputs summed (`sums`, as run_on_cpu's): blocks
+/// (of whole rows when a sum is per row or per column), each run by `block(b, e, dst)` with the
+/// summed outputs' values in a scratch of the block's size, then summed — per block into a
+/// partial row or value, the partials added in block order; a row's sum within its block — so
+/// the result does not depend on the number of threads. `n` elements in rows of `cols`.
 template <class T, class F>
-void row_sums(const std::vector<Tensor>& outs, const std::vector<bool>& summed, int64_t n,
-              int64_t cols, const F& block) {
-  const int64_t rows_per_block = std::max<int64_t>(kGrainSize / 4 / cols, 1);
-  const int64_t span = rows_per_block * cols, blocks = (n + span - 1) / span;
+void sum_outputs(const std::vector<Tensor>& outs, const std::string& sums, int64_t n,
+                 int64_t cols, const F& block) {
+  const bool rows = sums.find_first_of("rc") != std::string::npos;
+  const int64_t span = rows ? std::max<int64_t>(kGrainSize / 4 / cols, 1) * cols
+                            : std::max<int64_t>(kGrainSize / 4, 1);
+  const int64_t blocks = (n + span - 1) / span;
   std::vector<size_t> sum_at(outs.size(), 0);  // index among the summed outputs
   size_t ns = 0;
   for (size_t j = 0; j < outs.size(); ++j)
-    if (summed[j]) sum_at[j] = ns++;
-  std::vector<T> partial(static_cast<size_t>(blocks) * ns * static_cast<size_t>(cols));
+    if (sums[j] != 'f') sum_at[j] = ns++;
+  // Per summed output and block: a partial row ('r') or value ('s'); 'c' writes its rows' sums.
+  // Scratch and partials come from the caching allocator (tensors), so a training loop's steps
+  // reuse them instead of faulting in fresh pages.
+  auto width = [&](size_t j) -> int64_t { return sums[j] == 'r' ? cols : sums[j] == 's'; };
+  std::vector<int64_t> part_at(outs.size(), 0);
+  int64_t part_len = 0;
+  for (size_t j = 0; j < outs.size(); ++j) {
+    part_at[j] = part_len;
+    if (sums[j] != 'f') part_len += blocks * width(j);
+  }
+  const DType dtype = outs[0].dtype();
+  const Tensor partial_t = make_tensor({std::max<int64_t>(part_len, 1)}, dtype);
+  T* const partial = partial_t.data_ptr<T>();
+  std::fill(partial, partial + part_len, T(0));
   parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
-    std::vector<T> scratch(ns * static_cast<size_t>(span));
+    const Tensor scratch_t = make_tensor({static_cast<int64_t>(ns) * span}, dtype);
+    T* const scratch = scratch_t.data_ptr<T>();
     for (int64_t blk = b0; blk < b1; ++blk) {
       const int64_t b = blk * span, e = std::min(n, b + span);
       std::vector<void*> dst(outs.size());
@@ -276,44 +294,56 @@ void row_sums(const std::vector<Tensor>& outs, const std::vector<bool>& summed, 
         // The kernel writes element k at dst[k]: a summed output's pointer is the scratch moved
         // back by b, so that elements b..e land in it (computed as an address, never read out
         // of bounds).
-        dst[j] = summed[j] ? reinterpret_cast<void*>(
-                                 reinterpret_cast<uintptr_t>(scratch.data() + sum_at[j] * span) -
-                                 static_cast<uintptr_t>(b) * sizeof(T))
-                           : outs[j].data_ptr();
+        dst[j] = sums[j] != 'f' ? reinterpret_cast<void*>(
+                                      reinterpret_cast<uintptr_t>(scratch + sum_at[j] * span) -
+                                      static_cast<uintptr_t>(b) * sizeof(T))
+                                : outs[j].data_ptr();
       }
       block(b, e, dst);
-      for (size_t s = 0; s < ns; ++s) {
-        T* part = partial.data() + (static_cast<size_t>(blk) * ns + s) * static_cast<size_t>(cols);
-        const T* v = scratch.data() + s * static_cast<size_t>(span);
-        for (int64_t k = 0; k < e - b; k += cols)  // whole rows: b and e are multiples of cols
-          for (int64_t c = 0; c < cols; ++c) part[c] += v[k + c];
+      for (size_t j = 0; j < outs.size(); ++j) {
+        if (sums[j] == 'f') continue;
+        const T* __restrict v = scratch + sum_at[j] * span;
+        const int64_t len = e - b;
+        if (sums[j] == 'r') {  // whole rows: b and e are multiples of cols
+          T* __restrict part = partial + part_at[j] + blk * cols;
+          for (int64_t k = 0; k < len; k += cols) {
+            const T* __restrict row = v + k;
+#pragma GCC ivdep
+            for (int64_t c = 0; c < cols; ++c) part[c] += row[c];
+          }
+        } else if (sums[j] == 'c') {
+          T* __restrict o = outs[j].data_ptr<T>() + b / cols;
+          for (int64_t k = 0; k < len; k += cols) {
+            T acc = 0;
+            for (int64_t c = 0; c < cols; ++c) acc += v[k + c];
+            o[k / cols] = acc;
+          }
+        } else {
+          T acc = 0;
+          for (int64_t k = 0; k < len; ++k) acc += v[k];
+          partial[part_at[j] + blk] = acc;
+        }
       }
     }
   });
   for (size_t j = 0; j < outs.size(); ++j) {
-    if (!summed[j]) continue;
+    if (sums[j] != 'r' && sums[j] != 's') continue;
+    const int64_t w = width(j);
     T* o = outs[j].data_ptr<T>();
-    std::fill(o, o + cols, T(0));
-    for (int64_t blk = 0; blk < blocks; ++blk) {
-      const T* part =
-          partial.data() + (static_cast<size_t>(blk) * ns + sum_at[j]) * static_cast<size_t>(cols);
-      for (int64_t c = 0; c < cols; ++c) o[c] += part[c];
-    }
+    std::fill(o, o + w, T(0));
+    for (int64_t blk = 0; blk < blocks; ++blk)
+      for (int64_t c = 0; c < w; ++c) o[c] += partial[part_at[j] + blk * w + c];
   }
 }
 
 void run_on_cpu(const FusedProgram& p, const std::vector<int>& outputs, const Layout& lay,
                 const std::string& key, const std::vector<Tensor>& outs,
-                const detail::FusedRng& rng) {
+                const detail::FusedRng& rng, const std::string& sums_) {
   const int64_t n = lay.n;
-  std::vector<bool> summed;
-  bool any_summed = false;
-  for (const Tensor& t : outs) {
-    summed.push_back(t.numel() < n);
-    any_summed = any_summed || summed.back();
-  }
+  const std::string sums = sums_.empty() ? std::string(outs.size(), 'f') : sums_;
+  const bool any_summed = sums.find_first_not_of('f') != std::string::npos;
   IGNIS_CHECK(!any_summed || !outputs.empty(),
-              "fused_elementwise: row sums need a multi-output kernel");
+              "fused_elementwise: summed outputs need a multi-output kernel");
   const DType dtype = outs[0].dtype();
   const int64_t grain = std::max<int64_t>(kGrainSize / 4, 1);
   const int64_t cols = lay.cols;
@@ -351,7 +381,7 @@ void run_on_cpu(const FusedProgram& p, const std::vector<int>& outputs, const La
       detail::interpret<T>(p, in, lay.layouts, o[0], b, e, cols, outputs, o, rng);
     };
     if (any_summed) {
-      row_sums<T>(outs, summed, n, cols, block);
+      sum_outputs<T>(outs, sums, n, cols, block);
       return;
     }
     parallel_for(0, n, grain, [&](int64_t b, int64_t e) { block(b, e, dst); });
@@ -461,23 +491,27 @@ TensorList fused_input_grads(const FusedProgram& p, const std::vector<Tensor>& i
   std::vector<Tensor> outs;
   std::vector<int> values;
   std::vector<size_t> which;
+  std::string sums;
   for (size_t j = 0; j < want.size(); ++j) {
     if (b->outputs[j] < 0) continue;  // the result does not depend on this input
     const size_t k = static_cast<size_t>(want[j]);
-    // A repeated row (a weight, a bias: layout 'r') gets its gradient summed over the rows by
-    // the kernel's caller, at its own size; every other input at the output's.
-    const bool row = lay.layouts[k] == 'r';
-    outs.push_back(make_tensor(row ? in[k].sizes().shape() : shape, in[0].dtype()));
+    // An input repeated along the output (a weight or bias row 'r', a value per row 'c', one
+    // value 's') gets its gradient summed by the kernel's caller, at its own size; every other
+    // input at the output's (the engine sums a general broadcast).
+    const char l = lay.layouts[k];
+    const bool summed = (l == 'r' || l == 'c' || l == 's') && in[k].numel() < lay.n;
+    outs.push_back(make_tensor(summed ? in[k].sizes().shape() : shape, in[0].dtype()));
+    sums += summed ? l : 'f';
     values.push_back(b->outputs[j]);
     which.push_back(k);
   }
-  if (!outs.empty() && shape_numel(shape, "fused_elementwise") > 0) {
+  if (!outs.empty() && lay.n > 0) {
     std::string key = "fused_backward|" + b->program.str() + "|";
     for (int v : values) key += std::to_string(v) + ",";
     key += "|" + std::string(dtype_name(in[0].dtype())) + "|" + lay.layouts;
-    run_on_cpu(b->program, values, lay, key, outs, rng);
+    run_on_cpu(b->program, values, lay, key, outs, rng, sums);
   } else {
-    for (Tensor& t : outs) t.zero_();  // no rows: a row's gradient sums nothing
+    for (Tensor& t : outs) t.zero_();  // no elements: a summed gradient sums nothing
   }
   for (size_t j = 0; j < outs.size(); ++j) r[which[j]] = outs[j];
   return r;
