@@ -8,11 +8,11 @@
 #include <filesystem>
 #include <string>
 
+#include "call_log.h"
 #include "ignis/ignis.h"
 #include "jit/fused_program.h"
 #include "jit/fused_runtime.h"
 #include "jit/passes.h"
-#include "call_log.h"
 #include "test_util.h"
 
 using namespace ignis;

@@ -153,8 +153,8 @@ void fused_reduction_cuda(const Tensor& out, const std::vector<const void*>& inp
   long long r = rows, c = cols;
   double e = eps;
   // A block per row (the kernel's shared tree holds 256 values).
-  launch_fused("fused_reduction", out, inputs, key, source,
-               static_cast<unsigned>(blocks), {&dst, &r, &c, &e, &tmp}, pro_rng, epi_rng);
+  launch_fused("fused_reduction", out, inputs, key, source, static_cast<unsigned>(blocks),
+               {&dst, &r, &c, &e, &tmp}, pro_rng, epi_rng);
 }
 
 }  // namespace

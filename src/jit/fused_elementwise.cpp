@@ -20,6 +20,7 @@
 #include <mutex>
 
 #include "autograd/node.h"
+#include "core/lru_cache.h"
 #include "core/op_call.h"
 #include "core/tensor_impl.h"
 #include "cpu/parallel.h"
@@ -27,7 +28,6 @@
 #include "ignis/generator.h"
 #include "ignis/jit.h"
 #include "ignis/ops.h"
-#include "core/lru_cache.h"
 #include "jit/codegen.h"
 #include "jit/fused_program.h"
 #include "jit/fused_runtime.h"
@@ -260,8 +260,8 @@ void run_on_cpu(const FusedProgram& p, const std::vector<int>& outputs, const La
 /// partial row or value, the partials added in block order; a row's sum within its block — so
 /// the result does not depend on the number of threads. `n` elements in rows of `cols`.
 template <class T, class F>
-void sum_outputs(const std::vector<Tensor>& outs, const std::string& sums, int64_t n,
-                 int64_t cols, const F& block) {
+void sum_outputs(const std::vector<Tensor>& outs, const std::string& sums, int64_t n, int64_t cols,
+                 const F& block) {
   const bool rows = sums.find_first_of("rc") != std::string::npos;
   const int64_t span = rows ? std::max<int64_t>(kGrainSize / 4 / cols, 1) * cols
                             : std::max<int64_t>(kGrainSize / 4, 1);
@@ -294,10 +294,11 @@ void sum_outputs(const std::vector<Tensor>& outs, const std::string& sums, int64
         // The kernel writes element k at dst[k]: a summed output's pointer is the scratch moved
         // back by b, so that elements b..e land in it (computed as an address, never read out
         // of bounds).
-        dst[j] = sums[j] != 'f' ? reinterpret_cast<void*>(
-                                      reinterpret_cast<uintptr_t>(scratch + sum_at[j] * span) -
-                                      static_cast<uintptr_t>(b) * sizeof(T))
-                                : outs[j].data_ptr();
+        dst[j] =
+            sums[j] != 'f'
+                ? reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(scratch + sum_at[j] * span) -
+                                          static_cast<uintptr_t>(b) * sizeof(T))
+                : outs[j].data_ptr();
       }
       block(b, e, dst);
       for (size_t j = 0; j < outs.size(); ++j) {

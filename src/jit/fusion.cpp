@@ -218,7 +218,6 @@ namespace {
 struct Piece {
   detail::FusedProgram program;
   std::vector<int> inputs;  // value ids, by program input index
-  bool random() const { return program.random_streams() > 0; }
 };
 
 std::optional<Piece> piece_of(const Graph& g, const Node& n) {
