@@ -111,6 +111,41 @@ TEST(ActivationCheckpoint, SequentialSegmentsEqualPlainAndKeepFewerActivations) 
   }
 }
 
+// The zoo's in-place ReLUs (as torchvision's) at a segment's start write into the segment's
+// input, from which the backward re-runs it: the gradients are still the plain run's, with every
+// module a segment of its own and with two (PyTorch 1.13 raises "a leaf Variable that requires
+// grad is being used in an in-place operation" for the first).
+TEST(ActivationCheckpoint, InPlaceReluAtASegmentsStartGivesThePlainGradients) {
+  manual_seed(4);
+  auto m = models::lenet({1, 28, 10});
+  ASSERT_EQ(m->size(), 10u);
+  const Tensor x = randn({3, 1, 28, 28});
+  m->zero_grad();
+  m->forward(x).pow(2).sum().backward();
+  const auto plain = grads_of(*m);
+  for (int64_t segments : {10, 2}) {
+    SCOPED_TRACE(segments);
+    m->zero_grad();
+    autograd::checkpoint_sequential(m, segments, x.clone().requires_grad_(true))
+        .pow(2)
+        .sum()
+        .backward();
+    expect_same_grads(grads_of(*m), plain);
+  }
+  // Any in-place change of an input, not only an idempotent one: sin(3 x), x written by fn.
+  Tensor x2 = randn({5}, kFloat64).requires_grad_(true);
+  auto triple_then_sin = [](const std::vector<Tensor>& in) {
+    Tensor a = in[0];
+    a.mul_(3);
+    return std::vector<Tensor>{a.sin()};
+  };
+  Tensor y = autograd::checkpoint(triple_then_sin, {x2 * 1.0})[0];
+  y.sum().backward();
+  const Tensor expected = (x2.detach() * 3).cos() * 3;
+  EXPECT_TRUE(allclose(x2.grad(), expected, 1e-12, 1e-12));
+  EXPECT_TRUE(allclose(y.detach(), (x2.detach() * 3).sin(), 1e-12, 1e-12));
+}
+
 TEST(ActivationCheckpoint, ErrorsNameTheFault) {
   auto m = dropout_mlp(4, 1);
   EXPECT_THAT(error_of([&] {

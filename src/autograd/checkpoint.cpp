@@ -27,10 +27,23 @@ std::vector<Tensor> checkpoint(const CheckpointFn& fn, const std::vector<Tensor>
   for (size_t i = 0; i < inputs.size(); ++i)
     IGNIS_CHECK(inputs[i].defined(), "checkpoint: input ", i, " is undefined");
   const uint64_t seed = default_generator().seed(), offset = default_generator().offset();
-  std::vector<Tensor> outputs;
+  // fn may write into its inputs (an in-place ReLU starting a segment, as torchvision's and the
+  // zoo's models have): the backward must re-run it from the inputs as they were. So a copy is
+  // taken first, and kept in place of an input that fn changed (its version moved).
+  std::vector<Tensor> outputs, kept;
+  std::vector<bool> written;
   {
     NoGradGuard no_grad;
+    std::vector<uint32_t> versions;
+    for (const Tensor& t : inputs) {
+      versions.push_back(t._version());
+      kept.push_back(t.clone());
+    }
     outputs = fn(inputs);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      written.push_back(inputs[i]._version() != versions[i]);
+      if (!written.back()) kept[i] = inputs[i];  // unchanged: the input itself, not a copy
+    }
   }
   // The node's inputs: the function's, plus one that requires grad, so that the node is
   // recorded (and parameters inside fn get gradients) when no input requires grad.
@@ -40,18 +53,18 @@ std::vector<Tensor> checkpoint(const CheckpointFn& fn, const std::vector<Tensor>
   for (const Tensor& t : inputs) input_requires_grad.push_back(t.requires_grad());
   auto ctx = std::make_shared<AutogradContext>();
   detail::init_context(*ctx, node_inputs);
-  ctx->save_for_backward(inputs);  // checked against in-place changes when unpacked
+  ctx->save_for_backward(kept);  // checked against in-place changes when unpacked
   const size_t n_in = inputs.size();
   detail::record_custom(
       "CheckpointFunction", ctx, node_inputs, outputs,
-      [fn, seed, offset, preserve_rng_state, input_requires_grad, n_in](
+      [fn, seed, offset, preserve_rng_state, input_requires_grad, written, n_in](
           AutogradContext* c, variable_list grads) -> variable_list {
         // The engine runs nodes with grad mode on only for create_graph.
         IGNIS_CHECK(!is_grad_enabled(),
                     "checkpoint: double backward (create_graph) through a "
                     "checkpoint is not supported");
         variable_list saved = c->get_saved_variables();
-        std::vector<Tensor> x;
+        std::vector<Tensor> x, arg;  // the leaves whose gradients are returned; what fn gets
         x.reserve(n_in);
         for (size_t i = 0; i < n_in; ++i) {
           Tensor d = saved[i].detach();
@@ -63,7 +76,10 @@ std::vector<Tensor> checkpoint(const CheckpointFn& fn, const std::vector<Tensor>
           RngRestore restore;  // the generator continues where it was before this backward
           if (preserve_rng_state) default_generator().set_state(seed, offset);
           AutoGradMode grad_on(true);
-          outs = fn(x);
+          // An input fn wrote into gets a copy (recorded, so its gradient reaches the leaf):
+          // the saved tensor stays as it was, and a leaf is never written in place.
+          for (size_t i = 0; i < n_in; ++i) arg.push_back(written[i] ? x[i].clone() : x[i]);
+          outs = fn(arg);
         }
         IGNIS_CHECK(outs.size() == grads.size(), "checkpoint: the function returned ", outs.size(),
                     " tensors when run again in backward but ", grads.size(), " in the forward");
