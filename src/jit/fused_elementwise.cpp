@@ -287,9 +287,9 @@ void sum_outputs(const std::vector<Tensor>& outs, const std::string& sums, int64
   parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
     const Tensor scratch_t = make_tensor({static_cast<int64_t>(ns) * span}, dtype);
     T* const scratch = scratch_t.data_ptr<T>();
+    std::vector<void*> dst(outs.size());
     for (int64_t blk = b0; blk < b1; ++blk) {
       const int64_t b = blk * span, e = std::min(n, b + span);
-      std::vector<void*> dst(outs.size());
       for (size_t j = 0; j < outs.size(); ++j) {
         // The kernel writes element k at dst[k]: a summed output's pointer is the scratch moved
         // back by b, so that elements b..e land in it (computed as an address, never read out

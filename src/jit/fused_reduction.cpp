@@ -58,40 +58,43 @@ Tensor reduce(const std::string& reduction, int64_t dims, double eps, const Tens
   return log_softmax(x, -1);
 }
 
+enum class RowKind { layer_norm, rms_norm, softmax, log_softmax };
+
 /// reduce_backward on the CPU with no history to record: one pass per row (a row of x, y and gy
 /// stays in the cache) instead of one per op. x, y, gy of one shape; rows of the trailing dims.
 template <class T>
-void reduce_backward_row(const std::string& reduction, const T* x, const T* y, const T* gy, T* gx,
-                         int64_t C, T eps) {
-  if (reduction == "softmax" || reduction == "log_softmax") {
-    T dot = 0;
-    if (reduction == "softmax") {
-      for (int64_t c = 0; c < C; ++c) dot += gy[c] * y[c];
-      for (int64_t c = 0; c < C; ++c) gx[c] = y[c] * (gy[c] - dot);
-    } else {
-      for (int64_t c = 0; c < C; ++c) dot += gy[c];
-      for (int64_t c = 0; c < C; ++c) gx[c] = gy[c] - std::exp(y[c]) * dot;
-    }
+void reduce_backward_row(RowKind kind, const T* x, const T* y, const T* gy, T* gx, int64_t C,
+                         T eps) {
+  T dot = 0;  // sum of gy (log_softmax) or of gy y (the others)
+  if (kind == RowKind::log_softmax) {
+    for (int64_t c = 0; c < C; ++c) dot += gy[c];
+    for (int64_t c = 0; c < C; ++c) gx[c] = gy[c] - std::exp(y[c]) * dot;
     return;
   }
-  T rstd, mean_gy = 0, mean_gyy = 0;
-  if (reduction == "layer_norm") {
+  for (int64_t c = 0; c < C; ++c) dot += gy[c] * y[c];
+  if (kind == RowKind::softmax) {
+    for (int64_t c = 0; c < C; ++c) gx[c] = y[c] * (gy[c] - dot);
+    return;
+  }
+  T rstd, mean_gy = 0;
+  if (kind == RowKind::layer_norm) {
     T mean;
     detail::ignis_layer_norm_stats(x, C, eps, mean, rstd);
+    for (int64_t c = 0; c < C; ++c) mean_gy += gy[c];
+    mean_gy /= static_cast<T>(C);
   } else {
     rstd = fn::Rsqrt{}(detail::ignis_row_sq_dev(x, C, T(0)) / static_cast<T>(C) + eps);
   }
-  for (int64_t c = 0; c < C; ++c) {
-    mean_gy += gy[c];
-    mean_gyy += gy[c] * y[c];
-  }
-  mean_gy = reduction == "layer_norm" ? mean_gy / static_cast<T>(C) : T(0);
-  mean_gyy /= static_cast<T>(C);
+  const T mean_gyy = dot / static_cast<T>(C);
   for (int64_t c = 0; c < C; ++c) gx[c] = rstd * (gy[c] - mean_gy - y[c] * mean_gyy);
 }
 
 Tensor reduce_backward_rows(const std::string& reduction, int64_t dims, double eps, const Tensor& x,
                             const Tensor& y, const Tensor& gy) {
+  const RowKind kind = reduction == "layer_norm" ? RowKind::layer_norm
+                       : reduction == "rms_norm" ? RowKind::rms_norm
+                       : reduction == "softmax"  ? RowKind::softmax
+                                                 : RowKind::log_softmax;
   const Tensor xc = x.contiguous(), yc = y.contiguous(), gc = gy.expand(y.sizes()).contiguous();
   Tensor gx = make_tensor(y.sizes(), y.dtype(), y.device());
   int64_t C = 1;
@@ -102,7 +105,7 @@ Tensor reduce_backward_rows(const std::string& reduction, int64_t dims, double e
     T* op = gx.data_ptr<T>();
     parallel_for(0, R, std::max<int64_t>(kGrainSize / 4 / C, 1), [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r)
-        reduce_backward_row<T>(reduction, xp + r * C, yp + r * C, gp + r * C, op + r * C, C,
+        reduce_backward_row<T>(kind, xp + r * C, yp + r * C, gp + r * C, op + r * C, C,
                                static_cast<T>(eps));
     });
   };
@@ -116,10 +119,9 @@ Tensor reduce_backward_rows(const std::string& reduction, int64_t dims, double e
 /// The gradient of reduce(x) = y given gy, as ignis ops (so differentiable again): softmax
 /// y (gy - sum(gy y)); log_softmax gy - exp(y) sum(gy); layer_norm rstd (gy - mean(gy) -
 /// y mean(gy y)); rms_norm rstd (gy - y mean(gy y)), the sums and means over the reduced dims.
+/// Without history to record (`graph` false) on the CPU, the row kernel above.
 Tensor reduce_backward(const std::string& reduction, int64_t dims, double eps, const Tensor& x,
-                       const Tensor& y, const Tensor& gy) {
-  const bool graph =
-      is_grad_enabled() && (x.requires_grad() || y.requires_grad() || gy.requires_grad());
+                       const Tensor& y, const Tensor& gy, bool graph) {
   if (!graph && x.device().is_cpu() && x.numel() > 0)
     return reduce_backward_rows(reduction, dims, eps, x, y, gy);
   if (reduction == "softmax") return y * (gy - (gy * y).sum({-1}, true));
@@ -377,7 +379,7 @@ Tensor reduction_with_backward(const Spec& s, const std::vector<Tensor>& inputs,
       gy = eg[static_cast<size_t>(n)];
       if (!gy.defined()) return r;  // the epilogue does not read y
     }
-    const Tensor gx = reduce_backward(s.reduction, s.dims, s.eps, x, y, gy);
+    const Tensor gx = reduce_backward(s.reduction, s.dims, s.eps, x, y, gy, graph);
     auto add_to = [&](int k, const Tensor& t) {
       if (!t.defined()) return;
       Tensor& slot = r[static_cast<size_t>(k)];
