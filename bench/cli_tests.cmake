@@ -62,7 +62,7 @@ foreach(f contiguous channels_last)
 endforeach()
 # --device and --dtype (train_step, gpu_matmul): bad values are usage errors; without a GPU the
 # GPU workloads name the reason.
-foreach(bad "--device;gpu" "--device;meta" "--dtype;int8")
+foreach(bad "--device;gpu" "--device;meta" "--dtype;int8" "--cudnn-api;v8")
   string(REPLACE ";" "_" name "cli_bench_bad_${bad}")
   string(REPLACE "-" "" name "${name}")
   add_test(NAME ${name}
@@ -75,6 +75,14 @@ set_tests_properties(cli_bench_bad_device_meta PROPERTIES PASS_REGULAR_EXPRESSIO
                      "exit status 2, .*--device meta has no data to time")
 set_tests_properties(cli_bench_bad_dtype_int8 PROPERTIES PASS_REGULAR_EXPRESSION
                      "exit status 2, .*--dtype expects float32 or bfloat16, got 'int8'")
+set_tests_properties(cli_bench_bad_cudnnapi_v8 PROPERTIES PASS_REGULAR_EXPRESSION
+                     "exit status 2, .*--cudnn-api expects graph or legacy, got 'v8'")
+# --cudnn-api legacy is reported in train_step's line (on the CPU it changes nothing).
+add_test(NAME cli_bench_train_step_cudnn_legacy
+         COMMAND ignis_cli bench train_step --model lenet --batch 4 --repeat 1 --threads 1
+                 --cudnn-api legacy)
+set_tests_properties(cli_bench_train_step_cudnn_legacy PROPERTIES PASS_REGULAR_EXPRESSION
+                     "workload=train_step model=lenet .*dtype=float32 cudnn_api=legacy s_per_step=")
 add_test(NAME cli_bench_gpu_matmul COMMAND ignis_cli bench gpu_matmul --repeat 1)
 set_tests_properties(cli_bench_gpu_matmul PROPERTIES PASS_REGULAR_EXPRESSION
                      "gpu_matmul: no GPU is available \\(|workload=gpu_matmul device=cuda:0 dtype=bfloat16 n=8192 ")

@@ -7,14 +7,15 @@
 
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "cuda/backend.h"
+#include "cuda_test_util.h"
 #include "ignis/cuda.h"
 #include "ignis/ignis.h"
-#include "cuda_test_util.h"
 #include "test_util.h"
 
 using namespace ignis;
@@ -727,6 +728,106 @@ TEST(Cuda, ConvolutionsMatchTheCpu) {
   // float32: full precision (no TF32), so the CPU's values to float32 rounding.
   const Tensor xf = x.to(kFloat32), wf = w.to(kFloat32);
   expect_matches(conv2d(xf.to(kGpu), wf.to(kGpu)), conv2d(xf, wf), 1e-4, 1e-4, "conv2d float32");
+}
+
+// The switch between cuDNN's graph and legacy APIs: on unless IGNIS_CUDNN_GRAPH_API=0 (ctest
+// runs this test once more with it set, as cuda_graph_api_env), and settable (with or without a
+// GPU).
+TEST(Cuda, CudnnGraphApiSwitch) {
+  const char* env = std::getenv("IGNIS_CUDNN_GRAPH_API");
+  const bool want = env == nullptr || std::string(env) != "0";
+  EXPECT_EQ(cuda::cudnn_graph_api(), want) << "IGNIS_CUDNN_GRAPH_API=" << (env ? env : "(unset)");
+  cuda::set_cudnn_graph_api(!want);
+  EXPECT_EQ(cuda::cudnn_graph_api(), !want);
+  cuda::set_cudnn_graph_api(want);
+  EXPECT_EQ(cuda::cudnn_graph_api(), want);
+}
+
+// Convolutions run through cuDNN's graph API (cuda::cudnn_graph_api(), on by default): forward,
+// input gradient and weight gradient of float32 (NCHW and NHWC, groups, stride, dilation) and
+// bfloat16 NHWC problems each get a plan there (none falls back to the legacy API), with the
+// CPU's values and gradients; the legacy API alone gives the same values.
+TEST(Cuda, ConvolutionsRunThroughCudnnsGraphApi) {
+  REQUIRE_GPU();
+  manual_seed(31);
+  ASSERT_TRUE(cuda::cudnn_graph_api()) << "the graph API is the default";
+  const auto cl = MemoryFormat::ChannelsLast;
+  struct Case {
+    const char* name;
+    Tensor x, w;
+    std::vector<int64_t> stride, padding, dilation;
+    int64_t groups;
+    double tol;
+  };
+  const std::vector<Case> cases = {
+      {"float32 NCHW", randn({2, 8, 10, 10}), randn({12, 8, 3, 3}), {1}, {1}, {1}, 1, 1e-4},
+      {"float32 NHWC, stride 2, 2 groups",
+       randn({4, 16, 12, 12}).contiguous(cl),
+       randn({24, 8, 3, 3}),
+       {2},
+       {1},
+       {1},
+       2,
+       1e-4},
+      {"float32 NCHW, padding 2, dilation 2",
+       randn({2, 6, 11, 9}),
+       randn({4, 6, 3, 3}),
+       {1},
+       {2},
+       {2},
+       1,
+       1e-4},
+      {"bfloat16 NHWC",
+       randn({4, 32, 14, 14}).to(kBFloat16).contiguous(cl),
+       randn({64, 32, 3, 3}).to(kBFloat16),
+       {1},
+       {1},
+       {1},
+       1,
+       5e-2},
+  };
+  // y, and the gradients of x and w under the loss sum(y * r).
+  auto run = [](const Case& c, Device d) {
+    const Tensor x = c.x.to(d).detach().requires_grad_(true),
+                 w = c.w.to(d).detach().requires_grad_(true);
+    const Tensor y = conv2d(x, w, {}, c.stride, c.padding, c.dilation, c.groups);
+    manual_seed(7);
+    const Tensor r = randn(y.sizes()).to(y.dtype()).to(d);
+    (y * r).sum().backward();
+    return std::vector<Tensor>{y.detach(), x.grad(), w.grad()};
+  };
+  auto reference = [&](const Case& c) {  // the CPU in float32 on the same (rounded) values
+    Case f = c;
+    f.x = c.x.to(kFloat32);
+    f.w = c.w.to(kFloat32);
+    return run(f, kCPU);
+  };
+  const char* names[] = {"output", "input gradient", "weight gradient"};
+  const cuda::detail::CudnnGraphStats before = cuda::detail::cudnn_graph_stats();
+  std::vector<std::vector<Tensor>> graph_results;
+  for (const Case& c : cases) {
+    const std::vector<Tensor> g = run(c, kGpu), want = reference(c);
+    for (int k = 0; k < 3; ++k) {
+      expect_matches(g[k].to(kFloat32), want[k], c.tol, c.tol,
+                     std::string("graph API, ") + c.name + ": " + names[k]);
+    }
+    graph_results.push_back(g);
+  }
+  const cuda::detail::CudnnGraphStats after = cuda::detail::cudnn_graph_stats();
+  EXPECT_EQ(after.fallbacks, before.fallbacks) << "fell back: " << after.last_fallback;
+  EXPECT_GE(after.executions - before.executions, static_cast<int64_t>(3 * cases.size()));
+
+  cuda::set_cudnn_graph_api(false);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const std::vector<Tensor> l = run(cases[i], kGpu);
+    for (int k = 0; k < 3; ++k) {
+      expect_matches(l[k].to(kFloat32), graph_results[i][k].to(kFloat32).cpu(), cases[i].tol,
+                     cases[i].tol, std::string("legacy API, ") + cases[i].name + ": " + names[k]);
+    }
+  }
+  EXPECT_EQ(cuda::detail::cudnn_graph_stats().executions, after.executions)
+      << "with the graph API off, nothing runs there";
+  cuda::set_cudnn_graph_api(true);
 }
 
 // Channels-last float32 and bfloat16 run NHWC end to end (cuDNN's NHWC kernels with the filter

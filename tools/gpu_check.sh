@@ -129,6 +129,11 @@ echo "== benchmarks"
     timeout 90 "$B/bin/ignis" bench train_step --model resnet50 --batch 128 --device cuda --dtype "$dt" \
       --memory-format channels_last
   done
+  # cuDNN's legacy API alone (every convolution as before the graph API), for the comparison
+  for dt in float32 bfloat16; do
+    timeout 90 "$B/bin/ignis" bench train_step --model resnet50 --batch 128 --device cuda --dtype "$dt" \
+      --memory-format channels_last --cudnn-api legacy
+  done
   # cuDNN's timed algorithm choice (torch.backends.cudnn.benchmark), both sides
   for dt in float32 bfloat16; do
     timeout 90 "$B/bin/ignis" bench train_step --model resnet50 --batch 128 --device cuda \
@@ -164,12 +169,17 @@ for dt in ("float32", "bfloat16"):
         print(f"matmul 8192 {dt}: ignis {i['tflops']} TFLOP/s, PyTorch (cuBLAS) {t['tflops']}:"
               f" {float(i['tflops']) / float(t['tflops']):.2f}")
     for mode in (None, "on"):
-        i = find("train_step", dtype=dt, cudnn_benchmark=mode)
+        i = find("train_step", dtype=dt, cudnn_benchmark=mode, cudnn_api=None)
         t = find("torch_train_step", dtype=dt, cudnn_benchmark=mode)
         if i and t:
             print(f"ResNet-50 training, batch 128, channels-last, {dt}"
                   f"{', cudnn benchmark' if mode else ''}: ignis {i['img_per_s']} img/s,"
                   f" PyTorch {t['img_per_s']}: {float(i['img_per_s']) / float(t['img_per_s']):.2f}")
+    i = find("train_step", dtype=dt, cudnn_benchmark=None, cudnn_api=None)
+    l = find("train_step", dtype=dt, cudnn_benchmark=None, cudnn_api="legacy")
+    if i and l:
+        print(f"ResNet-50 training, {dt}: cuDNN's graph API {i['img_per_s']} img/s, legacy API"
+              f" {l['img_per_s']}: {float(i['img_per_s']) / float(l['img_per_s']):.2f}")
 PY
 # GPU_PROFILE=1 with `all`: the profiles too, after the benchmarks.
 if [ "$part" = all ] && [ -n "${GPU_PROFILE:-}" ]; then profile; fi

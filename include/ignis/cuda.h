@@ -144,4 +144,12 @@ void empty_cache();
 void set_cudnn_benchmark(bool on);
 bool cudnn_benchmark();
 
+/// Which cuDNN API convolutions go through: on (the default), the graph API, whose heuristics
+/// reach cuDNN 9's newer engines (as PyTorch's convolutions do, through the cuDNN frontend),
+/// falling back to the legacy API for a problem the graph API has no plan for; off, the legacy
+/// API (cudnnConvolutionForward and its gradients) only. The environment variable
+/// IGNIS_CUDNN_GRAPH_API=0 turns it off at start. Either way float32 runs in full precision.
+void set_cudnn_graph_api(bool on);
+bool cudnn_graph_api();
+
 }  // namespace ignis::cuda

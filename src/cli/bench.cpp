@@ -93,6 +93,8 @@ std::string bench_usage() {
        "  --cudnn-benchmark   on a GPU, convolutions time cuDNN's algorithms once per shape\n"
        "                and keep the fastest (torch.backends.cudnn.benchmark); default: cuDNN's\n"
        "                heuristic choice\n"
+       "  --cudnn-api graph|legacy   on a GPU, the cuDNN API convolutions go through: graph\n"
+       "                (default; the legacy API where it has no plan) or legacy only\n"
        "  --profile PATH  record the run with the profiler: print its table and write a\n"
        "                Chrome trace to PATH (the timings then include the profiler's cost)\n";
   return s;
@@ -134,7 +136,8 @@ int bench_main(const Args& args) {
       } else if (key == "--threads" || key == "--repeat" || key == "--data" || key == "--model" ||
                  key == "--batch" || key == "--image-size" || key == "--classes" ||
                  key == "--memory-format" || key == "--profile" || key == "--max-bytes" ||
-                 key == "--ranks" || key == "--device" || key == "--dtype") {
+                 key == "--ranks" || key == "--device" || key == "--dtype" ||
+                 key == "--cudnn-api") {
         if (i + 1 >= args.size()) throw UsageError(key + " expects a value", usage);
         value = args[++i];
       }
@@ -173,6 +176,11 @@ int bench_main(const Args& args) {
       } else if (key == "--cudnn-benchmark") {
         if (!value.empty()) throw UsageError("--cudnn-benchmark takes no value", usage);
         opts.cudnn_benchmark = true;
+      } else if (key == "--cudnn-api") {
+        if (value != "graph" && value != "legacy") {
+          throw UsageError("--cudnn-api expects graph or legacy, got '" + value + "'", usage);
+        }
+        opts.cudnn_legacy = value == "legacy";
       } else if (key == "--memory-format") {
         if (value == "channels_last") {
           opts.memory_format = MemoryFormat::ChannelsLast;
@@ -205,6 +213,7 @@ int bench_main(const Args& args) {
 
   if (threads > 0) set_num_threads(threads);
   cuda::set_cudnn_benchmark(opts.cudnn_benchmark);
+  if (opts.cudnn_legacy) cuda::set_cudnn_graph_api(false);
   // --profile: the whole run recorded (its timings then include the profiler's cost).
   std::unique_ptr<profiler::Profile> prof;
   if (!profile_path.empty()) prof = std::make_unique<profiler::Profile>();

@@ -31,6 +31,9 @@ struct BenchOptions {
   DType dtype = kFloat32;
   // --cudnn-benchmark: convolutions on a GPU time cuDNN's algorithms (cuda::set_cudnn_benchmark)
   bool cudnn_benchmark = false;
+  // --cudnn-api legacy: convolutions on a GPU use cuDNN's legacy API only
+  // (cuda::set_cudnn_graph_api(false)).
+  bool cudnn_legacy = false;
 };
 
 /// "contiguous" or "channels_last", as --memory-format spells it.

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cli/bench.h"
+#include "cuda/backend.h"
 #include "ignis/autograd.h"
 #include "ignis/cuda.h"
 #include "ignis/data.h"
@@ -337,13 +338,21 @@ void bench_train_step(const BenchOptions& opts) {
   const double s = median(times);
   std::printf(
       "workload=train_step model=%s batch=%lld image_size=%lld classes=%lld threads=%d "
-      "memory_format=%s device=%s dtype=%s%s s_per_step=%.4f img_per_s=%.1f peak_rss_mb=%.0f\n",
+      "memory_format=%s device=%s dtype=%s%s%s s_per_step=%.4f img_per_s=%.1f "
+      "peak_rss_mb=%.0f\n",
       name.c_str(), static_cast<long long>(batch), static_cast<long long>(cfg.image_size),
       static_cast<long long>(cfg.num_classes), get_num_threads(),
       memory_format_name(opts.memory_format), opts.device.str().c_str(),
       std::string(dtype_name(opts.dtype)).c_str(),
-      opts.cudnn_benchmark ? " cudnn_benchmark=on" : "", s, static_cast<double>(batch) / s,
+      opts.cudnn_benchmark ? " cudnn_benchmark=on" : "",
+      opts.cudnn_legacy ? " cudnn_api=legacy" : "", s, static_cast<double>(batch) / s,
       peak_rss_mb());
+  if (opts.device.is_cuda()) {  // which cuDNN API the convolutions went through
+    const cuda::detail::CudnnGraphStats g = cuda::detail::cudnn_graph_stats();
+    std::printf("cudnn_graph_api executions=%lld fallbacks=%lld%s%s\n",
+                static_cast<long long>(g.executions), static_cast<long long>(g.fallbacks),
+                g.last_fallback.empty() ? "" : " last_fallback: ", g.last_fallback.c_str());
+  }
   std::fflush(stdout);
 }
 

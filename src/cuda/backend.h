@@ -17,6 +17,15 @@ namespace ignis::cuda::detail {
 /// wait (as PyTorch's torch.cuda.set_sync_debug_mode finds stray synchronisations).
 int64_t host_sync_count();
 
+/// Convolutions through cuDNN's graph API (cuda/cudnn_graph.cpp, on while
+/// cuda::cudnn_graph_api()): how many ran there, how many problems fell back to the legacy API,
+/// and why the last one did (the tests check that the common problems do not fall back).
+struct CudnnGraphStats {
+  int64_t executions = 0, fallbacks = 0;
+  std::string last_fallback;
+};
+CudnnGraphStats cudnn_graph_stats();
+
 /// The cubin of CUDA C++ `source` for architecture sm_`sm` (90 for an H100), compiled by NVRTC
 /// with the standard headers the shared functors include (cuda/nvrtc_std.h); throws NVRTC's log
 /// when it does not compile. Needs libnvrtc, not a GPU (graph mode's fused kernels).

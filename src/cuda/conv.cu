@@ -5,20 +5,24 @@
 // cuDNN pads symmetrically: an asymmetric
 // padding ("same" with an even kernel; conv_transpose2d's output_padding, a negative right
 // padding) runs on an input cropped and zero-padded by hand. Float32 uses full-precision
-// arithmetic (no TF32), so results match the CPU's to float32 rounding. The algorithm is cuDNN's
-// first heuristic choice whose workspace (from the caching allocator) fits, cached per problem
+// arithmetic (no TF32), so results match the CPU's to float32 rounding. Each convolution runs
+// through cuDNN's graph API (cuda/cudnn_graph.cpp) when cuda::cudnn_graph_api() is on and it has
+// a plan for the problem, else through the legacy API: there the algorithm is cuDNN's first
+// heuristic choice whose workspace (from the caching allocator) fits, cached per problem
 // (cuda/plan_cache.h). The bias and a fused
 // ReLU are elementwise kernels run after the convolution on the same stream.
 #include <cudnn.h>
 
 #include <atomic>
 #include <climits>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 
 #include "core/tensor_impl.h"
+#include "cuda/cudnn_graph.h"
 #include "cuda/lazy_library.h"
 #include "cuda/loops.cuh"
 #include "cuda/plan_cache.h"
@@ -154,6 +158,19 @@ struct Choice {
 };
 
 std::atomic<bool> benchmark_flag{false};
+
+// On unless the environment says IGNIS_CUDNN_GRAPH_API=0.
+std::atomic<bool> graph_api_flag{[] {
+  const char* v = std::getenv("IGNIS_CUDNN_GRAPH_API");
+  return v == nullptr || std::string(v) != "0";
+}()};
+
+// Runs the convolution through cuDNN's graph API when it is on and has a plan for the problem.
+bool try_graph(cudnn_graph::Direction dir, cudnnHandle_t h, const Tensor& x, const Tensor& w,
+               const Tensor& y, const ConvParams& p, Layout l) {
+  return graph_api_flag.load(std::memory_order_relaxed) &&
+         cudnn_graph::convolution(dir, h, x, w, y, p, l == Layout::NHWC, benchmark_flag.load());
+}
 
 // The problem's key for the algorithm cache: how it is chosen (heuristic or timed), direction,
 // device, dtype, layout, the three tensors' sizes and the convolution's parameters.
@@ -321,6 +338,7 @@ void conv_forward(const Tensor& out, const Tensor& x, const Tensor& w, const Ten
   DeviceGuard guard(x.device().index);
   const int dev = x.device().index;
   cudnnHandle_t h = handle(dev);
+  if (try_graph(cudnn_graph::Direction::Forward, h, x, wl, out, p, l)) return bias_relu(out, b, relu);
   const Cudnn& c = cudnn();
   Descriptors d(x, wl, out, p, l, "conv2d");
   const Scale one(1), zero(0);
@@ -377,6 +395,7 @@ void conv_input_grad(const Tensor& gx, const Tensor& gy, const Tensor& w, const 
   const Tensor wl = to_layout(w, l);
   DeviceGuard guard(gy.device().index);
   cudnnHandle_t h = handle(gy.device().index);
+  if (try_graph(cudnn_graph::Direction::BackwardData, h, gx, wl, gy, p, l)) return;
   const Cudnn& c = cudnn();
   Descriptors d(gx, wl, gy, p, l, "conv2d backward");
   const Scale one(1), zero(0);
@@ -420,6 +439,7 @@ void conv_weight_grad(const Tensor& gw, const Tensor& x, const Tensor& gy, const
   }
   DeviceGuard guard(x.device().index);
   cudnnHandle_t h = handle(x.device().index);
+  if (try_graph(cudnn_graph::Direction::BackwardFilter, h, x, gw, gy, p, l)) return;
   const Cudnn& c = cudnn();
   Descriptors d(x, gw, gy, p, l, "conv2d backward");
   const Scale one(1), zero(0);
@@ -457,6 +477,8 @@ void conv_weight_grad(const Tensor& gw, const Tensor& x, const Tensor& gy, const
 
 void set_cudnn_benchmark(bool on) { benchmark_flag = on; }
 bool cudnn_benchmark() { return benchmark_flag; }
+void set_cudnn_graph_api(bool on) { graph_api_flag = on; }
+bool cudnn_graph_api() { return graph_api_flag; }
 
 IGNIS_REGISTER_KERNEL(conv2d_stub, CUDA, &conv_forward);
 IGNIS_REGISTER_KERNEL(conv2d_input_grad_stub, CUDA, &conv_input_grad);

@@ -1,6 +1,8 @@
 // The CUDA runtime API in a build without the CUDA backend (IGNIS_CUDA=OFF, or no nvcc): no
 // device is available, and what needs one says why.
 #include <atomic>
+#include <cstdlib>
+#include <string>
 
 #include "cuda/backend.h"
 #include "distributed/backend.h"
@@ -63,9 +65,18 @@ std::atomic<bool> benchmark_flag{false};
 }  // namespace
 void set_cudnn_benchmark(bool on) { benchmark_flag = on; }  // kept, though nothing uses it
 bool cudnn_benchmark() { return benchmark_flag; }
+namespace {
+std::atomic<bool> graph_api_flag{[] {  // as the backend's (cuda/conv.cu)
+  const char* v = std::getenv("IGNIS_CUDNN_GRAPH_API");
+  return v == nullptr || std::string(v) != "0";
+}()};
+}  // namespace
+void set_cudnn_graph_api(bool on) { graph_api_flag = on; }  // kept, though nothing uses it
+bool cudnn_graph_api() { return graph_api_flag; }
 
 namespace detail {
 int64_t host_sync_count() { return 0; }
+CudnnGraphStats cudnn_graph_stats() { return {}; }
 std::string nvrtc_compile(const std::string&, int) { no_backend("nvrtc_compile"); }
 void copy_across_devices(const Tensor& dst, const Tensor& src, bool) {
   IGNIS_FAIL("copy_: copying from ", src.device().str(), " to ", dst.device().str(),

@@ -1,0 +1,424 @@
+// Convolutions through cuDNN's graph API (cuda/cudnn_graph.h). A problem's plan is built once:
+//   tensors (dims in N, C, H, W order, strides giving the layout, unique ids 'x', 'w', 'y')
+//   -> a convolution descriptor -> one operation node -> an operation graph
+//   -> engine configurations ranked by cuDNN's heuristics (mode A, then the fallback list)
+//   -> the first configuration with acceptable numerical notes whose execution plan finalizes
+// and is cached per (thread, problem): plans belong to the cuDNN handle they were made with,
+// and handles are per (thread, device) (cuda/conv.cu). A call then fills a variant pack (the
+// three data pointers and a workspace from the caching allocator) and executes the plan.
+#include "cuda/cudnn_graph.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/tensor_impl.h"
+#include "cuda/backend.h"
+#include "cuda/cuda_check.h"
+#include "cuda/lazy_library.h"
+
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
+namespace ignis::cuda {
+namespace {
+
+struct GraphApi {
+  detail::LazyLibrary lib{"libcudnn.so." + std::to_string(CUDNN_MAJOR), "cuDNN"};
+#define IGNIS_CUDNN_GRAPH_MEMBER(f) decltype(&::f) f = lib.get<decltype(&::f)>(#f);
+  IGNIS_CUDNN_GRAPH_MEMBER(cudnnBackendCreateDescriptor)
+  IGNIS_CUDNN_GRAPH_MEMBER(cudnnBackendDestroyDescriptor)
+  IGNIS_CUDNN_GRAPH_MEMBER(cudnnBackendFinalize)
+  IGNIS_CUDNN_GRAPH_MEMBER(cudnnBackendSetAttribute)
+  IGNIS_CUDNN_GRAPH_MEMBER(cudnnBackendGetAttribute)
+  IGNIS_CUDNN_GRAPH_MEMBER(cudnnBackendExecute)
+  IGNIS_CUDNN_GRAPH_MEMBER(cudnnGetErrorString)
+#undef IGNIS_CUDNN_GRAPH_MEMBER
+};
+
+const GraphApi& api() { return detail::lazy_api<GraphApi>(); }
+
+// A step of building or running a plan that cuDNN refused: why, for the fallback's record.
+struct Refused {
+  std::string what;
+};
+
+void ok(cudnnStatus_t st, const char* what) {
+  if (st != CUDNN_STATUS_SUCCESS) {
+    throw Refused{std::string(what) + ": " + api().cudnnGetErrorString(st)};
+  }
+}
+
+// One backend descriptor, destroyed with its owner.
+class Desc {
+ public:
+  explicit Desc(cudnnBackendDescriptorType_t type) {
+    ok(api().cudnnBackendCreateDescriptor(type, &d_), "cudnnBackendCreateDescriptor");
+  }
+  ~Desc() {
+    if (d_ != nullptr) api().cudnnBackendDestroyDescriptor(d_);
+  }
+  Desc(const Desc&) = delete;
+  Desc& operator=(const Desc&) = delete;
+  cudnnBackendDescriptor_t get() const { return d_; }
+
+  template <class T>
+  void set(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, int64_t n,
+           const T* values, const char* what) {
+    ok(api().cudnnBackendSetAttribute(d_, name, type, n, values), what);
+  }
+  template <class T>
+  void set(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, const T& value,
+           const char* what) {
+    set(name, type, 1, &value, what);
+  }
+  void set_desc(cudnnBackendAttributeName_t name, const Desc& value, const char* what) {
+    cudnnBackendDescriptor_t v = value.get();
+    set(name, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &v, what);
+  }
+  void finalize(const char* what) { ok(api().cudnnBackendFinalize(d_), what); }
+
+ private:
+  cudnnBackendDescriptor_t d_ = nullptr;
+};
+
+constexpr int64_t kUidX = 'x', kUidW = 'w', kUidY = 'y';
+
+cudnnDataType_t data_type(DType t) {
+  switch (t) {
+    case DType::Float32: return CUDNN_DATA_FLOAT;
+    case DType::Float64: return CUDNN_DATA_DOUBLE;
+    case DType::BFloat16: return CUDNN_DATA_BFLOAT16;
+    default: throw Refused{"no cuDNN type for " + std::string(dtype_name(t))};
+  }
+}
+
+// The largest power of two, at most 16, dividing the address: cuDNN's engines choose their
+// vector width from the alignment the tensor descriptor promises.
+int64_t alignment(const void* p) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  int64_t k = 16;
+  while (k > 1 && a % static_cast<uintptr_t>(k) != 0) k /= 2;
+  return k;
+}
+
+// A tensor descriptor of t [N, C, H, W], dense in the layout (NHWC strides or NCHW's).
+std::unique_ptr<Desc> tensor_desc(const Tensor& t, int64_t uid, bool nhwc) {
+  auto d = std::make_unique<Desc>(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+  const int64_t n = t.size(0), c = t.size(1), h = t.size(2), w = t.size(3);
+  const int64_t dims[4] = {n, c, h, w};
+  const int64_t nchw[4] = {c * h * w, h * w, w, 1}, nhwc_s[4] = {h * w * c, 1, w * c, c};
+  const cudnnDataType_t dt = data_type(t.dtype());
+  const int64_t align = alignment(t.data_ptr());
+  d->set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, dt, "tensor data type");
+  d->set(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims, "tensor dimensions");
+  d->set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, nhwc ? nhwc_s : nchw, "tensor strides");
+  d->set(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, uid, "tensor unique id");
+  d->set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, align, "tensor alignment");
+  d->finalize("tensor descriptor");
+  return d;
+}
+
+// The numerical notes ignis refuses: a narrower type than the data's (TF32 for float32 is
+// CUDNN_NUMERICAL_NOTE_TENSOR_CORE on float data, as PyTorch's filter with allow_tf32 off).
+bool acceptable(cudnnBackendDescriptor_t cfg, DType dtype) {
+  Desc engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+  cudnnBackendDescriptor_t e = engine.get();
+  int64_t n = 0;
+  ok(api().cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                    1, &n, &e),
+     "engine of a configuration");
+  cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+  n = 0;
+  ok(api().cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                                    CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n, notes),
+     "numerical notes of an engine");
+  for (int64_t i = 0; i < std::min<int64_t>(n, CUDNN_NUMERICAL_NOTE_TYPE_COUNT); ++i) {
+    const cudnnBackendNumericalNote_t note = notes[i];
+    if (note == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) return false;
+    if (dtype != kBFloat16 && (note == CUDNN_NUMERICAL_NOTE_TENSOR_CORE ||
+                               note == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// A problem's execution plan and its workspace.
+struct Plan {
+  std::unique_ptr<Desc> plan;
+  int64_t workspace = 0;
+};
+
+// The engine configurations cuDNN's heuristics (`mode`) rank for the graph, best first.
+std::vector<std::unique_ptr<Desc>> ranked_configs(const Desc& graph, cudnnBackendHeurMode_t mode) {
+  Desc heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+  heur.set_desc(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph, "heuristics' graph");
+  heur.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, mode, "heuristics' mode");
+  heur.finalize("heuristics");
+  int64_t count = 0;
+  ok(api().cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr),
+     "heuristics' result count");
+  std::vector<std::unique_ptr<Desc>> cfgs;
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (int64_t i = 0; i < count; ++i) {
+    cfgs.push_back(std::make_unique<Desc>(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
+    raw.push_back(cfgs.back()->get());
+  }
+  int64_t got = 0;
+  if (count > 0) {
+    ok(api().cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                      CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, raw.data()),
+       "heuristics' results");
+  }
+  cfgs.resize(static_cast<size_t>(std::clamp<int64_t>(got, 0, count)));
+  return cfgs;
+}
+
+// How a plan's run went: it ran, its workspace could not be had now (the caching allocator's
+// error in `why`; another plan or the legacy API may need less), or cuDNN refused it.
+enum class Ran { Yes, NoWorkspace, Refused };
+
+Ran execute(cudnnHandle_t h, const Plan& plan, const Tensor& x, const Tensor& w, const Tensor& y,
+            std::string& why) {
+  Tensor ws;
+  try {
+    ws = make_tensor({std::max<int64_t>(plan.workspace, 1)}, kUInt8, x.device());
+  } catch (const Error& e) {
+    why = e.what();
+    return Ran::NoWorkspace;
+  }
+  try {
+    Desc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+    void* ptrs[3] = {x.data_ptr(), w.data_ptr(), y.data_ptr()};
+    const int64_t uids[3] = {kUidX, kUidW, kUidY};
+    void* wsp = ws.data_ptr();
+    pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs, "data pointers");
+    pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids, "unique ids");
+    pack.set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &wsp, "workspace");
+    pack.finalize("variant pack");
+    ok(api().cudnnBackendExecute(h, plan.plan->get(), pack.get()), "cudnnBackendExecute");
+  } catch (const Refused& r) {
+    why = r.what;
+    return Ran::Refused;
+  }
+  return Ran::Yes;
+}
+
+// The GPU time of one run of `plan`, in ms (after a first run), or a negative value when it
+// does not run.
+float time_plan(cudnnHandle_t h, const Plan& plan, const Tensor& x, const Tensor& w,
+                const Tensor& y) {
+  std::string why;
+  if (execute(h, plan, x, w, y, why) != Ran::Yes) return -1;
+  const cudaStream_t s = detail::current_stream(x.device());
+  cudaEvent_t start = nullptr, stop = nullptr;
+  IGNIS_CUDA_CHECK(cudaEventCreate(&start));
+  IGNIS_CUDA_CHECK(cudaEventCreate(&stop));
+  IGNIS_CUDA_CHECK(cudaEventRecord(start, s));
+  const bool ran = execute(h, plan, x, w, y, why) == Ran::Yes;
+  IGNIS_CUDA_CHECK(cudaEventRecord(stop, s));
+  detail::count_host_sync();
+  IGNIS_CUDA_CHECK(cudaEventSynchronize(stop));
+  float ms = -1;
+  IGNIS_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+  (void)cudaEventDestroy(start);
+  (void)cudaEventDestroy(stop);
+  return ran ? ms : -1;
+}
+
+// Builds the problem's plan: the first acceptable configuration (heuristics' mode A, then the
+// fallback list) that finalizes and runs, or with `benchmark` the fastest of them. Throws
+// Refused when there is none.
+std::shared_ptr<Plan> build_plan(cudnn_graph::Direction dir, cudnnHandle_t h, const Tensor& x,
+                                 const Tensor& w, const Tensor& y, const ConvParams& p, bool nhwc,
+                                 bool benchmark) {
+  const auto tx = tensor_desc(x, kUidX, nhwc), tw = tensor_desc(w, kUidW, nhwc),
+             ty = tensor_desc(y, kUidY, nhwc);
+  const bool f64 = x.dtype() == kFloat64;
+  Desc conv(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
+  const cudnnDataType_t comp = f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+  const int64_t dims = 2;
+  conv.set(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, comp, "compute type");
+  conv.set(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, CUDNN_CROSS_CORRELATION,
+           "mode");
+  conv.set(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, dims, "spatial dims");
+  conv.set(CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, p.dilation, "dilations");
+  conv.set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, p.stride, "strides");
+  conv.set(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, p.pad_l, "pre-paddings");
+  conv.set(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, p.pad_r, "post-paddings");
+  conv.finalize("convolution descriptor");
+
+  // alpha = 1, beta = 0: the result overwrites the output.
+  const float one_f = 1, zero_f = 0;
+  const double one_d = 1, zero_d = 0;
+  const cudnnBackendAttributeType_t st = f64 ? CUDNN_TYPE_DOUBLE : CUDNN_TYPE_FLOAT;
+  const void* one = f64 ? static_cast<const void*>(&one_d) : &one_f;
+  const void* zero = f64 ? static_cast<const void*>(&zero_d) : &zero_f;
+  std::unique_ptr<Desc> op;
+  switch (dir) {
+    case cudnn_graph::Direction::Forward:
+      op = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+      op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, *tx, "x");
+      op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, *tw, "w");
+      op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, *ty, "y");
+      op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, conv, "conv");
+      op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, st, 1, one, "alpha");
+      op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, st, 1, zero, "beta");
+      break;
+    case cudnn_graph::Direction::BackwardData:
+      op = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR);
+      op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, *tx, "dx");
+      op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, *tw, "w");
+      op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, *ty, "dy");
+      op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, conv, "conv");
+      op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, st, 1, one, "alpha");
+      op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, st, 1, zero, "beta");
+      break;
+    case cudnn_graph::Direction::BackwardFilter:
+      op = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR);
+      op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, *tx, "x");
+      op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, *tw, "dw");
+      op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, *ty, "dy");
+      op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, conv, "conv");
+      op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, st, 1, one, "alpha");
+      op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, st, 1, zero, "beta");
+      break;
+  }
+  op->finalize("convolution operation");
+
+  Desc graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+  cudnnBackendDescriptor_t ops[1] = {op->get()};
+  graph.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, ops, "graph's ops");
+  graph.set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, h, "graph's handle");
+  graph.finalize("operation graph");
+
+  // Candidates in rank order; a mode that fails (the fallback list for an unusual problem)
+  // only contributes nothing.
+  std::vector<std::unique_ptr<Desc>> cfgs;
+  std::string why = "no engine configuration";
+  for (const cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+    try {
+      for (auto& c : ranked_configs(graph, mode)) cfgs.push_back(std::move(c));
+    } catch (const Refused& r) {
+      why = r.what;
+    }
+  }
+  constexpr int kMaxTimed = 8;  // benchmark: the candidates timed
+  std::shared_ptr<Plan> best;
+  float best_ms = 0;
+  int timed = 0;
+  for (const auto& cfg : cfgs) {
+    try {
+      if (!acceptable(cfg->get(), x.dtype())) {
+        why = "no engine with the data's precision";
+        continue;
+      }
+      auto plan = std::make_shared<Plan>();
+      plan->plan = std::make_unique<Desc>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+      plan->plan->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, h, "plan's handle");
+      plan->plan->set_desc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, *cfg, "plan's engine");
+      plan->plan->finalize("execution plan");
+      int64_t n = 0;
+      ok(api().cudnnBackendGetAttribute(plan->plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                        CUDNN_TYPE_INT64, 1, &n, &plan->workspace),
+         "plan's workspace size");
+      if (!benchmark) {
+        if (execute(h, *plan, x, w, y, why) == Ran::Yes) return plan;
+        continue;
+      }
+      const float ms = time_plan(h, *plan, x, w, y);
+      if (ms >= 0 && (!best || ms < best_ms)) {
+        best = plan;
+        best_ms = ms;
+      }
+      if (++timed == kMaxTimed) break;
+    } catch (const Refused& r) {
+      why = r.what;
+    }
+  }
+  if (best) {
+    // The output holds the last candidate's result: the chosen plan writes it again.
+    if (execute(h, *best, x, w, y, why) == Ran::Yes) return best;
+  }
+  throw Refused{why};
+}
+
+std::atomic<int64_t> executions{0}, fallbacks{0};
+std::mutex reason_mu;
+std::string last_reason;
+
+}  // namespace
+
+namespace cudnn_graph {
+
+bool convolution(Direction dir, cudnnHandle_t h, const Tensor& x, const Tensor& w, const Tensor& y,
+                 const ConvParams& p, bool nhwc, bool benchmark) {
+  // Per thread (plans belong to this thread's handle), per problem: its plan, or null when the
+  // graph API has none.
+  thread_local std::map<std::vector<int64_t>, std::shared_ptr<Plan>> plans;
+  std::vector<int64_t> key = {static_cast<int64_t>(dir),
+                              x.device().index,
+                              static_cast<int64_t>(x.dtype()),
+                              nhwc,
+                              benchmark,
+                              alignment(x.data_ptr()),
+                              alignment(w.data_ptr()),
+                              alignment(y.data_ptr())};
+  for (const Tensor* t : {&x, &w, &y}) key.insert(key.end(), t->sizes().begin(), t->sizes().end());
+  key.insert(key.end(), {p.pad_l[0], p.pad_l[1], p.pad_r[0], p.pad_r[1], p.stride[0], p.stride[1],
+                         p.dilation[0], p.dilation[1], p.groups});
+  std::string why;
+  const auto it = plans.find(key);
+  if (it != plans.end()) {
+    if (!it->second) return false;
+    switch (execute(h, *it->second, x, w, y, why)) {
+      case Ran::Yes: executions.fetch_add(1, std::memory_order_relaxed); return true;
+      case Ran::NoWorkspace: return false;  // this time only: memory may be free next time
+      case Ran::Refused: break;
+    }
+  } else {
+    try {
+      std::shared_ptr<Plan> plan = build_plan(dir, h, x, w, y, p, nhwc, benchmark);
+      if (plans.size() >= 1024) plans.clear();  // a bound for programs of endless shapes
+      plans[key] = std::move(plan);
+      executions.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    } catch (const Refused& r) {
+      why = r.what;
+    }
+  }
+  plans[key] = nullptr;
+  fallbacks.fetch_add(1, std::memory_order_relaxed);
+  static const char* names[] = {"forward", "backward data", "backward filter"};
+  std::ostringstream os;
+  os << "conv2d " << names[static_cast<int>(dir)] << ", " << x.dtype() << (nhwc ? " NHWC" : " NCHW")
+     << ", x " << x.sizes() << ", w " << w.sizes() << ": " << why;
+  std::lock_guard<std::mutex> g(reason_mu);
+  last_reason = os.str();
+  return false;
+}
+
+}  // namespace cudnn_graph
+
+namespace detail {
+
+CudnnGraphStats cudnn_graph_stats() {
+  CudnnGraphStats s;
+  s.executions = executions.load();
+  s.fallbacks = fallbacks.load();
+  std::lock_guard<std::mutex> g(reason_mu);
+  s.last_fallback = last_reason;
+  return s;
+}
+
+}  // namespace detail
+}  // namespace ignis::cuda
