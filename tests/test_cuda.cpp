@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -922,6 +923,66 @@ TEST(Cuda, ChannelsLastConvolutionsAndBatchNormMatchTheCpu) {
                      .to(kFloat32),
                  batch_norm(xb16, none, none, wn, bn, true, 0.1, 1e-5).to(kFloat32), 2e-2, 2e-2,
                  "batch_norm channels-last bfloat16");
+}
+
+// The kernels that move 16 bytes per thread step where the layout allows, and one element
+// otherwise: elementwise ops on dense aligned operands (every length around the vector width, so
+// the tail runs too; a view one element in, whose operands are not aligned; mixed widths: a bool
+// result of float64 inputs), and batch norm with channel counts and plane sizes that do and do
+// not divide into vectors (channels-last and NCHW, float32 and bfloat16, forward and backward).
+TEST(Cuda, VectorizedKernelsMatchTheCpu) {
+  REQUIRE_GPU();
+  manual_seed(41);
+  for (const DType dt : {kFloat32, kBFloat16, kFloat64}) {
+    for (int64_t n = 0; n <= 19; ++n) {
+      const Tensor a = randn({n}).to(dt), b = randn({n}).to(dt);
+      const std::string what = std::string(dtype_name(dt)) + " n=" + std::to_string(n);
+      expect_matches(a.to(kGpu) * b.to(kGpu), a * b, 0, 0, "mul " + what);
+      expect_matches(relu(a.to(kGpu)), relu(a), 0, 0, "relu " + what);
+      expect_matches(a.to(kGpu) > b.to(kGpu), a > b, 0, 0, "gt " + what);
+    }
+    const Tensor a = randn({1031}).to(dt), b = randn({1031}).to(dt);
+    expect_matches(a.to(kGpu).narrow(0, 1, 1030) + b.to(kGpu).narrow(0, 0, 1030),
+                   a.narrow(0, 1, 1030) + b.narrow(0, 0, 1030), 0, 0,
+                   std::string("add of misaligned views, ") + std::string(dtype_name(dt)));
+  }
+  const auto cl = MemoryFormat::ChannelsLast;
+  struct Case {
+    Shape shape;
+    bool channels_last;
+    DType dtype;
+  };
+  const Case cases[] = {{{8, 6, 5, 7}, true, kFloat32},     // C = 6: one channel per thread
+                        {{8, 12, 5, 7}, true, kBFloat16},   // C = 12: not 8 | C
+                        {{4, 16, 6, 6}, true, kBFloat16},   // 16 channels in 2 vectors
+                        {{4, 5, 3, 5}, false, kFloat32},    // M = 15: one element per step
+                        {{4, 5, 4, 4}, false, kBFloat16}};  // M = 16: vectors of 8
+  for (const Case& c : cases) {
+    const Tensor x0 = (randn(c.shape) * 2 + 3).to(c.dtype);
+    const Tensor x = c.channels_last ? x0.contiguous(cl) : x0;
+    const Tensor g = randn(c.shape).to(c.dtype);
+    const Tensor w = randn({c.shape[1]}), b = randn({c.shape[1]});
+    auto run = [&](Device d, std::vector<Tensor>& grads) {
+      const Tensor xr = x.to(d).detach().requires_grad_(true),
+                   wr = w.to(d).detach().requires_grad_(true),
+                   br = b.to(d).detach().requires_grad_(true);
+      const Tensor y = batch_norm(xr, {}, {}, wr, br, true, 0.1, 1e-5);
+      (y * g.to(d)).sum().backward();
+      grads = {xr.grad(), wr.grad(), br.grad()};
+      return y.detach();
+    };
+    std::vector<Tensor> gc, gg;
+    const Tensor yc = run(kCPU, gc), yg = run(kGpu, gg);
+    std::ostringstream what;
+    what << "batch_norm " << c.shape << (c.channels_last ? " channels-last " : " ") << c.dtype;
+    const double tol = c.dtype == kBFloat16 ? 3e-2 : 1e-4;
+    expect_matches(yg.to(kFloat32), yc.to(kFloat32), tol, tol, what.str());
+    const char* names[] = {"input", "weight", "bias"};
+    for (int k = 0; k < 3; ++k) {
+      expect_matches(gg[k].to(kFloat32), gc[k].to(kFloat32), tol, tol,
+                     what.str() + ": grad of " + names[k]);
+    }
+  }
 }
 
 TEST(Cuda, PoolingAndBatchNormMatchTheCpu) {
