@@ -1,8 +1,8 @@
 // The fused multi-tensor CUDA steps of RMSprop and Adagrad (cuda/optim_kernels.cu) against the
 // CPU (the oracle: its fused kernels share the per-element arithmetic, optim/fused_math.h), in
-// every option combination, float32 and float64, over several steps and more tensors than one
-// launch takes; plus the routing (what goes to the kernel, what takes the generic path). Without
-// a GPU the tests are skipped, and say why.
+// every option combination, float32 and float64 (and bfloat16, in float32), over several steps
+// and more tensors than one launch takes; plus the routing (what goes to the kernel, what takes
+// the generic path). Without a GPU the tests are skipped, and say why.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -216,9 +216,9 @@ TEST(CudaOptim, AdagradEveryOptionMatchesTheCpu) {
 }
 
 // After the first step (which creates the state), a step of contiguous float32/float64 GPU
-// parameters runs no tensor op: the whole group is the fused kernel's. A strided parameter, or
-// one of another dtype than the group's first GPU parameter, takes the generic path (ops), and
-// still gives the CPU's result.
+// parameters runs no tensor op: the whole group is the fused kernel's. A strided parameter takes
+// the generic path (ops), and still gives the CPU's result; parameters of another dtype than
+// the first's get their own launches.
 TEST(CudaOptim, FusedStepRunsNoOpsAndOthersTakeTheGenericPath) {
   REQUIRE_GPU();
   const std::vector<Make> makes = {
@@ -253,8 +253,8 @@ TEST(CudaOptim, FusedStepRunsNoOpsAndOthersTakeTheGenericPath) {
         }
       }
     }
-    // A float32 first, then a float64 (generic), a strided float32 GPU view (generic) and a
-    // float32 CPU parameter (the CPU fused kernel), against the same on the CPU.
+    // A float32 first, then a float64 (fused, its own launches), a strided float32 GPU view
+    // (generic) and a float32 CPU parameter (the CPU fused kernel), against the same on the CPU.
     auto make_params = [&](Device dev) {
       Tensor base = zeros({3, 8}, TensorOptions(kFloat32).device(dev));
       Tensor strided = base.slice(1, 0, std::nullopt, 2);  // 3 x 4, non-contiguous
@@ -278,37 +278,70 @@ TEST(CudaOptim, FusedStepRunsNoOpsAndOthersTakeTheGenericPath) {
     step_twice(gpu);
     step_twice(cpu);
     expect_close(gpu[0], cpu[0], 2e-5, 2e-6, name + " mixed: float32 (fused)");
-    expect_close(gpu[1], cpu[1], 1e-12, 1e-12, name + " mixed: float64 (generic)");
+    expect_close(gpu[1], cpu[1], 1e-12, 1e-12, name + " mixed: float64 (fused)");
     expect_close(gpu[2], cpu[2], 2e-5, 2e-6, name + " mixed: strided float32 (generic)");
     EXPECT_TRUE(gpu[3].device().is_cpu());
     EXPECT_TRUE(equal(gpu[3].detach(), cpu[3].detach())) << name << " mixed: CPU parameter";
   }
 }
 
-// bfloat16 GPU parameters are not the fused kernel's: they take the generic tensor-op path, in
-// bfloat16 as on the CPU.
-TEST(CudaOptim, BFloat16TakesTheGenericPath) {
+// bfloat16 GPU parameters take the fused kernel too: computed in float32 and rounded once per
+// step (PyTorch's foreach kernels), so a step equals the CPU's float32 step on the same
+// (bfloat16) values, rounded to bfloat16, within a bfloat16 rounding (the GPU may contract a
+// multiply-add the CPU rounds twice); states likewise. A step runs no tensor op, for a list of
+// float32, float64 and bfloat16 parameters too (a launch series per dtype).
+TEST(CudaOptim, BFloat16IsFusedInFloat32) {
   REQUIRE_GPU();
   manual_seed(8);
   const Tensor init = randn({50}, kFloat64), g = randn({50}, kFloat64);
-  const std::vector<Make> makes = {
-      [](std::vector<Tensor> p) {
-        return std::make_unique<optim::RMSprop>(p, optim::RMSpropOptions(0.01).centered(true));
-      },
-      [](std::vector<Tensor> p) {
-        return std::make_unique<optim::Adagrad>(p, optim::AdagradOptions(0.1));
-      },
+  const std::vector<std::pair<std::string, Make>> makes = {
+      {"RMSprop",
+       [](std::vector<Tensor> p) {
+         return std::make_unique<optim::RMSprop>(
+             p, optim::RMSpropOptions(0.01).centered(true).momentum(0.5));
+       }},
+      {"Adagrad",
+       [](std::vector<Tensor> p) {
+         return std::make_unique<optim::Adagrad>(p, optim::AdagradOptions(0.1));
+       }},
+      {"SGD",
+       [](std::vector<Tensor> p) {
+         return std::make_unique<optim::SGD>(
+             p, optim::SGDOptions(0.1).momentum(0.9).weight_decay(0.01));
+       }},
+      {"Adam",
+       [](std::vector<Tensor> p) {
+         return std::make_unique<optim::Adam>(p, optim::AdamOptions(0.01).amsgrad(true));
+       }},
   };
-  for (const Make& make : makes) {
-    auto run_on = [&](Device dev) {
-      std::vector<Tensor> params = {leaf(init, kBFloat16, dev)};
+  for (const auto& [name, make] : makes) {
+    // The GPU in bfloat16, the CPU in float32 on the same values; two steps.
+    auto run_on = [&](Device dev, DType dt) {
+      std::vector<Tensor> params = {leaf(init.to(kBFloat16), dt, dev)};
       auto opt = make(params);
-      params[0].mutable_grad() = g.to(kBFloat16).to(dev);
-      opt->step();
-      return params[0].detach();
+      for (int step = 0; step < 2; ++step) {
+        params[0].mutable_grad() = (g * (step + 1)).to(kBFloat16).to(dt).to(dev);
+        opt->step();
+      }
+      std::vector<Tensor> out = {params[0].detach()};
+      for (auto& [state, t] : opt->state(params[0])->tensors()) {
+        if (t->defined() && t->numel() == params[0].numel()) out.push_back(t->detach());
+      }
+      return out;
     };
-    const Tensor c = run_on(kCPU), gp = run_on(kGpu);
-    EXPECT_EQ(gp.dtype(), kBFloat16);
-    expect_close(gp, c, 1e-2, 1e-2, "bfloat16");
+    const std::vector<Tensor> gp = run_on(kGpu, kBFloat16), c = run_on(kCPU, kFloat32);
+    ASSERT_EQ(gp.size(), c.size()) << name;
+    for (size_t k = 0; k < c.size(); ++k) {
+      EXPECT_EQ(gp[k].dtype(), kBFloat16) << name;
+      expect_close(gp[k], c[k].to(kBFloat16), 8e-3, 1e-6,
+                   name + (k == 0 ? ": parameter" : ": state " + std::to_string(k)));
+    }
+    // Mixed dtypes: after the first step, no op runs.
+    std::vector<Tensor> params = {leaf(init, kFloat32, kGpu), leaf(init, kFloat64, kGpu),
+                                  leaf(init, kBFloat16, kGpu)};
+    auto opt = make(params);
+    for (Tensor& p : params) p.mutable_grad() = g.to(p.dtype()).to(kGpu);
+    opt->step();
+    EXPECT_EQ(joined(ops_of_step(*opt)), "") << name << ": float32, float64 and bfloat16";
   }
 }

@@ -62,8 +62,10 @@ MemoryStats pinned_memory_stats();
 /// tables of the kernels (pooling windows, interpolation tables, CTC's geometry).
 Tensor upload(const void* host, size_t bytes, DType dtype, int64_t numel, Device device);
 
-/// The optimizers' fused multi-tensor steps (cuda/optim_kernels.cu): contiguous float32/float64
-/// CUDA tensors of one dtype and device, updated in place with the CPU fused kernels' arithmetic.
+/// The optimizers' fused multi-tensor steps (cuda/optim_kernels.cu): contiguous float32, float64
+/// or bfloat16 CUDA tensors (each parameter's state of its dtype and device; the lists may mix
+/// devices and dtypes), updated in place with the CPU fused kernels' arithmetic (bfloat16 in
+/// float32, rounded once).
 struct SgdHyper {
   double lr, momentum, dampening, weight_decay;
   bool nesterov, maximize;

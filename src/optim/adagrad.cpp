@@ -92,9 +92,7 @@ struct CudaBatch {
   std::vector<Tensor> p, g, sum;
   std::vector<double> clr;
   bool takes(const Tensor& param, const Tensor& grad, const AdagradParamState& st) const {
-    return fused_cuda_ok(param, grad) && st.sum.defined() &&
-           fused_cuda_state_ok(param, st.sum) &&
-           (p.empty() || (param.device() == p[0].device() && param.dtype() == p[0].dtype()));
+    return fused_cuda_ok(param, grad) && st.sum.defined() && fused_cuda_state_ok(param, st.sum);
   }
   void run(const AdagradOptions& o) {
     if (p.empty()) return;

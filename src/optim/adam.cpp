@@ -103,8 +103,7 @@ struct CudaBatch {
   bool takes(const Tensor& param, const Tensor& grad, const AdamParamState& st, bool amsgrad) {
     return fused_cuda_ok(param, grad) && fused_cuda_state_ok(param, st.exp_avg) &&
            fused_cuda_state_ok(param, st.exp_avg_sq) &&
-           (!amsgrad || fused_cuda_state_ok(param, st.max_exp_avg_sq)) &&
-           (p.empty() || (param.device() == p[0].device() && param.dtype() == p[0].dtype()));
+           (!amsgrad || fused_cuda_state_ok(param, st.max_exp_avg_sq));
   }
   void run(const AdamHyper& h) {
     if (p.empty()) return;

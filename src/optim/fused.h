@@ -21,10 +21,11 @@ inline bool fused_ok(const Tensor& p, const Tensor& g) {
          g.is_contiguous() && g.sizes().equals(p.sizes());
 }
 
-/// The CUDA multi-tensor kernels apply: p and g contiguous float32/float64 tensors of one dtype,
-/// shape and GPU.
+/// The CUDA multi-tensor kernels apply: p and g contiguous float32, float64 or bfloat16 tensors
+/// (bfloat16 computed in float32, rounded once per step) of one dtype, shape and GPU.
 inline bool fused_cuda_ok(const Tensor& p, const Tensor& g) {
-  return p.device().is_cuda() && (p.dtype() == kFloat32 || p.dtype() == kFloat64) &&
+  return p.device().is_cuda() &&
+         (p.dtype() == kFloat32 || p.dtype() == kFloat64 || p.dtype() == kBFloat16) &&
          g.device() == p.device() && g.dtype() == p.dtype() && p.is_contiguous() &&
          g.is_contiguous() && g.sizes().equals(p.sizes());
 }

@@ -94,8 +94,7 @@ struct CudaBatch {
              const RMSpropOptions& o) const {
     return fused_cuda_ok(param, grad) && fused_cuda_state_ok(param, st.square_avg) &&
            (o.momentum() <= 0 || fused_cuda_state_ok(param, st.momentum_buffer)) &&
-           (!o.centered() || fused_cuda_state_ok(param, st.grad_avg)) &&
-           (p.empty() || (param.device() == p[0].device() && param.dtype() == p[0].dtype()));
+           (!o.centered() || fused_cuda_state_ok(param, st.grad_avg));
   }
   void run(const RMSpropOptions& o) {
     if (p.empty()) return;

@@ -85,8 +85,7 @@ Tensor SGD::step(const LossClosure& closure) {
   NoGradGuard no_grad;
   for (ParamGroup& group : groups_) {
     const auto& o = static_cast<const SGDOptions&>(group.options());
-    // GPU parameters go to the multi-tensor kernel, a launch per device and dtype (the first
-    // parameter's here; others take the generic path).
+    // GPU parameters go to the multi-tensor kernel (launches per device and dtype).
     std::vector<Tensor> cp, cg, cb;
     std::vector<bool> cfirst;
     for (Tensor& p : group.params()) {
@@ -94,8 +93,7 @@ Tensor SGD::step(const LossClosure& closure) {
       if (!grad.defined()) continue;
       auto& st = static_cast<SGDParamState&>(state_or_create(p));
       const bool first = !st.momentum_buffer.defined();
-      if (fused_cuda_ok(p, grad) && fused_cuda_state_ok(p, st.momentum_buffer) &&
-          (cp.empty() || (p.device() == cp[0].device() && p.dtype() == cp[0].dtype()))) {
+      if (fused_cuda_ok(p, grad) && fused_cuda_state_ok(p, st.momentum_buffer)) {
         if (o.momentum() != 0 && first) st.momentum_buffer = empty(p.sizes(), p.options());
         cp.push_back(p);
         cg.push_back(grad);
