@@ -985,6 +985,28 @@ TEST(Cuda, VectorizedKernelsMatchTheCpu) {
   }
 }
 
+// A graph saved on the CPU loads onto the GPU (jit::load(path, device)) and runs there with the
+// CPU's values; a GPU graph saves as its CPU copy, which loads back on the CPU.
+TEST(Cuda, SavedGraphsLoadOntoTheGpu) {
+  REQUIRE_GPU();
+  manual_seed(17);
+  auto m = models::lenet({1, 28, 10});
+  m->eval();
+  const Tensor x = randn({3, 1, 28, 28});
+  jit::Graph g = jit::trace(m, {x});
+  jit::freeze(g);
+  TempDir dir("ignis-cuda-jit");
+  g.save(dir.file("lenet.ignis"));
+  jit::Graph on_gpu = jit::load(dir.file("lenet.ignis"), kGpu);
+  for (const jit::Value& v : on_gpu.values) EXPECT_TRUE(v.device.is_cuda()) << v.name;
+  NoGradGuard ng;
+  const Tensor want = g.run({x})[0];
+  expect_matches(on_gpu.run({x.to(kGpu)})[0], want, 1e-4, 1e-5, "lenet graph loaded onto the GPU");
+  on_gpu.save(dir.file("back.ignis"));
+  EXPECT_TRUE(allclose(jit::load(dir.file("back.ignis")).run({x})[0], want, 1e-6, 1e-7))
+      << "a GPU graph saves as its CPU copy";
+}
+
 TEST(Cuda, PoolingAndBatchNormMatchTheCpu) {
   REQUIRE_GPU();
   manual_seed(13);

@@ -102,6 +102,62 @@ TEST(JitSave, EveryAttributeTypeRoundTrips) {
   for (size_t i = 0; i < r1.size(); ++i) EXPECT_TRUE(equal(r1[i], r2[i])) << i;
 }
 
+// Graph::to moves a graph (held tensors, values, device arguments such as a factory's options)
+// to another device; load(path, device) maps a saved graph there (torch.jit.load's
+// map_location). The meta device shows it without data: the moved graph runs there, with the
+// CPU's shapes; a meta graph cannot be saved (no data).
+TEST(JitSave, ToMovesTheGraphAndLoadMapsItToADevice) {
+  manual_seed(3);
+  auto m = models::mlp({1, 4, 3}, {5});
+  jit::Graph g = jit::trace(
+      [&](const TensorList& in) {
+        Tensor c = full({2, 3}, 0.5, TensorOptions(kFloat32));  // a device argument
+        return TensorList{m->forward(in[0]) + c};
+      },
+      {randn({2, 16})});
+  jit::Graph meta = g.to(kMeta);
+  for (const jit::Value& v : meta.values) EXPECT_TRUE(v.device.is_meta()) << v.name;
+  bool saw_options = false;
+  for (const jit::Node& n : meta.nodes) {
+    for (const jit::Arg& a : n.args) {
+      if (a.kind == jit::Arg::Kind::Attribute && a.attr.is<TensorOptions>()) {
+        EXPECT_TRUE(a.attr.get<TensorOptions>().device().is_meta()) << n.name();
+        saw_options = true;
+      }
+    }
+  }
+  EXPECT_TRUE(saw_options) << g.str();
+  for (size_t id = 0; id < meta.values.size(); ++id) {
+    if (meta.values[id].held()) EXPECT_TRUE(meta.tensors[id].device().is_meta()) << id;
+  }
+  // A module's graph: its parameters move and stay trainable.
+  const jit::Graph module_meta = jit::trace(m, {randn({2, 16})}).to(kMeta);
+  ASSERT_FALSE(module_meta.named_parameters().empty());
+  for (const auto& [name, t] : module_meta.named_parameters()) {
+    EXPECT_TRUE(t.device().is_meta()) << name;
+    EXPECT_TRUE(t.requires_grad()) << name << ": parameters stay trainable";
+  }
+  EXPECT_THAT(meta.str(), HasSubstr("@meta"));
+  const Tensor y = meta.run({empty({2, 16}, TensorOptions().device(kMeta))})[0];
+  EXPECT_TRUE(y.device().is_meta());
+  EXPECT_EQ(y.sizes(), Shape({2, 3}));
+  // On its own device: a copy sharing the tensors.
+  jit::Graph same = g.to(kCPU);
+  for (size_t id = 0; id < g.values.size(); ++id) {
+    if (g.values[id].held()) EXPECT_EQ(same.tensors[id].data_ptr(), g.tensors[id].data_ptr());
+  }
+  // Saving: a meta graph holds no data; a CPU one loads back onto meta, and onto the CPU.
+  TempDir dir("ignis-jit");
+  EXPECT_THAT(error_of([&] { meta.save(dir.file("meta.ignis")); }),
+              HasSubstr("is on the meta device, which holds no data to save"));
+  g.save(dir.file("g.ignis"));
+  jit::Graph on_meta = jit::load(dir.file("g.ignis"), kMeta);
+  EXPECT_EQ(on_meta.str(), meta.str());
+  const Tensor x = randn({2, 16});
+  NoGradGuard ng;
+  EXPECT_TRUE(equal(jit::load(dir.file("g.ignis"), kCPU).run({x})[0], g.run({x})[0]));
+}
+
 TEST(JitSave, GraphFileIsSafetensorsWithTheGraphInItsMetadata) {
   TempDir dir("ignis-jit");
   auto m = models::mlp({1, 4, 3}, {5});

@@ -118,7 +118,15 @@ class Graph {
   /// Number of nodes calling the op `full_name`.
   int count(std::string_view full_name) const;
 
-  /// Writes the graph and its tensors to one file (see docs/graph-mode.md), atomically.
+  /// A copy of the graph on `device` (nn::Module::to; torch.jit.load's map_location): its held
+  /// tensors copied there (parameters stay trainable leaves), every value's device and every
+  /// device argument (a factory op's options, a `to`) set to it. On its own device: a copy
+  /// sharing the tensors.
+  Graph to(Device device) const;
+
+  /// Writes the graph and its tensors to one file (see docs/graph-mode.md), atomically. A graph
+  /// on a GPU is written as its CPU copy (the file holds a CPU graph: load(path, device) puts it
+  /// back on any device); a meta graph, which holds no data, cannot be saved.
   void save(const std::string& path) const;
 
   // ---- building and editing (used by the tracer, the loader and the passes)
@@ -337,8 +345,9 @@ MemoryPlan plan_memory(const Graph& g);
 constexpr int kGraphFormatVersion = 1;
 /// Reads a file written by Graph::save. The file is untrusted: every op name, attribute, value
 /// reference, dtype and shape is validated (the graph is run on the meta device and every
-/// node's output must match its recorded shape), and an error names what is wrong.
-Graph load(const std::string& path);
+/// node's output must match its recorded shape), and an error names what is wrong. The graph is
+/// then moved to `device` (Graph::to; torch.jit.load's map_location).
+Graph load(const std::string& path, Device device = kCPU);
 /// The graph part of the format (the JSON stored in the file), for tools and the fuzzer:
 /// `tensors` supplies the held values by name.
 std::string graph_to_json(const Graph& g);

@@ -1,7 +1,7 @@
 // `ignis run MODEL.ignis --input X.safetensors --output Y.safetensors`: runs a saved graph
 // (jit::Graph::save) with no model source. Inputs are taken from the input file by the graph's
 // input names (%x0 -> "x0"; a single tensor is taken for a graph with a single input whatever
-// its name); outputs are written as "output0", "output1", ...
+// its name); outputs are written as "output0", "output1", ... `--device` runs it on a GPU.
 #include <iostream>
 #include <string>
 
@@ -17,19 +17,25 @@ namespace {
 
 const char* kRunUsage =
     "usage: ignis run MODEL.ignis --input X.safetensors --output Y.safetensors [--print-graph]\n"
+    "                 [--device cpu|cuda|cuda:N]\n"
     "  runs a graph saved by jit::Graph::save on the inputs in X (by the graph's input names,\n"
-    "  x0, x1, ...; a lone tensor feeds a lone input) and writes output0, output1, ... to Y.\n";
+    "  x0, x1, ...; a lone tensor feeds a lone input) and writes output0, output1, ... to Y.\n"
+    "  --device: where it runs (default cpu); inputs are copied there, outputs back.\n";
 
 }  // namespace
 
 int run_main(const Args& args) {
   std::string model, input, output;
   bool print_graph = false;
+  Device device = kCPU;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") throw HelpRequested(kRunUsage);
     if (a == "--print-graph") {
       print_graph = true;
+    } else if (a == "--device") {
+      if (i + 1 >= args.size()) throw UsageError(a + " needs a value", kRunUsage);
+      device = parse_device(args[++i], "cannot run a graph (it has no data)", kRunUsage);
     } else if (a == "--input" || a == "--output") {
       if (i + 1 >= args.size()) throw UsageError(a + " needs a value", kRunUsage);
       (a == "--input" ? input : output) = args[++i];
@@ -45,7 +51,7 @@ int run_main(const Args& args) {
   if (input.empty()) throw UsageError("--input is required", kRunUsage);
   if (output.empty()) throw UsageError("--output is required", kRunUsage);
 
-  jit::Graph g = jit::load(model);
+  jit::Graph g = jit::load(model, device);
   if (print_graph) std::cout << g.str();
   SafetensorsFile in = load_safetensors(input);
   std::vector<Tensor> inputs;
@@ -64,7 +70,7 @@ int run_main(const Args& args) {
                   "' for the graph's input %", name,
                   " (it holds: ", have.empty() ? "nothing" : have, ")");
     }
-    inputs.push_back(*found);
+    inputs.push_back(found->to(device));
   }
   std::vector<Tensor> outs;
   {
@@ -73,7 +79,7 @@ int run_main(const Args& args) {
   }
   NamedTensorList named;
   for (size_t i = 0; i < outs.size(); ++i) {
-    named.emplace_back("output" + std::to_string(i), outs[i].contiguous());
+    named.emplace_back("output" + std::to_string(i), outs[i].cpu().contiguous());
     std::cout << "output" << i << ": " << outs[i].dtype() << " [";
     for (int64_t d = 0; d < outs[i].dim(); ++d) std::cout << (d ? ", " : "") << outs[i].size(d);
     std::cout << "]\n";

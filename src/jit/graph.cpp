@@ -286,6 +286,29 @@ int Graph::count(std::string_view full_name) const {
   return c;
 }
 
+Graph Graph::to(Device device) const {
+  Graph g = *this;
+  for (Value& v : g.values) v.device = device;
+  NoGradGuard no_grad;
+  for (Tensor& t : g.tensors) {
+    if (!t.defined() || t.device() == device) continue;
+    const bool leaf = t.requires_grad();
+    t = t.detach().to(device);
+    if (leaf) t.requires_grad_(true);
+  }
+  for (Node& n : g.nodes) {
+    for (Arg& a : n.args) {
+      if (a.kind != Arg::Kind::Attribute) continue;
+      if (a.attr.is<Device>()) {
+        a.attr = op::IValue(device);
+      } else if (a.attr.is<TensorOptions>()) {
+        a.attr = op::IValue(a.attr.get<TensorOptions>().device(device));
+      }
+    }
+  }
+  return g;
+}
+
 std::vector<Tensor> Graph::run(const std::vector<Tensor>& in) const {
   // The executor shares the graph without owning it (the aliasing constructor, empty owner).
   Executor ex(std::shared_ptr<const Graph>(std::shared_ptr<const Graph>(), this));

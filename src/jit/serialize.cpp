@@ -166,7 +166,8 @@ struct Reader {
   Device device(const json::Value& v, const std::string& ctx) const {
     const std::string& s = string(v, ctx);
     if (s == "cpu") return kCPU;
-    fail(ctx, ": device '", json::printable(s), "' is not supported (graphs run on the cpu)");
+    fail(ctx, ": device '", json::printable(s),
+         "' is not supported (graph files hold cpu graphs; load(path, device) moves them)");
   }
   double number(const json::Value& v, const std::string& ctx) const {
     if (v.kind == json::Value::Kind::Number) return v.number;
@@ -552,12 +553,18 @@ Graph graph_from_json(std::string_view text, const std::map<std::string, Tensor>
 
 void Graph::save(const std::string& path) const {
   lint();
+  bool on_cpu = true;
+  for (size_t id = 0; id < values.size(); ++id) {
+    IGNIS_CHECK(!values[id].device.is_meta(), "graph save: %", values[id].name,
+                " is on the meta device, which holds no data to save (Graph::to(kCPU) needs "
+                "data too: trace the model on a real device)");
+    on_cpu = on_cpu && values[id].device.is_cpu() &&
+             (!values[id].held() || tensors[id].device().is_cpu());
+  }
+  if (!on_cpu) return to(kCPU).save(path);  // the file holds the CPU copy
   NamedTensorList held;
   for (size_t id = 0; id < values.size(); ++id) {
-    if (!values[id].held()) continue;
-    IGNIS_CHECK(tensors[id].device().is_cpu(), "graph save: %", values[id].name, " is on ",
-                tensors[id].device().str(), "; graphs are saved from the cpu");
-    held.emplace_back(values[id].name, tensors[id].detach());
+    if (values[id].held()) held.emplace_back(values[id].name, tensors[id].detach());
   }
   save_safetensors(path, held,
                    {{"format", "ignis.graph"},
@@ -587,8 +594,9 @@ Graph graph_from_file(const SafetensorsFile& f, const std::string& path) {
 
 }  // namespace detail
 
-Graph load(const std::string& path) {
-  return detail::graph_from_file(load_safetensors(path), path);
+Graph load(const std::string& path, Device device) {
+  Graph g = detail::graph_from_file(load_safetensors(path), path);
+  return device.is_cpu() ? g : g.to(device);
 }
 
 }  // namespace ignis::jit
