@@ -1007,6 +1007,36 @@ TEST(Cuda, SavedGraphsLoadOntoTheGpu) {
       << "a GPU graph saves as its CPU copy";
 }
 
+// Softmax and log_softmax over the last dim run a block per row (threads striding along it,
+// combined by a fixed tree): rows shorter and longer than a block, a NaN row, an all -inf row,
+// large logits, forward and backward, float32, bfloat16 and float64, against the CPU.
+TEST(Cuda, SoftmaxRowsMatchTheCpu) {
+  REQUIRE_GPU();
+  manual_seed(43);
+  for (const int64_t n : {1, 7, 32, 33, 255, 256, 1000, 4099}) {
+    for (const DType dt : {kFloat32, kBFloat16, kFloat64}) {
+      Tensor x = (randn({5, n}) * 4).to(dt);
+      x.select(0, 1).fill_(-INFINITY);
+      x.select(0, 2).narrow(0, n / 2, 1).fill_(NAN);
+      x.select(0, 3).mul_(1000);
+      const Tensor g = randn({5, n}).to(dt);
+      const double tol = dt == kBFloat16 ? 2e-2 : dt == kFloat32 ? 1e-5 : 1e-12;
+      for (const bool log : {false, true}) {
+        const std::string what = std::string(log ? "log_softmax" : "softmax") +
+                                 " n=" + std::to_string(n) + " " + std::string(dtype_name(dt));
+        auto f = [&](const Tensor& t) { return log ? log_softmax(t, -1) : softmax(t, -1); };
+        const Tensor xc = x.detach().requires_grad_(true), xg = x.to(kGpu).requires_grad_(true);
+        const Tensor yc = f(xc), yg = f(xg);
+        expect_matches(yg.to(kFloat32), yc.to(kFloat32), tol, tol, what);
+        (yc * g).sum().backward();
+        (yg * g.to(kGpu)).sum().backward();
+        expect_matches(xg.grad().to(kFloat32), xc.grad().to(kFloat32), tol, tol,
+                       what + " backward");
+      }
+    }
+  }
+}
+
 TEST(Cuda, PoolingAndBatchNormMatchTheCpu) {
   REQUIRE_GPU();
   manual_seed(13);

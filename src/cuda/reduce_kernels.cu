@@ -349,7 +349,68 @@ void minmax_dim_kernel(const Tensor& values, const Tensor& indices, const Tensor
   IGNIS_CUDA_CHECK(cudaGetLastError());
 }
 
-// ---- softmax and log_softmax along one dim (one thread per [outer, inner] position)
+// ---- softmax and log_softmax along one dim: rows (the dim innermost, as attention's and a
+// classifier's) a block each, the block's threads striding along the row and combining with a
+// fixed tree; other dims one thread per [outer, inner] position, whose neighbours read
+// neighbouring addresses.
+
+// The max that NaN wins (as the CPU's).
+struct MaxNan {
+  template <class A>
+  __device__ A operator()(A a, A b) const {
+    return (b > a || b != b) ? b : a;
+  }
+};
+struct AddOp {
+  template <class A>
+  __device__ A operator()(A a, A b) const {
+    return a + b;
+  }
+};
+
+// v combined over the block (blockDim.x a power of two, at most kRowThreads) by a fixed tree;
+// every thread gets the result.
+template <class A, class Op>
+__device__ A block_combine(A v, A* sh, Op op) {
+  sh[threadIdx.x] = v;
+  __syncthreads();
+  for (unsigned w = blockDim.x / 2; w > 0; w >>= 1) {
+    if (threadIdx.x < w) sh[threadIdx.x] = op(sh[threadIdx.x], sh[threadIdx.x + w]);
+    __syncthreads();
+  }
+  const A r = sh[0];
+  __syncthreads();  // (sh is reused)
+  return r;
+}
+
+// Threads per row block: a power of two from 32 to kRowThreads covering n.
+unsigned row_threads(int64_t n) {
+  unsigned t = 32;
+  while (t < kRowThreads && t < n) t *= 2;
+  return t;
+}
+
+template <class T>
+__global__ void softmax_rows_cuda(const T* x, T* y, int64_t rows, int64_t n, bool log) {
+  using A = acc_t<T>;
+  __shared__ A sh[kRowThreads];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* xr = x + r * n;
+    T* yr = y + r * n;
+    A m = -INFINITY;
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) m = MaxNan{}(m, static_cast<A>(xr[j]));
+    m = block_combine(m, sh, MaxNan{});
+    // All -inf: exp(x - m) is NaN for every element, as in PyTorch.
+    A s = 0;
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) s += exp_of(static_cast<A>(xr[j]) - m);
+    s = block_combine(s, sh, AddOp{});
+    const A ls = std::log(s);
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+      const A d = static_cast<A>(xr[j]) - m;
+      yr[j] = static_cast<T>(log ? d - ls : exp_of(d) / s);
+    }
+  }
+}
 
 template <class T>
 __global__ void softmax_cuda(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bool log) {
@@ -360,11 +421,7 @@ __global__ void softmax_cuda(const T* x, T* y, int64_t outer, int64_t n, int64_t
        k += step) {
     const int64_t base = (k / inner) * n * inner + k % inner;
     A m = -INFINITY;
-    for (int64_t j = 0; j < n; ++j) {
-      const A v = static_cast<A>(x[base + j * inner]);
-      m = (v > m || v != v) ? v : m;
-    }
-    // All -inf: exp(x - m) is NaN for every element, as in PyTorch.
+    for (int64_t j = 0; j < n; ++j) m = MaxNan{}(m, static_cast<A>(x[base + j * inner]));
     A s = 0;
     for (int64_t j = 0; j < n; ++j) s += exp_of(static_cast<A>(x[base + j * inner]) - m);
     const A ls = std::log(s);
@@ -379,15 +436,41 @@ void softmax_kernel(const Tensor& out, const Tensor& x, int64_t dim, bool log) {
   if (out.numel() == 0) return;
   const ReduceLayout L = dim_layout(x, dim);
   DeviceGuard guard(x.device().index);
+  const cudaStream_t stream = current_stream(x.device());
   dispatch_floating(x.dtype(), log ? "log_softmax" : "softmax", [&]<class T>() {
-    softmax_cuda<T>
-        <<<grid_for(L.outer * L.inner, kThreads), kThreads, 0, current_stream(x.device())>>>(
-            static_cast<const T*>(L.data), out.data_ptr<T>(), L.outer, L.n, L.inner, log);
+    const T* in = static_cast<const T*>(L.data);
+    if (L.inner == 1) {
+      softmax_rows_cuda<T><<<grid_for(L.outer, 1), row_threads(L.n), 0, stream>>>(
+          in, out.data_ptr<T>(), L.outer, L.n, log);
+    } else {
+      softmax_cuda<T><<<grid_for(L.outer * L.inner, kThreads), kThreads, 0, stream>>>(
+          in, out.data_ptr<T>(), L.outer, L.n, L.inner, log);
+    }
   });
   IGNIS_CUDA_CHECK(cudaGetLastError());
 }
 
 // softmax: y * (g - sum(g * y)); log_softmax: g - exp(y) * sum(g).
+template <class T>
+__global__ void softmax_backward_rows_cuda(const T* g, const T* y, T* gi, int64_t rows, int64_t n,
+                                           bool log) {
+  using A = acc_t<T>;
+  __shared__ A sh[kRowThreads];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const int64_t base = r * n;
+    A s = 0;
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+      const A gv = static_cast<A>(g[base + j]);
+      s += log ? gv : gv * static_cast<A>(y[base + j]);
+    }
+    s = block_combine(s, sh, AddOp{});
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+      const A gv = static_cast<A>(g[base + j]), yv = static_cast<A>(y[base + j]);
+      gi[base + j] = static_cast<T>(log ? gv - exp_of(yv) * s : yv * (gv - s));
+    }
+  }
+}
+
 template <class T>
 __global__ void softmax_backward_cuda(const T* g, const T* y, T* gi, int64_t outer, int64_t n,
                                       int64_t inner, bool log) {
@@ -415,11 +498,17 @@ void softmax_backward_kernel(const Tensor& grad_in, const Tensor& g, const Tenso
   if (grad_in.numel() == 0) return;
   const ReduceLayout Lg = dim_layout(g, dim), Ly = dim_layout(y, dim);
   DeviceGuard guard(g.device().index);
+  const cudaStream_t stream = current_stream(g.device());
   dispatch_floating(g.dtype(), log ? "log_softmax_backward" : "softmax_backward", [&]<class T>() {
-    softmax_backward_cuda<T>
-        <<<grid_for(Lg.outer * Lg.inner, kThreads), kThreads, 0, current_stream(g.device())>>>(
-            static_cast<const T*>(Lg.data), static_cast<const T*>(Ly.data), grad_in.data_ptr<T>(),
-            Lg.outer, Lg.n, Lg.inner, log);
+    const T* gp = static_cast<const T*>(Lg.data);
+    const T* yp = static_cast<const T*>(Ly.data);
+    if (Lg.inner == 1) {
+      softmax_backward_rows_cuda<T><<<grid_for(Lg.outer, 1), row_threads(Lg.n), 0, stream>>>(
+          gp, yp, grad_in.data_ptr<T>(), Lg.outer, Lg.n, log);
+    } else {
+      softmax_backward_cuda<T><<<grid_for(Lg.outer * Lg.inner, kThreads), kThreads, 0, stream>>>(
+          gp, yp, grad_in.data_ptr<T>(), Lg.outer, Lg.n, Lg.inner, log);
+    }
   });
   IGNIS_CUDA_CHECK(cudaGetLastError());
 }
