@@ -151,10 +151,13 @@ bool acceptable(cudnnBackendDescriptor_t cfg, DType dtype) {
   return true;
 }
 
-// A problem's execution plan and its workspace.
+// A problem's execution plan and its workspace, with the descriptors it was built from (tensors,
+// convolution, operation, graph, engine configuration), kept alive as long as the plan, as
+// cuDNN's frontend keeps them.
 struct Plan {
   std::unique_ptr<Desc> plan;
   int64_t workspace = 0;
+  std::vector<std::shared_ptr<const Desc>> built_from;
 };
 
 // The engine configurations cuDNN's heuristics (`mode`) rank for the graph, best first.
@@ -241,21 +244,22 @@ float time_plan(cudnnHandle_t h, const Plan& plan, const Tensor& x, const Tensor
 std::shared_ptr<Plan> build_plan(cudnn_graph::Direction dir, cudnnHandle_t h, const Tensor& x,
                                  const Tensor& w, const Tensor& y, const ConvParams& p, bool nhwc,
                                  bool benchmark) {
-  const auto tx = tensor_desc(x, kUidX, nhwc), tw = tensor_desc(w, kUidW, nhwc),
-             ty = tensor_desc(y, kUidY, nhwc);
+  const std::shared_ptr<const Desc> tx = tensor_desc(x, kUidX, nhwc),
+                                    tw = tensor_desc(w, kUidW, nhwc),
+                                    ty = tensor_desc(y, kUidY, nhwc);
   const bool f64 = x.dtype() == kFloat64;
-  Desc conv(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
+  const auto conv = std::make_shared<Desc>(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
   const cudnnDataType_t comp = f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
   const int64_t dims = 2;
-  conv.set(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, comp, "compute type");
-  conv.set(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, CUDNN_CROSS_CORRELATION,
-           "mode");
-  conv.set(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, dims, "spatial dims");
-  conv.set(CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, p.dilation, "dilations");
-  conv.set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, p.stride, "strides");
-  conv.set(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, p.pad_l, "pre-paddings");
-  conv.set(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, p.pad_r, "post-paddings");
-  conv.finalize("convolution descriptor");
+  conv->set(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, comp, "compute type");
+  conv->set(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, CUDNN_CROSS_CORRELATION,
+            "mode");
+  conv->set(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, dims, "spatial dims");
+  conv->set(CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, p.dilation, "dilations");
+  conv->set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, p.stride, "strides");
+  conv->set(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, p.pad_l, "pre-paddings");
+  conv->set(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, p.pad_r, "post-paddings");
+  conv->finalize("convolution descriptor");
 
   // alpha = 1, beta = 0: the result overwrites the output.
   const float one_f = 1, zero_f = 0;
@@ -263,51 +267,51 @@ std::shared_ptr<Plan> build_plan(cudnn_graph::Direction dir, cudnnHandle_t h, co
   const cudnnBackendAttributeType_t st = f64 ? CUDNN_TYPE_DOUBLE : CUDNN_TYPE_FLOAT;
   const void* one = f64 ? static_cast<const void*>(&one_d) : &one_f;
   const void* zero = f64 ? static_cast<const void*>(&zero_d) : &zero_f;
-  std::unique_ptr<Desc> op;
+  std::shared_ptr<Desc> op;
   switch (dir) {
     case cudnn_graph::Direction::Forward:
-      op = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+      op = std::make_shared<Desc>(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
       op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, *tx, "x");
       op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, *tw, "w");
       op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, *ty, "y");
-      op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, conv, "conv");
+      op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, *conv, "conv");
       op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, st, 1, one, "alpha");
       op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, st, 1, zero, "beta");
       break;
     case cudnn_graph::Direction::BackwardData:
-      op = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR);
+      op = std::make_shared<Desc>(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR);
       op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, *tx, "dx");
       op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, *tw, "w");
       op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, *ty, "dy");
-      op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, conv, "conv");
+      op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, *conv, "conv");
       op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, st, 1, one, "alpha");
       op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, st, 1, zero, "beta");
       break;
     case cudnn_graph::Direction::BackwardFilter:
-      op = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR);
+      op = std::make_shared<Desc>(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR);
       op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, *tx, "x");
       op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, *tw, "dw");
       op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, *ty, "dy");
-      op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, conv, "conv");
+      op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, *conv, "conv");
       op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, st, 1, one, "alpha");
       op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, st, 1, zero, "beta");
       break;
   }
   op->finalize("convolution operation");
 
-  Desc graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+  const auto graph = std::make_shared<Desc>(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
   cudnnBackendDescriptor_t ops[1] = {op->get()};
-  graph.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, ops, "graph's ops");
-  graph.set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, h, "graph's handle");
-  graph.finalize("operation graph");
+  graph->set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, ops, "graph's ops");
+  graph->set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, h, "graph's handle");
+  graph->finalize("operation graph");
 
   // Candidates in rank order; a mode that fails (the fallback list for an unusual problem)
   // only contributes nothing.
-  std::vector<std::unique_ptr<Desc>> cfgs;
+  std::vector<std::shared_ptr<const Desc>> cfgs;
   std::string why = "no engine configuration";
   for (const cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
     try {
-      for (auto& c : ranked_configs(graph, mode)) cfgs.push_back(std::move(c));
+      for (auto& c : ranked_configs(*graph, mode)) cfgs.push_back(std::move(c));
     } catch (const Refused& r) {
       why = r.what;
     }
@@ -323,6 +327,7 @@ std::shared_ptr<Plan> build_plan(cudnn_graph::Direction dir, cudnnHandle_t h, co
         continue;
       }
       auto plan = std::make_shared<Plan>();
+      plan->built_from = {tx, tw, ty, conv, op, graph, cfg};
       plan->plan = std::make_unique<Desc>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
       plan->plan->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, h, "plan's handle");
       plan->plan->set_desc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, *cfg, "plan's engine");
