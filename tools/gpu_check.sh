@@ -125,6 +125,9 @@ log=$(mktemp)
 echo "== benchmarks"
 {
   [ "$part" = resnet ] || timeout 90 "$B/bin/ignis" bench gpu_matmul
+  # graph mode's fusion-bound block (issue 13's 2x target) on the GPU: eager against the frozen
+  # graph, whose gelu + layer_norm + residual is one generated (NVRTC) kernel
+  [ "$part" = resnet ] || timeout 90 "$B/bin/ignis" bench jit_block --device cuda --repeat 20
   for dt in float32 bfloat16; do
     timeout 90 "$B/bin/ignis" bench train_step --model resnet50 --batch 128 --device cuda --dtype "$dt" \
       --memory-format channels_last
@@ -159,6 +162,11 @@ def find(w, **k):
         if r["workload"] == w and all(r.get(a) == b for a, b in k.items()):
             return r
 print("== summary (ignis / PyTorch, same GPU, same run)")
+e = find("jit_block", mode="eager", part=None)
+c = find("jit_block", mode="compiler", part=None)
+if e and c:
+    print(f"jit_block on the GPU: eager {e['ms_per_forward']} ms, graph {c['ms_per_forward']} ms:"
+          f" {float(e['ms_per_forward']) / float(c['ms_per_forward']):.2f}x")
 i, t = find("mnist_mlp", device="cuda:0"), find("torch_mnist_mlp")
 if i and t:
     print(f"MNIST MLP epoch on the GPU: ignis {i['s_per_epoch']} s, PyTorch {t['s_per_epoch']} s:"

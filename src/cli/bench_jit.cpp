@@ -6,6 +6,7 @@
 
 #include "cli/bench.h"
 #include "ignis/autograd.h"
+#include "ignis/cuda.h"
 #include "ignis/jit.h"
 #include "ignis/models.h"
 #include "ignis/nn/functional.h"
@@ -203,10 +204,12 @@ namespace ignis::cli {
 // Then the block's tail alone (everything after the product), and the product alone.
 void bench_jit_block(const BenchOptions& opts) {
   const int64_t rows = opts.batch > 0 ? opts.batch : 4096, cols = 1024;
-  const Tensor x = uniform_tensor({rows, cols}, 1.0f, 1);
-  const Tensor w = uniform_tensor({cols, cols}, 1.0f / 32, 2), b = uniform_tensor({cols}, 0.1f, 3);
-  const Tensor gamma = uniform_tensor({cols}, 0.1f, 4) + 1.0,
-               beta = uniform_tensor({cols}, 0.1f, 5);
+  const Device dev = opts.device;  // --device: on a GPU, each timed forward ends synchronised
+  const Tensor x = uniform_tensor({rows, cols}, 1.0f, 1).to(dev);
+  const Tensor w = uniform_tensor({cols, cols}, 1.0f / 32, 2).to(dev),
+               b = uniform_tensor({cols}, 0.1f, 3).to(dev);
+  const Tensor gamma = (uniform_tensor({cols}, 0.1f, 4) + 1.0).to(dev),
+               beta = uniform_tensor({cols}, 0.1f, 5).to(dev);
   auto block = [&](const std::vector<Tensor>& in) {
     return std::vector<Tensor>{
         nn::functional::layer_norm(gelu(linear(in[0], w, b)), {cols}, gamma, beta) + in[0]};
@@ -221,15 +224,24 @@ void bench_jit_block(const BenchOptions& opts) {
   for (const jit::Node& n : graph->nodes) ops += (ops.empty() ? "" : ",") + n.name();
   jit::Executor exec(graph);
   const Tensor eager_out = block({x})[0];
-  auto time = [&](const auto& forward) { return median_ms(forward, opts.repeat); };
+  auto time = [&](const auto& forward) {
+    return median_ms(
+        [&] {
+          auto r = forward();
+          if (dev.is_cuda()) cuda::synchronize(dev.index);
+          return r;
+        },
+        opts.repeat);
+  };
   const double eager = time([&] { return block({x}); });
+  const std::string on = dev.is_cpu() ? "" : " device=" + dev.str();
   // part: "" for the whole block, " part=tail" for the tail; speedup against `base` (eager).
   auto report = [&](const char* part, const char* mode, size_t nodes, double ms, double base) {
     std::printf(
-        "workload=jit_block%s shape=%lldx%lld threads=%d mode=%s nodes=%zu ms_per_forward=%.3f "
-        "speedup=%.2f\n",
-        part, static_cast<long long>(rows), static_cast<long long>(cols), get_num_threads(), mode,
-        nodes, ms, base / ms);
+        "workload=jit_block%s shape=%lldx%lld%s threads=%d mode=%s nodes=%zu "
+        "ms_per_forward=%.3f speedup=%.2f\n",
+        part, static_cast<long long>(rows), static_cast<long long>(cols), on.c_str(),
+        get_num_threads(), mode, nodes, ms, base / ms);
   };
   report("", "eager", traced_nodes, eager, eager);
   std::printf("workload=jit_block graph_ops=%s\n", ops.c_str());
@@ -270,9 +282,9 @@ void bench_jit_block(const BenchOptions& opts) {
            tail_eager);
   }
   // The product alone bounds what fusion can gain on the whole block.
-  std::printf("workload=jit_block part=linear shape=%lldx%lld threads=%d ms_per_forward=%.3f\n",
-              static_cast<long long>(rows), static_cast<long long>(cols), get_num_threads(),
-              time([&] { return linear(x, w, b); }));
+  std::printf("workload=jit_block part=linear shape=%lldx%lld%s threads=%d ms_per_forward=%.3f\n",
+              static_cast<long long>(rows), static_cast<long long>(cols), on.c_str(),
+              get_num_threads(), time([&] { return linear(x, w, b); }));
   jit::set_fusion_backend("auto");
   std::fflush(stdout);
 }
