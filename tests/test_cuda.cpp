@@ -1037,6 +1037,35 @@ TEST(Cuda, SoftmaxRowsMatchTheCpu) {
   }
 }
 
+// index_put_ with accumulate runs in parallel (elements sorted by destination, a thread per
+// destination adding in the CPU's order): the CPU's sums bit for bit, with many repeats, a
+// broadcast value, rows of a 2-d tensor, float32 and bfloat16; a bad index is the CPU's error.
+TEST(Cuda, AccumulatingIndexPutMatchesTheCpuBitForBit) {
+  REQUIRE_GPU();
+  manual_seed(47);
+  for (const DType dt : {kFloat32, kBFloat16}) {
+    const Tensor idx = randint(0, 97, {20000}, TensorOptions(kInt64));
+    const Tensor vals = randn({20000}).to(dt);
+    Tensor xc = randn({97}).to(dt), xg = xc.to(kGpu);
+    xc.index_put_({idx}, vals, true);
+    xg.index_put_({idx.to(kGpu)}, vals.to(kGpu), true);
+    expect_matches(xg.to(kFloat32), xc.to(kFloat32), 0, 0,
+                   "index_put_ accumulate " + std::string(dtype_name(dt)));
+    // Rows of a 2-d tensor, a broadcast (scalar) value.
+    Tensor mc = zeros({13, 5}).to(dt), mg = mc.to(kGpu);
+    const Tensor rows = randint(0, 13, {300}, TensorOptions(kInt64));
+    const Tensor one = full({}, 0.1).to(dt);
+    mc.index_put_({rows}, one, true);
+    mg.index_put_({rows.to(kGpu)}, one.to(kGpu), true);
+    expect_matches(mg.to(kFloat32), mc.to(kFloat32), 0, 0,
+                   "index_put_ accumulate rows " + std::string(dtype_name(dt)));
+  }
+  Tensor xg = zeros({4}).to(kGpu);
+  const Tensor bad = tensor(std::vector<int64_t>{1, 7, 2});
+  const std::string want = error_of([&] { zeros({4}).index_put_({bad}, ones({3}), true); });
+  EXPECT_EQ(error_of([&] { xg.index_put_({bad.to(kGpu)}, ones({3}).to(kGpu), true); }), want);
+}
+
 TEST(Cuda, PoolingAndBatchNormMatchTheCpu) {
   REQUIRE_GPU();
   manual_seed(13);

@@ -5,9 +5,14 @@
 // recorded there and read back by the host (which waits for it), so the front end throws the
 // same message as on the CPU.
 //
-// Determinism: accumulation with possibly repeated indices (index_put_ with accumulate=true) runs
-// in one thread, in the CPU's order; scatter_add's lines never share a destination, so they run
-// in parallel and each line in order; index_add gives each thread its own destination column.
+// Determinism: accumulation with possibly repeated indices (index_put_ with accumulate=true)
+// sorts the elements by destination (stably) and gives each destination a thread adding its
+// elements in the CPU's order; scatter_add's lines never share a destination, so they run in
+// parallel and each line in order; index_add gives each thread its own destination column.
+#include <algorithm>
+#include <climits>
+#include <cub/device/device_radix_sort.cuh>
+
 #include "core/tensor_impl.h"
 #include "cuda/loops.cuh"
 #include "ops/dispatch_size.h"
@@ -98,28 +103,68 @@ BadIndex gather_kernel(const TensorIter& it, DType dt, DType index_dt, int64_t s
   return bad.read();
 }
 
-// ---- put: *(dst + index * stride) = src (or +=, in one thread)
+// ---- put: *(dst + index * stride) = src, in parallel
 
 template <class T, class I>
 __global__ void put_cuda(int64_t n, Operands<3> ops, Geometry<3> g, int64_t stride, IndexBounds b,
-                         bool accumulate, DeviceBad* bad) {
-  const int64_t first =
-      accumulate ? 0 : static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const int64_t step = accumulate ? 1 : static_cast<int64_t>(blockDim.x) * gridDim.x;
-  if (accumulate && (blockIdx.x != 0 || threadIdx.x != 0)) return;
-  for (int64_t e = first; e < n; e += step) {
+                         DeviceBad* bad) {
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += step) {
     char* p[3];
     operand_ptrs(g, ops, e, p);
     int64_t i = *reinterpret_cast<const I*>(p[2]);
     const int64_t orig = i;
     if (!fix_index(i, b)) {
       record_bad(bad, orig);
-      if (accumulate) return;  // the CPU stops at the first bad index too
       continue;
     }
-    T* d = reinterpret_cast<T*>(p[0] + i * stride);
-    const T v = *reinterpret_cast<const T*>(p[1]);
-    *d = accumulate ? add_values(*d, v) : v;
+    *reinterpret_cast<T*>(p[0] + i * stride) = *reinterpret_cast<const T*>(p[1]);
+  }
+}
+
+// ---- put with accumulate (+=), deterministic and parallel: each element's destination, as a
+// byte offset from the destination operand's start (a bad index: the largest key, skipped), is
+// sorted stably with the element's position (CUB's radix sort); then a thread per destination
+// adds its elements in position order, the CPU's order, so the sums are the CPU's bit for bit.
+// (With a bad index the CPU stops there; here the good ones are added. Either way the call
+// throws, naming the first bad index found.)
+
+constexpr int64_t kBadKey = INT64_MAX;
+
+template <class I>
+__global__ void put_keys_cuda(int64_t n, Operands<3> ops, Geometry<3> g, int64_t stride,
+                              IndexBounds b, int64_t* key, int64_t* pos, DeviceBad* bad) {
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += step) {
+    char* p[3];
+    operand_ptrs(g, ops, e, p);
+    int64_t i = *reinterpret_cast<const I*>(p[2]);
+    const int64_t orig = i;
+    if (fix_index(i, b)) {
+      key[e] = (p[0] - ops.data[0]) + i * stride;
+    } else {
+      record_bad(bad, orig);
+      key[e] = kBadKey;
+    }
+    pos[e] = e;
+  }
+}
+
+template <class T>
+__global__ void put_runs_cuda(int64_t n, Operands<3> ops, Geometry<3> g, const int64_t* key,
+                              const int64_t* pos) {
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; j < n; j += step) {
+    const int64_t k = key[j];
+    if (k == kBadKey || (j > 0 && key[j - 1] == k)) continue;  // not the start of a run
+    T* d = reinterpret_cast<T*>(ops.data[0] + k);
+    T acc = *d;
+    for (int64_t m = j; m < n && key[m] == k; ++m) {
+      char* p[3];
+      operand_ptrs(g, ops, pos[m], p);
+      acc = add_values(acc, *reinterpret_cast<const T*>(p[1]));
+    }
+    *d = acc;
   }
 }
 
@@ -129,11 +174,30 @@ BadIndex put_kernel(const TensorIter& it, DType dt, DType index_dt, int64_t stri
   DeviceGuard guard(it.device.index);
   const cudaStream_t s = current_stream(it.device);
   BadSlot bad(it.device, s, b.check);
+  const int64_t n = it.numel;
+  const Operands<3> ops = operands_of<3>(it);
+  const Geometry<3> g = geometry_of<3>(it, "CUDA indexing");
   dispatch_dtype(dt, "index_put_", [&]<class T>() {
     dispatch_index(index_dt, [&]<class I>() {
-      put_cuda<T, I><<<accumulate ? 1 : blocks_for(it.numel), accumulate ? 1 : kThreads, 0, s>>>(
-          it.numel, operands_of<3>(it), geometry_of<3>(it, "CUDA indexing"), stride, b, accumulate,
-          bad.ptr());
+      if (!accumulate) {
+        put_cuda<T, I><<<blocks_for(n), kThreads, 0, s>>>(n, ops, g, stride, b, bad.ptr());
+        return;
+      }
+      // Keys and positions, twice (the sort's double buffer).
+      const Tensor buf = make_tensor({4 * n}, kInt64, it.device);
+      int64_t* k0 = buf.data_ptr<int64_t>();
+      put_keys_cuda<I><<<blocks_for(n), kThreads, 0, s>>>(n, ops, g, stride, b, k0, k0 + 2 * n,
+                                                         bad.ptr());
+      IGNIS_CUDA_CHECK(cudaGetLastError());
+      cub::DoubleBuffer<int64_t> keys(k0, k0 + n), pos(k0 + 2 * n, k0 + 3 * n);
+      size_t bytes = 0;
+      IGNIS_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys, pos, n, 0, 64, s));
+      const Tensor temp =
+          make_tensor({static_cast<int64_t>(std::max<size_t>(bytes, 1))}, kUInt8, it.device);
+      IGNIS_CUDA_CHECK(
+          cub::DeviceRadixSort::SortPairs(temp.data_ptr(), bytes, keys, pos, n, 0, 64, s));
+      put_runs_cuda<T><<<blocks_for(n), kThreads, 0, s>>>(n, ops, g, keys.Current(),
+                                                          pos.Current());
     });
   });
   IGNIS_CUDA_CHECK(cudaGetLastError());
