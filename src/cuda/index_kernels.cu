@@ -68,6 +68,20 @@ class BadSlot {
   cudaStream_t stream_;
 };
 
+// Element e's operand addresses (p) and its index value i (wrapped where negative indices
+// count from the end): false, with the bad value recorded, when it is out of range.
+template <class I>
+__device__ inline bool indexed_element(const Geometry<3>& g, const Operands<3>& ops, int64_t e,
+                                       const IndexBounds& b, DeviceBad* bad, char** p,
+                                       int64_t& i) {
+  operand_ptrs(g, ops, e, p);
+  i = *reinterpret_cast<const I*>(p[2]);
+  const int64_t orig = i;
+  if (fix_index(i, b)) return true;
+  record_bad(bad, orig);
+  return false;
+}
+
 // ---- gather: out = *(src + index * stride)
 
 template <class T, class I>
@@ -76,13 +90,8 @@ __global__ void gather_cuda(int64_t n, Operands<3> ops, Geometry<3> g, int64_t s
   const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += step) {
     char* p[3];
-    operand_ptrs(g, ops, e, p);
-    int64_t i = *reinterpret_cast<const I*>(p[2]);
-    const int64_t orig = i;
-    if (!fix_index(i, b)) {
-      record_bad(bad, orig);
-      continue;
-    }
+    int64_t i;
+    if (!indexed_element<I>(g, ops, e, b, bad, p, i)) continue;
     *reinterpret_cast<T*>(p[0]) = *reinterpret_cast<const T*>(p[1] + i * stride);
   }
 }
@@ -111,13 +120,8 @@ __global__ void put_cuda(int64_t n, Operands<3> ops, Geometry<3> g, int64_t stri
   const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += step) {
     char* p[3];
-    operand_ptrs(g, ops, e, p);
-    int64_t i = *reinterpret_cast<const I*>(p[2]);
-    const int64_t orig = i;
-    if (!fix_index(i, b)) {
-      record_bad(bad, orig);
-      continue;
-    }
+    int64_t i;
+    if (!indexed_element<I>(g, ops, e, b, bad, p, i)) continue;
     *reinterpret_cast<T*>(p[0] + i * stride) = *reinterpret_cast<const T*>(p[1]);
   }
 }
@@ -137,15 +141,9 @@ __global__ void put_keys_cuda(int64_t n, Operands<3> ops, Geometry<3> g, int64_t
   const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += step) {
     char* p[3];
-    operand_ptrs(g, ops, e, p);
-    int64_t i = *reinterpret_cast<const I*>(p[2]);
-    const int64_t orig = i;
-    if (fix_index(i, b)) {
-      key[e] = (p[0] - ops.data[0]) + i * stride;
-    } else {
-      record_bad(bad, orig);
-      key[e] = kBadKey;
-    }
+    int64_t i;
+    key[e] = indexed_element<I>(g, ops, e, b, bad, p, i) ? (p[0] - ops.data[0]) + i * stride
+                                                          : kBadKey;
     pos[e] = e;
   }
 }
