@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -817,6 +818,21 @@ TEST(Cuda, ConvolutionsRunThroughCudnnsGraphApi) {
   const cuda::detail::CudnnGraphStats after = cuda::detail::cudnn_graph_stats();
   EXPECT_EQ(after.fallbacks, before.fallbacks) << "fell back: " << after.last_fallback;
   EXPECT_GE(after.executions - before.executions, static_cast<int64_t>(3 * cases.size()));
+  // A forward's bias and ReLU, fused into the graph where an engine takes them (bfloat16 NHWC:
+  // the sum and the ReLU in float32, rounded once), else run after it: the CPU's values.
+  for (const bool with_relu : {false, true}) {
+    const Tensor xb = randn({4, 32, 14, 14}).to(kBFloat16).contiguous(cl);
+    const Tensor wb = randn({64, 32, 3, 3}).to(kBFloat16), bb = randn({64}).to(kBFloat16);
+    auto f = [&](const Tensor& xi, const Tensor& wi, const Tensor& bi) {
+      return with_relu ? conv2d_relu(xi, wi, bi, {1}, {1}) : conv2d(xi, wi, bi, {1}, {1});
+    };
+    const Tensor want = f(xb.to(kFloat32), wb.to(kFloat32), bb.to(kFloat32));
+    expect_matches(
+        f(xb.to(kGpu), wb.to(kGpu), bb.to(kGpu)).to(kFloat32), want, 5e-2, 5e-2,
+        with_relu ? "conv2d_relu bfloat16 NHWC with bias" : "conv2d bfloat16 NHWC with bias");
+  }
+  std::cout << "cuDNN graph API: " << cuda::detail::cudnn_graph_stats().fused_executions
+            << " forwards with the bias/ReLU fused so far\n";
 
   cuda::set_cudnn_graph_api(false);
   for (size_t i = 0; i < cases.size(); ++i) {

@@ -22,6 +22,7 @@ int64_t host_sync_count();
 /// and why the last one did (the tests check that the common problems do not fall back).
 struct CudnnGraphStats {
   int64_t executions = 0, fallbacks = 0;
+  int64_t fused_executions = 0;  // of those executions, forwards with the bias/ReLU fused
   std::string last_fallback;
 };
 CudnnGraphStats cudnn_graph_stats();

@@ -9,8 +9,8 @@
 // through cuDNN's graph API (cuda/cudnn_graph.cpp) when cuda::cudnn_graph_api() is on and it has
 // a plan for the problem, else through the legacy API: there the algorithm is cuDNN's first
 // heuristic choice whose workspace (from the caching allocator) fits, cached per problem
-// (cuda/plan_cache.h). The bias and a fused
-// ReLU are elementwise kernels run after the convolution on the same stream.
+// (cuda/plan_cache.h). The bias and a fused ReLU run in the graph API's plan where an engine
+// fuses them, else as elementwise kernels after the convolution on the same stream.
 #include <cudnn.h>
 
 #include <atomic>
@@ -165,11 +165,14 @@ std::atomic<bool> graph_api_flag{[] {
   return v == nullptr || std::string(v) != "0";
 }()};
 
-// Runs the convolution through cuDNN's graph API when it is on and has a plan for the problem.
+// Runs the convolution through cuDNN's graph API when it is on and has a plan for the problem
+// (a forward's bias and ReLU fused into it when `epi` has them and an engine fuses them).
 bool try_graph(cudnn_graph::Direction dir, cudnnHandle_t h, const Tensor& x, const Tensor& w,
-               const Tensor& y, const ConvParams& p, Layout l) {
+               const Tensor& y, const ConvParams& p, Layout l,
+               const cudnn_graph::Epilogue& epi = {}) {
   return graph_api_flag.load(std::memory_order_relaxed) &&
-         cudnn_graph::convolution(dir, h, x, w, y, p, l == Layout::NHWC, benchmark_flag.load());
+         cudnn_graph::convolution(dir, h, x, w, y, p, l == Layout::NHWC, benchmark_flag.load(),
+                                  epi);
 }
 
 // The problem's key for the algorithm cache: how it is chosen (heuristic or timed), direction,
@@ -338,6 +341,12 @@ void conv_forward(const Tensor& out, const Tensor& x, const Tensor& w, const Ten
   DeviceGuard guard(x.device().index);
   const int dev = x.device().index;
   cudnnHandle_t h = handle(dev);
+  // The bias and ReLU fused into the convolution's graph where an engine takes them.
+  const bool fusable = (b.defined() || relu) && (!b.defined() || b.dtype() == x.dtype());
+  if (fusable && try_graph(cudnn_graph::Direction::Forward, h, x, wl, out, p, l,
+                           {b.defined() ? b.contiguous() : Tensor(), relu})) {
+    return;
+  }
   if (try_graph(cudnn_graph::Direction::Forward, h, x, wl, out, p, l)) return bias_relu(out, b, relu);
   const Cudnn& c = cudnn();
   Descriptors d(x, wl, out, p, l, "conv2d");

@@ -89,7 +89,8 @@ class Desc {
   cudnnBackendDescriptor_t d_ = nullptr;
 };
 
-constexpr int64_t kUidX = 'x', kUidW = 'w', kUidY = 'y';
+constexpr int64_t kUidX = 'x', kUidW = 'w', kUidY = 'y', kUidBias = 'b';
+constexpr int64_t kUidConv = 'c', kUidBiased = 'a';  // the fused forward's virtual tensors
 
 cudnnDataType_t data_type(DType t) {
   switch (t) {
@@ -109,21 +110,28 @@ int64_t alignment(const void* p) {
   return k;
 }
 
-// A tensor descriptor of t [N, C, H, W], dense in the layout (NHWC strides or NCHW's).
-std::unique_ptr<Desc> tensor_desc(const Tensor& t, int64_t uid, bool nhwc) {
+// A tensor descriptor of dims [N, C, H, W], dense in the layout (NHWC strides or NCHW's); a
+// virtual one is an intermediate of the graph that never reaches memory.
+std::unique_ptr<Desc> tensor_desc(const int64_t (&dims)[4], cudnnDataType_t dt, int64_t uid,
+                                  bool nhwc, int64_t align, bool is_virtual = false) {
   auto d = std::make_unique<Desc>(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
-  const int64_t n = t.size(0), c = t.size(1), h = t.size(2), w = t.size(3);
-  const int64_t dims[4] = {n, c, h, w};
+  const int64_t c = dims[1], h = dims[2], w = dims[3];
   const int64_t nchw[4] = {c * h * w, h * w, w, 1}, nhwc_s[4] = {h * w * c, 1, w * c, c};
-  const cudnnDataType_t dt = data_type(t.dtype());
-  const int64_t align = alignment(t.data_ptr());
   d->set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, dt, "tensor data type");
   d->set(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims, "tensor dimensions");
   d->set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, nhwc ? nhwc_s : nchw, "tensor strides");
   d->set(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, uid, "tensor unique id");
   d->set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, align, "tensor alignment");
+  if (is_virtual) d->set(CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, true, "virtual");
   d->finalize("tensor descriptor");
   return d;
+}
+
+// t's descriptor ([N, C, H, W] dense in the layout; a bias [C] as [1, C, 1, 1]).
+std::unique_ptr<Desc> tensor_desc(const Tensor& t, int64_t uid, bool nhwc) {
+  const int64_t dims[4] = {t.dim() == 1 ? 1 : t.size(0), t.dim() == 1 ? t.size(0) : t.size(1),
+                           t.dim() == 1 ? 1 : t.size(2), t.dim() == 1 ? 1 : t.size(3)};
+  return tensor_desc(dims, data_type(t.dtype()), uid, nhwc, alignment(t.data_ptr()));
 }
 
 // The numerical notes ignis refuses: a narrower type than the data's (TF32 for float32 is
@@ -157,6 +165,7 @@ bool acceptable(cudnnBackendDescriptor_t cfg, DType dtype) {
 struct Plan {
   std::unique_ptr<Desc> plan;
   int64_t workspace = 0;
+  std::vector<int64_t> uids;  // of the tensors in memory, in the order execute() takes them
   std::vector<std::shared_ptr<const Desc>> built_from;
 };
 
@@ -190,22 +199,28 @@ std::vector<std::unique_ptr<Desc>> ranked_configs(const Desc& graph, cudnnBacken
 // error in `why`; another plan or the legacy API may need less), or cuDNN refused it.
 enum class Ran { Yes, NoWorkspace, Refused };
 
-Ran execute(cudnnHandle_t h, const Plan& plan, const Tensor& x, const Tensor& w, const Tensor& y,
-            std::string& why) {
+// The data pointers of a call, in Plan::uids' order: x, w, y, then the bias when fused.
+struct Operands {
+  std::vector<void*> ptrs;
+  Device device;
+};
+
+Ran execute(cudnnHandle_t h, const Plan& plan, const Operands& o, std::string& why) {
   Tensor ws;
   try {
-    ws = make_tensor({std::max<int64_t>(plan.workspace, 1)}, kUInt8, x.device());
+    ws = make_tensor({std::max<int64_t>(plan.workspace, 1)}, kUInt8, o.device);
   } catch (const Error& e) {
     why = e.what();
     return Ran::NoWorkspace;
   }
   try {
     Desc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-    void* ptrs[3] = {x.data_ptr(), w.data_ptr(), y.data_ptr()};
-    const int64_t uids[3] = {kUidX, kUidW, kUidY};
     void* wsp = ws.data_ptr();
-    pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs, "data pointers");
-    pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids, "unique ids");
+    const auto n = static_cast<int64_t>(plan.uids.size());
+    pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, o.ptrs.data(),
+             "data pointers");
+    pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, plan.uids.data(),
+             "unique ids");
     pack.set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &wsp, "workspace");
     pack.finalize("variant pack");
     ok(api().cudnnBackendExecute(h, plan.plan->get(), pack.get()), "cudnnBackendExecute");
@@ -218,16 +233,15 @@ Ran execute(cudnnHandle_t h, const Plan& plan, const Tensor& x, const Tensor& w,
 
 // The GPU time of one run of `plan`, in ms (after a first run), or a negative value when it
 // does not run.
-float time_plan(cudnnHandle_t h, const Plan& plan, const Tensor& x, const Tensor& w,
-                const Tensor& y) {
+float time_plan(cudnnHandle_t h, const Plan& plan, const Operands& o) {
   std::string why;
-  if (execute(h, plan, x, w, y, why) != Ran::Yes) return -1;
-  const cudaStream_t s = detail::current_stream(x.device());
+  if (execute(h, plan, o, why) != Ran::Yes) return -1;
+  const cudaStream_t s = detail::current_stream(o.device);
   cudaEvent_t start = nullptr, stop = nullptr;
   IGNIS_CUDA_CHECK(cudaEventCreate(&start));
   IGNIS_CUDA_CHECK(cudaEventCreate(&stop));
   IGNIS_CUDA_CHECK(cudaEventRecord(start, s));
-  const bool ran = execute(h, plan, x, w, y, why) == Ran::Yes;
+  const bool ran = execute(h, plan, o, why) == Ran::Yes;
   IGNIS_CUDA_CHECK(cudaEventRecord(stop, s));
   detail::count_host_sync();
   IGNIS_CUDA_CHECK(cudaEventSynchronize(stop));
@@ -238,15 +252,44 @@ float time_plan(cudnnHandle_t h, const Plan& plan, const Tensor& x, const Tensor
   return ran ? ms : -1;
 }
 
+// A pointwise operation of `mode` (in float): y = mode(x) or y = mode(x, b).
+std::shared_ptr<Desc> pointwise(cudnnPointwiseMode_t mode, const Desc& x, const Desc* b,
+                                const Desc& y, std::vector<std::shared_ptr<const Desc>>& keep) {
+  auto pw = std::make_shared<Desc>(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+  pw->set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, mode, "pointwise mode");
+  pw->set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, CUDNN_DATA_FLOAT,
+          "pointwise precision");
+  pw->finalize("pointwise descriptor");
+  auto op = std::make_shared<Desc>(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+  op->set_desc(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, *pw, "pointwise");
+  op->set_desc(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x, "pointwise x");
+  if (b) op->set_desc(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, *b, "pointwise b");
+  op->set_desc(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y, "pointwise y");
+  op->finalize("pointwise operation");
+  keep.push_back(pw);
+  return op;
+}
+
 // Builds the problem's plan: the first acceptable configuration (heuristics' mode A, then the
-// fallback list) that finalizes and runs, or with `benchmark` the fastest of them. Throws
+// fallback list) that finalizes and runs, or with `benchmark` the fastest of them. A forward
+// with an epilogue (a bias, a ReLU) is one graph: the convolution into a virtual float32
+// tensor, then the bias added and the ReLU applied in float32, rounded once into y. Throws
 // Refused when there is none.
 std::shared_ptr<Plan> build_plan(cudnn_graph::Direction dir, cudnnHandle_t h, const Tensor& x,
                                  const Tensor& w, const Tensor& y, const ConvParams& p, bool nhwc,
-                                 bool benchmark) {
+                                 bool benchmark, const cudnn_graph::Epilogue& epi,
+                                 const Operands& operands) {
+  const bool fused = epi.bias.defined() || epi.relu;
+  std::vector<std::shared_ptr<const Desc>> keep;  // every descriptor the plan is built from
   const std::shared_ptr<const Desc> tx = tensor_desc(x, kUidX, nhwc),
-                                    tw = tensor_desc(w, kUidW, nhwc),
-                                    ty = tensor_desc(y, kUidY, nhwc);
+                                    tw = tensor_desc(w, kUidW, nhwc);
+  std::shared_ptr<const Desc> ty;
+  if (fused) {  // the convolution's own output is virtual
+    const int64_t dims[4] = {y.size(0), y.size(1), y.size(2), y.size(3)};
+    ty = tensor_desc(dims, CUDNN_DATA_FLOAT, kUidConv, nhwc, 16, true);
+  } else {
+    ty = tensor_desc(y, kUidY, nhwc);
+  }
   const bool f64 = x.dtype() == kFloat64;
   const auto conv = std::make_shared<Desc>(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
   const cudnnDataType_t comp = f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
@@ -299,9 +342,35 @@ std::shared_ptr<Plan> build_plan(cudnn_graph::Direction dir, cudnnHandle_t h, co
   }
   op->finalize("convolution operation");
 
+  std::vector<cudnnBackendDescriptor_t> ops = {op->get()};
+  std::vector<int64_t> uids = {kUidX, kUidW, kUidY};
+  if (fused) {
+    // conv -> (+ bias) -> (relu) -> y; the last step writes y.
+    const std::shared_ptr<const Desc> out = tensor_desc(y, kUidY, nhwc);
+    std::shared_ptr<const Desc> cur = ty;
+    if (epi.bias.defined()) {
+      const std::shared_ptr<const Desc> tb = tensor_desc(epi.bias, kUidBias, nhwc);
+      const int64_t dims[4] = {y.size(0), y.size(1), y.size(2), y.size(3)};
+      const std::shared_ptr<const Desc> sum =
+          epi.relu ? std::shared_ptr<const Desc>(
+                         tensor_desc(dims, CUDNN_DATA_FLOAT, kUidBiased, nhwc, 16, true))
+                   : out;
+      const auto add = pointwise(CUDNN_POINTWISE_ADD, *cur, tb.get(), *sum, keep);
+      ops.push_back(add->get());
+      keep.insert(keep.end(), {tb, sum, add});
+      uids.push_back(kUidBias);
+      cur = sum;
+    }
+    if (epi.relu) {
+      const auto relu = pointwise(CUDNN_POINTWISE_RELU_FWD, *cur, nullptr, *out, keep);
+      ops.push_back(relu->get());
+      keep.push_back(relu);
+    }
+    keep.push_back(out);
+  }
   const auto graph = std::make_shared<Desc>(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-  cudnnBackendDescriptor_t ops[1] = {op->get()};
-  graph->set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, ops, "graph's ops");
+  graph->set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+             static_cast<int64_t>(ops.size()), ops.data(), "graph's ops");
   graph->set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, h, "graph's handle");
   graph->finalize("operation graph");
 
@@ -327,7 +396,9 @@ std::shared_ptr<Plan> build_plan(cudnn_graph::Direction dir, cudnnHandle_t h, co
         continue;
       }
       auto plan = std::make_shared<Plan>();
-      plan->built_from = {tx, tw, ty, conv, op, graph, cfg};
+      plan->uids = uids;
+      plan->built_from = keep;
+      plan->built_from.insert(plan->built_from.end(), {tx, tw, ty, conv, op, graph, cfg});
       plan->plan = std::make_unique<Desc>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
       plan->plan->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, h, "plan's handle");
       plan->plan->set_desc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, *cfg, "plan's engine");
@@ -337,10 +408,10 @@ std::shared_ptr<Plan> build_plan(cudnn_graph::Direction dir, cudnnHandle_t h, co
                                         CUDNN_TYPE_INT64, 1, &n, &plan->workspace),
          "plan's workspace size");
       if (!benchmark) {
-        if (execute(h, *plan, x, w, y, why) == Ran::Yes) return plan;
+        if (execute(h, *plan, operands, why) == Ran::Yes) return plan;
         continue;
       }
-      const float ms = time_plan(h, *plan, x, w, y);
+      const float ms = time_plan(h, *plan, operands);
       if (ms >= 0 && (!best || ms < best_ms)) {
         best = plan;
         best_ms = ms;
@@ -352,12 +423,12 @@ std::shared_ptr<Plan> build_plan(cudnn_graph::Direction dir, cudnnHandle_t h, co
   }
   if (best) {
     // The output holds the last candidate's result: the chosen plan writes it again.
-    if (execute(h, *best, x, w, y, why) == Ran::Yes) return best;
+    if (execute(h, *best, operands, why) == Ran::Yes) return best;
   }
   throw Refused{why};
 }
 
-std::atomic<int64_t> executions{0}, fallbacks{0};
+std::atomic<int64_t> executions{0}, fallbacks{0}, fused_executions{0};
 std::mutex reason_mu;
 std::string last_reason;
 
@@ -366,7 +437,12 @@ std::string last_reason;
 namespace cudnn_graph {
 
 bool convolution(Direction dir, cudnnHandle_t h, const Tensor& x, const Tensor& w, const Tensor& y,
-                 const ConvParams& p, bool nhwc, bool benchmark) {
+                 const ConvParams& p, bool nhwc, bool benchmark, const Epilogue& epi) {
+  IGNIS_CHECK(dir == Direction::Forward || (!epi.bias.defined() && !epi.relu),
+              "cudnn_graph::convolution: an epilogue is a forward's");
+  const bool fused = epi.bias.defined() || epi.relu;
+  Operands operands{{x.data_ptr(), w.data_ptr(), y.data_ptr()}, x.device()};
+  if (epi.bias.defined()) operands.ptrs.push_back(epi.bias.data_ptr());
   // Per thread (plans belong to this thread's handle), per problem: its plan, or null when the
   // graph API has none.
   thread_local std::map<std::vector<int64_t>, std::shared_ptr<Plan>> plans;
@@ -375,9 +451,9 @@ bool convolution(Direction dir, cudnnHandle_t h, const Tensor& x, const Tensor& 
                               static_cast<int64_t>(x.dtype()),
                               nhwc,
                               benchmark,
-                              alignment(x.data_ptr()),
-                              alignment(w.data_ptr()),
-                              alignment(y.data_ptr())};
+                              epi.bias.defined() ? static_cast<int64_t>(epi.bias.dtype()) : -1,
+                              epi.relu};
+  for (void* ptr : operands.ptrs) key.push_back(alignment(ptr));
   for (const Tensor* t : {&x, &w, &y}) key.insert(key.end(), t->sizes().begin(), t->sizes().end());
   key.insert(key.end(), {p.pad_l[0], p.pad_l[1], p.pad_r[0], p.pad_r[1], p.stride[0], p.stride[1],
                          p.dilation[0], p.dilation[1], p.groups});
@@ -385,23 +461,29 @@ bool convolution(Direction dir, cudnnHandle_t h, const Tensor& x, const Tensor& 
   const auto it = plans.find(key);
   if (it != plans.end()) {
     if (!it->second) return false;
-    switch (execute(h, *it->second, x, w, y, why)) {
-      case Ran::Yes: executions.fetch_add(1, std::memory_order_relaxed); return true;
+    switch (execute(h, *it->second, operands, why)) {
+      case Ran::Yes:
+        executions.fetch_add(1, std::memory_order_relaxed);
+        if (fused) fused_executions.fetch_add(1, std::memory_order_relaxed);
+        return true;
       case Ran::NoWorkspace: return false;  // this time only: memory may be free next time
       case Ran::Refused: break;
     }
   } else {
     try {
-      std::shared_ptr<Plan> plan = build_plan(dir, h, x, w, y, p, nhwc, benchmark);
+      std::shared_ptr<Plan> plan = build_plan(dir, h, x, w, y, p, nhwc, benchmark, epi, operands);
       if (plans.size() >= 1024) plans.clear();  // a bound for programs of endless shapes
       plans[key] = std::move(plan);
       executions.fetch_add(1, std::memory_order_relaxed);
+      if (fused) fused_executions.fetch_add(1, std::memory_order_relaxed);
       return true;
     } catch (const Refused& r) {
       why = r.what;
     }
   }
   plans[key] = nullptr;
+  // A fused problem without a plan is not a fallback yet: the caller tries the plain graph.
+  if (fused) return false;
   fallbacks.fetch_add(1, std::memory_order_relaxed);
   static const char* names[] = {"forward", "backward data", "backward filter"};
   std::ostringstream os;
@@ -420,6 +502,7 @@ CudnnGraphStats cudnn_graph_stats() {
   CudnnGraphStats s;
   s.executions = executions.load();
   s.fallbacks = fallbacks.load();
+  s.fused_executions = fused_executions.load();
   std::lock_guard<std::mutex> g(reason_mu);
   s.last_fallback = last_reason;
   return s;
