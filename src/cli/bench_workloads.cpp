@@ -349,8 +349,9 @@ void bench_train_step(const BenchOptions& opts) {
       peak_rss_mb());
   if (opts.device.is_cuda()) {  // which cuDNN API the convolutions went through
     const cuda::detail::CudnnGraphStats g = cuda::detail::cudnn_graph_stats();
-    std::printf("cudnn_graph_api executions=%lld fallbacks=%lld%s%s\n",
-                static_cast<long long>(g.executions), static_cast<long long>(g.fallbacks),
+    std::printf("cudnn_graph_api executions=%lld fused=%lld fallbacks=%lld%s%s\n",
+                static_cast<long long>(g.executions), static_cast<long long>(g.fused_executions),
+                static_cast<long long>(g.fallbacks),
                 g.last_fallback.empty() ? "" : " last_fallback: ", g.last_fallback.c_str());
   }
   std::fflush(stdout);
