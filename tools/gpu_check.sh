@@ -122,7 +122,8 @@ fi
 # The GPU benchmarks, ignis's and PyTorch's side by side (bench/gpu_compare.py), then a summary
 # of the ratios for docs/benchmarks.md.
 log=$(mktemp)
-echo "== benchmarks"
+echo "== benchmarks (the tests took ${SECONDS} s since the start)"
+bench_start=$SECONDS
 {
   [ "$part" = resnet ] || timeout 90 "$B/bin/ignis" bench gpu_matmul
   # graph mode's fusion-bound block (issue 13's 2x target) on the GPU: eager against the frozen
@@ -190,5 +191,7 @@ for dt in ("float32", "bfloat16"):
               f" {l['img_per_s']}: {float(i['img_per_s']) / float(l['img_per_s']):.2f}")
 PY
 # GPU_PROFILE=1 with `all`: the profiles too, after the benchmarks.
+echo "gpu-check: the benchmarks took $(( SECONDS - bench_start )) s"
 if [ "$part" = all ] && [ -n "${GPU_PROFILE:-}" ]; then profile; fi
+echo "gpu-check: ${SECONDS} s in all"
 exit $status
