@@ -260,8 +260,8 @@ void affine_cols(T* y, const T* x, int64_t n, int64_t ch, int64_t m, const A_<T>
 
 // Training forward: the statistics, then y = x * scale[c] + shift[c] with the scale and shift
 // folded from them, the weight, the bias and eps (two passes over x, one over y).
-void train_kernel(const Tensor& y, const Tensor& mean, const Tensor& var, const Tensor& x,
-                  const Tensor& weight, const Tensor& bias, double eps) {
+void train_kernel(const Tensor& y, const Tensor& mean, const Tensor& var, const Tensor& invstd,
+                  const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
   dispatch_floating(x.dtype(), "batch_norm", [&]<class T>() {
     using A = A_<T>;
     const int64_t n = x.size(0), ch = x.size(1), m = x.size(2);
@@ -269,10 +269,12 @@ void train_kernel(const Tensor& y, const Tensor& mean, const Tensor& var, const 
     T* py = y.data_ptr<T>();
     A* pm = mean.data_ptr<A>();
     A* pv = var.data_ptr<A>();
+    A* pi = invstd.data_ptr<A>();
     const A* pw = weight.defined() ? weight.data_ptr<A>() : nullptr;
     const A* pb = bias.defined() ? bias.data_ptr<A>() : nullptr;
     auto coef = [&](int64_t c, A& s, A& t) {
       const A inv = A(1) / std::sqrt(pv[c] + static_cast<A>(eps));
+      pi[c] = inv;
       s = pw ? pw[c] * inv : inv;
       t = (pb ? pb[c] : A(0)) - pm[c] * s;
     };

@@ -43,7 +43,7 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 // Calls f(std::integral_constant<int, V>) with V = kVec<T> when `vectorize`, else 1.
 template <class T, class F>
 void with_width(bool vectorize, const F& f) {
-  if (vectorize && kVec<T> > 1) {
+  if (vectorize && kVec < T >> 1) {
     f(std::integral_constant<int, kVec<T>>{});
   } else {
     f(std::integral_constant<int, 1>{});
@@ -58,9 +58,8 @@ struct SumGrid {
     const int64_t per_block = int64_t{kColX} * vec;
     x = static_cast<unsigned>(M == 1 ? (C + per_block - 1) / per_block : C);
     const int64_t share = M == 1 ? (N + kColY - 1) / kColY : N;
-    groups = static_cast<unsigned>(
-        std::clamp<int64_t>(std::min<int64_t>(share, kTargetBlocks / std::max<int64_t>(x, 1)), 1,
-                            kTargetBlocks));
+    groups = static_cast<unsigned>(std::clamp<int64_t>(
+        std::min<int64_t>(share, kTargetBlocks / std::max<int64_t>(x, 1)), 1, kTargetBlocks));
   }
 };
 
@@ -114,7 +113,8 @@ __global__ void plane_partials(F f, double2* part, int64_t N, int64_t C, int64_t
     const double ctx[1] = {f.context(c)};
     for (int64_t n = blockIdx.y; n < N; n += gridDim.y) {
       const int64_t base = (n * C + c) * M;
-      for (int64_t m = threadIdx.x; m < M; m += kPlaneThreads) f.template add<1>(base + m, ctx, acc);
+      for (int64_t m = threadIdx.x; m < M; m += kPlaneThreads)
+        f.template add<1>(base + m, ctx, acc);
     }
   }
   s[threadIdx.x] = acc[0];
@@ -161,8 +161,8 @@ Tensor channel_sums(const F& f, const SumGrid& g, Device device) {
   Tensor part = make_tensor({static_cast<int64_t>(g.groups) * g.C * 2}, kFloat64, device);
   auto* p = reinterpret_cast<double2*>(part.data_ptr<double>());
   if (g.M == 1) {
-    column_partials<V><<<dim3(g.x, g.groups), dim3(kColX, kColY), 0, current_stream(device)>>>(
-        f, p, g.N, g.C);
+    column_partials<V>
+        <<<dim3(g.x, g.groups), dim3(kColX, kColY), 0, current_stream(device)>>>(f, p, g.N, g.C);
   } else {
     plane_partials<<<dim3(g.x, g.groups), kPlaneThreads, 0, current_stream(device)>>>(f, p, g.N,
                                                                                       g.C, g.M);
@@ -192,12 +192,13 @@ struct StatsPair {
   }
 };
 
-// Pass 2 of the statistics: channel c's mean and biased variance over its `count` values, and
-// the affine's scale = w / sqrt(var + eps) and shift = b - mean * scale (in A, as the CPU).
+// Pass 2 of the statistics: channel c's mean and biased variance over its `count` values,
+// invstd = 1 / sqrt(var + eps), and the affine's scale = w invstd and shift = b - mean scale
+// (in A, as the CPU).
 template <class T, class A>
-__global__ void stats_finish(const double2* part, const T* x, A* mean, A* var, A* scale, A* shift,
-                             const A* w, const A* b, A eps, unsigned groups, int64_t count,
-                             int64_t C, int64_t M) {
+__global__ void stats_finish(const double2* part, const T* x, A* mean, A* var, A* invstd, A* scale,
+                             A* shift, const A* w, const A* b, A eps, unsigned groups,
+                             int64_t count, int64_t C, int64_t M) {
   const int64_t c = finish_channel();
   if (c >= C) return;  // (the whole warp)
   const double2 t = channel_total(part, groups, c, C);
@@ -209,6 +210,7 @@ __global__ void stats_finish(const double2* part, const T* x, A* mean, A* var, A
   mean[c] = m;
   var[c] = v;
   const A inv = A(1) / sqrt(v + eps);
+  invstd[c] = inv;
   const A sc = w ? w[c] * inv : inv;
   scale[c] = sc;
   shift[c] = (b ? b[c] : A(0)) - m * sc;
@@ -262,8 +264,8 @@ void launch_affine(const Tensor& y, const Tensor& x, const A* scale, const A* sh
     const int64_t steps = x.numel() / V;
     launch_indexed(steps, [&]<class I>(I) {
       affine_cuda<T, A, V, I><<<blocks_for(steps), kThreads, 0, current_stream(x.device())>>>(
-          y.data_ptr<T>(), x.data_ptr<T>(), scale, shift, static_cast<I>(steps),
-          static_cast<I>(C), static_cast<I>(M));
+          y.data_ptr<T>(), x.data_ptr<T>(), scale, shift, static_cast<I>(steps), static_cast<I>(C),
+          static_cast<I>(M));
     });
   });
   IGNIS_CUDA_CHECK(cudaGetLastError());
@@ -275,8 +277,8 @@ bool columns_vectorizable(int64_t C, int64_t M, std::initializer_list<const void
   return M == 1 && vectorizable<T>(C, M, ptrs);
 }
 
-void train_kernel(const Tensor& y, const Tensor& mean, const Tensor& var, const Tensor& x,
-                  const Tensor& weight, const Tensor& bias, double eps) {
+void train_kernel(const Tensor& y, const Tensor& mean, const Tensor& var, const Tensor& invstd,
+                  const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
   const int64_t N = x.size(0), C = x.size(1), M = x.size(2);
   if (C == 0) return;
   DeviceGuard guard(x.device().index);
@@ -291,7 +293,7 @@ void train_kernel(const Tensor& y, const Tensor& mean, const Tensor& var, const 
       const Tensor part = channel_sums<V>(StatsPair<T, A>{x.data_ptr<T>(), M}, g, x.device());
       stats_finish<T, A><<<finish_blocks(C), kFinishWarps * kWarp, 0, current_stream(x.device())>>>(
           reinterpret_cast<const double2*>(part.data_ptr<double>()), x.data_ptr<T>(),
-          mean.data_ptr<A>(), var.data_ptr<A>(), scale, scale + C,
+          mean.data_ptr<A>(), var.data_ptr<A>(), invstd.data_ptr<A>(), scale, scale + C,
           weight.defined() ? weight.data_ptr<A>() : nullptr,
           bias.defined() ? bias.data_ptr<A>() : nullptr, static_cast<A>(eps), g.groups, N * M, C,
           M);
@@ -370,8 +372,8 @@ __global__ void grad_input_cuda(T* gx, const T* g, const T* x, const A* coef, I 
 #pragma unroll
     for (int i = 0; i < V; ++i) {
       const A* k = coef + 3 * (M == 1 ? c + static_cast<I>(i) : c);
-      out.v[i] = static_cast<T>(k[0] * static_cast<A>(gv.v[i]) +
-                                k[1] * static_cast<A>(xv.v[i]) + k[2]);
+      out.v[i] =
+          static_cast<T>(k[0] * static_cast<A>(gv.v[i]) + k[1] * static_cast<A>(xv.v[i]) + k[2]);
     }
     reinterpret_cast<Vec<T, V>*>(gx)[q] = out;
   }
@@ -401,18 +403,17 @@ void backward_kernel(const Tensor& gx, const Tensor& gw, const Tensor& gb, const
       IGNIS_CUDA_CHECK(cudaGetLastError());
     });
     if (!gx.defined() || x.numel() == 0) return;
-    with_width<T>(vectorizable<T>(C, M, {gx.data_ptr(), g.data_ptr(), x.data_ptr()}),
-                  [&](auto width) {
-                    constexpr int V = decltype(width)::value;
-                    const int64_t steps = x.numel() / V;
-                    launch_indexed(steps, [&]<class I>(I) {
-                      grad_input_cuda<T, A, V, I>
-                          <<<blocks_for(steps), kThreads, 0, current_stream(x.device())>>>(
-                              gx.data_ptr<T>(), g.data_ptr<T>(), x.data_ptr<T>(),
-                              coef.data_ptr<A>(), static_cast<I>(steps), static_cast<I>(C),
-                              static_cast<I>(M));
-                    });
-                  });
+    with_width<T>(
+        vectorizable<T>(C, M, {gx.data_ptr(), g.data_ptr(), x.data_ptr()}), [&](auto width) {
+          constexpr int V = decltype(width)::value;
+          const int64_t steps = x.numel() / V;
+          launch_indexed(steps, [&]<class I>(I) {
+            grad_input_cuda<T, A, V, I>
+                <<<blocks_for(steps), kThreads, 0, current_stream(x.device())>>>(
+                    gx.data_ptr<T>(), g.data_ptr<T>(), x.data_ptr<T>(), coef.data_ptr<A>(),
+                    static_cast<I>(steps), static_cast<I>(C), static_cast<I>(M));
+          });
+        });
     IGNIS_CUDA_CHECK(cudaGetLastError());
   });
 }

@@ -156,9 +156,9 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
     if (training) {
       mean = make_tensor({channels}, sd, x.device());
       Tensor var = make_tensor({channels}, sd, x.device());
-      batch_norm_train_stub[x.device()](out3, mean, var, x3, stat_vector(weight), stat_vector(bias),
-                                        eps);
-      invstd = rsqrt(var + eps);
+      invstd = make_tensor({channels}, sd, x.device());
+      batch_norm_train_stub[x.device()](out3, mean, var, invstd, x3, stat_vector(weight),
+                                        stat_vector(bias), eps);
       if (running_mean.defined()) {
         Tensor rm = running_mean, rv = running_var;
         update_running(rm, mean, momentum);

@@ -12,11 +12,12 @@ namespace ignis {
 /// The dtype batch-norm statistics are kept in for x of dtype t.
 inline DType norm_stat_dtype(DType t) { return t == kBFloat16 ? kFloat32 : t; }
 
-/// Training forward: mean[c] and the biased variance var[c] of each channel, and
-/// y = (x - mean[c]) / sqrt(var[c] + eps) * weight[c] + bias[c] (weight, bias optional).
+/// Training forward: mean[c] and the biased variance var[c] of each channel, invstd[c] =
+/// 1 / sqrt(var[c] + eps) (computed in the statistics dtype, as rsqrt(var + eps) would), and
+/// y = (x - mean[c]) * invstd[c] * weight[c] + bias[c] (weight, bias optional).
 using BatchNormTrainFn = void (*)(const Tensor& y, const Tensor& mean, const Tensor& var,
-                                  const Tensor& x, const Tensor& weight, const Tensor& bias,
-                                  double eps);
+                                  const Tensor& invstd, const Tensor& x, const Tensor& weight,
+                                  const Tensor& bias, double eps);
 IGNIS_DECLARE_STUB(batch_norm_train_stub, BatchNormTrainFn);
 
 /// y = x * scale[c] + shift[c] (y contiguous, x's shape).
