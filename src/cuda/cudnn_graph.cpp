@@ -4,8 +4,9 @@
 //   -> engine configurations ranked by cuDNN's heuristics (mode A, then the fallback list)
 //   -> the first configuration with acceptable numerical notes whose execution plan finalizes
 // and is cached per (thread, problem): plans belong to the cuDNN handle they were made with,
-// and handles are per (thread, device) (cuda/conv.cu). A call then fills a variant pack (the
-// three data pointers and a workspace from the caching allocator) and executes the plan.
+// and handles are per (thread, device) (cuda/conv.cu). A forward may carry its bias and ReLU as
+// pointwise nodes after the convolution. A call then fills a variant pack (the data pointers
+// and a workspace from the caching allocator) and executes the plan.
 #include "cuda/cudnn_graph.h"
 
 #include <cuda_runtime_api.h>
@@ -129,8 +130,8 @@ std::unique_ptr<Desc> tensor_desc(const int64_t (&dims)[4], cudnnDataType_t dt, 
 
 // t's descriptor ([N, C, H, W] dense in the layout; a bias [C] as [1, C, 1, 1]).
 std::unique_ptr<Desc> tensor_desc(const Tensor& t, int64_t uid, bool nhwc) {
-  const int64_t dims[4] = {t.dim() == 1 ? 1 : t.size(0), t.dim() == 1 ? t.size(0) : t.size(1),
-                           t.dim() == 1 ? 1 : t.size(2), t.dim() == 1 ? 1 : t.size(3)};
+  int64_t dims[4] = {1, t.numel(), 1, 1};  // a bias [C] as [1, C, 1, 1]
+  if (t.dim() == 4) std::copy_n(t.sizes().begin(), 4, dims);
   return tensor_desc(dims, data_type(t.dtype()), uid, nhwc, alignment(t.data_ptr()));
 }
 
@@ -200,12 +201,12 @@ std::vector<std::unique_ptr<Desc>> ranked_configs(const Desc& graph, cudnnBacken
 enum class Ran { Yes, NoWorkspace, Refused };
 
 // The data pointers of a call, in Plan::uids' order: x, w, y, then the bias when fused.
-struct Operands {
+struct CallData {
   std::vector<void*> ptrs;
   Device device;
 };
 
-Ran execute(cudnnHandle_t h, const Plan& plan, const Operands& o, std::string& why) {
+Ran execute(cudnnHandle_t h, const Plan& plan, const CallData& o, std::string& why) {
   Tensor ws;
   try {
     ws = make_tensor({std::max<int64_t>(plan.workspace, 1)}, kUInt8, o.device);
@@ -233,7 +234,7 @@ Ran execute(cudnnHandle_t h, const Plan& plan, const Operands& o, std::string& w
 
 // The GPU time of one run of `plan`, in ms (after a first run), or a negative value when it
 // does not run.
-float time_plan(cudnnHandle_t h, const Plan& plan, const Operands& o) {
+float time_plan(cudnnHandle_t h, const Plan& plan, const CallData& o) {
   std::string why;
   if (execute(h, plan, o, why) != Ran::Yes) return -1;
   const cudaStream_t s = detail::current_stream(o.device);
@@ -278,15 +279,15 @@ std::shared_ptr<Desc> pointwise(cudnnPointwiseMode_t mode, const Desc& x, const 
 std::shared_ptr<Plan> build_plan(cudnn_graph::Direction dir, cudnnHandle_t h, const Tensor& x,
                                  const Tensor& w, const Tensor& y, const ConvParams& p, bool nhwc,
                                  bool benchmark, const cudnn_graph::Epilogue& epi,
-                                 const Operands& operands) {
+                                 const CallData& operands) {
   const bool fused = epi.bias.defined() || epi.relu;
   std::vector<std::shared_ptr<const Desc>> keep;  // every descriptor the plan is built from
   const std::shared_ptr<const Desc> tx = tensor_desc(x, kUidX, nhwc),
                                     tw = tensor_desc(w, kUidW, nhwc);
+  const int64_t y_dims[4] = {y.size(0), y.size(1), y.size(2), y.size(3)};
   std::shared_ptr<const Desc> ty;
   if (fused) {  // the convolution's own output is virtual
-    const int64_t dims[4] = {y.size(0), y.size(1), y.size(2), y.size(3)};
-    ty = tensor_desc(dims, CUDNN_DATA_FLOAT, kUidConv, nhwc, 16, true);
+    ty = tensor_desc(y_dims, CUDNN_DATA_FLOAT, kUidConv, nhwc, 16, true);
   } else {
     ty = tensor_desc(y, kUidY, nhwc);
   }
@@ -310,36 +311,41 @@ std::shared_ptr<Plan> build_plan(cudnn_graph::Direction dir, cudnnHandle_t h, co
   const cudnnBackendAttributeType_t st = f64 ? CUDNN_TYPE_DOUBLE : CUDNN_TYPE_FLOAT;
   const void* one = f64 ? static_cast<const void*>(&one_d) : &one_f;
   const void* zero = f64 ? static_cast<const void*>(&zero_d) : &zero_f;
-  std::shared_ptr<Desc> op;
-  switch (dir) {
-    case cudnn_graph::Direction::Forward:
-      op = std::make_shared<Desc>(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
-      op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, *tx, "x");
-      op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, *tw, "w");
-      op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, *ty, "y");
-      op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, *conv, "conv");
-      op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, st, 1, one, "alpha");
-      op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, st, 1, zero, "beta");
-      break;
-    case cudnn_graph::Direction::BackwardData:
-      op = std::make_shared<Desc>(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR);
-      op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, *tx, "dx");
-      op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, *tw, "w");
-      op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, *ty, "dy");
-      op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, *conv, "conv");
-      op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, st, 1, one, "alpha");
-      op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, st, 1, zero, "beta");
-      break;
-    case cudnn_graph::Direction::BackwardFilter:
-      op = std::make_shared<Desc>(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR);
-      op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, *tx, "x");
-      op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, *tw, "dw");
-      op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, *ty, "dy");
-      op->set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, *conv, "conv");
-      op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, st, 1, one, "alpha");
-      op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, st, 1, zero, "beta");
-      break;
-  }
+  // The operation's descriptor type and its attributes, per direction (x, w, y, conv, alpha,
+  // beta; the backward's dx, dw and dy take x's, w's and y's places).
+  struct OpAttrs {
+    cudnnBackendDescriptorType_t type;
+    cudnnBackendAttributeName_t x, w, y, conv, alpha, beta;
+  };
+  static constexpr OpAttrs kOps[] = {
+      {CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA},
+      {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA},
+      {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA},
+  };
+  const OpAttrs& a = kOps[static_cast<int>(dir)];
+  const auto op = std::make_shared<Desc>(a.type);
+  op->set_desc(a.x, *tx, "x");
+  op->set_desc(a.w, *tw, "w");
+  op->set_desc(a.y, *ty, "y");
+  op->set_desc(a.conv, *conv, "conv");
+  op->set(a.alpha, st, 1, one, "alpha");
+  op->set(a.beta, st, 1, zero, "beta");
   op->finalize("convolution operation");
 
   std::vector<cudnnBackendDescriptor_t> ops = {op->get()};
@@ -350,10 +356,9 @@ std::shared_ptr<Plan> build_plan(cudnn_graph::Direction dir, cudnnHandle_t h, co
     std::shared_ptr<const Desc> cur = ty;
     if (epi.bias.defined()) {
       const std::shared_ptr<const Desc> tb = tensor_desc(epi.bias, kUidBias, nhwc);
-      const int64_t dims[4] = {y.size(0), y.size(1), y.size(2), y.size(3)};
       const std::shared_ptr<const Desc> sum =
           epi.relu ? std::shared_ptr<const Desc>(
-                         tensor_desc(dims, CUDNN_DATA_FLOAT, kUidBiased, nhwc, 16, true))
+                         tensor_desc(y_dims, CUDNN_DATA_FLOAT, kUidBiased, nhwc, 16, true))
                    : out;
       const auto add = pointwise(CUDNN_POINTWISE_ADD, *cur, tb.get(), *sum, keep);
       ops.push_back(add->get());
@@ -441,7 +446,7 @@ bool convolution(Direction dir, cudnnHandle_t h, const Tensor& x, const Tensor& 
   IGNIS_CHECK(dir == Direction::Forward || (!epi.bias.defined() && !epi.relu),
               "cudnn_graph::convolution: an epilogue is a forward's");
   const bool fused = epi.bias.defined() || epi.relu;
-  Operands operands{{x.data_ptr(), w.data_ptr(), y.data_ptr()}, x.device()};
+  CallData operands{{x.data_ptr(), w.data_ptr(), y.data_ptr()}, x.device()};
   if (epi.bias.defined()) operands.ptrs.push_back(epi.bias.data_ptr());
   // Per thread (plans belong to this thread's handle), per problem: its plan, or null when the
   // graph API has none.

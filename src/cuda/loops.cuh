@@ -148,8 +148,8 @@ __global__ void dense_kernel(int64_t n, Operands<1 + sizeof...(In)> ops, F f) {
 
 // Dense operands aligned to their vectors: each thread step reads V elements of every input in
 // one access and writes V outputs (as PyTorch's vectorized elementwise kernel: a warp's access
-// is then 512 bytes, where one element per thread moves 64 bytes of bfloat16, too little in
-// flight to reach the memory's bandwidth); the n % V elements left run one per thread.
+// is then 512 bytes, where one element per thread moves 64 bytes of bfloat16, so more bytes are
+// in flight per thread); the n % V elements left run one per thread.
 template <class F, class Out, class... In>
 __global__ void vector_kernel(int64_t n, Operands<1 + sizeof...(In)> ops, F f) {
   constexpr int N = 1 + sizeof...(In);

@@ -34,17 +34,14 @@ constexpr int64_t kTargetBlocks = 1024;
 constexpr int kWarp = 32;
 constexpr int kFinishWarps = 8;  // pass 2: channels (one per warp) per block
 
-// Elements of T in a 16-byte access.
-template <class T>
-constexpr int kVec = sizeof(T) >= 16 ? 1 : static_cast<int>(16 / sizeof(T));
-
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-// Calls f(std::integral_constant<int, V>) with V = kVec<T> when `vectorize`, else 1.
+// Calls f(std::integral_constant<int, V>) with V = vec_width<T>() (16 bytes of T, loops.cuh)
+// when `vectorize`, else 1.
 template <class T, class F>
 void with_width(bool vectorize, const F& f) {
-  if (vectorize && kVec < T >> 1) {
-    f(std::integral_constant<int, kVec<T>>{});
+  if (vectorize && vec_width<T>() > 1) {
+    f(std::integral_constant<int, vec_width<T>()>{});
   } else {
     f(std::integral_constant<int, 1>{});
   }
@@ -233,7 +230,7 @@ void launch_indexed(int64_t total, const F& launch) {
 // a plane (NCHW: M a multiple of V), and every tensor is 16-byte aligned.
 template <class T>
 bool vectorizable(int64_t C, int64_t M, std::initializer_list<const void*> ptrs) {
-  constexpr int64_t V = kVec<T>;
+  constexpr int64_t V = vec_width<T>();
   if (V == 1 || (M == 1 ? C % V : M % V) != 0) return false;
   return std::all_of(ptrs.begin(), ptrs.end(), [](const void* p) { return aligned16(p); });
 }

@@ -40,20 +40,27 @@ struct SecondPass {
   __device__ auto operator()(int64_t k) const { return make(first[k]); }
 };
 
-// The block folds x[begin, end) with r, its threads striding, then merges their values as a
-// fixed tree in s (one slot per thread, blockDim.x a power of two): the result is in s[0].
-template <class T, class R, class A>
-__device__ void block_fold(const R& r, const T* x, int64_t begin, int64_t end, A* s) {
-  A acc = r.identity();
-  for (int64_t j = begin + threadIdx.x; j < end; j += blockDim.x) {
-    acc = r.step(acc, static_cast<acc_t<T>>(x[j]));
-  }
+// Merges the threads' values `acc` with r.merge as a fixed tree in s (one slot per thread,
+// blockDim.x a power of two): the result is in s[0].
+template <class R, class A>
+__device__ void block_merge(const R& r, A acc, A* s) {
   s[threadIdx.x] = acc;
   __syncthreads();
   for (int w = blockDim.x / 2; w > 0; w >>= 1) {
     if (threadIdx.x < w) s[threadIdx.x] = r.merge(s[threadIdx.x], s[threadIdx.x + w]);
     __syncthreads();
   }
+}
+
+// The block folds x[begin, end) with r, its threads striding, then merges their values
+// (block_merge): the result is in s[0].
+template <class T, class R, class A>
+__device__ void block_fold(const R& r, const T* x, int64_t begin, int64_t end, A* s) {
+  A acc = r.identity();
+  for (int64_t j = begin + threadIdx.x; j < end; j += blockDim.x) {
+    acc = r.step(acc, static_cast<acc_t<T>>(x[j]));
+  }
+  block_merge(r, acc, s);
 }
 
 template <class T, class Out, class GetR>
@@ -354,35 +361,6 @@ void minmax_dim_kernel(const Tensor& values, const Tensor& indices, const Tensor
 // fixed tree; other dims one thread per [outer, inner] position, whose neighbours read
 // neighbouring addresses.
 
-// The max that NaN wins (as the CPU's).
-struct MaxNan {
-  template <class A>
-  __device__ A operator()(A a, A b) const {
-    return (b > a || b != b) ? b : a;
-  }
-};
-struct AddOp {
-  template <class A>
-  __device__ A operator()(A a, A b) const {
-    return a + b;
-  }
-};
-
-// v combined over the block (blockDim.x a power of two, at most kRowThreads) by a fixed tree;
-// every thread gets the result.
-template <class A, class Op>
-__device__ A block_combine(A v, A* sh, Op op) {
-  sh[threadIdx.x] = v;
-  __syncthreads();
-  for (unsigned w = blockDim.x / 2; w > 0; w >>= 1) {
-    if (threadIdx.x < w) sh[threadIdx.x] = op(sh[threadIdx.x], sh[threadIdx.x + w]);
-    __syncthreads();
-  }
-  const A r = sh[0];
-  __syncthreads();  // (sh is reused)
-  return r;
-}
-
 // Threads per row block: a power of two from 32 to kRowThreads covering n.
 unsigned row_threads(int64_t n) {
   unsigned t = 32;
@@ -390,6 +368,8 @@ unsigned row_threads(int64_t n) {
   return t;
 }
 
+// The row's max (NaN winning) and sum of exp(x - max) by the reductions' reducers (block_fold),
+// then the outputs.
 template <class T>
 __global__ void softmax_rows_cuda(const T* x, T* y, int64_t rows, int64_t n, bool log) {
   using A = acc_t<T>;
@@ -397,13 +377,15 @@ __global__ void softmax_rows_cuda(const T* x, T* y, int64_t rows, int64_t n, boo
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* xr = x + r * n;
     T* yr = y + r * n;
-    A m = -INFINITY;
-    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) m = MaxNan{}(m, static_cast<A>(xr[j]));
-    m = block_combine(m, sh, MaxNan{});
+    block_fold(MinMaxReducer<A, true>{}, xr, 0, n, sh);
+    const A m = sh[0];
+    __syncthreads();  // (sh is reused)
     // All -inf: exp(x - m) is NaN for every element, as in PyTorch.
-    A s = 0;
-    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) s += exp_of(static_cast<A>(xr[j]) - m);
-    s = block_combine(s, sh, AddOp{});
+    LseReducer<A> sum_exp;
+    sum_exp.shift = m;
+    block_fold(sum_exp, xr, 0, n, sh);
+    const A s = sh[0];
+    __syncthreads();
     const A ls = std::log(s);
     for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
       const A d = static_cast<A>(xr[j]) - m;
@@ -420,8 +402,9 @@ __global__ void softmax_cuda(const T* x, T* y, int64_t outer, int64_t n, int64_t
   for (int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < total;
        k += step) {
     const int64_t base = (k / inner) * n * inner + k % inner;
-    A m = -INFINITY;
-    for (int64_t j = 0; j < n; ++j) m = MaxNan{}(m, static_cast<A>(x[base + j * inner]));
+    const MinMaxReducer<A, true> max_nan;
+    A m = max_nan.identity();
+    for (int64_t j = 0; j < n; ++j) m = max_nan.step(m, static_cast<A>(x[base + j * inner]));
     A s = 0;
     for (int64_t j = 0; j < n; ++j) s += exp_of(static_cast<A>(x[base + j * inner]) - m);
     const A ls = std::log(s);
@@ -463,7 +446,9 @@ __global__ void softmax_backward_rows_cuda(const T* g, const T* y, T* gi, int64_
       const A gv = static_cast<A>(g[base + j]);
       s += log ? gv : gv * static_cast<A>(y[base + j]);
     }
-    s = block_combine(s, sh, AddOp{});
+    block_merge(SumReducer<A>{}, s, sh);
+    s = sh[0];
+    __syncthreads();
     for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
       const A gv = static_cast<A>(g[base + j]), yv = static_cast<A>(y[base + j]);
       gi[base + j] = static_cast<T>(log ? gv - exp_of(yv) * s : yv * (gv - s));
