@@ -10,6 +10,16 @@
 //
 // One extra forward per checkpointed segment buys memory: with sqrt(n) segments of a chain of n
 // layers, O(sqrt(n)) activations are held instead of O(n).
+//
+// Two forms, as torch.utils.checkpoint's use_reentrant:
+// - reentrant (the default): fn runs without a graph; one node re-runs it in backward and runs
+//   a backward of its own through the re-run. Neither autograd::grad nor double backward
+//   (create_graph) can go through it.
+// - non-reentrant (use_reentrant = false): fn runs with its graph recorded, but every tensor its
+//   ops save for backward is dropped (saved-tensor hooks keep only a slot number); the first
+//   backward node that needs one re-runs fn and takes the saved tensors from that run. The
+//   graph is the plain one, so autograd::grad, create_graph and double backward work, and
+//   gradients reach everything fn used, in one backward.
 #pragma once
 
 #include <functional>
@@ -23,19 +33,20 @@ namespace ignis::autograd {
 
 using CheckpointFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 
-/// Runs fn(inputs) without recording its ops, and records one node whose backward re-runs fn on
-/// the saved inputs (with grad mode on and the generator's state as it was in the forward) and
-/// back-propagates the incoming gradients through it. Gradients reach the inputs and every
-/// tensor fn reads that requires grad (parameters), as in eager, even when no input requires
-/// grad. Inputs must not be modified in place before backward (checked). Not supported: double
-/// backward through a checkpoint (create_graph).
+/// Runs fn(inputs) keeping none of its activations for backward, which runs fn again (with the
+/// generator's state as it was in the forward when preserve_rng_state). Gradients reach the
+/// inputs and every tensor fn reads that requires grad (parameters), as in eager, even when no
+/// input requires grad. Inputs must not be modified in place before backward (checked), and fn
+/// must run the same ops each time (the non-reentrant form checks the count, shapes and dtypes
+/// of what they save). Reentrant: double backward (create_graph) and autograd::grad through the
+/// checkpoint are refused with an error; non-reentrant: both work.
 std::vector<Tensor> checkpoint(const CheckpointFn& fn, const std::vector<Tensor>& inputs,
-                               bool preserve_rng_state = true);
+                               bool preserve_rng_state = true, bool use_reentrant = true);
 
 /// Splits a Sequential into `segments` runs of consecutive modules, runs each but the last
 /// through checkpoint(), the last one plainly (its activations are needed at once), like
 /// torch.utils.checkpoint.checkpoint_sequential.
 Tensor checkpoint_sequential(const std::shared_ptr<nn::Sequential>& model, int64_t segments,
-                             const Tensor& x);
+                             const Tensor& x, bool use_reentrant = true);
 
 }  // namespace ignis::autograd

@@ -18,6 +18,9 @@ namespace {
 
 /// Whether the backward running on this thread keeps the graph (true outside any backward).
 thread_local bool t_keep_graph = true;
+/// Whether the backward running on this thread accumulates into .grad() (backward) rather than
+/// returning gradients (grad).
+thread_local bool t_accumulates = true;
 
 bool anomaly_enabled = false;
 
@@ -174,15 +177,17 @@ void execute(const std::vector<Edge>& roots, const variable_list& root_grads, bo
   AccumulateGrad::create_graph = create_graph;
   std::vector<std::function<void()>> callbacks;
   struct Restore {
-    bool v, keep;
+    bool v, keep, accumulates;
     std::vector<std::function<void()>>* callbacks;
     ~Restore() {
       AccumulateGrad::create_graph = v;
       t_keep_graph = keep;
+      t_accumulates = accumulates;
       t_callbacks = callbacks;
     }
-  } restore{prev_create, t_keep_graph, t_callbacks};
+  } restore{prev_create, t_keep_graph, t_accumulates, t_callbacks};
   t_keep_graph = keep_graph;
+  t_accumulates = captures == nullptr;
   t_callbacks = &callbacks;
   while (!ready.empty()) {
     Node* node = ready.top().node;
@@ -280,6 +285,7 @@ void prepare_roots(const variable_list& outputs, const variable_list& grads,
 }  // namespace
 
 bool backward_keeps_graph() { return t_keep_graph; }
+bool backward_accumulates() { return t_accumulates; }
 
 void queue_callback(std::function<void()> fn) {
   IGNIS_CHECK(t_callbacks != nullptr,

@@ -4,6 +4,7 @@
 #include <atomic>
 
 #include "autograd/accumulate_grad.h"
+#include "autograd/saved_hooks.h"
 
 namespace ignis {
 
@@ -46,11 +47,14 @@ SavedVariable::SavedVariable(const Tensor& t, bool is_output) {
   is_output_ = is_output;
   // An op's output is saved before record() gives it history, but it will require grad.
   requires_grad_ = is_output || t.requires_grad();
+  if (saved_hooks_active()) {
+    packed_ = std::make_shared<const PackedTensor>(t, is_output);
+    return;
+  }
   if (is_output) {
     // An alias without autograd meta: holding the output itself would make a cycle
     // (output -> grad_fn -> saved output).
-    data_ = make_view(t, t.impl()->sizes().shape(), t.impl()->strides().shape(),
-                      t.impl()->offset());
+    data_ = alias_without_history(t);
     output_nr_ = t.autograd_meta() ? t.autograd_meta()->output_nr : 0;
   } else {
     data_ = t;
@@ -72,6 +76,7 @@ std::string backward_name(const char* op) {
 }
 
 Tensor SavedVariable::unpack(const Node* node) const {
+  if (packed_ != nullptr) return packed_->unpack(node, version_);
   if (!data_.defined()) {
     if (!was_reset_) return Tensor();
     IGNIS_FAIL("backward: trying to backward through the graph a second time (or to access saved "
@@ -79,15 +84,9 @@ Tensor SavedVariable::unpack(const Node* node) const {
                node ? " at " + node->name() : std::string(),
                ". Pass retain_graph=true to the first backward if you need to backward twice.");
   }
-  uint32_t now = data_._version();
-  IGNIS_CHECK(now == version_, "backward: one of the tensors needed for gradient computation "
-              "has been modified by an in-place operation: a ", data_.dtype(), " tensor of shape ",
-              data_.sizes(), (is_output_ ? " (an output of " : " (an input of "),
-              node ? node->name() : std::string("?"), ") is at version ", now,
-              "; expected version ", version_, " instead.");
+  check_saved_version(node, data_.dtype(), data_.sizes(), is_output_, data_._version(), version_);
   if (!is_output_) return data_;
-  Tensor t = make_view(data_, data_.impl()->sizes().shape(), data_.impl()->strides().shape(),
-                       data_.impl()->offset());
+  Tensor t = alias_without_history(data_);
   if (requires_grad_ && node != nullptr) {
     auto& m = t.impl()->ensure_autograd();
     m.requires_grad = true;

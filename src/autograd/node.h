@@ -14,9 +14,12 @@
 
 namespace ignis::autograd {
 
+class PackedTensor;
+
 /// A tensor saved for backward. Records the storage version at save time and refuses to unpack
 /// if it changed. An op's own output is saved without its grad_fn (which would be a reference
-/// cycle) and gets it back on unpack.
+/// cycle) and gets it back on unpack. While saved-tensor hooks are installed on the thread
+/// (autograd::graph::SavedTensorsHooks) it holds what their pack hook returned instead.
 class SavedVariable {
  public:
   SavedVariable() = default;
@@ -25,12 +28,14 @@ class SavedVariable {
   Tensor unpack(const Node* node = nullptr) const;
   void reset() {
     data_ = Tensor();
+    packed_.reset();
     was_reset_ = true;
   }
-  bool defined() const { return data_.defined(); }
+  bool defined() const { return data_.defined() || packed_ != nullptr; }
 
  private:
   Tensor data_;
+  std::shared_ptr<const PackedTensor> packed_;
   uint32_t version_ = 0;
   uint32_t output_nr_ = 0;
   bool is_output_ = false;
@@ -39,9 +44,18 @@ class SavedVariable {
   std::weak_ptr<Node> grad_fn_;  // for saved inputs that are non-leaf
 };
 
+/// A tensor saved only when `needed` (the other operand needs its gradient): an empty saved
+/// variable otherwise, so nothing is held for a gradient no one asked for.
+inline SavedVariable save_if(const Tensor& t, bool needed) {
+  return needed ? SavedVariable(t, false) : SavedVariable();
+}
+
 /// True while the backward running on this thread frees the graph as it goes (no retain_graph):
 /// then a node may drop a saved tensor as soon as it has used it.
 bool backward_keeps_graph();
+/// True while the backward running on this thread accumulates into .grad() (autograd::backward),
+/// false under autograd::grad.
+bool backward_accumulates();
 
 /// The context a backward lambda gets: which inputs need a gradient, and its node.
 struct BackwardCtx {

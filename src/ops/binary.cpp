@@ -8,6 +8,7 @@
 namespace ignis {
 
 using autograd::BackwardCtx;
+using autograd::save_if;
 using autograd::SavedVariable;
 
 IGNIS_DEFINE_STUB(add_stub, ElementwiseFn);
@@ -96,8 +97,9 @@ Tensor mul(const Tensor& a, const Tensor& b) {
   const DType t = result_type(a, b);
   Tensor out = binary_op(mul_stub, a, b, t, t);
   if (autograd::any_needs_grad({&a, &b})) {
+    // Each operand is saved for the other's gradient only (x * 0.5 keeps nothing alive).
     autograd::record("mul", {&a, &b}, {&out},
-                     [sa = SavedVariable(a, false), sb = SavedVariable(b, false)](
+                     [sa = save_if(a, needs_grad(b)), sb = save_if(b, needs_grad(a))](
                          BackwardCtx& c, const TensorList& g) {
                        return TensorList{c.needs_input_grad(0) ? g[0] * c.unpack(sb) : Tensor(),
                                          c.needs_input_grad(1) ? g[0] * c.unpack(sa) : Tensor()};
@@ -112,7 +114,7 @@ Tensor div(const Tensor& a, const Tensor& b) {
   Tensor out = binary_op(div_stub, a, b, t, t);
   if (autograd::any_needs_grad({&a, &b})) {
     autograd::record("div", {&a, &b}, {&out},
-                     [sa = SavedVariable(a, false), sb = SavedVariable(b, false)](
+                     [sa = save_if(a, needs_grad(b)), sb = SavedVariable(b, false)](
                          BackwardCtx& c, const TensorList& g) {
                        Tensor bv = c.unpack(sb);
                        return TensorList{

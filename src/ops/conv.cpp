@@ -20,6 +20,7 @@
 namespace ignis {
 
 using autograd::BackwardCtx;
+using autograd::save_if;
 using autograd::SavedVariable;
 
 IGNIS_DEFINE_STUB(conv2d_stub, ConvFwdFn);
@@ -45,10 +46,6 @@ Tensor bias_grad(const Tensor& gy) {
     return gy.permute({0, 2, 3, 1}).reshape({-1, gy.size(1)}).sum({0});
   }
   return gy.sum({2, 3}).sum({0});
-}
-
-SavedVariable save_if(const Tensor& t, bool needed) {
-  return needed ? SavedVariable(t, false) : SavedVariable();
 }
 
 // Runs the forward kernel: out [N, O, Ho, Wo] (sizes already checked).

@@ -15,6 +15,7 @@
 namespace ignis {
 
 using autograd::BackwardCtx;
+using autograd::save_if;
 using autograd::SavedVariable;
 
 IGNIS_DEFINE_STUB(mm_stub, GemmFn);
@@ -66,11 +67,6 @@ void check_pair(const char* op, const Tensor& a, const Tensor& b) {
               "got ",
               a.dtype(), " and ", b.dtype());
   IGNIS_CHECK(ai.dtype() != kBool, op, ": not implemented for bool tensors");
-}
-
-// Saved only when the other input needs its gradient.
-SavedVariable save_if(const Tensor& t, bool needed) {
-  return needed ? SavedVariable(t, false) : SavedVariable();
 }
 
 // Whether dims [0, upto) of t can be merged into one dim (a view, no copy).

@@ -67,8 +67,9 @@ std::tuple<Tensor, Tensor> max_pool_apply(const char* op, const Tensor& x, const
   }
   if (autograd::any_needs_grad({&x})) {
     autograd::record(op, {&x}, {&out},
-                     [idx, g, xs = x.sizes().shape()](BackwardCtx&, const TensorList& gr) {
-                       return TensorList{max_pool_backward(gr[0], idx, xs, g)};
+                     [si = autograd::SavedVariable(idx, false), g, xs = x.sizes().shape()](
+                         BackwardCtx& c, const TensorList& gr) {
+                       return TensorList{max_pool_backward(gr[0], c.unpack(si), xs, g)};
                      });
   }
   return {out, idx};
@@ -82,12 +83,14 @@ Tensor max_pool_backward(const Tensor& gy, const Tensor& indices, IntArrayRef in
   Tensor gx = make_tensor(in_size, gy.dtype(), gy.device(), f);
   if (gx.numel() > 0) max_pool2d_backward_stub[gy.device()](gx, gy.contiguous(f), indices, *g);
   if (autograd::any_needs_grad({&gy})) {
-    autograd::record("max_pool2d_backward", {&gy}, {&gx},
-                     [indices](BackwardCtx&, const TensorList& gr) {
-                       const Tensor& gg = gr[0];
-                       Tensor picked = gg.flatten(2).gather(2, indices.flatten(2));
-                       return TensorList{picked.view(indices.sizes())};
-                     });
+    autograd::record(
+        "max_pool2d_backward", {&gy}, {&gx},
+        [si = autograd::SavedVariable(indices, false)](BackwardCtx& c, const TensorList& gr) {
+          const Tensor& gg = gr[0];
+          const Tensor indices = c.unpack(si);
+          Tensor picked = gg.flatten(2).gather(2, indices.flatten(2));
+          return TensorList{picked.view(indices.sizes())};
+        });
   }
   return gx;
 }

@@ -1,0 +1,52 @@
+// Hooks on the tensors autograd saves for backward (torch.autograd.graph.saved_tensors_hooks):
+// while a guard is alive on a thread, every tensor an op saves for its backward is handed to
+// `pack`, and the graph keeps what pack returns instead of the tensor; backward hands that back
+// to `unpack`, which must return a tensor of the saved one's shape, dtype and device. The
+// unpacked tensor gets the saved one's autograd history back, so gradients (and gradients of
+// gradients) flow as without hooks.
+//
+//   {
+//     autograd::graph::SaveOnCpu offload;      // GPU activations wait for backward in host memory
+//     loss = model->forward(x).sum();
+//   }
+//   loss.backward();                            // each saved tensor copied back when needed
+//
+//   autograd::graph::SavedTensorsHooks hooks(
+//       [](const Tensor& t) -> std::any { return t.to(kBFloat16); },   // store in bfloat16
+//       [](const std::any& p) { return std::any_cast<Tensor>(p).to(kFloat32); });
+//
+// Non-reentrant activation checkpointing (autograd::checkpoint with use_reentrant = false) is
+// built on these hooks. Guards nest: the innermost one is used. Pack runs with grad mode off
+// and must not modify its argument in place (checked); unpack runs with grad mode off.
+#pragma once
+
+#include <any>
+#include <functional>
+
+#include "ignis/tensor.h"
+
+namespace ignis::autograd::graph {
+
+/// Returns what the graph keeps in place of a saved tensor.
+using PackHook = std::function<std::any(const Tensor&)>;
+/// Returns the saved tensor from what pack returned.
+using UnpackHook = std::function<Tensor(const std::any&)>;
+
+/// Installs pack/unpack hooks on this thread for its scope.
+class SavedTensorsHooks {
+ public:
+  SavedTensorsHooks(PackHook pack, UnpackHook unpack);
+  ~SavedTensorsHooks();
+  SavedTensorsHooks(const SavedTensorsHooks&) = delete;
+  SavedTensorsHooks& operator=(const SavedTensorsHooks&) = delete;
+};
+
+/// torch.autograd.graph.save_on_cpu: saved tensors on another device are copied to host memory
+/// (page-locked with pin_memory, so the copy back can be non-blocking) and moved back to their
+/// device in backward; CPU tensors are kept as they are.
+class SaveOnCpu : public SavedTensorsHooks {
+ public:
+  explicit SaveOnCpu(bool pin_memory = false);
+};
+
+}  // namespace ignis::autograd::graph
