@@ -105,3 +105,14 @@ add_test(NAME cli_bench_profile
                  --profile ${CMAKE_CURRENT_BINARY_DIR}/bench_profile.json)
 set_tests_properties(cli_bench_profile PROPERTIES PASS_REGULAR_EXPRESSION
                      "Self CPU %.*add\\.Tensor.*wrote the trace to .*bench_profile.json")
+# checkpoint on a small ResNet: plain, reentrant and non-reentrant each report; a model with no
+# blocks to checkpoint is an error naming it.
+add_test(NAME cli_bench_checkpoint
+         COMMAND ignis_cli bench checkpoint --model resnet18 --batch 2 --image-size 32 --classes 10
+                 --repeat 1 --threads 1)
+set_tests_properties(cli_bench_checkpoint PROPERTIES PASS_REGULAR_EXPRESSION
+  "mode=plain held_after_forward_mib=.*mode=reentrant held_after_forward_mib=.*mode=non_reentrant held_after_forward_mib=")
+add_test(NAME cli_bench_checkpoint_bad_model
+         COMMAND ignis_cli bench checkpoint --model lenet --repeat 1 --threads 1)
+set_tests_properties(cli_bench_checkpoint_bad_model PROPERTIES PASS_REGULAR_EXPRESSION
+  "bench checkpoint: --model expects a ResNet or a VGG of the zoo, got Sequential")

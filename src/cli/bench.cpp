@@ -30,6 +30,9 @@ constexpr Workload kWorkloads[] = {
      &bench_mnist_lenet},
     {"train_step", "SGD steps of a zoo model on synthetic data (--model, --batch, ...)",
      &bench_train_step},
+    {"checkpoint",
+     "SGD steps of a zoo ResNet/VGG at 224: plain, checkpointed (reentrant, non-reentrant)",
+     &bench_checkpoint},
     {"jit_inference", "a zoo model's inference eager and as a frozen graph (--model, --batch)",
      &bench_jit_inference},
     {"jit_fusion", "gelu(x * a + b) * g + r on [4096, 1024]: eager, fused (compiled, interpreted)",
@@ -67,24 +70,28 @@ std::string bench_usage() {
     std::string name = w.name;
     s += "  " + name + std::string(name.size() < 14 ? 14 - name.size() : 1, ' ') + w.summary + "\n";
   }
-  s += "  all           every workload above but the training ones (mnist_*, train_step, gcn,\n"
-       "                gin), jit_inference, gpu_matmul and the distributed ones (allreduce,\n"
+  s += "  all           every workload above but the training ones (mnist_*, train_step,\n"
+       "                checkpoint, gcn, gin), jit_inference, gpu_matmul and the distributed\n"
+       "                ones (allreduce,\n"
        "                ddp_mnist_mlp: run them under mpirun -np N)\n\n"
        "options:\n"
        "  --threads T   intra-op threads (ignis::set_num_threads); default: the OpenMP default\n"
        "  --repeat R    timed batches per measurement, the median is reported (default 7)\n"
        "  --data DIR    mnist_mlp, mnist_lenet, ddp_mnist_mlp, gin: the MNIST IDX files\n"
        "                (default data/mnist)\n"
-       "  --model NAME  train_step: the zoo model (default resnet18); jit_inference: (resnet50)\n"
-       "  --batch B     train_step: the batch size (default 32); jit_inference: (1); jit_fusion,\n"
+       "  --model NAME  train_step: the zoo model (default resnet18); jit_inference,\n"
+       "                checkpoint: (resnet50)\n"
+       "  --batch B     train_step: the batch size (default 32); jit_inference: (1);\n"
+       "                checkpoint: (4); jit_fusion,\n"
        "                jit_fusion_train, jit_dropout_train, jit_norm_train, jit_block: the\n"
        "                rows (4096)\n"
        "  --image-size S, --classes C   train_step: the input size and classes (default: the\n"
        "                model's natural ones, e.g. 224 and 1000 for resnet18; `ignis models`)\n"
        "  --max-bytes B allreduce: the largest buffer (default 268435456)\n"
        "  --ranks N     ddp_mnist_mlp: run under `mpirun -np N` (launched by itself)\n"
-       "  --memory-format contiguous|channels_last   mnist_lenet, train_step: the layout of\n"
-       "                the input batches (default channels_last: the convolutions then run\n"
+       "  --memory-format contiguous|channels_last   mnist_lenet, train_step, checkpoint:\n"
+       "                the layout of the input batches (default channels_last: the convolutions "
+       "run\n"
        "                without layout reorders)\n"
        "  --device D    train_step, mnist_mlp, jit_block: cpu (default), cuda or cuda:N (the\n"
        "                step, epoch or forward then ends with cuda::synchronize, so that it is\n"
@@ -206,8 +213,8 @@ int bench_main(const Args& args) {
     // The training workloads take seconds to minutes and need data: run only when named.
     const std::string n = w.name;
     const bool heavy = n == "mnist_mlp" || n == "mnist_lenet" || n == "train_step" ||
-                       n == "allreduce" || n == "ddp_mnist_mlp" || n == "jit_inference" ||
-                       n == "gcn" || n == "gin" || n == "gpu_matmul";
+                       n == "checkpoint" || n == "allreduce" || n == "ddp_mnist_mlp" ||
+                       n == "jit_inference" || n == "gcn" || n == "gin" || n == "gpu_matmul";
     if (workload == w.name || (workload == "all" && !heavy)) selected.push_back(&w);
   }
   if (selected.empty()) throw UsageError("unknown workload '" + workload + "'", usage);

@@ -54,6 +54,7 @@ void bench_mnist_mlp(const BenchOptions& opts);
 void bench_batch_norm(const BenchOptions& opts);
 void bench_mnist_lenet(const BenchOptions& opts);
 void bench_train_step(const BenchOptions& opts);
+void bench_checkpoint(const BenchOptions& opts);  // bench_checkpoint.cpp
 /// The zoo model `name`'s natural config with --image-size / --classes applied; an unknown name
 /// is an error naming the workload.
 models::ModelConfig zoo_config(const std::string& name, const BenchOptions& opts,
