@@ -498,6 +498,15 @@ TEST(JitParallel, BranchesRunConcurrentlyWithTheResultsAndGradientsOfSequential)
     NoGradGuard ng;  // and so does no-grad mode
     EXPECT_FALSE(par.run({x})[0].requires_grad());
   }
+  // Under saved-tensor hooks (here non-reentrant checkpointing, whose hooks are this thread's)
+  // the nodes run on the calling thread in order: every saved tensor is packed, in the same
+  // order in the forward and the re-run, and the gradients are the sequential run's.
+  for (Tensor& w : ws) w.set_grad(Tensor());
+  Tensor xr = x.clone().requires_grad_(true);
+  autograd::checkpoint([&](const TensorList& in) { return par.run({in[0]}); }, {xr}, true, false)[0]
+      .sum()
+      .backward();
+  for (size_t k = 0; k < ws.size(); ++k) EXPECT_TRUE(allclose(ws[k].grad(), gs[k], 1e-5, 1e-6));
   // An error inside a concurrent level reaches the caller.
   auto broken = std::make_shared<jit::Graph>(*g);
   for (size_t id = 0; id < broken->values.size(); ++id)

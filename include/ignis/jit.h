@@ -146,8 +146,8 @@ struct ExecutorOptions {
   /// single-threaded inside (ignis's loops and oneDNN do not open nested parallel regions), so
   /// the cores are never oversubscribed. It pays for branches of small ops, which cannot use the
   /// cores by themselves. Nodes that write into a tensor or draw random numbers run alone, in
-  /// order (barriers). Off by default; with an interposer installed (profiler, tracer) nodes run
-  /// in order.
+  /// order (barriers). Off by default; with an interposer installed (profiler, tracer) or
+  /// saved-tensor hooks (autograd::graph::SavedTensorsHooks) nodes run in order.
   bool parallel_branches = false;
   /// With parallel_branches: a cost model (estimated time per node from its shapes) decides per
   /// level which nodes keep their own intra-op threads, run alone, and which run together, for

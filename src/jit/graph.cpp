@@ -7,6 +7,7 @@
 #include <sstream>
 #include <unordered_set>
 
+#include "autograd/saved_hooks.h"
 #include "core/op_call.h"
 #include "core/tensor_impl.h"
 #include "ignis/autograd.h"
@@ -457,8 +458,12 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& in) {
         }
     }
   } clear{this};
+  // Saved-tensor hooks are the calling thread's: with them installed (non-reentrant activation
+  // checkpointing, SaveOnCpu) every node runs on this thread, in order, so that each saved
+  // tensor goes through them, in the same order each run.
   const bool parallel = opts_.parallel_branches && !op::detail::tls_state.interposing &&
-                        omp_get_max_threads() > 1 && !omp_in_parallel();
+                        omp_get_max_threads() > 1 && !omp_in_parallel() &&
+                        !autograd::saved_hooks_active();
   if (!parallel) {
     for (size_t i = 0; i < steps_.size(); ++i) {
       run_step(i);
