@@ -341,8 +341,10 @@ void conv_forward(const Tensor& out, const Tensor& x, const Tensor& w, const Ten
   DeviceGuard guard(x.device().index);
   const int dev = x.device().index;
   cudnnHandle_t h = handle(dev);
-  // The bias and ReLU fused into the convolution's graph where an engine takes them.
-  const bool fusable = (b.defined() || relu) && (!b.defined() || b.dtype() == x.dtype());
+  // The bias and ReLU fused into the convolution's graph where an engine takes them (its
+  // intermediates are float32: never for float64).
+  const bool fusable = (b.defined() || relu) && x.dtype() != kFloat64 &&
+                       (!b.defined() || b.dtype() == x.dtype());
   if (fusable && try_graph(cudnn_graph::Direction::Forward, h, x, wl, out, p, l,
                            {b.defined() ? b.contiguous() : Tensor(), relu})) {
     return;

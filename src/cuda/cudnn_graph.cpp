@@ -50,6 +50,8 @@ const GraphApi& api() { return detail::lazy_api<GraphApi>(); }
 struct Refused {
   std::string what;
 };
+// build_plan: a plan exists but its workspace could not be allocated now.
+struct ShortOfMemory : Refused {};
 
 void ok(cudnnStatus_t st, const char* what) {
   if (st != CUDNN_STATUS_SUCCESS) {
@@ -151,11 +153,12 @@ bool acceptable(cudnnBackendDescriptor_t cfg, DType dtype) {
      "numerical notes of an engine");
   for (int64_t i = 0; i < std::min<int64_t>(n, CUDNN_NUMERICAL_NOTE_TYPE_COUNT); ++i) {
     const cudnnBackendNumericalNote_t note = notes[i];
-    if (note == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) return false;
-    if (dtype != kBFloat16 && (note == CUDNN_NUMERICAL_NOTE_TENSOR_CORE ||
-                               note == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION)) {
+    // Inputs converted to a narrower type, or sums in one (bfloat16 accumulates in float32).
+    if (note == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS ||
+        note == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION) {
       return false;
     }
+    if (dtype != kBFloat16 && note == CUDNN_NUMERICAL_NOTE_TENSOR_CORE) return false;
   }
   return true;
 }
@@ -232,25 +235,37 @@ Ran execute(cudnnHandle_t h, const Plan& plan, const CallData& o, std::string& w
   return Ran::Yes;
 }
 
-// The GPU time of one run of `plan`, in ms (after a first run), or a negative value when it
-// does not run.
-float time_plan(cudnnHandle_t h, const Plan& plan, const CallData& o) {
-  std::string why;
-  if (execute(h, plan, o, why) != Ran::Yes) return -1;
-  const cudaStream_t s = detail::current_stream(o.device);
+// Two CUDA events, destroyed with the object.
+struct EventPair {
   cudaEvent_t start = nullptr, stop = nullptr;
-  IGNIS_CUDA_CHECK(cudaEventCreate(&start));
-  IGNIS_CUDA_CHECK(cudaEventCreate(&stop));
-  IGNIS_CUDA_CHECK(cudaEventRecord(start, s));
-  const bool ran = execute(h, plan, o, why) == Ran::Yes;
-  IGNIS_CUDA_CHECK(cudaEventRecord(stop, s));
+  ~EventPair() {
+    if (start) (void)cudaEventDestroy(start);
+    if (stop) (void)cudaEventDestroy(stop);
+  }
+};
+
+// Times one run of `plan` (after a first run) into `ms`. An error creating, recording or reading
+// the events refuses the plan (as cuDNN refusing it would); one found waiting for the GPU (a
+// fault of the device) is thrown.
+Ran time_plan(cudnnHandle_t h, const Plan& plan, const CallData& o, float& ms, std::string& why) {
+  if (const Ran r = execute(h, plan, o, why); r != Ran::Yes) return r;
+  const cudaStream_t s = detail::current_stream(o.device);
+  auto check = [&](cudaError_t e, const char* what) {
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      throw Refused{std::string(what) + ": " + cudaGetErrorString(e)};
+    }
+  };
+  EventPair ev;
+  check(cudaEventCreate(&ev.start), "cudaEventCreate");
+  check(cudaEventCreate(&ev.stop), "cudaEventCreate");
+  check(cudaEventRecord(ev.start, s), "cudaEventRecord");
+  const Ran r = execute(h, plan, o, why);
+  check(cudaEventRecord(ev.stop, s), "cudaEventRecord");
   detail::count_host_sync();
-  IGNIS_CUDA_CHECK(cudaEventSynchronize(stop));
-  float ms = -1;
-  IGNIS_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-  (void)cudaEventDestroy(start);
-  (void)cudaEventDestroy(stop);
-  return ran ? ms : -1;
+  IGNIS_CUDA_CHECK(cudaEventSynchronize(ev.stop));
+  check(cudaEventElapsedTime(&ms, ev.start, ev.stop), "cudaEventElapsedTime");
+  return r;
 }
 
 // A pointwise operation of `mode` (in float): y = mode(x) or y = mode(x, b).
@@ -391,6 +406,7 @@ std::shared_ptr<Plan> build_plan(cudnn_graph::Direction dir, cudnnHandle_t h, co
     }
   }
   constexpr int kMaxTimed = 8;  // benchmark: the candidates timed
+  bool short_of_memory = false;  // a finalized plan could not have its workspace
   std::shared_ptr<Plan> best;
   float best_ms = 0;
   int timed = 0;
@@ -413,11 +429,15 @@ std::shared_ptr<Plan> build_plan(cudnn_graph::Direction dir, cudnnHandle_t h, co
                                         CUDNN_TYPE_INT64, 1, &n, &plan->workspace),
          "plan's workspace size");
       if (!benchmark) {
-        if (execute(h, *plan, operands, why) == Ran::Yes) return plan;
+        const Ran r = execute(h, *plan, operands, why);
+        if (r == Ran::Yes) return plan;
+        short_of_memory |= r == Ran::NoWorkspace;
         continue;
       }
-      const float ms = time_plan(h, *plan, operands);
-      if (ms >= 0 && (!best || ms < best_ms)) {
+      float ms = 0;
+      const Ran r = time_plan(h, *plan, operands, ms, why);
+      short_of_memory |= r == Ran::NoWorkspace;
+      if (r == Ran::Yes && (!best || ms < best_ms)) {
         best = plan;
         best_ms = ms;
       }
@@ -428,8 +448,12 @@ std::shared_ptr<Plan> build_plan(cudnn_graph::Direction dir, cudnnHandle_t h, co
   }
   if (best) {
     // The output holds the last candidate's result: the chosen plan writes it again.
-    if (execute(h, *best, operands, why) == Ran::Yes) return best;
+    const Ran r = execute(h, *best, operands, why);
+    if (r == Ran::Yes) return best;
+    short_of_memory |= r == Ran::NoWorkspace;
   }
+  // A plan that only lacked its workspace may run when memory is free: not remembered as none.
+  if (short_of_memory) throw ShortOfMemory{why};
   throw Refused{why};
 }
 
@@ -462,6 +486,11 @@ bool convolution(Direction dir, cudnnHandle_t h, const Tensor& x, const Tensor& 
   for (const Tensor* t : {&x, &w, &y}) key.insert(key.end(), t->sizes().begin(), t->sizes().end());
   key.insert(key.end(), {p.pad_l[0], p.pad_l[1], p.pad_r[0], p.pad_r[1], p.stride[0], p.stride[1],
                          p.dilation[0], p.dilation[1], p.groups});
+  // Remembers a problem's plan (null: none), within a bound for programs of endless shapes.
+  auto remember = [&](std::shared_ptr<Plan> plan) {
+    if (plans.size() >= 1024) plans.clear();
+    plans[key] = std::move(plan);
+  };
   std::string why;
   const auto it = plans.find(key);
   if (it != plans.end()) {
@@ -476,17 +505,17 @@ bool convolution(Direction dir, cudnnHandle_t h, const Tensor& x, const Tensor& 
     }
   } else {
     try {
-      std::shared_ptr<Plan> plan = build_plan(dir, h, x, w, y, p, nhwc, benchmark, epi, operands);
-      if (plans.size() >= 1024) plans.clear();  // a bound for programs of endless shapes
-      plans[key] = std::move(plan);
+      remember(build_plan(dir, h, x, w, y, p, nhwc, benchmark, epi, operands));
       executions.fetch_add(1, std::memory_order_relaxed);
       if (fused) fused_executions.fetch_add(1, std::memory_order_relaxed);
       return true;
+    } catch (const ShortOfMemory&) {
+      return false;  // this time only, as for a remembered plan
     } catch (const Refused& r) {
       why = r.what;
     }
   }
-  plans[key] = nullptr;
+  remember(nullptr);
   // A fused problem without a plan is not a fallback yet: the caller tries the plain graph.
   if (fused) return false;
   fallbacks.fetch_add(1, std::memory_order_relaxed);
