@@ -2,6 +2,8 @@
 // non-reentrant activation checkpointing, against the plain GPU run. Skipped without a GPU.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "cuda_test_util.h"
 #include "ignis/cuda.h"
 #include "ignis/ignis.h"
@@ -69,4 +71,31 @@ TEST(CudaAutograd, NonReentrantCheckpointEqualsThePlainRun) {
     ++k;
   }
   ignis::testing::expect_matches(x.grad(), plain_x, 1e-6, 1e-6, "x.grad");
+}
+
+// Batch norm with running statistics: the input does not enter its input gradient (k1 * g), so
+// an infinite input gives the CPU's finite gradient there, not 0 * inf = NaN; float32 and
+// bfloat16 (the vectorized pass), NCHW and channels-last.
+TEST(CudaAutograd, EvalBatchNormGradientIgnoresTheInput) {
+  REQUIRE_GPU();
+  const Device gpu = ignis::testing::kGpu;
+  manual_seed(6);
+  for (DType dt : {kFloat32, kBFloat16}) {
+    for (MemoryFormat f : {MemoryFormat::Contiguous, MemoryFormat::ChannelsLast}) {
+      Tensor x = randn({2, 16, 4, 4}).to(dt);
+      x.index_put_({0, 3, 1, 2}, std::numeric_limits<double>::infinity());
+      x = x.contiguous(f);
+      const Tensor rm = randn({16}), rv = rand({16}) + 0.5, w = randn({16}), b = randn({16});
+      auto grad_of = [&](const Device& d) {
+        Tensor xi = x.to(d).requires_grad_(true);
+        Tensor y = batch_norm(xi, rm.to(d).to(dt), rv.to(d).to(dt), w.to(d).to(dt), b.to(d).to(dt),
+                              /*training=*/false, 0.1, 1e-5);
+        y.to(kFloat32).mul(1.5).sum().backward();
+        return xi.grad();
+      };
+      const Tensor cpu = grad_of(kCPU), cuda = grad_of(gpu);
+      EXPECT_TRUE(isfinite(cpu).all().item<bool>());
+      ignis::testing::expect_matches(cuda, cpu, 1e-2, 1e-5, "eval batch_norm input gradient");
+    }
+  }
 }

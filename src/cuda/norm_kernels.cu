@@ -259,7 +259,8 @@ void launch_affine(const Tensor& y, const Tensor& x, const A* scale, const A* sh
   with_width<T>(vectorizable<T>(C, M, {x.data_ptr(), y.data_ptr()}), [&](auto width) {
     constexpr int V = decltype(width)::value;
     const int64_t steps = x.numel() / V;
-    launch_indexed(steps, [&]<class I>(I) {
+    // The index type must hold the element index q * V, not only q.
+    launch_indexed(x.numel(), [&]<class I>(I) {
       affine_cuda<T, A, V, I><<<blocks_for(steps), kThreads, 0, current_stream(x.device())>>>(
           y.data_ptr<T>(), x.data_ptr<T>(), scale, shift, static_cast<I>(steps), static_cast<I>(C),
           static_cast<I>(M));
@@ -356,21 +357,31 @@ __global__ void grad_finish(const double2* part, unsigned groups, const A* mean,
   coef[3 * c + 2] = static_cast<A>(k0);
 }
 
-// grad_input = k1 g + k2 x + k0 per channel, V elements per thread step.
-template <class T, class A, int V, class I>
+// grad_input = k1 g + k2 x + k0 per channel, V elements per thread step; with running
+// statistics (kBatchStats false) k2 = k0 = 0 and x is not read, so an infinite x gives a finite
+// gradient, as on the CPU.
+template <class T, class A, int V, class I, bool kBatchStats>
 __global__ void grad_input_cuda(T* gx, const T* g, const T* x, const A* coef, I steps, I C, I M) {
   const I stride = static_cast<I>(blockDim.x) * gridDim.x;
   for (I q = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; q < steps; q += stride) {
     const I e0 = q * static_cast<I>(V);
     const I c = (M == 1 ? e0 : e0 / M) % C;
     const Vec<T, V> gv = reinterpret_cast<const Vec<T, V>*>(g)[q];
-    const Vec<T, V> xv = reinterpret_cast<const Vec<T, V>*>(x)[q];
     Vec<T, V> out;
+    if constexpr (kBatchStats) {
+      const Vec<T, V> xv = reinterpret_cast<const Vec<T, V>*>(x)[q];
 #pragma unroll
-    for (int i = 0; i < V; ++i) {
-      const A* k = coef + 3 * (M == 1 ? c + static_cast<I>(i) : c);
-      out.v[i] =
-          static_cast<T>(k[0] * static_cast<A>(gv.v[i]) + k[1] * static_cast<A>(xv.v[i]) + k[2]);
+      for (int i = 0; i < V; ++i) {
+        const A* k = coef + 3 * (M == 1 ? c + static_cast<I>(i) : c);
+        out.v[i] = static_cast<T>(k[0] * static_cast<A>(gv.v[i]) + k[1] * static_cast<A>(xv.v[i]) +
+                                  k[2]);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < V; ++i) {
+        const A* k = coef + 3 * (M == 1 ? c + static_cast<I>(i) : c);
+        out.v[i] = static_cast<T>(k[0] * static_cast<A>(gv.v[i]));
+      }
     }
     reinterpret_cast<Vec<T, V>*>(gx)[q] = out;
   }
@@ -404,11 +415,13 @@ void backward_kernel(const Tensor& gx, const Tensor& gw, const Tensor& gb, const
         vectorizable<T>(C, M, {gx.data_ptr(), g.data_ptr(), x.data_ptr()}), [&](auto width) {
           constexpr int V = decltype(width)::value;
           const int64_t steps = x.numel() / V;
-          launch_indexed(steps, [&]<class I>(I) {
-            grad_input_cuda<T, A, V, I>
-                <<<blocks_for(steps), kThreads, 0, current_stream(x.device())>>>(
-                    gx.data_ptr<T>(), g.data_ptr<T>(), x.data_ptr<T>(), coef.data_ptr<A>(),
-                    static_cast<I>(steps), static_cast<I>(C), static_cast<I>(M));
+          // The index type must hold the element index q * V, not only q.
+          launch_indexed(x.numel(), [&]<class I>(I) {
+            auto kernel = batch_stats ? grad_input_cuda<T, A, V, I, true>
+                                      : grad_input_cuda<T, A, V, I, false>;
+            kernel<<<blocks_for(steps), kThreads, 0, current_stream(x.device())>>>(
+                gx.data_ptr<T>(), g.data_ptr<T>(), x.data_ptr<T>(), coef.data_ptr<A>(),
+                static_cast<I>(steps), static_cast<I>(C), static_cast<I>(M));
           });
         });
     IGNIS_CUDA_CHECK(cudaGetLastError());
