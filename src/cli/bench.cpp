@@ -124,6 +124,16 @@ Tensor uniform_tensor(IntArrayRef shape, float bound, uint32_t seed) {
   return tensor(values, kFloat32).reshape(shape);
 }
 
+Tensor synthetic_images(const models::ModelConfig& cfg, int64_t batch) {
+  return uniform_tensor({batch, cfg.in_channels, cfg.image_size, cfg.image_size}, 1.0f, 7);
+}
+
+Tensor synthetic_labels(const models::ModelConfig& cfg, int64_t batch) {
+  std::vector<int64_t> labels(static_cast<size_t>(batch));
+  for (int64_t i = 0; i < batch; ++i) labels[static_cast<size_t>(i)] = (i * 7919) % cfg.num_classes;
+  return tensor(labels);
+}
+
 int bench_main(const Args& args) {
   const std::string usage = bench_usage();
   std::string workload;

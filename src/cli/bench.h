@@ -134,5 +134,9 @@ double median_ms(const F& forward, int repeat) {
 /// A float32 tensor of `shape` with values drawn from U(-bound, bound) by a fixed-seed engine
 /// (the benchmarks' inputs and weights; kept independent of ignis's own generator).
 Tensor uniform_tensor(IntArrayRef shape, float bound, uint32_t seed);
+/// The zoo workloads' synthetic batch of `batch` images for `cfg`: inputs U(-1, 1) (seed 7),
+/// on the CPU in float32; labels 7919 i mod the classes.
+Tensor synthetic_images(const models::ModelConfig& cfg, int64_t batch);
+Tensor synthetic_labels(const models::ModelConfig& cfg, int64_t batch);
 
 }  // namespace ignis::cli

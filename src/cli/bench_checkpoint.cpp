@@ -57,11 +57,8 @@ void bench_checkpoint(const BenchOptions& opts) {
   auto model = models::create(name, cfg);
   model->train();
   optim::SGD opt(model->parameters(), optim::SGDOptions(0.01).momentum(0.9));
-  const Tensor x = uniform_tensor({batch, cfg.in_channels, cfg.image_size, cfg.image_size}, 1.0f, 7)
-                       .contiguous(opts.memory_format);
-  std::vector<int64_t> labels(static_cast<size_t>(batch));
-  for (int64_t i = 0; i < batch; ++i) labels[static_cast<size_t>(i)] = (i * 7919) % cfg.num_classes;
-  const Tensor y = tensor(labels);
+  const Tensor x = synthetic_images(cfg, batch).contiguous(opts.memory_format);
+  const Tensor y = synthetic_labels(cfg, batch);
   for (Mode mode : {Mode::kPlain, Mode::kReentrant, Mode::kNonReentrant}) {
     int64_t held = 0, peak = 0;
     auto step = [&] {

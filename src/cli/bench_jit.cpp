@@ -21,8 +21,7 @@ void bench_jit_inference(const BenchOptions& opts) {
   manual_seed(0);
   auto model = models::create(name, cfg);
   model->eval();
-  const Tensor x = uniform_tensor({batch, cfg.in_channels, cfg.image_size, cfg.image_size}, 1.0f, 7)
-                       .contiguous(opts.memory_format);
+  const Tensor x = synthetic_images(cfg, batch).contiguous(opts.memory_format);
   NoGradGuard no_grad;
   auto graph = std::make_shared<jit::Graph>(jit::trace(model, {x}));
   const size_t traced_nodes = graph->nodes.size();

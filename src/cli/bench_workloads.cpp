@@ -313,14 +313,9 @@ void bench_train_step(const BenchOptions& opts) {
   model->to(opts.device);
   if (opts.dtype != kFloat32) model->to(opts.dtype);
   optim::SGD opt(model->parameters(), optim::SGDOptions(0.01).momentum(0.9));
-  const Tensor x = uniform_tensor({batch, cfg.in_channels, cfg.image_size, cfg.image_size}, 1.0f, 7)
-                       .to(opts.device, opts.dtype)
-                       .contiguous(opts.memory_format);
-  std::vector<int64_t> labels(static_cast<size_t>(batch));
-  for (int64_t i = 0; i < batch; ++i) {
-    labels[static_cast<size_t>(i)] = (i * 7919) % cfg.num_classes;
-  }
-  const Tensor y = tensor(labels).to(opts.device);
+  const Tensor x =
+      synthetic_images(cfg, batch).to(opts.device, opts.dtype).contiguous(opts.memory_format);
+  const Tensor y = synthetic_labels(cfg, batch).to(opts.device);
   auto step = [&] {
     opt.zero_grad();
     Tensor loss = nn::functional::cross_entropy(model->forward(x), y);
