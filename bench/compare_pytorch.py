@@ -25,8 +25,8 @@ import sys
 import time
 
 WORKLOADS = ("op_overhead", "sgemm", "seed_jit_mlp", "mnist_mlp", "mnist_lenet", "train_step",
-             "gcn", "gin", "ddp_mnist_mlp", "jit_fusion", "jit_fusion_train", "jit_dropout_train",
-             "jit_norm_train", "jit_inference", "jit_block")
+             "checkpoint", "gcn", "gin", "ddp_mnist_mlp", "jit_fusion", "jit_fusion_train",
+             "jit_dropout_train", "jit_norm_train", "jit_inference", "jit_block")
 # The CNN training workloads take minutes: run them when asked for.
 DEFAULT_WORKLOADS = ("op_overhead", "sgemm", "seed_jit_mlp", "mnist_mlp")
 
@@ -49,6 +49,10 @@ SPECS = {
     "train_step": {"keys": ("model", "batch", "image_size"), "metric": "s_per_step",
                    "higher": False, "title": "s per SGD step on synthetic data (lower is better)",
                    "extra": ("peak_rss_mb",)},
+    "checkpoint": {"keys": ("model", "batch", "mode"), "metric": "s_per_step", "higher": False,
+                   "title": "s per SGD step at 224x224, channels-last, plain and with activation "
+                            "checkpointing (ResNet: each residual block; VGG: features in 6 "
+                            "segments), reentrant and not (lower is better)"},
     "gcn": {"keys": (), "metric": "s_per_epoch", "higher": False,
             "title": "s per 2-layer GCN epoch, 100k nodes, 1M edges, 128 features (lower is better)"},
     "ddp_mnist_mlp": {"keys": ("ranks",), "metric": "s_per_epoch", "higher": False,
@@ -614,6 +618,70 @@ def torch_train_step(torch, threads, repeat, args):
     return out
 
 
+def torch_checkpoint_one(name, threads, repeat, batch):
+    """`ignis bench checkpoint` in PyTorch (a fresh process): torchvision's model, channels-last,
+    SGD steps plain and with torch.utils.checkpoint on the same blocks as ignis checkpoints."""
+    import torch
+    import torch.utils.checkpoint as ck
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    fmt = torch.channels_last
+    model = zoo_model(torch, name, 3, 224, 1000).train().to(memory_format=fmt)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x = (torch.rand(batch, 3, 224, 224) * 2 - 1).contiguous(memory_format=fmt)
+    y = torch.tensor([(i * 7919) % 1000 for i in range(batch)])
+
+    def forward(mode):
+        if mode == "plain":
+            return model(x)
+        reentrant = mode == "reentrant"
+        if name.startswith("resnet"):
+            m = model
+            h = m.maxpool(m.relu(m.bn1(m.conv1(x))))
+            for layer in (m.layer1, m.layer2, m.layer3, m.layer4):
+                for block in layer:
+                    # The reentrant form needs an input that requires grad for gradients to flow.
+                    if reentrant and not h.requires_grad:
+                        h = h.detach().requires_grad_(True)
+                    h = ck.checkpoint(block, h, use_reentrant=reentrant)
+            return m.fc(torch.flatten(m.avgpool(h), 1))
+        h = x.detach().requires_grad_(True) if reentrant else x
+        # PyTorch 1.13 refuses an in-place ReLU starting a checkpointed segment ("a leaf
+        # Variable that requires grad is being used in an in-place operation"; ignis copies
+        # the input instead): out-of-place ReLUs here, the usual workaround.
+        for i, mod in enumerate(model.features):
+            if isinstance(mod, torch.nn.ReLU):
+                model.features[i] = torch.nn.ReLU(inplace=False)
+        segments = 6
+        mods = list(model.features)
+        n = len(mods)
+        for k in range(segments):
+            seg = torch.nn.Sequential(*mods[k * n // segments:(k + 1) * n // segments])
+            h = seg(h) if k + 1 == segments else ck.checkpoint(seg, h, use_reentrant=reentrant)
+        return model.classifier(torch.flatten(model.avgpool(h), 1))
+
+    out = []
+    for mode in ("plain", "reentrant", "non_reentrant"):
+        def step(mode=mode):
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(forward(mode), y).backward()
+            opt.step()
+        out.append({"workload": "checkpoint", "model": name, "batch": batch, "mode": mode,
+                    "threads": threads, "variant": "channels_last",
+                    "s_per_step": median_step_ms(step, repeat) / 1e3})
+    return out
+
+
+def torch_checkpoint(torch, threads, repeat, args):
+    import multiprocessing
+    ctx = multiprocessing.get_context("spawn")
+    out = []
+    with ctx.Pool(1, maxtasksperchild=1) as pool:
+        for name in args.checkpoint_models.split(","):
+            out += pool.apply(torch_checkpoint_one, (name, threads, repeat, args.checkpoint_batch))
+    return out
+
+
 # ---------------------------------------------------------------- graph neural networks
 # The models of `ignis bench gcn` / `gin` (src/cli/bench_gnn.cpp) in plain PyTorch, message
 # passing written with index_add_ (or scatter_add_), as one does without PyTorch Geometric.
@@ -850,6 +918,9 @@ def ignis_extra_args(workload, args):
     if workload == "jit_inference":  # ignis reports eager and graph; the best is compared
         return [["--model", name, "--batch", "1", "--memory-format", "channels_last"]
                 for name in args.jit_models.split(",")]
+    if workload == "checkpoint":
+        return [["--model", name, "--batch", str(args.checkpoint_batch)]
+                for name in args.checkpoint_models.split(",")]
     if workload == "train_step":
         runs = []
         for name in args.train_step_models.split(","):
@@ -867,6 +938,7 @@ def ignis_extra_args(workload, args):
 TORCH_WORKLOADS = {"op_overhead": torch_op_overhead, "sgemm": torch_sgemm,
                    "seed_jit_mlp": torch_seed_jit_mlp, "mnist_mlp": torch_mnist_mlp,
                    "mnist_lenet": torch_mnist_lenet, "train_step": torch_train_step,
+                   "checkpoint": torch_checkpoint,
                    "gcn": torch_gcn, "gin": torch_gin, "ddp_mnist_mlp": torch_ddp_mnist_mlp,
                    "jit_fusion": torch_jit_fusion, "jit_fusion_train": torch_jit_fusion_train,
                    "jit_dropout_train": torch_jit_dropout_train,
@@ -874,7 +946,8 @@ TORCH_WORKLOADS = {"op_overhead": torch_op_overhead, "sgemm": torch_sgemm,
                    "jit_inference": torch_jit_inference,
                    "jit_block": torch_jit_block}
 # Workloads whose PyTorch function also takes this script's options.
-TAKES_ARGS = ("mnist_mlp", "mnist_lenet", "train_step", "gin", "ddp_mnist_mlp", "jit_inference")
+TAKES_ARGS = ("mnist_mlp", "mnist_lenet", "train_step", "checkpoint", "gin", "ddp_mnist_mlp",
+              "jit_inference")
 
 
 # ---------------------------------------------------------------- comparison
@@ -935,7 +1008,7 @@ def fmt(v, digits=1):
 
 
 LABELS = {"case": "case", "requires_grad": "grad", "n": "n", "batch": "batch", "model": "model",
-          "image_size": "size", "ranks": "ranks", "shape": "shape", "part": "part"}
+          "image_size": "size", "ranks": "ranks", "shape": "shape", "part": "part", "mode": "mode"}
 
 
 def print_table(workload, rows):
@@ -945,7 +1018,8 @@ def print_table(workload, rows):
     cols.append(("PyTorch variant", lambda r: fmt(r.get("pytorch_variant"))))
     cols.append(("ignis", lambda r: f"{fmt(r['ignis'])} ({r['ignis_threads']}T)"))
     cols.append(("PyTorch", lambda r: f"{fmt(r.get('pytorch'))} ({r.get('pytorch_threads', '-')}T)"))
-    if workload in ("mnist_mlp", "mnist_lenet", "train_step", "gcn", "gin", "ddp_mnist_mlp",
+    if workload in ("mnist_mlp", "mnist_lenet", "train_step", "checkpoint", "gcn", "gin",
+                    "ddp_mnist_mlp",
                     "jit_fusion", "jit_fusion_train", "jit_dropout_train", "jit_norm_train",
                     "jit_inference", "jit_block", "seed_jit_mlp"):
         cols[-2] = ("ignis", lambda r: f"{fmt(r['ignis'], 3)} ({r['ignis_threads']}T)")
@@ -982,6 +1056,10 @@ def main():
     ap.add_argument("--train-step-models", default="resnet18",
                     help="train_step: comma-separated zoo models (lenet, alexnet, vgg11, vgg16, "
                          "resnet18, resnet34, resnet50, ...)")
+    ap.add_argument("--checkpoint-models", default="resnet50",
+                    help="checkpoint: the zoo models (ResNets, VGGs; default resnet50)")
+    ap.add_argument("--checkpoint-batch", type=int, default=4,
+                    help="checkpoint: batch size (default 4)")
     ap.add_argument("--jit-models", default="resnet18,resnet50",
                     help="jit_inference: the zoo models (default resnet18,resnet50)")
     ap.add_argument("--batch", type=int, default=32, help="train_step: batch size")

@@ -86,6 +86,22 @@ TEST(FusedProgram, NumbersAndBroadcastOperands) {
   }
 }
 
+// A negative zero stays one in generated code (T(-0.0), not the integer T(-0)), and non-finite
+// op parameters compile (std::numeric_limits), both ways equal to eager.
+TEST(FusedProgram, SignedZerosAndNonFiniteParameters) {
+  const Tensor x = tensor({-1.5f, 2.0f, 0.5f, -4.0f});
+  for (const char* backend : {"interpreter", "compiler"}) {
+    Backend guard(backend);
+    expect_close(jit::fused_elementwise({x}, "abs(i0);div(v0,-0);neg(v1)"), full({4}, INFINITY), 0,
+                 backend);
+    expect_close(jit::fused_elementwise({x}, "leaky_relu(i0,inf)"),
+                 nn::functional::leaky_relu(x, INFINITY), 0, backend);
+    expect_close(jit::fused_elementwise({x}, "leaky_relu(i0,-0)"),
+                 nn::functional::leaky_relu(x, -0.0), 0, backend);
+    EXPECT_EQ(jit::fusion_backend(), backend) << "no fallback";
+  }
+}
+
 TEST(FusedProgram, RowColumnAndGeneralBroadcastLayouts) {
   // [6, 7] with a row [7], a column [6, 1], a scalar and a [2, 6, 7] broadcast of the output.
   Tensor x = uniform({6, 7}, -2, 2), row = uniform({7}, -1, 1), col = uniform({6, 1}, -1, 1);

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -92,7 +93,8 @@ int run(const std::vector<std::string>& argv, const std::string& log) {
 struct Cache {
   std::mutex mu;
   std::map<uint64_t, void*> kernels;
-  std::map<std::string, std::string> broken;  // per compiler: why it failed (no more tries)
+  std::map<std::string, std::string> broken;  // per compiler: why it cannot run (no more tries)
+  std::map<uint64_t, std::string> failed;     // per source: why it did not compile
 };
 Cache& cache() {
   static Cache* c = new Cache;  // never destroyed: kernels may run during static destruction
@@ -101,6 +103,21 @@ Cache& cache() {
 
 std::string c_type(DType d) { return d == kFloat64 ? "double" : "float"; }
 
+// v as a C++ double expression: a floating literal (never an integer one: -0 must stay -0.0),
+// or std::numeric_limits for the non-finite values (NVRTC has no compiler builtins for them).
+std::string double_literal(double v) {
+  if (std::isnan(v)) return "std::numeric_limits<double>::quiet_NaN()";
+  if (std::isinf(v))
+    return v > 0 ? "std::numeric_limits<double>::infinity()"
+                 : "(-std::numeric_limits<double>::infinity())";
+  std::string n = format_number(v);
+  if (n.find_first_of(".en") == std::string::npos) n += ".0";
+  return n;
+}
+
+// v as a value of the kernel's type T.
+std::string literal(double v) { return "T(" + double_literal(v) + ")"; }
+
 std::string operand(const FusedOperand& o) {
   switch (o.kind) {
     case FusedOperand::Kind::Input:
@@ -108,14 +125,7 @@ std::string operand(const FusedOperand& o) {
       std::string name(1, o.kind == FusedOperand::Kind::Input ? 'a' : 'v');
       return name += std::to_string(o.index);  // (not "a" + ...: GCC 12's -Wrestrict)
     }
-    case FusedOperand::Kind::Number: {
-      const std::string n = format_number(o.number);
-      // (std::numeric_limits rather than compiler builtins: NVRTC has none for these)
-      if (n == "inf") return "std::numeric_limits<T>::infinity()";
-      if (n == "-inf") return "(-std::numeric_limits<T>::infinity())";
-      if (n == "nan") return "std::numeric_limits<T>::quiet_NaN()";
-      return "T(" + n + ")";
-    }
+    case FusedOperand::Kind::Number: return literal(o.number);
   }
   return "";
 }
@@ -184,14 +194,14 @@ std::string emit_body(std::ostream& s, const FusedProgram& p, const std::string&
     if (in.op == FusedOp::dropout) {
       // element k = r * cols + c of stream d: counter base + d n + k (rng_: seed, base, n)
       s << indent << "const T v" << j << " = " << operand(in.a)
-        << " * ignis::dropout_factor<T>(rng_[0], rng_[1] + "
-        << static_cast<int>(in.b.number) << "ull * rng_[2] + static_cast<unsigned long long>(r "
-        << "* cols + c), T(" << format_number(in.param) << "), T("
-        << format_number(1.0 / (1.0 - in.param)) << "));\n";
+        << " * ignis::dropout_factor<T>(rng_[0], rng_[1] + " << static_cast<int>(in.b.number)
+        << "ull * rng_[2] + static_cast<unsigned long long>(r "
+        << "* cols + c), " << literal(in.param) << ", " << literal(1.0 / (1.0 - in.param))
+        << ");\n";
       continue;
     }
     s << indent << "const T v" << j << " = ignis_apply(ignis::fn::" << info.functor
-      << "{ignis::OpArgs{" << format_number(in.param) << ", 0}}, " << operand(in.a);
+      << "{ignis::OpArgs{" << double_literal(in.param) << ", 0}}, " << operand(in.a);
     if (info.arity == 2) s << ", " << operand(in.b);
     s << ");\n";
   }
@@ -474,6 +484,10 @@ void* compiled_symbol(const std::string& source, std::string& why) {
     why = it->second;
     return nullptr;
   }
+  if (auto it = c.failed.find(key); it != c.failed.end()) {
+    why = it->second;
+    return nullptr;
+  }
   const std::string dir = jit_cache_dir();
   const std::string base = dir + "/" + hex(key);
   const std::string so = base + ".so";
@@ -500,10 +514,12 @@ void* compiled_symbol(const std::string& source, std::string& why) {
     argv.insert(argv.end(), {"-o", tmp, cpp});
     const int rc = run(argv, log);
     if (rc != 0) {
-      why = c.broken[compiler] =
-          "compiling a fused kernel with '" + compiler + "' failed (" +
-          (rc < 0 ? std::string("could not run it") : "exit status " + std::to_string(rc)) +
-          "): " + read_head(log, 400);
+      why = "compiling a fused kernel with '" + compiler + "' failed (" +
+            (rc < 0 ? std::string("could not run it") : "exit status " + std::to_string(rc)) +
+            "): " + read_head(log, 400);
+      // A compiler that does not run is broken for every kernel; one source that does not
+      // compile is remembered alone (the other kernels still compile).
+      (rc < 0 ? c.broken[compiler] : c.failed[key]) = why;
       std::remove(cpp.c_str());
       std::remove(tmp.c_str());
       std::remove(log.c_str());

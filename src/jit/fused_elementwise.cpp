@@ -55,6 +55,10 @@ namespace detail {
 
 IGNIS_DEFINE_STUB(fused_elementwise_stub, FusedDeviceFn);
 int fusion_backend_mode() { return g_backend.load(); }
+void note_fusion_fallback(const std::string& why) {
+  std::lock_guard<std::mutex> lock(g_why_mu);
+  g_why = why;
+}
 IGNIS_DEFINE_STUB(fused_reduction_stub, FusedReductionDeviceFn);
 
 // ---- the composite: the ops' front ends, one by one (autograd records each)
@@ -162,8 +166,7 @@ void* fused_kernel(const std::string& key_, const std::function<std::string()>& 
   void* fn = compiled_symbol(source(), why);
   if (fn == nullptr) {
     IGNIS_CHECK(backend != kCompiler, op, ": the compiler backend was asked for, but ", why);
-    std::lock_guard<std::mutex> lock(g_why_mu);
-    g_why = why;
+    note_fusion_fallback(why);
   }
   std::lock_guard<std::mutex> lock(t.mu);
   t.kernels[key] = fn;
@@ -427,10 +430,7 @@ Tensor run_program(const FusedProgram& p, const std::string& program,
     } catch (const Error& e) {
       IGNIS_CHECK(g_backend.load() != kCompiler, op, ": the compiler backend was asked for, but ",
                   e.what());
-      {
-        std::lock_guard<std::mutex> lock(g_why_mu);
-        g_why = e.what();
-      }
+      detail::note_fusion_fallback(e.what());
       NoGradGuard no_grad;
       return detail::run_fused_composite(p, inputs, rng);
     }

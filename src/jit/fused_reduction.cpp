@@ -285,6 +285,7 @@ Tensor run_fused(const Spec& s, const std::vector<Tensor>& inputs, const Shape& 
     } catch (const Error& e) {
       IGNIS_CHECK(detail::fusion_backend_mode() != 1, op,
                   ": the compiler backend was asked for, but ", e.what());
+      detail::note_fusion_fallback(e.what());
       NoGradGuard no_grad;
       return composite(s, inputs, shape);
     }

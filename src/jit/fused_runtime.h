@@ -61,6 +61,9 @@ void* fused_kernel(const std::string& key, const std::function<std::string()>& s
 /// The fusion backend set by jit::set_fusion_backend, read without building its description:
 /// 0 auto, 1 compiler, 2 interpreter.
 int fusion_backend_mode();
+/// Records why a fused kernel fell back to the interpreter or the ops under "auto" (what
+/// jit::fusion_backend() reports).
+void note_fusion_fallback(const std::string& why);
 
 /// fused_elementwise on an accelerator: out[k] = the program over `inputs` (the data pointers of
 /// contiguous tensors on out's device, laid out as codegen.h describes against rows of `cols`),
