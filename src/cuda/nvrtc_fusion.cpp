@@ -70,7 +70,9 @@ int architecture(int device) {
 }
 
 // The kernel `ignis_fused_kernel` of `key`'s source for `device`'s architecture, compiled and
-// loaded at the first call; a failure is remembered (and thrown again) rather than retried.
+// loaded at the first call. A source that does not compile is remembered (and thrown again)
+// rather than compiled again; a failure to load it (out of memory, an earlier kernel's error)
+// is thrown and tried again next time.
 cudaKernel_t kernel_for(const std::string& name, const std::function<std::string()>& source,
                         int device) {
   const std::pair<int, std::string> key{architecture(device), name};
@@ -78,8 +80,14 @@ cudaKernel_t kernel_for(const std::string& name, const std::function<std::string
   std::lock_guard<std::mutex> lock(c.mu);  // compiles one at a time
   if (auto it = c.kernels.find(key); it != c.kernels.end()) return it->second;
   if (auto it = c.failed.find(key); it != c.failed.end()) IGNIS_FAIL(it->second);
+  std::string cubin;
   try {
-    const std::string cubin = detail::nvrtc_compile(source(), key.first);
+    cubin = detail::nvrtc_compile(source(), key.first);
+  } catch (const Error& e) {
+    c.failed.emplace(key, e.what());
+    throw;
+  }
+  {
     cudaLibrary_t lib = nullptr;
     IGNIS_CUDA_CHECK(
         cudaLibraryLoadData(&lib, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
@@ -87,9 +95,6 @@ cudaKernel_t kernel_for(const std::string& name, const std::function<std::string
     IGNIS_CUDA_CHECK(cudaLibraryGetKernel(&k, lib, "ignis_fused_kernel"));
     c.kernels.emplace(key, k);  // the library stays loaded: the kernel is kept
     return k;
-  } catch (const Error& e) {
-    c.failed.emplace(key, e.what());
-    throw;
   }
 }
 
