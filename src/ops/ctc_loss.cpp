@@ -120,12 +120,13 @@ std::tuple<Tensor, Tensor> _ctc_loss(const Tensor& log_probs, const Tensor& targ
     autograd::record(
         "_ctc_loss", {&log_probs}, {&nll},
         [lp = autograd::SavedVariable(log_probs, false), nll_s = autograd::SavedVariable(nll, true),
-         log_alpha, args, zero_infinity](autograd::BackwardCtx& c, const TensorList& g) {
+         la = autograd::SavedVariable(log_alpha, false), args,
+         zero_infinity](autograd::BackwardCtx& c, const TensorList& g) {
           const Tensor x = c.unpack(lp);
           Tensor grad = make_tensor(x.sizes(), x.dtype(), x.device());
           if (grad.numel() > 0) {
             ctc_loss_backward_stub[x.device()](grad, g[0].contiguous(), x, c.unpack(nll_s),
-                                               log_alpha, *args, zero_infinity);
+                                               c.unpack(la), *args, zero_infinity);
           }
           return TensorList{grad};
         });

@@ -178,10 +178,12 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   if (autograd::any_needs_grad({&x, &weight, &bias})) {
     autograd::record(
         op, {&x, &weight, &bias}, {&out},
-        [sx = SavedVariable(x, false), sw = SavedVariable(weight, false), mean, invstd, training,
-         eps, cl, fmt](BackwardCtx& c, const TensorList& g) -> TensorList {
+        [sx = SavedVariable(x, false), sw = SavedVariable(weight, false),
+         sm = SavedVariable(mean, false), si = SavedVariable(invstd, false), training, eps, cl,
+         fmt](BackwardCtx& c, const TensorList& g) -> TensorList {
           const Tensor xs = c.unpack(sx);
           const Tensor w = c.unpack(sw);
+          const Tensor mean = c.unpack(sm), invstd = c.unpack(si);
           if (is_grad_enabled()) {
             return batch_norm_backward_composite(g[0], xs, w, mean, invstd, training, eps);
           }
