@@ -17,7 +17,9 @@
 //
 // Non-reentrant activation checkpointing (autograd::checkpoint with use_reentrant = false) is
 // built on these hooks. Guards nest: the innermost one is used. Pack runs with grad mode off
-// and must not modify its argument in place (checked); unpack runs with grad mode off.
+// and must not modify its argument in place (checked); unpack runs with grad mode off. The graph
+// keeps the unpack hook until it is freed, after the guard's scope: what it captures must live
+// as long (capture by value or shared_ptr, not a reference to a local).
 #pragma once
 
 #include <any>

@@ -16,6 +16,7 @@ void copy_into(const Tensor& dst, const Tensor& src, bool non_blocking) {
     if (dst.device().is_meta()) return;
     IGNIS_CHECK(!src.device().is_meta(), "copy_: cannot copy out of a meta tensor (shape ",
                 src.sizes(), ", ", src.dtype(), "): it has no data");
+    if (dst.numel() == 0) return;  // (as on one device: nothing moves, nothing waits)
     // A broadcast source (a 0-d CPU scalar filling a GPU tensor, say) travels as its own
     // elements, then is broadcast on the destination's device (after the copy, in stream order).
     if (src.sizes() != dst.sizes()) {
@@ -23,7 +24,7 @@ void copy_into(const Tensor& dst, const Tensor& src, bool non_blocking) {
       copy_into(moved, src, non_blocking);
       return copy_into(dst, moved);
     }
-    if (dst.numel() > 0) cuda::detail::copy_across_devices(dst, src, non_blocking);
+    cuda::detail::copy_across_devices(dst, src, non_blocking);
     return;
   }
   if (dst.numel() == 0) return;
