@@ -4,6 +4,7 @@
 
 #include <limits>
 
+#include "cuda/backend.h"
 #include "cuda_test_util.h"
 #include "ignis/cuda.h"
 #include "ignis/ignis.h"
@@ -98,4 +99,24 @@ TEST(CudaAutograd, EvalBatchNormGradientIgnoresTheInput) {
       ignis::testing::expect_matches(cuda, cpu, 1e-2, 1e-5, "eval batch_norm input gradient");
     }
   }
+}
+
+// A cross-entropy step on the GPU waits once, for the forward's checked gather of the targets:
+// the gather's backward scatters the same indices unchecked (the forward checked them, and the
+// saved variable that they have not changed), so it does not wait for a bounds result.
+TEST(CudaAutograd, CrossEntropyStepWaitsOnceForItsTargets) {
+  REQUIRE_GPU();
+  const Device gpu = ignis::testing::kGpu;
+  manual_seed(7);
+  const Tensor logits = randn({64, 10}).to(gpu).requires_grad_(true);
+  const Tensor target = randint(0, 10, {64}).to(gpu);
+  nn::functional::cross_entropy(logits, target).backward();  // warm-up
+  cuda::synchronize(0);
+  const int64_t before = cuda::detail::host_sync_count();
+  nn::functional::cross_entropy(logits, target).backward();
+  EXPECT_EQ(cuda::detail::host_sync_count(), before + 1);
+  // And the gradient is the CPU's.
+  Tensor lc = logits.detach().cpu().requires_grad_(true);
+  nn::functional::cross_entropy(lc, target.cpu()).backward();
+  ignis::testing::expect_matches(logits.grad(), lc.grad() * 2, 1e-5, 1e-6, "logits.grad");
 }

@@ -169,6 +169,9 @@ Tensor pad_to(const Tensor& g, IntArrayRef shape) {
   }
   return pad(g, p);
 }
+
+void scatter_into(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+                  bool accumulate, const char* op, bool check = true);
 }  // namespace
 
 IGNIS_OP(gather, "gather(Tensor self, int dim, Tensor index) -> Tensor",
@@ -182,12 +185,18 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   check_scatter_shapes(x, dim, index, nullptr, "gather");
   Tensor out = gather_along(x, dim, index, index.sizes(), index.strides(), "gather");
   if (autograd::any_needs_grad({&x})) {
-    autograd::record(
-        "gather", {&x}, {&out},
-        [si = SavedVariable(index, false), dim, shape = x.sizes().shape()](BackwardCtx& c,
-                                                                           const TensorList& g) {
-          return TensorList{zeros(shape, g[0].options()).scatter_add(dim, c.unpack(si), g[0])};
-        });
+    autograd::record("gather", {&x}, {&out},
+                     [si = SavedVariable(index, false), dim, shape = x.sizes().shape()](
+                         BackwardCtx& c, const TensorList& g) {
+                       const Tensor index = c.unpack(si);
+                       Tensor gx = zeros(shape, g[0].options());
+                       // create_graph: the recorded scatter_add, differentiable again.
+                       if (is_grad_enabled()) return TensorList{gx.scatter_add(dim, index, g[0])};
+                       // The forward checked these indices, and the saved variable that they have
+                       // not changed since: no check (on a GPU, no wait for its result).
+                       scatter_into(gx, dim, index, g[0], true, "gather backward", /*check=*/false);
+                       return TensorList{gx};
+                     });
   }
   return out;
 }
@@ -215,8 +224,9 @@ bool scatter_add_as_index_add(const Tensor& self, int64_t dim, const Tensor& ind
   return true;
 }
 
+// check false: the indices are known to be in range (gather's backward).
 void scatter_into(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
-                  bool accumulate, const char* op) {
+                  bool accumulate, const char* op, bool check) {
   if (index.numel() == 0) return;
   if (accumulate && scatter_add_as_index_add(self, dim, index, src)) return;
   const int64_t nd = self.dim();
@@ -232,7 +242,7 @@ void scatter_into(const Tensor& self, int64_t dim, const Tensor& index, const Te
   a.self_stride = nd ? self.strides()[dim] * es : 0;
   a.index_stride = nd ? index.strides()[dim] * int64_t(index.element_size()) : 0;
   a.src_stride = nd ? src.strides()[dim] * es : 0;
-  a.bounds = {size};
+  a.bounds = {size, false, check};
   a.accumulate = accumulate;
   throw_if_bad(scatter_stub[self.device()](it, self.dtype(), index.dtype(), a), op, dim, size);
 }
