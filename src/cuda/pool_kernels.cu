@@ -56,16 +56,24 @@ struct Strides4 {
 };
 Strides4 strides4(const Tensor& t) { return {t.stride(0), t.stride(1), t.stride(2), t.stride(3)}; }
 
+// One output per thread step. Outputs are enumerated in the output's memory order (channels
+// fastest when it is channels-last), so neighbouring threads write, and read, neighbouring
+// elements; any order gives the same values (each output's offset comes from its strides).
 template <class T>
 __global__ void max_pool_cuda(const T* x, T* out, int64_t* idx, int64_t N, int64_t C, int64_t OH,
                               int64_t OW, int64_t W, Strides4 xs, Strides4 os, WindowPtrs wh,
-                              WindowPtrs ww) {
+                              WindowPtrs ww, bool nhwc) {
   using A = acc_t<T>;
   const int64_t total = N * C * OH * OW;
   const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
        e += step) {
-    const int64_t ow = e % OW, oh = (e / OW) % OH, c = (e / (OW * OH)) % C, n = e / (OW * OH * C);
+    int64_t n, c, oh, ow;
+    if (nhwc) {
+      c = e % C, ow = (e / C) % OW, oh = (e / (C * OW)) % OH, n = e / (C * OW * OH);
+    } else {
+      ow = e % OW, oh = (e / OW) % OH, c = (e / (OW * OH)) % C, n = e / (OW * OH * C);
+    }
     const T* xp = x + n * xs.n + c * xs.c;
     A best = 0;
     int64_t arg = -1;
@@ -95,7 +103,8 @@ void max_pool_kernel(const Tensor& out, const Tensor& indices, const Tensor& x,
     max_pool_cuda<T><<<blocks_for(out.numel()), kThreads, 0, current_stream(x.device())>>>(
         static_cast<const T*>(x.data_ptr()), static_cast<T*>(out.data_ptr()),
         indices.defined() ? indices.data_ptr<int64_t>() : nullptr, x.size(0), x.size(1),
-        out.size(2), out.size(3), g.w.in, strides4(x), strides4(out), win.h, win.w);
+        out.size(2), out.size(3), g.w.in, strides4(x), strides4(out), win.h, win.w,
+        out.size(1) > 1 && out.stride(1) < out.stride(3));
   });
   IGNIS_CUDA_CHECK(cudaGetLastError());
 }
