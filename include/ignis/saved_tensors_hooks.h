@@ -11,9 +11,14 @@
 //   }
 //   loss.backward();                            // each saved tensor copied back when needed
 //
-//   autograd::graph::SavedTensorsHooks hooks(
-//       [](const Tensor& t) -> std::any { return t.to(kBFloat16); },   // store in bfloat16
-//       [](const std::any& p) { return std::any_cast<Tensor>(p).to(kFloat32); });
+//   autograd::graph::SavedTensorsHooks hooks(   // float activations kept in bfloat16 (lossy)
+//       [](const Tensor& t) -> std::any {
+//         return std::make_pair(t.is_floating_point() ? t.to(kBFloat16) : t, t.dtype());
+//       },
+//       [](const std::any& p) {
+//         const auto& [kept, dtype] = std::any_cast<const std::pair<Tensor, DType>&>(p);
+//         return kept.to(dtype);
+//       });
 //
 // Non-reentrant activation checkpointing (autograd::checkpoint with use_reentrant = false) is
 // built on these hooks. Guards nest: the innermost one is used. Pack runs with grad mode off
