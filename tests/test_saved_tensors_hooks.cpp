@@ -206,3 +206,35 @@ TEST(SavedTensorsHooks, MisbehavingHooksAreErrors) {
   EXPECT_THAT(error_of([&] { y.backward(); }),
               HasSubstr("backward through the graph a second time"));
 }
+
+// The header's example: float activations kept in bfloat16, indices (max pooling's, up to 1023
+// here: not all exact in bfloat16) as they are; the gradients are the plain ones within
+// bfloat16's precision. Rounding the indices too would send gradients to the wrong pixels.
+TEST(SavedTensorsHooks, BFloat16StorageKeepsIndicesExact) {
+  manual_seed(9);
+  auto conv = std::make_shared<nn::Conv2d>(3, 8, 3, 1, 1);
+  const Tensor x = randn({2, 3, 32, 32});
+  auto loss = [&] { return max_pool2d(conv->forward(x).relu(), 2).pow(2).sum(); };
+  loss().backward();
+  const Tensor plain = conv->weight.grad().clone();
+  auto relative_error = [&](bool round_everything) {
+    conv->zero_grad();
+    Tensor l;
+    {
+      SavedTensorsHooks hooks(
+          [round_everything](const Tensor& t) -> std::any {
+            const bool round = round_everything || t.is_floating_point();
+            return std::make_pair(round ? t.to(kBFloat16) : t, t.dtype());
+          },
+          [](const std::any& p) {
+            const auto& [kept, dtype] = std::any_cast<const std::pair<Tensor, DType>&>(p);
+            return kept.to(dtype);
+          });
+      l = loss();
+    }
+    l.backward();
+    return ((conv->weight.grad() - plain).norm() / plain.norm()).item<double>();
+  };
+  EXPECT_LT(relative_error(false), 1e-2);
+  EXPECT_GT(relative_error(true), 1e-1);
+}
