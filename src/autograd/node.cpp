@@ -47,17 +47,13 @@ SavedVariable::SavedVariable(const Tensor& t, bool is_output) {
   is_output_ = is_output;
   // An op's output is saved before record() gives it history, but it will require grad.
   requires_grad_ = is_output || t.requires_grad();
+  if (is_output) output_nr_ = t.autograd_meta() ? t.autograd_meta()->output_nr : 0;
   if (saved_hooks_active()) {
     packed_ = std::make_shared<const PackedTensor>(t, is_output);
-    return;
-  }
-  if (is_output) {
-    // An alias without autograd meta: holding the output itself would make a cycle
-    // (output -> grad_fn -> saved output).
-    data_ = alias_without_history(t);
-    output_nr_ = t.autograd_meta() ? t.autograd_meta()->output_nr : 0;
   } else {
-    data_ = t;
+    // An output as an alias without autograd meta: holding the output itself would make a
+    // cycle (output -> grad_fn -> saved output).
+    data_ = is_output ? alias_without_history(t) : t;
   }
 }
 
@@ -76,18 +72,23 @@ std::string backward_name(const char* op) {
 }
 
 Tensor SavedVariable::unpack(const Node* node) const {
-  if (packed_ != nullptr) return packed_->unpack(node, version_);
-  if (!data_.defined()) {
-    if (!was_reset_) return Tensor();
-    IGNIS_FAIL("backward: trying to backward through the graph a second time (or to access saved "
-               "tensors after they were freed)",
-               node ? " at " + node->name() : std::string(),
-               ". Pass retain_graph=true to the first backward if you need to backward twice.");
+  Tensor t;
+  if (packed_ != nullptr) {
+    t = packed_->unpack(node, version_);  // an input with its history, an output without
+  } else {
+    if (!data_.defined()) {
+      if (!was_reset_) return Tensor();
+      IGNIS_FAIL(
+          "backward: trying to backward through the graph a second time (or to access "
+          "saved tensors after they were freed)",
+          node ? " at " + node->name() : std::string(),
+          ". Pass retain_graph=true to the first backward if you need to backward twice.");
+    }
+    check_saved_version(node, data_.dtype(), data_.sizes(), is_output_, data_._version(), version_);
+    if (!is_output_) return data_;
+    t = alias_without_history(data_);
   }
-  check_saved_version(node, data_.dtype(), data_.sizes(), is_output_, data_._version(), version_);
-  if (!is_output_) return data_;
-  Tensor t = alias_without_history(data_);
-  if (requires_grad_ && node != nullptr) {
+  if (is_output_ && requires_grad_ && node != nullptr) {
     auto& m = t.impl()->ensure_autograd();
     m.requires_grad = true;
     m.grad_fn = const_cast<Node*>(node)->shared_from_this();

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "autograd/accumulate_grad.h"
 #include "autograd/node.h"
 #include "ignis/autograd.h"
 
@@ -11,11 +12,9 @@ namespace ignis::autograd {
 
 namespace {
 thread_local std::vector<std::shared_ptr<const HookPair>> t_hooks;
-// t_hooks' size, read on every save: a constant-initialised thread-local costs one load.
-thread_local constinit size_t t_depth __attribute__((tls_model("initial-exec"))) = 0;
 }  // namespace
 
-bool saved_hooks_active() { return t_depth != 0; }
+thread_local constinit size_t t_saved_hooks_depth = 0;  // t_hooks.size()
 
 void check_saved_version(const Node* node, DType dtype, IntArrayRef sizes, bool is_output,
                          uint32_t now, uint32_t saved) {
@@ -37,20 +36,8 @@ PackedTensor::PackedTensor(const Tensor& t, bool is_output)
       dtype_(t.dtype()),
       device_(t.device()),
       storage_(t.impl()->storage()),
+      history_(is_output ? Edge() : gradient_edge(t)),
       is_output_(is_output) {
-  // An op's output is saved before record() gives it history, but it will require grad.
-  requires_grad_ = is_output || t.requires_grad();
-  if (is_output) {
-    output_nr_ = t.autograd_meta() ? t.autograd_meta()->output_nr : 0;
-  } else if (t.requires_grad()) {
-    const Edge e = gradient_edge(t);
-    if (t.autograd_meta()->grad_fn) {
-      grad_fn_ = e.fn;
-      output_nr_ = e.input_nr;
-    } else {
-      accumulator_ = e.fn;
-    }
-  }
   NoGradGuard no_grad;
   const uint32_t before = t._version();
   packed_ = hooks_->pack(alias_without_history(t));
@@ -76,23 +63,19 @@ Tensor PackedTensor::unpack(const Node* node, uint32_t version) const {
     check_saved_version(node, dtype_, shape_, is_output_,
                         s->version.load(std::memory_order_relaxed), version);
   }
-  // A fresh alias, given the saved tensor's history: so gradients computed from it (with
+  // A fresh alias; a saved input's gets its history, so gradients computed from it (with
   // create_graph) reach the saved tensor's producer or leaf.
   Tensor t = alias_without_history(d);
-  if (!requires_grad_) return t;
-  if (is_output_) {
-    if (node == nullptr) return t;
+  if (history_.valid()) {
     auto& m = t.impl()->ensure_autograd();
     m.requires_grad = true;
-    m.grad_fn = const_cast<Node*>(node)->shared_from_this();
-    m.output_nr = output_nr_;
-    return t;
+    if (dynamic_cast<const AccumulateGrad*>(history_.fn.get()) != nullptr) {
+      m.grad_accumulator = history_.fn;
+    } else {
+      m.grad_fn = history_.fn;
+      m.output_nr = history_.input_nr;
+    }
   }
-  auto& m = t.impl()->ensure_autograd();
-  m.requires_grad = true;
-  m.grad_fn = grad_fn_;
-  m.output_nr = output_nr_;
-  m.grad_accumulator = accumulator_;
   return t;
 }
 
@@ -102,12 +85,12 @@ SavedTensorsHooks::SavedTensorsHooks(PackHook pack, UnpackHook unpack) {
   IGNIS_CHECK(pack != nullptr && unpack != nullptr,
               "saved_tensors_hooks: both the pack and the unpack hook must be set");
   t_hooks.push_back(std::make_shared<const HookPair>(HookPair{std::move(pack), std::move(unpack)}));
-  t_depth = t_hooks.size();
+  t_saved_hooks_depth = t_hooks.size();
 }
 
 SavedTensorsHooks::~SavedTensorsHooks() {
   t_hooks.pop_back();
-  t_depth = t_hooks.size();
+  t_saved_hooks_depth = t_hooks.size();
 }
 
 namespace {

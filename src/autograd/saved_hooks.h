@@ -16,22 +16,25 @@ struct HookPair {
   graph::UnpackHook unpack;
 };
 
-/// Whether saved-tensor hooks are installed on this thread (one thread-local load).
-bool saved_hooks_active();
+/// The saved-tensor hook guards alive on this thread; read on every save (constant-initialised:
+/// one thread-local load, no call).
+extern thread_local constinit size_t t_saved_hooks_depth __attribute__((tls_model("initial-exec")));
+inline bool saved_hooks_active() { return t_saved_hooks_depth != 0; }
 
 /// Refuses to unpack a saved tensor whose storage was written after it was saved.
 void check_saved_version(const Node* node, DType dtype, IntArrayRef sizes, bool is_output,
                          uint32_t now, uint32_t saved);
 
-/// A saved tensor given to pack: what pack returned, the hooks to unpack it with, and what is
-/// needed to check the unpacked tensor and give it the saved one's history back.
+/// A saved tensor given to pack: what pack returned, the hooks to unpack it with, what the
+/// unpacked tensor is checked against, and a saved input's history (SavedVariable keeps the rest:
+/// its version, whether it is an output, an output's number).
 class PackedTensor {
  public:
   PackedTensor(const Tensor& t, bool is_output);
-  /// Unpacks through the hook and checks the result against the saved tensor; `node` names the
-  /// owner in errors. `version` is the saved tensor's version at save time.
+  /// Unpacks through the hook and checks the result against the saved tensor (`node` names the
+  /// owner in errors; `version`: the saved tensor's at save time): a fresh alias, with a saved
+  /// input's history (an output's is the caller's to give).
   Tensor unpack(const Node* node, uint32_t version) const;
-  bool requires_grad() const { return requires_grad_; }
 
  private:
   std::shared_ptr<const HookPair> hooks_;
@@ -40,10 +43,7 @@ class PackedTensor {
   DType dtype_;
   Device device_;
   std::weak_ptr<StorageImpl> storage_;  // for the version check while the storage lives
-  std::shared_ptr<Node> grad_fn_;       // a saved input's history: its grad_fn, ...
-  std::shared_ptr<Node> accumulator_;   // ... or, for a leaf that requires grad, its accumulator
-  uint32_t output_nr_ = 0;
-  bool requires_grad_ = false;
+  Edge history_;                        // a saved input's: its grad_fn or a leaf's accumulator
   bool is_output_ = false;
 };
 
