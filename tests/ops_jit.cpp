@@ -325,6 +325,81 @@ IGNIS_OP_INFO(OpInfo{
     .host_params = {-1},
 });
 
+// fused_reduction's statistics: over rows of the last dim, t = tanh(x * s), its sum, mean, amax or
+// amin (host parameter 0), then (host parameter 1) 0: y * s + r, of the rows' shape; 1: y * r,
+// one value per row (keepdim); 2: y alone, without keepdim.
+const char* const kStatistics[] = {"sum", "mean", "amax", "amin"};
+const char* const kStatEpilogues[] = {"mul(i3,i1);add(v0,i2,1)", "mul(i3,i2)", ""};
+
+Tensor ref_fused_statistic(const Inputs& in) {
+  const Tensor &x = in[0], &s = in[1], &r = in[2];
+  const std::vector<int64_t> p = ints(in[3]);
+  const Shape shape = broadcast_shapes(broadcast_shapes(x.sizes(), s.sizes()), r.sizes());
+  const int64_t C = shape.back();
+  int64_t R = 1;
+  for (size_t d = 0; d + 1 < shape.size(); ++d) R *= shape[d];
+  Shape row_shape = shape;
+  row_shape.back() = 1;
+  const std::vector<double> xv = values(x.expand(shape).contiguous()),
+                            sv = values(s.expand(shape).contiguous());
+  const std::vector<double> rv =
+      values(p[1] == 0 ? r.expand(shape).contiguous() : r.expand(row_shape).contiguous());
+  std::vector<double> out(static_cast<size_t>(p[1] == 0 ? R * C : R));
+  for (int64_t i = 0; i < R; ++i) {
+    double y = p[0] == 2 ? -INFINITY : p[0] == 3 ? INFINITY : 0;
+    for (int64_t c = 0; c < C; ++c) {
+      const double t = std::tanh(xv[i * C + c] * sv[i * C + c]);
+      y = p[0] == 2 ? std::max(y, t) : p[0] == 3 ? std::min(y, t) : y + t;
+    }
+    if (p[0] == 1) y /= static_cast<double>(C);
+    if (p[1] == 0) {
+      for (int64_t c = 0; c < C; ++c) out[i * C + c] = y * sv[i * C + c] + rv[i * C + c];
+    } else {
+      out[i] = p[1] == 1 ? y * rv[i] : y;
+    }
+  }
+  Shape out_shape = p[1] == 0 ? shape : row_shape;
+  if (p[1] == 2) out_shape.pop_back();
+  return from_values(out, out_shape);
+}
+
+IGNIS_OP_INFO(OpInfo{
+    .name = "fused_reduction statistics",
+    .fn =
+        [](const Inputs& x) {
+          const std::vector<int64_t> p = ints(x[3]);
+          return jit::fused_reduction({x[0], x[1], x[2]}, kStatistics[p[0]], 1,
+                                      "mul(i0,i1);tanh(v0)", kStatEpilogues[p[1]], 1e-5, p[1] != 2);
+        },
+    .ref = ref_fused_statistic,
+    .samples =
+        [] {
+          return std::vector<OpSample>{
+              {"sum [4, 7], rows' shape",
+               {n({4, 7}, 88), n({7}, 89), n({4, 7}, 90), params({0, 0})}},
+              {"mean 3-d, per-row residual",
+               {n({2, 3, 20}, 91), n({20}, 92), n({2, 3, 1}, 93), params({1, 0})}},
+              {"amax [4, 7], rows' shape",
+               {n({4, 7}, 94), n({7}, 95), n({4, 7}, 96), params({2, 0})}},
+              {"amin, non-contiguous, one per row",
+               {make_noncontiguous({5, 6}, 97), n({6}, 98), n({5, 1}, 99), params({3, 1})}},
+              {"sum, one per row, scalar factor",
+               {n({3, 9}, 100), n({9}, 101), n({1}, 102), params({0, 1})}},
+              {"mean without keepdim", {n({4, 7}, 103), n({7}, 104), n({1}, 105), params({1, 2})}},
+              {"amax without keepdim, 3-d",
+               {n({2, 3, 5}, 106), n({5}, 107), n({1}, 108), params({2, 2})}},
+              {"sum, empty rows", {n({0, 5}, 109), n({5}, 110), n({0, 5}, 111), params({0, 0})}},
+              {"sum of rows of nothing",
+               {n({3, 0}, 112), n({0}, 113), n({3, 1}, 114), params({0, 1})}},
+          };
+        },
+    .dtypes = {kFloat32, kFloat64},
+    .atol32 = 1e-5,
+    .rtol32 = 1e-4,
+    .ops = {"fused_reduction"},
+    .host_params = {-1},
+});
+
 }  // namespace
 
 // Graph mode over the whole op table: each entry's call, on each sample, traced into a graph

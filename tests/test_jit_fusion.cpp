@@ -741,10 +741,11 @@ TEST(FusedReduction, RefusesWhatItCannotRunNamingTheFault) {
   Tensor x = ones({2, 3});
   EXPECT_THAT(error_of([&] { (void)jit::fused_reduction({x}, "variance", 1, "", ""); }),
               HasSubstr("fused_reduction: unknown reduction 'variance' (expected layer_norm, "
-                        "rms_norm, softmax or log_softmax)"));
+                        "rms_norm, softmax, log_softmax, sum, mean, amax or amin)"));
   EXPECT_THAT(error_of([&] { (void)jit::fused_reduction({x}, "softmax", 2, "", ""); }),
               HasSubstr("fused_reduction: softmax over 2 trailing dims of an output of shape "
-                        "[2, 3] (layer_norm and rms_norm take 1 to 2, softmax and log_softmax 1)"));
+                        "[2, 3] (layer_norm, rms_norm and the statistics take 1 to 2, softmax and "
+                        "log_softmax 1)"));
   EXPECT_THAT(error_of([&] { (void)jit::fused_reduction({x}, "layer_norm", 3, "", ""); }),
               HasSubstr("fused_reduction: layer_norm over 3 trailing dims"));
   EXPECT_THAT(error_of([&] { (void)jit::fused_reduction({x}, "layer_norm", 1, "", "exp(i2)"); }),

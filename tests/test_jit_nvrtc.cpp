@@ -127,6 +127,30 @@ TEST(JitNvrtc, FusedReductionsCompileForTheGpu) {
   }
 }
 
+TEST(JitNvrtc, FusedStatisticsCompileForTheGpu) {
+  // sum, mean, amax and amin with a prologue, and an epilogue giving one value per row or the
+  // rows' shape (reading input 0, full), and alone.
+  const FusedProgram prologue = parse_fused_program("sub(i0,i1,1);mul(v0,v0)", 2);
+  const FusedProgram row = parse_fused_program("sqrt(i2)", 3);
+  const FusedProgram rows = parse_fused_program("add(i2,1e-06,1);rsqrt(v0);mul(i0,v1)", 3);
+  for (const char* reduction : {"sum", "mean", "amax", "amin"}) {
+    for (DType dt : {kFloat32, kFloat64}) {
+      for (int form = 0; form < 3; ++form) {
+        const std::string source =
+            fused_cuda_stat_source(form == 2 ? nullptr : &prologue, reduction,
+                                   form == 0   ? &row
+                                   : form == 1 ? &rows
+                                               : nullptr,
+                                   2, dt, "fr", form == 1);
+        EXPECT_THAT(source, HasSubstr(form == 1 ? "out[r * cols + c] =" : "out[r] ="));
+        const std::string what = std::string(reduction) + " " + std::string(dtype_name(dt)) +
+                                 " form " + std::to_string(form);
+        if (!expect_cubin(source, what)) GTEST_SKIP() << "no NVRTC here";
+      }
+    }
+  }
+}
+
 TEST(JitNvrtc, FusedReductionsWithDropoutCompileForTheGpu) {
   // The prologue's dropout draws from the argument's rng, the epilogue's from rng2.
   const FusedProgram prologue = parse_fused_program("add(i0,i1,1);dropout(v0,0,0.1)", 2);

@@ -282,14 +282,19 @@ int fuse_reductions(Graph& g);
 /// its ops one by one, so each records its own backward.
 Tensor fused_elementwise(const std::vector<Tensor>& inputs, const std::string& program);
 /// A row-wise reduction with an elementwise prologue and epilogue (fuse_reductions' node): over
-/// rows of the output's trailing `dims` dims, x = prologue(inputs) (empty: input 0), y =
-/// `reduction`(x) — "layer_norm" ((x - mean) / sqrt(var + eps), no affine part), "softmax" or
-/// "log_softmax" (dims 1) — and out = epilogue(inputs..., y) (y is its input i<n>, n the number of
-/// inputs; empty: out = y). Programs as fused_elementwise's. With an input that requires grad the
-/// prologue's ops, the reduction's op and the epilogue's ops run one by one.
+/// rows of the inputs' broadcast shape's trailing `dims` dims, x = prologue(inputs) (empty: input
+/// 0), y = `reduction`(x) — "layer_norm" ((x - mean) / sqrt(var + eps), no affine part),
+/// "rms_norm", "softmax" or "log_softmax" (dims 1), each of x's shape; or a statistic of each row,
+/// "sum", "mean", "amax" or "amin" (one value per row: the trailing dims kept as 1 with
+/// `keepdim`, else dropped) — and out = epilogue(inputs..., y) (y is its input i<n>, n the number
+/// of inputs; empty: out = y). A statistic's epilogue gives one value per row or, reading inputs
+/// of the rows' shape, the rows' shape (`x * rsqrt(mean(x * x) + eps)`); without `keepdim` it
+/// reads one-element inputs only; its programs have no dropout. Programs as fused_elementwise's.
+/// With an input that requires grad: one node whose backward recomputes the programs and the
+/// reduction (on the CPU and a GPU), else the ops one by one.
 Tensor fused_reduction(const std::vector<Tensor>& inputs, const std::string& reduction,
                        int64_t dims, const std::string& prologue, const std::string& epilogue,
-                       double eps = 1e-5);
+                       double eps = 1e-5, bool keepdim = true);
 /// activation(linear(input, weight, bias)) + other, or activation(linear(...) + other) with
 /// `add_first` (fuse_linear_pointwise's node; activation "none", "relu", "gelu", "gelu_tanh" or
 /// "silu"; other may be undefined). Float32 CPU inference with `other` of the output's shape runs

@@ -294,6 +294,16 @@ std::string fused_multi_kernel_source(const FusedProgram& p, const std::vector<i
 }
 
 namespace {
+// Tree reductions of one value per thread over the block (blockDim.x a power of two), in a fixed
+// order; every thread gets the result.
+const char* const kCudaBlockFold =
+    "template <class T, class F> T ignis_block_fold(T v, T* sh, const F& f) {\n"
+    "  sh[threadIdx.x] = v;\n  __syncthreads();\n"
+    "  for (unsigned w = blockDim.x / 2; w > 0; w /= 2) {\n"
+    "    if (threadIdx.x < w) sh[threadIdx.x] = f(sh[threadIdx.x], sh[threadIdx.x + w]);\n"
+    "    __syncthreads();\n  }\n"
+    "  const T r = sh[0];\n  __syncthreads();\n  return r;\n}\n";
+
 /// The generated CUDA kernels' first argument: the inputs' pointers and dropout's stream (seed,
 /// base, n), as cuda/nvrtc_fusion.cpp packs them.
 std::string cuda_inputs_struct() {
@@ -394,15 +404,8 @@ std::string fused_cuda_reduction_source(const FusedProgram* prologue, const std:
                                         const std::string& layouts) {
   std::ostringstream s;
   emit_reduction_header(s, prologue, reduction, epilogue, layouts);
-  // Tree reductions of one value per thread over the block (blockDim.x a power of two), in a
-  // fixed order; every thread gets the result.
-  s << "template <class T, class F> T ignis_block_fold(T v, T* sh, const F& f) {\n"
-       "  sh[threadIdx.x] = v;\n  __syncthreads();\n"
-       "  for (unsigned w = blockDim.x / 2; w > 0; w /= 2) {\n"
-       "    if (threadIdx.x < w) sh[threadIdx.x] = f(sh[threadIdx.x], sh[threadIdx.x + w]);\n"
-       "    __syncthreads();\n  }\n"
-       "  const T r = sh[0];\n  __syncthreads();\n  return r;\n}\n"
-       "struct IgnisSum { template <class T> T operator()(T a, T b) const { return a + b; } };\n"
+  s << kCudaBlockFold
+    << "struct IgnisSum { template <class T> T operator()(T a, T b) const { return a + b; } };\n"
        "struct IgnisMax { template <class T> T operator()(T a, T b) const { return b > a ? b : a; "
        "} "
        "};\n";
@@ -469,6 +472,131 @@ std::string fused_cuda_reduction_source(const FusedProgram* prologue, const std:
   }
   emit_epilogue_loop(s, "long long c = threadIdx.x; c < cols; c += blockDim.x", value, epilogue,
                      num_inputs, layouts);
+  return s.str();
+}
+
+namespace {
+/// The combining step of a statistic (row_reduce.h) and its identity.
+const char* stat_combiner(const std::string& reduction) {
+  return reduction == "amax" ? "IgnisMaxNan" : reduction == "amin" ? "IgnisMinNan" : "IgnisAdd";
+}
+const char* stat_identity(const std::string& reduction) {
+  return reduction == "amax"   ? "-std::numeric_limits<T>::infinity()"
+         : reduction == "amin" ? "std::numeric_limits<T>::infinity()"
+                               : "T(0)";
+}
+/// The epilogue at one element (`store`: where its value goes) with the row's statistic as
+/// a<num_inputs>, or the statistic itself without one.
+void emit_stat_epilogue(std::ostream& s, const FusedProgram* epilogue, int num_inputs,
+                        const std::string& layouts, const std::string& stat,
+                        const std::string& store, const std::string& indent) {
+  s << indent << "const T a" << num_inputs << " = " << stat << ";\n";
+  std::string v(1, 'a');  // (not "a" + ...: GCC 12's -Wrestrict)
+  v = epilogue ? emit_body(s, *epilogue, layouts, indent) : v += std::to_string(num_inputs);
+  s << indent << store << " = " << v << ";\n";
+}
+}  // namespace
+
+std::string fused_stat_source(const FusedProgram* prologue, const std::string& reduction,
+                              const FusedProgram* epilogue, int num_inputs, DType dtype,
+                              const std::string& layouts, bool full) {
+  std::ostringstream s;
+  emit_reduction_header(s, prologue, reduction, epilogue, layouts);
+  s << IGNIS_JIT_STRINGIFY(IGNIS_JIT_COMBINE_CODE IGNIS_JIT_LANES_CODE) << "\n";
+  s << "extern \"C\" void ignis_fused_kernel(const void* const* in, void* out_, long long i0, "
+       "long long i1, long long cols, long long chunk, void* stats_, int pass) {\n";
+  s << "  using T = " << c_type(dtype) << ";\n";
+  emit_inputs(s, num_inputs);
+  s << "  T* __restrict out = static_cast<T*>(out_);\n"
+       "  T* __restrict stats = static_cast<T*>(stats_);\n"
+       "  const long long nc = (cols + chunk - 1) / chunk;\n"
+       "  const "
+    << stat_combiner(reduction)
+    << " f{};\n"
+       "  if (pass == 0) {  // each part's statistic: parts i0 .. i1 - 1, nc per row\n"
+       "    T buf["
+    << kStatTile
+    << "];\n"
+       "    (void)buf;\n"
+       "    for (long long it = i0; it < i1; ++it) {\n"
+       "      const long long r = it / nc, c0 = (it - r * nc) * chunk;\n"
+       "      const long long c1 = c0 + chunk < cols ? c0 + chunk : cols;\n";
+  emit_row_pointers(s, layouts, "      ");
+  s << "      T acc[16];\n      for (int j = 0; j < 16; ++j) acc[j] = " << stat_identity(reduction)
+    << ";\n";
+  if (prologue != nullptr) {
+    s << "      for (long long t0 = c0; t0 < c1; t0 += " << kStatTile << ") {\n"
+      << "        const long long t1 = t0 + " << kStatTile << " < c1 ? t0 + " << kStatTile
+      << " : c1;\n"
+      << "        for (long long c = t0; c < t1; ++c) {\n";
+    const std::string v = emit_body(s, *prologue, layouts, "          ");
+    s << "          buf[c - t0] = " << v << ";\n"
+      << "        }\n        ignis_lanes_add(acc, buf, t1 - t0, f);\n      }\n";
+  } else {
+    s << "      ignis_lanes_add(acc, p0 + c0, c1 - c0, f);\n";
+  }
+  s << "      stats[it] = ignis_lanes_total(acc, f);\n    }\n    return;\n  }\n";
+  // Pass 1: the epilogue, with stats[r] the row's statistic.
+  if (full) {
+    s << "  for (long long it = i0; it < i1; ++it) {  // parts again\n"
+         "    const long long r = it / nc, c0 = (it - r * nc) * chunk;\n"
+         "    const long long c1 = c0 + chunk < cols ? c0 + chunk : cols;\n"
+         "    T* __restrict o = out + r * cols;\n"
+         "    const T st = stats[r];\n";
+    emit_row_pointers(s, layouts, "    ");
+    s << "    for (long long c = c0; c < c1; ++c) {\n";
+    emit_stat_epilogue(s, epilogue, num_inputs, layouts, "st", "o[c]", "      ");
+    s << "    }\n  }\n}\n";
+  } else {
+    s << "  for (long long r = i0; r < i1; ++r) {  // rows\n"
+         "    const long long c = 0;\n"
+         "    (void)c;\n";
+    emit_row_pointers(s, layouts, "    ");
+    emit_stat_epilogue(s, epilogue, num_inputs, layouts, "stats[r]", "out[r]", "    ");
+    s << "  }\n}\n";
+  }
+  return s.str();
+}
+
+std::string fused_cuda_stat_source(const FusedProgram* prologue, const std::string& reduction,
+                                   const FusedProgram* epilogue, int num_inputs, DType dtype,
+                                   const std::string& layouts, bool full) {
+  std::ostringstream s;
+  emit_reduction_header(s, prologue, reduction, epilogue, layouts);
+  s << IGNIS_JIT_STRINGIFY(IGNIS_JIT_COMBINE_CODE) << "\n" << kCudaBlockFold;
+  s << cuda_inputs_struct()
+    << "\n"
+       "extern \"C\" __global__ void ignis_fused_kernel(IgnisFusedInputs in, void* out_, "
+       "long long rows, long long cols, double eps_, void* scratch_) {\n";
+  s << "  using T = " << c_type(dtype) << ";\n  __shared__ T sh[256];\n";
+  for (int i = 0; i < num_inputs; ++i)
+    s << "  const T* __restrict in" << i << " = static_cast<const T*>(in.p[" << i << "]);\n";
+  s << "  T* __restrict out = static_cast<T*>(out_);\n"
+       "  const "
+    << stat_combiner(reduction)
+    << " f{};\n"
+       "  for (long long r = blockIdx.x; r < rows; r += gridDim.x) {\n";
+  emit_row_pointers(s, layouts, "    ");
+  s << "    T part = " << stat_identity(reduction) << ";\n"
+    << "    for (long long c = threadIdx.x; c < cols; c += blockDim.x) {\n";
+  if (prologue != nullptr) {
+    const std::string v = emit_body(s, *prologue, layouts, "      ");
+    s << "      part = f(part, " << v << ");\n";
+  } else {
+    s << "      part = f(part, p0[c]);\n";
+  }
+  s << "    }\n    T st = ignis_block_fold(part, sh, f);\n";
+  if (reduction == "mean") s << "    st = st / static_cast<T>(cols);\n";
+  if (full) {
+    s << "    for (long long c = threadIdx.x; c < cols; c += blockDim.x) {\n";
+    emit_stat_epilogue(s, epilogue, num_inputs, layouts, "st", "out[r * cols + c]", "      ");
+    s << "    }\n";
+  } else {
+    s << "    if (threadIdx.x == 0) {\n      const long long c = 0;\n      (void)c;\n";
+    emit_stat_epilogue(s, epilogue, num_inputs, layouts, "st", "out[r]", "      ");
+    s << "    }\n";
+  }
+  s << "  }\n}\n";
   return s.str();
 }
 

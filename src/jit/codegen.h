@@ -65,6 +65,26 @@ std::string fused_reduction_source(const FusedProgram* prologue, const std::stri
                                    const FusedProgram* epilogue, int num_inputs, DType dtype,
                                    const std::string& layouts);
 
+/// A generated kernel for fused_reduction's statistics ("sum", "mean", "amax", "amin" over rows
+/// of `cols`), in two passes the caller runs in parallel over parts of rows. Pass 0: for each part
+/// `it` in [begin, end) — row it / nc, columns [k chunk, (k + 1) chunk) with k = it % nc and
+/// nc = ceil(cols / chunk) — stats[it] = the statistic of x = prologue(inputs) (or input 0) over
+/// the part (sum, max or min: mean's division is the caller's, as is folding the parts of a row,
+/// row_reduce.h). Pass 1, with stats[r] the row's statistic: the epilogue (reading it as input
+/// i<n>) at every element of parts [begin, end) into out (`full`: out has the rows' shape), or
+/// once per row r in [begin, end) into out[r] (not `full`: one value per row).
+using FusedStatFn = void (*)(const void* const* in, void* out, int64_t begin, int64_t end,
+                             int64_t cols, int64_t chunk, void* stats, int pass);
+std::string fused_stat_source(const FusedProgram* prologue, const std::string& reduction,
+                              const FusedProgram* epilogue, int num_inputs, DType dtype,
+                              const std::string& layouts, bool full);
+/// The same for a GPU, with fused_cuda_reduction_source's signature (no scratch): a block per
+/// row folds the prologue's values as it computes them, then applies the epilogue (every element
+/// when `full`, else thread 0 once into out[r]).
+std::string fused_cuda_stat_source(const FusedProgram* prologue, const std::string& reduction,
+                                   const FusedProgram* epilogue, int num_inputs, DType dtype,
+                                   const std::string& layouts, bool full);
+
 /// The symbol ignis_fused_kernel of the compiled `source`: from this process's table, else from
 /// the on-disk cache, else compiled now. Null when there is no working compiler; `why` then says
 /// what failed.

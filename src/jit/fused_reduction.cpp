@@ -35,7 +35,9 @@
 #include "ignis/ops.h"
 #include "jit/codegen.h"
 #include "jit/fused_runtime.h"
+#include "jit/fused_stat.h"
 #include "jit/row_reduce.h"
+#include "ops/reduce.h"
 
 namespace ignis {
 namespace jit {
@@ -48,8 +50,43 @@ namespace {
 
 using detail::FusedProgram;
 
-/// The reduction itself through its op (autograd records it): x normalised or soft-maxed.
-Tensor reduce(const std::string& reduction, int64_t dims, double eps, const Tensor& x) {
+/// A statistic of each row (one value per row: sum, mean, amax, amin), not a normalisation.
+bool is_stat(const std::string& reduction) {
+  return reduction == "sum" || reduction == "mean" || reduction == "amax" || reduction == "amin";
+}
+
+/// The inputs (below `n`) that program `p` reads.
+std::vector<int> inputs_read(const FusedProgram& p, int n) {
+  std::vector<int> r;
+  for (const detail::FusedInstr& in : p.code) {
+    // (a unary op's and dropout's second operand is not an input)
+    const bool binary =
+        in.op != detail::FusedOp::dropout && detail::fused_op_info(in.op).arity == 2;
+    for (const detail::FusedOperand* o : {&in.a, &in.b})
+      if ((o == &in.a || binary) && o->kind == detail::FusedOperand::Kind::Input && o->index < n &&
+          std::find(r.begin(), r.end(), o->index) == r.end())
+        r.push_back(o->index);
+  }
+  return r;
+}
+
+/// The trailing `dims` dims: -1, -2, ...
+Shape trailing_dims(int64_t dims) {
+  Shape d;
+  for (int64_t i = 0; i < dims; ++i) d.push_back(-1 - i);
+  return d;
+}
+
+/// The reduction itself through its op (autograd records it): x normalised or soft-maxed, or the
+/// rows' statistic (kept as dims of 1 with `keepdim`).
+Tensor reduce(const std::string& reduction, int64_t dims, double eps, const Tensor& x,
+              bool keepdim = true) {
+  if (is_stat(reduction)) {
+    const Shape d = trailing_dims(dims);
+    if (reduction == "sum") return x.sum(d, keepdim);
+    if (reduction == "mean") return x.mean(d, keepdim);
+    return reduction == "amax" ? amax(x, d, keepdim) : amin(x, d, keepdim);
+  }
   const Shape norm(x.sizes().end() - dims, x.sizes().end());
   if (reduction == "layer_norm")
     return nn::functional::layer_norm(x, norm, Tensor(), Tensor(), eps);
@@ -122,12 +159,24 @@ Tensor reduce_backward_rows(const std::string& reduction, int64_t dims, double e
 /// Without history to record (`graph` false) on the CPU, the row kernel above.
 Tensor reduce_backward(const std::string& reduction, int64_t dims, double eps, const Tensor& x,
                        const Tensor& y, const Tensor& gy, bool graph) {
+  if (is_stat(reduction)) {  // x of the rows' shape; y and gy one value per row
+    Shape keep(x.sizes().begin(), x.sizes().end());
+    int64_t C = 1;
+    for (int64_t i = 0; i < dims; ++i) {
+      C *= keep[keep.size() - 1 - static_cast<size_t>(i)];
+      keep[keep.size() - 1 - static_cast<size_t>(i)] = 1;
+    }
+    if (reduction == "sum") return gy.reshape(keep).expand(x.sizes());
+    if (reduction == "mean") return (gy.reshape(keep) / static_cast<double>(C)).expand(x.sizes());
+    Shape d;
+    for (int64_t i = x.dim() - dims; i < x.dim(); ++i) d.push_back(i);
+    return evenly_distribute(gy, x, y, keep, d);
+  }
   if (!graph && x.device().is_cpu() && x.numel() > 0)
     return reduce_backward_rows(reduction, dims, eps, x, y, gy);
   if (reduction == "softmax") return y * (gy - (gy * y).sum({-1}, true));
   if (reduction == "log_softmax") return gy - y.exp() * gy.sum({-1}, true);
-  std::vector<int64_t> d;
-  for (int64_t i = 0; i < dims; ++i) d.push_back(-1 - i);
+  const Shape d = trailing_dims(dims);
   const bool ln = reduction == "layer_norm";
   const Tensor rstd = rsqrt((ln ? x.var(d, 0, true) : (x * x).mean(d, true)) + eps);
   const Tensor proj = y * (gy * y).mean(d, true);
@@ -142,13 +191,16 @@ struct Spec {
   std::string prologue, epilogue, reduction;
   int64_t dims = 1;
   double eps = 1e-5;
+  bool keepdim = true;
+  bool full = true;  // the output has the rows' shape (a statistic's: one value per row otherwise)
+  Shape out;         // the output's shape
   detail::FusedRng pro_rng, epi_rng;
 };
 
 Tensor composite(const Spec& s, const std::vector<Tensor>& inputs, const Shape& shape) {
   Tensor x = s.pro ? detail::run_fused_composite(*s.pro, inputs, s.pro_rng) : inputs[0];
   if (!x.sizes().equals(shape)) x = x.expand(shape);
-  const Tensor r = reduce(s.reduction, s.dims, s.eps, x);
+  const Tensor r = reduce(s.reduction, s.dims, s.eps, x, s.keepdim);
   if (!s.epi) return r;
   std::vector<Tensor> in = inputs;
   in.push_back(r);
@@ -222,17 +274,21 @@ Tensor run_fused(const Spec& s, const std::vector<Tensor>& inputs, const Shape& 
   const DType dtype = inputs[0].dtype();
   const Device device = inputs[0].device();
   if (!(device.is_cpu() || on_device)) {
-    if (device.is_meta()) return make_tensor(shape, dtype, device);
+    if (device.is_meta()) return make_tensor(s.out, dtype, device);
     NoGradGuard no_grad;
     return composite(s, inputs, shape);
   }
-  Tensor out = make_tensor(shape, dtype, device);
-  const int64_t numel = out.numel();
-  if (numel == 0) return out;
+  Tensor out = make_tensor(s.out, dtype, device);
+  if (out.numel() == 0) return out;
   const int64_t nd = static_cast<int64_t>(shape.size()), dims = s.dims;
   int64_t C = 1;
   for (int64_t d = nd - dims; d < nd; ++d) C *= shape[static_cast<size_t>(d)];
-  const int64_t R = numel / C;
+  if (C == 0) {  // a statistic of empty rows (sum 0, mean NaN): no elements to fuse over
+    NoGradGuard no_grad;
+    return composite(s, inputs, shape);
+  }
+  const int64_t R = shape_numel(shape) / C;
+  const bool stat = is_stat(s.reduction);
   // Each input against rows of C: full, a row repeated for every row (a weight), one value per
   // row, one value; any other broadcast is materialised. Without a prologue, input 0 is the
   // reduction's input and is read in full.
@@ -271,14 +327,17 @@ Tensor run_fused(const Spec& s, const std::vector<Tensor>& inputs, const Shape& 
     keep.push_back(std::move(c));
   }
   const std::string key = std::string(op) + "|" + s.reduction + "|" + s.prologue + "|" +
-                          s.epilogue + "|" + std::string(dtype_name(dtype)) + "|" + layouts;
+                          s.epilogue + "|" + std::string(dtype_name(dtype)) + "|" + layouts +
+                          (stat ? (s.full ? "|full" : "|row") : "");
   if (on_device) {
     try {
       detail::fused_reduction_stub[device](
-          out, ptrs, R, C, s.eps, s.pro != nullptr, key,
+          out, ptrs, R, C, s.eps, s.pro != nullptr && !stat, key,
           [&] {
-            return detail::fused_cuda_reduction_source(s.pro.get(), s.reduction, s.epi.get(), n,
-                                                       dtype, layouts);
+            return stat ? detail::fused_cuda_stat_source(s.pro.get(), s.reduction, s.epi.get(), n,
+                                                         dtype, layouts, s.full)
+                        : detail::fused_cuda_reduction_source(s.pro.get(), s.reduction, s.epi.get(),
+                                                              n, dtype, layouts);
           },
           s.pro_rng, s.epi_rng);
       return out;
@@ -289,6 +348,11 @@ Tensor run_fused(const Spec& s, const std::vector<Tensor>& inputs, const Shape& 
       NoGradGuard no_grad;
       return composite(s, inputs, shape);
     }
+  }
+  if (stat) {
+    detail::run_fused_stat(s.pro.get(), s.epi.get(), s.reduction, ptrs, layouts, out, R, C, s.full,
+                           key);
+    return out;
   }
   const int64_t grain = std::max<int64_t>(kGrainSize / 4 / C, 1);
   auto fn = reinterpret_cast<detail::FusedReductionFn>(detail::fused_kernel(
@@ -366,19 +430,33 @@ Tensor reduction_with_backward(const Spec& s, const std::vector<Tensor>& inputs,
     }
     if (!x.sizes().equals(shape)) x = x.expand(shape);
     // Without history, y by the row kernel (one pass; the ops make several).
-    const Tensor y = graph ? reduce(s.reduction, s.dims, s.eps, x)
-                           : fused_reduction({x}, s.reduction, s.dims, "", "", s.eps);
+    const Tensor y = graph ? reduce(s.reduction, s.dims, s.eps, x, s.keepdim)
+                           : fused_reduction({x}, s.reduction, s.dims, "", "", s.eps, s.keepdim);
+    // A statistic's epilogue gives gradients in the output's shape: each input's is summed to
+    // its shape (to add the prologue's), y's to one value per row.
+    const bool stat = is_stat(s.reduction);
     Tensor gy = g[0];
     if (s.epi) {
       std::vector<Tensor> ein = in;
+      if (stat) {  // inputs the epilogue does not read must not widen its gradients' shape
+        const std::vector<int> read = inputs_read(*s.epi, n);
+        for (int k = 0; k < n; ++k)
+          if (std::find(read.begin(), read.end(), k) == read.end())
+            ein[static_cast<size_t>(k)] = zeros({}, TensorOptions(y.dtype()).device(y.device()));
+      }
       ein.push_back(y);
       ein.push_back(g[0]);
       std::vector<int> ew = want;
       ew.push_back(n);
       TensorList eg = detail::fused_input_grads(*s.epi, ein, ew, s.epi_rng);
-      for (int k : want) r[static_cast<size_t>(k)] = eg[static_cast<size_t>(k)];
+      for (int k : want) {
+        const Tensor& e = eg[static_cast<size_t>(k)];
+        r[static_cast<size_t>(k)] =
+            stat && e.defined() ? e.sum_to_size(in[static_cast<size_t>(k)].sizes()) : e;
+      }
       gy = eg[static_cast<size_t>(n)];
       if (!gy.defined()) return r;  // the epilogue does not read y
+      if (stat) gy = gy.sum_to_size(y.sizes());
     }
     const Tensor gx = reduce_backward(s.reduction, s.dims, s.eps, x, y, gy, graph);
     auto add_to = [&](int k, const Tensor& t) {
@@ -403,29 +481,66 @@ Tensor reduction_with_backward(const Spec& s, const std::vector<Tensor>& inputs,
   return out;
 }
 
+/// A statistic's output shape (s.out, s.full) for rows of `shape`, checking what it needs.
+void stat_output(Spec& s, const std::vector<Tensor>& inputs, const Shape& shape) {
+  constexpr const char* op = "fused_reduction";
+  const int n = static_cast<int>(inputs.size());
+  for (const auto* p : {s.pro.get(), s.epi.get()})
+    IGNIS_CHECK(!p || p->random_streams() == 0, op, ": ", s.reduction,
+                " takes programs without dropout");
+  Shape keep = shape;
+  int64_t C = 1;
+  for (size_t i = 0; i < static_cast<size_t>(s.dims); ++i) {
+    C *= keep[keep.size() - 1 - i];
+    keep[keep.size() - 1 - i] = 1;
+  }
+  IGNIS_CHECK(C > 0 || shape_numel(keep) == 0 || s.reduction == "sum" || s.reduction == "mean", op,
+              ": ", s.reduction, " over ", s.dims, " trailing dims of shape ", shape,
+              " reduces empty rows (it has no identity)");
+  const std::vector<int> read = s.epi ? inputs_read(*s.epi, n) : std::vector<int>{};
+  s.full = false;
+  if (!s.keepdim) {
+    for (int i : read)
+      IGNIS_CHECK(inputs[static_cast<size_t>(i)].numel() == 1, op, ": ", s.reduction,
+                  " without keepdim: the epilogue may read only one-element inputs, but input ", i,
+                  " has shape ", inputs[static_cast<size_t>(i)].sizes());
+    s.out = Shape(shape.begin(), shape.end() - s.dims);
+    return;
+  }
+  Shape out = keep;
+  for (int i : read) out = broadcast_shapes(out, inputs[static_cast<size_t>(i)].sizes());
+  IGNIS_CHECK(out == keep || out == shape, op, ": the epilogue of ", s.reduction, " gives shape ",
+              out, "; expected one value per row, ", keep, ", or the rows' shape ", shape);
+  s.full = out != keep;
+  s.out = out;
+}
+
 }  // namespace
 
 IGNIS_OP(fused_reduction,
          "fused_reduction(Tensor[] inputs, str reduction, int dims, str prologue, str epilogue, "
-         "float eps=1e-05) -> Tensor",
+         "float eps=1e-05, bool keepdim=True) -> Tensor",
          Tensor(const std::vector<Tensor>&, const std::string&, int64_t, const std::string&,
-                const std::string&, double),
+                const std::string&, double, bool),
          fused_reduction,
          {.differentiable = true, .kind = "kernel", .stubs = {&detail::fused_reduction_stub}});
 
 Tensor fused_reduction(const std::vector<Tensor>& inputs, const std::string& reduction,
                        int64_t dims, const std::string& prologue, const std::string& epilogue,
-                       double eps) {
-  IGNIS_DISPATCH(fused_reduction, fused_reduction, inputs, reduction, dims, prologue, epilogue,
-                 eps);
+                       double eps, bool keepdim) {
+  IGNIS_DISPATCH(fused_reduction, fused_reduction, inputs, reduction, dims, prologue, epilogue, eps,
+                 keepdim);
   constexpr const char* op = "fused_reduction";
   // The epilogue reads one more input than the node: the reduction's result.
   IGNIS_CHECK(!inputs.empty() && inputs.size() < static_cast<size_t>(detail::kMaxFusedInputs), op,
               ": expected 1 to ", detail::kMaxFusedInputs - 1, " inputs, got ", inputs.size());
   const bool norm = reduction == "layer_norm" || reduction == "rms_norm";
-  IGNIS_CHECK(norm || reduction == "softmax" || reduction == "log_softmax", op,
+  const bool stat = is_stat(reduction);
+  IGNIS_CHECK(norm || stat || reduction == "softmax" || reduction == "log_softmax", op,
               ": unknown reduction '", reduction.substr(0, 64),
-              "' (expected layer_norm, rms_norm, softmax or log_softmax)");
+              "' (expected layer_norm, rms_norm, softmax, log_softmax, sum, mean, amax or amin)");
+  IGNIS_CHECK(keepdim || stat, op, ": ", reduction,
+              " keeps the input's shape (keepdim=False is for sum, mean, amax and amin)");
   const int n = static_cast<int>(inputs.size());
   Spec s;
   s.prologue = prologue;
@@ -433,6 +548,7 @@ Tensor fused_reduction(const std::vector<Tensor>& inputs, const std::string& red
   s.reduction = reduction;
   s.dims = dims;
   s.eps = eps;
+  s.keepdim = keepdim;
   try {
     if (!prologue.empty()) s.pro = detail::parsed_program(prologue, n);
     if (!epilogue.empty()) s.epi = detail::parsed_program(epilogue, n + 1);
@@ -441,10 +557,13 @@ Tensor fused_reduction(const std::vector<Tensor>& inputs, const std::string& red
   }
   const Shape shape = detail::fused_output_shape(inputs, op);
   const int64_t nd = static_cast<int64_t>(shape.size());
-  IGNIS_CHECK(dims >= 1 && dims <= nd && (dims == 1 || norm), op, ": ", reduction, " over ", dims,
-              " trailing dims of an output of shape ", shape,
-              " (layer_norm and rms_norm take 1 to ", nd, ", softmax and log_softmax 1)");
+  IGNIS_CHECK(dims >= 1 && dims <= nd && (dims == 1 || norm || stat), op, ": ", reduction, " over ",
+              dims, " trailing dims of an output of shape ", shape,
+              " (layer_norm, rms_norm and the statistics take 1 to ", nd,
+              ", softmax and log_softmax 1)");
   IGNIS_CHECK(std::isfinite(eps), op, ": eps must be finite, got ", eps);
+  s.out = shape;
+  if (stat) stat_output(s, inputs, shape);
   const Device device = inputs[0].device();
   if (!device.is_meta()) {  // (a meta tensor draws nothing)
     if (s.pro) s.pro_rng = detail::draw_fused_rng(*s.pro, shape);

@@ -9,6 +9,7 @@
 
 #include "ignis/error.h"
 #include "ignis/jit.h"
+#include "ignis/ops.h"
 #include "jit/fused_program.h"
 #include "jit/passes.h"
 
@@ -27,6 +28,7 @@ struct Candidate {
   int a = -1, b = -1;
   double number = 0;
   double param = 0;
+  bool square = false;  // b is a again (x ** 2 as x * x): the node reads a once
 };
 
 double scalar_attr(const Node& n, std::string_view name) {
@@ -58,6 +60,13 @@ std::optional<Candidate> translate(const Graph& g, const Node& n) {
       c.number = scalar_attr(n, "other");
     }
     if (base == "add" || base == "sub") c.param = scalar_attr(n, "alpha");
+  } else if (name == "pow.Tensor_Scalar") {
+    // x ** 2 as x * x (the same value, rounded once; the same gradient, 2 x g); other exponents
+    // stay the op.
+    if (scalar_attr(n, "exponent") != 2.0) return {};
+    detail::fused_op_by_name("mul", c.op);
+    c.b = c.a;
+    c.square = true;
   } else if (name == "maximum" || name == "minimum") {
     detail::fused_op_by_name(name, c.op);
     if (n.args[1].kind != Arg::Kind::Tensor) return {};
@@ -123,7 +132,7 @@ int fuse_elementwise(Graph& g) {
       grew = false;
       std::map<int, int> inside;  // value id -> references from members
       for (size_t m : members)
-        for (int v : {cand[m]->a, cand[m]->b})
+        for (int v : {cand[m]->a, cand[m]->square ? -1 : cand[m]->b})
           if (v >= 0) ++inside[v];
       for (const auto& [v, refs] : inside) {
         const int p = prod[static_cast<size_t>(v)];
@@ -301,13 +310,40 @@ struct Builder {
 };
 
 /// The reduction a node computes ("" when it is not one fuse_reductions takes), the number of
-/// trailing dims it reduces, eps, and layer_norm's weight and bias (-1 for None).
+/// trailing dims it reduces, eps, layer_norm's weight and bias (-1 for None), and whether a
+/// statistic (sum, mean, amax, amin) keeps the reduced dims.
 struct Reduction {
   std::string kind;
   int64_t dims = 1;
   double eps = 1e-5;
   int weight = -1, bias = -1;
+  bool keepdim = true;
+  bool stat() const { return kind == "sum" || kind == "mean" || kind == "amax" || kind == "amin"; }
 };
+
+int64_t sizes_numel(const Shape& sizes) {
+  int64_t n = 1;
+  for (int64_t v : sizes) n *= v;
+  return n;
+}
+
+/// How many trailing dims of a rank-nd tensor `dims` names (empty: every dim), or 0 when they
+/// are not exactly the trailing ones.
+int64_t trailing_count(const op::IValue& dims, int64_t nd) {
+  if (!dims.is<std::vector<int64_t>>() || nd < 1) return 0;
+  const std::vector<int64_t>& d = dims.get<std::vector<int64_t>>();
+  if (d.empty()) return nd;
+  std::vector<char> seen(static_cast<size_t>(nd), 0);
+  for (int64_t v : d) {
+    const int64_t w = v < 0 ? v + nd : v;
+    if (w < 0 || w >= nd || seen[static_cast<size_t>(w)]) return 0;
+    seen[static_cast<size_t>(w)] = 1;
+  }
+  const int64_t k = static_cast<int64_t>(d.size());
+  for (int64_t w = nd - k; w < nd; ++w)
+    if (!seen[static_cast<size_t>(w)]) return 0;
+  return k;
+}
 
 Reduction reduction_of(const Graph& g, const Node& n) {
   Reduction r;
@@ -319,6 +355,27 @@ Reduction reduction_of(const Graph& g, const Node& n) {
   if ((out.dtype != kFloat32 && out.dtype != kFloat64) || x.dtype != out.dtype) return r;
   const int64_t nd = static_cast<int64_t>(out.sizes.size());
   const std::string name = n.name();
+  // The statistics: sum (no dtype), mean, amax, amin over trailing dims; max() and min() over all.
+  if (name == "sum" || name == "mean" || name == "amax" || name == "amin" || name == "max" ||
+      name == "min") {
+    const int64_t xd = static_cast<int64_t>(x.sizes.size());
+    const bool whole = name == "max" || name == "min";
+    if (whole) {
+      r.dims = xd;
+      r.keepdim = false;
+    } else {
+      if (n.args.size() < 3 || !n.args[2].attr.is<bool>()) return r;
+      if (name == "sum" && (n.args.size() < 4 || !n.args[3].attr.is<std::monostate>())) return r;
+      r.dims = trailing_count(n.args[1].attr, xd);
+      r.keepdim = n.args[2].attr.get<bool>();
+    }
+    if (r.dims < 1) return r;
+    int64_t C = 1;
+    for (int64_t d = xd - r.dims; d < xd; ++d) C *= x.sizes[static_cast<size_t>(d)];
+    if (C == 0) return r;  // (amax's error stays eager's; a sum of nothing is not worth a kernel)
+    r.kind = whole ? (name == "max" ? "amax" : "amin") : name;
+    return r;
+  }
   if (name == "layer_norm") {
     const op::IValue& shape = n.args[1].attr;
     const op::IValue& eps = n.args[4].attr;
@@ -358,6 +415,29 @@ Reduction reduction_of(const Graph& g, const Node& n) {
   return r;
 }
 
+/// Whether fused_reduction's shape rule for a statistic with keepdim gives the epilogue's last
+/// value `tail` (its rows are the inputs' broadcast shape, which must be x's; its output one
+/// value per row broadcast with the inputs the epilogue reads).
+bool stat_shape_agrees(const Graph& g, const std::vector<int>& inputs,
+                       const std::vector<FusedInstr>& epi_code, const Value& xv, const Reduction& r,
+                       int tail) {
+  auto sizes = [&](int v) { return IntArrayRef(g.values[static_cast<size_t>(v)].sizes); };
+  Shape rows;
+  for (int v : inputs) rows = broadcast_shapes(rows, sizes(v));
+  if (!IntArrayRef(rows).equals(xv.sizes)) return false;
+  if (!r.keepdim) return true;  // (the walk kept one-element inputs and y's shape)
+  Shape out = rows;
+  for (int64_t d = 0; d < r.dims; ++d) out[out.size() - 1 - static_cast<size_t>(d)] = 1;
+  for (const FusedInstr& in : epi_code)
+    for (const FusedOperand* o : {&in.a, &in.b}) {
+      const bool operand =
+          o == &in.a || (in.op != FusedOp::dropout && detail::fused_op_info(in.op).arity == 2);
+      if (operand && o->kind == FusedOperand::Kind::Input && o->index >= 0)
+        out = broadcast_shapes(out, sizes(inputs[static_cast<size_t>(o->index)]));
+    }
+  return sizes(tail).equals(out);
+}
+
 }  // namespace
 
 int fuse_reductions(Graph& g) {
@@ -387,6 +467,7 @@ int fuse_reductions(Graph& g) {
     const int p = prod[static_cast<size_t>(x)];
     if (p >= 0 && !dead[static_cast<size_t>(p)] && uses[static_cast<size_t>(x)] == 1) {
       pro = piece_of(g, g.nodes[static_cast<size_t>(p)]);
+      if (pro && r.stat() && pro->program.random_streams() > 0) pro.reset();  // (no dropout)
       if (pro) members.push_back(static_cast<size_t>(p));
     }
     std::vector<FusedInstr> pro_code, epi_code;
@@ -420,6 +501,10 @@ int fuse_reductions(Graph& g) {
     int tail = y;
     size_t last = i;
     bool consumed = false;
+    // A statistic's epilogue: values of one per row (y's shape), then (keepdim) of the rows'
+    // shape, x's; without keepdim it reads one-element inputs only.
+    const Value& xv = g.values[static_cast<size_t>(x)];
+    bool full = false;
     for (;;) {
       const std::vector<int>& rd = readers[static_cast<size_t>(tail)];
       if (rd.empty() || static_cast<int>(rd.size()) != uses[static_cast<size_t>(tail)]) break;
@@ -431,7 +516,20 @@ int fuse_reductions(Graph& g) {
       const std::optional<Piece> piece = piece_of(g, en);
       if (!piece) break;
       const Value& ev = g.values[static_cast<size_t>(en.outputs[0])];
-      if (!IntArrayRef(ev.sizes).equals(yv.sizes) || ev.dtype != yv.dtype) break;
+      if (ev.dtype != yv.dtype) break;
+      if (!r.stat()) {
+        if (!IntArrayRef(ev.sizes).equals(yv.sizes)) break;
+      } else {
+        if (piece->program.random_streams() > 0) break;
+        const bool row = !full && IntArrayRef(ev.sizes).equals(yv.sizes);
+        full = !row && r.keepdim && IntArrayRef(ev.sizes).equals(xv.sizes);
+        if (!row && !full) break;
+        bool scalars = true;
+        for (int v : piece->inputs)
+          scalars =
+              scalars && (v == tail || sizes_numel(g.values[static_cast<size_t>(v)].sizes) == 1);
+        if (!r.keepdim && !scalars) break;
+      }
       bool same_dtype = true;
       for (int v : piece->inputs)
         same_dtype = same_dtype && g.values[static_cast<size_t>(v)].dtype == yv.dtype;
@@ -444,6 +542,7 @@ int fuse_reductions(Graph& g) {
     }
     // (A normalisation alone is still fused: its composite is several ops.)
     if (r.kind != "layer_norm" && r.kind != "rms_norm" && !pro && !consumed) continue;
+    if (r.stat() && consumed && !stat_shape_agrees(g, b.inputs, epi_code, xv, r, tail)) continue;
     const int n = static_cast<int>(b.inputs.size());
     if (n >= detail::kMaxFusedInputs || pro_code.size() > detail::kMaxFusedInstrs ||
         epi_code.size() > detail::kMaxFusedInstrs || pro_streams > 256 || epi_streams > 256)
@@ -480,7 +579,8 @@ int fuse_reductions(Graph& g) {
                  Arg::attribute(r.dims),
                  Arg::attribute(pro ? pro_prog.str() : std::string()),
                  Arg::attribute(epi_code.empty() ? std::string() : epi_prog.str()),
-                 Arg::attribute(r.eps)};
+                 Arg::attribute(r.eps),
+                 Arg::attribute(r.keepdim)};
     node.outputs = g.nodes[last].outputs;
     g.nodes[last] = std::move(node);
     for (size_t m : members)

@@ -5,6 +5,8 @@
 // them into vector lanes), folded as a fixed tree.
 #pragma once
 
+#include <cstdint>
+
 #define IGNIS_JIT_ROW_REDUCE_CODE                                                                \
   template <class T>                                                                             \
   inline T ignis_row_sum(const T* __restrict x, long long n) {                                   \
@@ -75,5 +77,54 @@
     return acc[0];                                                                               \
   }
 
+// The steps combining the statistics of fused_reduction's sum, mean, amax and amin (the generated
+// CPU and CUDA kernels and the interpreter use them alike); max and min propagate NaN, as amax
+// and amin do.
+#define IGNIS_JIT_COMBINE_CODE          \
+  struct IgnisAdd {                     \
+    template <class T>                  \
+    T operator()(T a, T b) const {      \
+      return a + b;                     \
+    }                                   \
+  };                                    \
+  struct IgnisMaxNan {                  \
+    template <class T>                  \
+    T operator()(T a, T b) const {      \
+      return (b > a || b != b) ? b : a; \
+    }                                   \
+  };                                    \
+  struct IgnisMinNan {                  \
+    template <class T>                  \
+    T operator()(T a, T b) const {      \
+      return (b < a || b != b) ? b : a; \
+    }                                   \
+  };
+
+// A statistic over part of a row on the CPU: element i of the part goes to lane i % 16 (the
+// compiler turns the lanes into vector registers), the lanes folded as a fixed tree. The
+// generated kernels feed a part tile by tile (tiles of kStatTile, a multiple of 16, so the lanes
+// are the same as in one call), the interpreter likewise: both give the same bits.
+#define IGNIS_JIT_LANES_CODE                                                                       \
+  template <class T, class F>                                                                      \
+  inline void ignis_lanes_add(T* __restrict acc, const T* __restrict x, long long n, const F& f) { \
+    long long i = 0;                                                                               \
+    for (; i + 16 <= n; i += 16)                                                                   \
+      for (int j = 0; j < 16; ++j) acc[j] = f(acc[j], x[i + j]);                                   \
+    for (; i < n; ++i) acc[i & 15] = f(acc[i & 15], x[i]);                                         \
+  }                                                                                                \
+  template <class T, class F>                                                                      \
+  inline T ignis_lanes_total(T* __restrict acc, const F& f) {                                      \
+    for (int w = 8; w > 0; w /= 2)                                                                 \
+      for (int j = 0; j < w; ++j) acc[j] = f(acc[j], acc[j + w]);                                  \
+    return acc[0];                                                                                 \
+  }
+
 #define IGNIS_JIT_STRINGIFY_(...) #__VA_ARGS__
 #define IGNIS_JIT_STRINGIFY(...) IGNIS_JIT_STRINGIFY_(__VA_ARGS__)
+
+namespace ignis::jit::detail {
+/// The stat reductions' parts: a row is split into chunks of kStatChunk elements (whatever the
+/// number of threads, so that results do not depend on it), each fed to its lanes in tiles of
+/// kStatTile.
+constexpr int64_t kStatChunk = 16384, kStatTile = 256;
+}  // namespace ignis::jit::detail

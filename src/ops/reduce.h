@@ -39,6 +39,12 @@ inline autograd::SavedVariable save_reduce_output(Tensor& out) {
   return autograd::SavedVariable(out, true);
 }
 
+/// The gradient of amax/amin/max()/min(): g split evenly among the elements of x equal to the
+/// result `out` (a NaN result: among the NaN elements, which made it, as PyTorch's max() and
+/// min()); `keep`: out's shape with the reduced `dims` of x kept as 1. Differentiable.
+Tensor evenly_distribute(const Tensor& g, const Tensor& x, const Tensor& out, const Shape& keep,
+                         const Shape& dims);
+
 /// A reduction kernel: out (contiguous, shape plan.out_shape) = reduce(x) over plan's dims.
 using ReduceFn = void (*)(const Tensor& out, const Tensor& x, const ReducePlan& plan);
 IGNIS_DECLARE_STUB(sum_stub, ReduceFn);   // integer and bool x: out may be int64

@@ -42,10 +42,6 @@ IGNIS_OP_METHOD(max, "max(Tensor self) -> Tensor", Tensor() const, max,
 IGNIS_OP_METHOD(min, "min(Tensor self) -> Tensor", Tensor() const, min,
                 {.differentiable = true, .stubs = {&amin_stub}});
 
-namespace {
-
-/// The gradient of amax/amin/max()/min(): g split evenly among the elements equal to the result
-/// (a NaN result: among the NaN elements, which made it, as PyTorch's max() and min()).
 Tensor evenly_distribute(const Tensor& g, const Tensor& x, const Tensor& out, const Shape& keep,
                          const Shape& dims) {
   const Tensor o = out.reshape(keep);
@@ -53,6 +49,8 @@ Tensor evenly_distribute(const Tensor& g, const Tensor& x, const Tensor& out, co
   const Tensor count = sum(mask, dims, true);
   return where(mask, g.reshape(keep) / count, 0);
 }
+
+namespace {
 
 Tensor extreme(const Tensor& x, IntArrayRef dims, bool keepdim, bool is_max, const char* op) {
   const ReducePlan plan = make_reduce_plan(x, dims, keepdim, op);

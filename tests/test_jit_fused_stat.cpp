@@ -1,0 +1,395 @@
+// fused_reduction's statistics (sum, mean, amax, amin over trailing dims with an elementwise
+// prologue and epilogue) and fuse_reductions making them from traced graphs: equal to the ops with
+// the generated kernel and the interpreter (bit for bit to each other, whatever the number of
+// threads), NaN and infinities as the ops, training through one node, every refusal's message.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+
+#include "ignis/ignis.h"
+#include "test_util.h"
+
+using namespace ignis;
+using ::testing::HasSubstr;
+
+namespace {
+
+Tensor uniform(IntArrayRef shape, double lo, double hi, DType dt = kFloat32) {
+  return (rand(shape, kFloat64) * (hi - lo) + lo).to(dt);
+}
+
+void expect_close(const Tensor& a, const Tensor& b, double tol, const std::string& what) {
+  ASSERT_TRUE(a.sizes().equals(b.sizes())) << what << ": " << a.sizes() << " vs " << b.sizes();
+  ASSERT_EQ(a.dtype(), b.dtype()) << what;
+  EXPECT_TRUE(allclose(a, b, tol, tol, /*equal_nan=*/true))
+      << what << ": max |diff| " << (a.to(kFloat64) - b.to(kFloat64)).abs().max().item<double>();
+}
+
+struct Backend {
+  explicit Backend(const std::string& b) { jit::set_fusion_backend(b); }
+  ~Backend() { jit::set_fusion_backend("auto"); }
+};
+
+/// The statistic as its op over the trailing `dims` dims.
+Tensor stat_op(const std::string& kind, const Tensor& x, int64_t dims, bool keepdim) {
+  std::vector<int64_t> d;
+  for (int64_t i = 0; i < dims; ++i) d.push_back(-1 - i);
+  if (kind == "sum") return x.sum(d, keepdim);
+  if (kind == "mean") return x.mean(d, keepdim);
+  return kind == "amax" ? amax(x, d, keepdim) : amin(x, d, keepdim);
+}
+
+const char* const kKinds[] = {"sum", "mean", "amax", "amin"};
+
+// The three forms over inputs x, s (a row), col (a value per row), half (one value): one value
+// per row with keepdim, the rows' shape, one value per row without keepdim; and a bare statistic.
+struct Form {
+  const char* name;
+  const char* epilogue;
+  bool keepdim;
+};
+const Form kForms[] = {{"one value per row", "mul(i4,i2);add(v0,i3,1)", true},
+                       {"the rows' shape", "sub(i0,i4,1);mul(v0,i1)", true},
+                       {"without keepdim", "mul(i4,i3)", false}};
+
+Tensor form_reference(const Form& f, const Tensor& y, const Tensor& x, const Tensor& s,
+                      const Tensor& col, const Tensor& half) {
+  if (f.keepdim && std::string(f.epilogue).starts_with("mul")) return y * col + half;
+  if (f.keepdim) return (x - y) * s;
+  return y * half;
+}
+
+}  // namespace
+
+// ---- the op
+
+TEST(FusedStatistic, EveryStatisticAndFormEqualsTheOps) {
+  // Rows of 37 (not a multiple of the 16 lanes), 1024, and 40000 (three parts of 16384).
+  manual_seed(3);
+  for (int64_t cols : {37, 1024, 40000}) {
+    const int64_t rows = cols > 10000 ? 2 : 6;
+    for (DType dt : {kFloat32, kFloat64}) {
+      Tensor x = uniform({rows, cols}, -3, 3, dt), s = uniform({cols}, 0.5, 1.5, dt);
+      Tensor col = uniform({rows, 1}, -1, 1, dt), half = full({}, 0.5, dt);
+      const double tol = dt == kFloat32 ? (cols > 10000 ? 1e-4 : 1e-5) : 1e-11;
+      for (const std::string kind : kKinds) {
+        const Tensor t = gelu(x * s + col);
+        for (const Form& f : kForms) {
+          const Tensor expected =
+              form_reference(f, stat_op(kind, t, 1, f.keepdim), x, s, col, half);
+          for (const char* backend : {"interpreter", "compiler"}) {
+            Backend guard(backend);
+            const Tensor out =
+                jit::fused_reduction({x, s, col, half}, kind, 1, "mul(i0,i1);add(v0,i2,1);gelu(v1)",
+                                     f.epilogue, 1e-5, f.keepdim);
+            expect_close(out, expected, tol,
+                         kind + ", " + f.name + ", " + backend + " " + std::string(dtype_name(dt)) +
+                             " cols " + std::to_string(cols));
+          }
+        }
+        // Without programs: the statistic alone.
+        for (const char* backend : {"interpreter", "compiler"}) {
+          Backend guard(backend);
+          expect_close(jit::fused_reduction({x}, kind, 1, "", "", 1e-5, false),
+                       stat_op(kind, x, 1, false), tol, kind + " alone, " + backend);
+        }
+      }
+    }
+  }
+}
+
+TEST(FusedStatistic, TheInterpreterAndTheGeneratedKernelAddInTheSameOrder) {
+  // The same parts, tiles and lanes: with a prologue that rounds the same both ways (one
+  // product; a chain may be contracted into fused multiply-adds by the compiler), the same bits.
+  for (int64_t cols : {37, 40000}) {
+    Tensor x = uniform({3, cols}, -1, 1), w = uniform({cols}, -1, 1);
+    for (const std::string kind : kKinds) {
+      Tensor by[2];
+      int b = 0;
+      for (const char* backend : {"interpreter", "compiler"}) {
+        Backend guard(backend);
+        by[b++] = jit::fused_reduction({x, w}, kind, 1, "mul(i0,i1)", "");
+      }
+      EXPECT_TRUE(equal(by[0], by[1])) << kind << ", cols " << cols << ": max |diff| "
+                                       << (by[0] - by[1]).abs().max().item<double>();
+    }
+  }
+}
+
+TEST(FusedStatistic, ResultsDoNotDependOnTheNumberOfThreads) {
+  // Parts of a row have a fixed size, so a sum over 3 x 50000 adds in the same order with 1 and
+  // 2 threads.
+  Tensor x = uniform({3, 50000}, -1, 1), w = uniform({50000}, -1, 1);
+  const int threads = get_num_threads();
+  Tensor one, two;
+  set_num_threads(1);
+  one = jit::fused_reduction({x, w}, "sum", 1, "mul(i0,i1);exp(v0)", "sub(i0,i2,1)");
+  set_num_threads(2);
+  two = jit::fused_reduction({x, w}, "sum", 1, "mul(i0,i1);exp(v0)", "sub(i0,i2,1)");
+  set_num_threads(threads);
+  EXPECT_TRUE(equal(one, two));
+  expect_close(one, x - (x * w).exp().sum({-1}, true), 1e-4, "against the ops");
+}
+
+TEST(FusedStatistic, NansAndInfinitiesAsTheOps) {
+  // A NaN anywhere in a row makes its amax and amin NaN (as the ops), in the first and the last
+  // lane and past a part's end; infinities of both signs; a sum of +inf and -inf is NaN.
+  const int64_t C = 20000;
+  Tensor x = uniform({5, C}, -1, 1, kFloat64);
+  x.index_put_({0, 0}, NAN);
+  x.index_put_({1, C - 1}, NAN);
+  x.index_put_({2, 16390}, NAN);
+  x.index_put_({3, 7}, INFINITY);
+  x.index_put_({3, 9}, -INFINITY);
+  x.index_put_({4, 100}, INFINITY);
+  for (const char* backend : {"interpreter", "compiler"}) {
+    Backend guard(backend);
+    for (const std::string kind : kKinds) {
+      expect_close(jit::fused_reduction({x}, kind, 1, "mul(i0,1)", ""), stat_op(kind, x, 1, true),
+                   1e-12, kind + " " + backend);
+    }
+  }
+  const Tensor mx = jit::fused_reduction({x}, "amax", 1, "mul(i0,1)", "", 1e-5, false);
+  EXPECT_TRUE(std::isnan(mx[0].item<double>()) && std::isnan(mx[1].item<double>()) &&
+              std::isnan(mx[2].item<double>()));
+  EXPECT_EQ(mx[3].item<double>(), INFINITY);
+  const Tensor sm = jit::fused_reduction({x}, "sum", 1, "mul(i0,1)", "", 1e-5, false);
+  EXPECT_TRUE(std::isnan(sm[3].item<double>()));
+  EXPECT_EQ(sm[4].item<double>(), INFINITY);
+}
+
+TEST(FusedStatistic, SeveralTrailingDimsAndTheWholeTensor) {
+  Tensor x = uniform({3, 4, 5}, -2, 2, kFloat64), y = uniform({3, 4, 5}, -2, 2, kFloat64);
+  for (const char* backend : {"interpreter", "compiler"}) {
+    Backend guard(backend);
+    // mean over the last two dims, kept and dropped
+    expect_close(jit::fused_reduction({x}, "mean", 2, "exp(i0)", ""), x.exp().mean({-1, -2}, true),
+                 1e-12, backend);
+    expect_close(jit::fused_reduction({x}, "amax", 2, "neg(i0)", "", 1e-5, false), amax(-x, {1, 2}),
+                 0, backend);
+    // the mean squared error over every element: a 0-d result
+    const Tensor mse =
+        jit::fused_reduction({x, y}, "mean", 3, "sub(i0,i1,1);mul(v0,v0)", "", 1e-5, false);
+    EXPECT_EQ(mse.dim(), 0);
+    expect_close(mse, nn::functional::mse_loss(x, y), 1e-12, backend);
+  }
+}
+
+TEST(FusedStatistic, EmptyRowsAndNoRows) {
+  Tensor none = uniform({0, 5}, -1, 1), nothing = uniform({3, 0}, -1, 1);
+  EXPECT_TRUE(jit::fused_reduction({none}, "sum", 1, "exp(i0)", "").sizes().equals({0, 1}));
+  EXPECT_TRUE(jit::fused_reduction({none}, "amax", 1, "exp(i0)", "").sizes().equals({0, 1}));
+  // Rows of nothing: the sum 0, the mean NaN (0 / 0), as the ops.
+  expect_close(jit::fused_reduction({nothing}, "sum", 1, "exp(i0)", "add(i1,1,1)"),
+               full({3, 1}, 1.0), 0, "sum of nothing");
+  expect_close(jit::fused_reduction({nothing}, "mean", 1, "exp(i0)", "", 1e-5, false),
+               nothing.mean({-1}), 0, "mean of nothing");
+}
+
+TEST(FusedStatistic, TrainingIsOneNodeWithTheOpsGradients) {
+  manual_seed(4);
+  for (int64_t cols : {9, 20000}) {
+    for (const std::string kind : kKinds) {
+      for (const Form& f : kForms) {
+        const std::string what = kind + ", " + f.name + ", cols " + std::to_string(cols);
+        Tensor x = uniform({3, cols}, -2, 2, kFloat64).requires_grad_(true);
+        Tensor s = uniform({cols}, 0.5, 1.5, kFloat64).requires_grad_(true);
+        Tensor col = uniform({3, 1}, -1, 1, kFloat64).requires_grad_(true);
+        Tensor half = full({}, 0.5, kFloat64).requires_grad_(true);
+        const Tensor e =
+            form_reference(f, stat_op(kind, tanh(x * s), 1, f.keepdim), x, s, col, half);
+        (e * e).sum().backward();
+        std::vector<Tensor> expected;  // (undefined for an input the form does not read)
+        for (Tensor* t : {&x, &s, &col, &half}) {
+          expected.push_back(t->grad().defined() ? t->grad().clone() : Tensor());
+          if (t->grad().defined()) t->grad().zero_();
+        }
+        Tensor y = jit::fused_reduction({x, s, col, half}, kind, 1, "mul(i0,i1);tanh(v0)",
+                                        f.epilogue, 1e-5, f.keepdim);
+        ASSERT_TRUE(y.grad_fn() != nullptr) << what;
+        EXPECT_EQ(y.grad_fn()->name(), "FusedReductionBackward0") << what;
+        expect_close(y, e.detach(), 1e-12, what + ": forward");
+        (y * y).sum().backward();
+        size_t k = 0;
+        for (Tensor* t : {&x, &s, &col, &half}) {
+          const std::string of = what + ": gradient of input " + std::to_string(k);
+          if (expected[k].defined())
+            expect_close(t->grad(), expected[k], 1e-10, of);
+          else
+            EXPECT_FALSE(t->grad().defined()) << of;
+          ++k;
+        }
+      }
+    }
+  }
+}
+
+TEST(FusedStatistic, RefusesWhatItCannotRunNamingTheFault) {
+  Tensor x = ones({4, 5});
+  EXPECT_THAT(
+      error_of([&] { (void)jit::fused_reduction({x}, "layer_norm", 1, "", "", 1e-5, false); }),
+      HasSubstr("fused_reduction: layer_norm keeps the input's shape (keepdim=False is for sum, "
+                "mean, amax and amin)"));
+  EXPECT_THAT(error_of([&] { (void)jit::fused_reduction({x}, "sum", 1, "dropout(i0,0,0.5)", ""); }),
+              HasSubstr("fused_reduction: sum takes programs without dropout"));
+  EXPECT_THAT(
+      error_of([&] {
+        (void)jit::fused_reduction({x, ones({5})}, "mean", 1, "", "mul(i2,i1)", 1e-5, false);
+      }),
+      HasSubstr("fused_reduction: mean without keepdim: the epilogue may read only "
+                "one-element inputs, but input 1 has shape [5]"));
+  EXPECT_THAT(
+      error_of([&] {
+        (void)jit::fused_reduction({ones({3, 4, 5}), ones({1, 5})}, "sum", 2, "", "mul(i2,i1)");
+      }),
+      HasSubstr("fused_reduction: the epilogue of sum gives shape [3, 1, 5]; expected one "
+                "value per row, [3, 1, 1], or the rows' shape [3, 4, 5]"));
+  EXPECT_THAT(error_of([&] {
+                (void)jit::fused_reduction({ones({3, 0})}, "amax", 1, "", "");
+              }),
+              HasSubstr("fused_reduction: amax over 1 trailing dims of shape [3, 0] reduces empty "
+                        "rows (it has no identity)"));
+  EXPECT_THAT(error_of([&] { (void)jit::fused_reduction({x}, "sum", 3, "", ""); }),
+              HasSubstr("fused_reduction: sum over 3 trailing dims of an output of shape [4, 5] "
+                        "(layer_norm, rms_norm and the statistics take 1 to 2"));
+  EXPECT_THAT(error_of([&] { (void)jit::fused_reduction({full({}, 1.0)}, "amin", 1, "", ""); }),
+              HasSubstr("fused_reduction: amin over 1 trailing dims of an output of shape []"));
+}
+
+TEST(FusedStatistic, RunsOnTheMetaDevice) {
+  const TensorOptions meta = TensorOptions(kFloat32).device(kMeta);
+  Tensor x = empty({6, 7}, meta), s = empty({7}, meta), col = empty({6, 1}, meta),
+         half = empty({}, meta);
+  const Shape shapes[] = {{6, 1}, {6, 7}, {6}};
+  int k = 0;
+  for (const Form& f : kForms) {
+    Tensor out =
+        jit::fused_reduction({x, s, col, half}, "mean", 1, "exp(i0)", f.epilogue, 1e-5, f.keepdim);
+    EXPECT_TRUE(out.device().is_meta());
+    EXPECT_TRUE(out.sizes().equals(shapes[k++])) << f.name << ": " << out.sizes();
+  }
+}
+
+// ---- the pass
+
+TEST(FuseStatistics, AHandWrittenRmsNormBecomesOneNode) {
+  // LLaMA's RMSNorm as PyTorch code writes it: x * rsqrt(mean(x ** 2, -1, keepdim) + eps) * w.
+  // fuse_elementwise makes the scalar chain (add, rsqrt) and the scaling (mul, mul) two nodes;
+  // fuse_reductions takes x ** 2 as the prologue and both as the epilogue: one pass per row.
+  manual_seed(5);
+  Tensor x = uniform({8, 96}, -2, 2), w = uniform({96}, 0.5, 1.5);
+  auto fn = [&](const std::vector<Tensor>& in) {
+    const Tensor& h = in[0];
+    const Tensor ms = h.pow(2).mean({-1}, true);
+    return std::vector<Tensor>{h * rsqrt(ms + 1e-6) * w};
+  };
+  jit::Graph g = jit::trace(fn, {x}, {{"w", w}});
+  NoGradGuard ng;
+  const Tensor eager = fn({x})[0];
+  jit::optimize(g);
+  ASSERT_EQ(g.nodes.size(), 1u) << g.str();
+  EXPECT_EQ(g.nodes[0].name(), "fused_reduction");
+  EXPECT_THAT(g.str(), HasSubstr("reduction='mean', dims=1, prologue='mul(i0,i0)'"));
+  EXPECT_THAT(g.str(), HasSubstr("keepdim=True"));
+  for (const char* backend : {"interpreter", "compiler"}) {
+    Backend guard(backend);
+    expect_close(g.run({x})[0], eager, 1e-6, backend);
+  }
+  // The same as nn::functional::rms_norm.
+  expect_close(eager, nn::functional::rms_norm(x, {96}, w, 1e-6), 1e-6, "rms_norm");
+}
+
+TEST(FuseStatistics, DistancesWithoutKeepdimAndWholeTensorReductions) {
+  Tensor a = uniform({16, 32}, -1, 1, kFloat64), b = uniform({16, 32}, -1, 1, kFloat64);
+  // The Euclidean distance of each row pair: (a - b) ** 2 summed, then its square root.
+  auto dist = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{(in[0] - in[1]).pow(2).sum({-1}).sqrt()};
+  };
+  // Every element: the mean squared error, and max() of a scaled tensor.
+  auto whole = [](const std::vector<Tensor>& in) {
+    const Tensor d = in[0] - in[1];
+    return std::vector<Tensor>{(d * d).mean(), (in[0] * 2.0).max()};
+  };
+  NoGradGuard ng;
+  for (auto fn : {+dist, +whole}) {
+    jit::Graph g = jit::trace(fn, {a, b});
+    const std::vector<Tensor> eager = fn({a, b});
+    const int nodes = static_cast<int>(eager.size());
+    jit::optimize(g);
+    EXPECT_EQ(g.count("fused_reduction"), nodes) << g.str();
+    EXPECT_EQ(static_cast<int>(g.nodes.size()), nodes) << g.str();
+    const std::vector<Tensor> out = g.run({a, b});
+    for (size_t i = 0; i < out.size(); ++i) expect_close(out[i], eager[i], 1e-12, g.str());
+  }
+  jit::Graph g = jit::trace(dist, {a, b});
+  jit::optimize(g);
+  EXPECT_THAT(g.str(), HasSubstr("reduction='sum', dims=1, prologue='sub(i0,i1,1);mul(v0,v0)', "
+                                 "epilogue='sqrt(i2)', eps=1e-05, keepdim=False"));
+}
+
+TEST(FuseStatistics, LeavesWhatItCannotTake) {
+  Tensor x = uniform({4, 5}, -1, 1);
+  auto leading = [](const std::vector<Tensor>& in) {  // a leading dim: not rows
+    return std::vector<Tensor>{in[0].exp().sum({0}, true)};
+  };
+  auto bare = [](const std::vector<Tensor>& in) {  // nothing to fuse with
+    return std::vector<Tensor>{in[0].mean({-1}, true)};
+  };
+  auto shared = [](const std::vector<Tensor>& in) {  // the prologue's value is read again
+    const Tensor e = in[0].exp();
+    return std::vector<Tensor>{e.sum({-1}, true) + 1.0, e};
+  };
+  NoGradGuard ng;
+  for (auto fn : {+leading, +bare}) {
+    jit::Graph g = jit::trace(fn, {x});
+    EXPECT_EQ(jit::fuse_reductions(g), 0) << g.str();
+  }
+  jit::Graph g = jit::trace(shared, {x});
+  EXPECT_EQ(jit::fuse_reductions(g), 1);
+  EXPECT_THAT(g.str(), HasSubstr("reduction='sum', dims=1, prologue='', epilogue='add(i1,1,1)'"));
+  const std::vector<Tensor> eager = shared({x}), out = g.run({x});
+  expect_close(out[0], eager[0], 1e-6, "sum");
+  expect_close(out[1], eager[1], 0, "exp");
+}
+
+TEST(FuseStatistics, TrainingThroughTheGraphGivesEagerGradients) {
+  Tensor x = uniform({5, 12}, -1, 1, kFloat64).requires_grad_(true);
+  Tensor w = uniform({12}, 0.5, 1.5, kFloat64).requires_grad_(true);
+  auto fn = [&](const std::vector<Tensor>& in) {
+    const Tensor h = in[0] * rsqrt(in[0].pow(2).mean({-1}, true) + 1e-6) * w;
+    return std::vector<Tensor>{h - amax(h, {-1}, true)};
+  };
+  Tensor e = fn({x})[0];
+  (e * e).sum().backward();
+  const Tensor gx = x.grad().clone(), gw = w.grad().clone();
+  x.grad().zero_();
+  w.grad().zero_();
+  jit::Graph g = jit::trace(fn, {x}, {{"w", w}});
+  jit::optimize(g);
+  EXPECT_EQ(g.count("fused_reduction"), 2) << g.str();
+  Tensor y = g.run({x})[0];
+  expect_close(y, e.detach(), 1e-13, "forward");
+  (y * y).sum().backward();
+  expect_close(x.grad(), gx, 1e-12, "d/dx");
+  expect_close(w.grad(), gw, 1e-12, "d/dw");
+}
+
+TEST(FuseStatistics, SavedGraphsKeepTheStatistic) {
+  Tensor a = uniform({6, 8}, -1, 1), b = uniform({6, 8}, -1, 1);
+  auto fn = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{(in[0] - in[1]).pow(2).sum({-1}).sqrt()};
+  };
+  jit::Graph g = jit::trace(fn, {a, b});
+  jit::optimize(g);
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "ignis_fused_stat.ignis").string();
+  g.save(path);
+  jit::Graph loaded = jit::load(path);
+  std::filesystem::remove(path);
+  EXPECT_EQ(loaded.str(), g.str());
+  NoGradGuard ng;
+  expect_close(loaded.run({a, b})[0], fn({a, b})[0], 1e-6, "loaded");
+}
