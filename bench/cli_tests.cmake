@@ -41,6 +41,15 @@ set_tests_properties(cli_bench_jit_fusion_train PROPERTIES PASS_REGULAR_EXPRESSI
 add_test(NAME cli_bench_jit_block COMMAND ignis_cli bench jit_block --batch 64 --repeat 1 --threads 1)
 set_tests_properties(cli_bench_jit_block PROPERTIES PASS_REGULAR_EXPRESSION
   "mode=eager nodes=4 .*graph_ops=linear_pointwise,fused_reduction.*mode=compiler nodes=2 .*mode=interpreter nodes=2 ")
+# jit_rmsnorm on 64 rows: eager (6 nodes: pow, mean, add, rsqrt, mul, mul), then one
+# fused_reduction both ways; jit_rmsnorm_train the same forward and backward.
+add_test(NAME cli_bench_jit_rmsnorm COMMAND ignis_cli bench jit_rmsnorm --batch 64 --repeat 1 --threads 1)
+set_tests_properties(cli_bench_jit_rmsnorm PROPERTIES PASS_REGULAR_EXPRESSION
+  "mode=eager nodes=6 .*mode=compiler nodes=1 .*mode=interpreter nodes=1 ")
+add_test(NAME cli_bench_jit_rmsnorm_train
+         COMMAND ignis_cli bench jit_rmsnorm_train --batch 64 --repeat 1 --threads 1)
+set_tests_properties(cli_bench_jit_rmsnorm_train PROPERTIES PASS_REGULAR_EXPRESSION
+  "mode=eager ms_per_step=.*mode=compiler ms_per_step=.*mode=interpreter ms_per_step=")
 # mnist_mlp without its data names the missing file and says how to get it.
 add_test(NAME cli_bench_mnist_mlp_missing_data
          COMMAND ignis_cli bench mnist_mlp --data ${CMAKE_CURRENT_BINARY_DIR}/no_such_mnist)

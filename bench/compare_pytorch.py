@@ -26,7 +26,8 @@ import time
 
 WORKLOADS = ("op_overhead", "sgemm", "seed_jit_mlp", "mnist_mlp", "mnist_lenet", "train_step",
              "checkpoint", "gcn", "gin", "ddp_mnist_mlp", "jit_fusion", "jit_fusion_train",
-             "jit_dropout_train", "jit_norm_train", "jit_inference", "jit_block")
+             "jit_dropout_train", "jit_norm_train", "jit_inference", "jit_block", "jit_rmsnorm",
+             "jit_rmsnorm_train")
 # The CNN training workloads take minutes: run them when asked for.
 DEFAULT_WORKLOADS = ("op_overhead", "sgemm", "seed_jit_mlp", "mnist_mlp")
 
@@ -79,6 +80,16 @@ SPECS = {
                                 "w, c (ignis: "
                                 "its best mode, eager or the fused_reduction node; PyTorch: eager) "
                                 "(lower is better)", "extra": ("mode",)},
+    "jit_rmsnorm": {"keys": ("shape",), "metric": "ms_per_forward", "higher": False,
+                    "title": "ms per x * rsqrt(mean(x ** 2, -1, keepdim) + 1e-6) * w on [4096, 1024] "
+                             "float32, a hand-written RMS norm (ignis: its best mode, eager or one "
+                             "fused_reduction; PyTorch: eager and scripted) (lower is better)",
+                    "extra": ("mode",)},
+    "jit_rmsnorm_train": {"keys": ("shape",), "metric": "ms_per_step", "higher": False,
+                          "title": "ms per forward + backward of the hand-written RMS norm on "
+                                   "[4096, 1024] float32, gradients of x and w (ignis: its best "
+                                   "mode, eager or one fused_reduction; PyTorch: eager) (lower is "
+                                   "better)", "extra": ("mode",)},
     "jit_inference": {"keys": ("model", "batch"), "metric": "ms_per_forward", "higher": False,
                       "title": "ms per batch-1 224x224 inference, channels-last (ignis: its best "
                                "mode, eager or frozen graph; PyTorch: eager and frozen TorchScript) "
@@ -286,6 +297,50 @@ def torch_jit_fusion(torch, threads, repeat):
             out.append({"workload": "jit_fusion", "shape": f"{rows}x{cols}", "threads": threads,
                         "variant": name, "ms_per_forward": statistics.median(ms)})
     return out
+
+
+def rms_norm_block(torch):
+    """LLaMA's RMSNorm as PyTorch code writes it (the block of `ignis bench jit_rmsnorm`)."""
+    def block(x, w):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+    return block
+
+
+def torch_jit_rmsnorm(torch, threads, repeat):
+    """The hand-written RMS norm, eager and as TorchScript."""
+    rows, cols = 4096, 1024
+    torch.manual_seed(0)
+    x, w = torch.randn(rows, cols), torch.randn(cols)
+    block = rms_norm_block(torch)
+    variants = [("eager", block)]
+    try:
+        variants.append(("torchscript", torch.jit.script(block)))
+    except Exception as e:  # pragma: no cover - depends on the torch build
+        print(f"compare_pytorch: TorchScript variant skipped: {e}", file=sys.stderr)
+    out = []
+    with torch.no_grad():
+        for name, f in variants:
+            for _ in range(5):  # warm-up (TorchScript profiles, then fuses)
+                f(x, w)
+            out.append({"workload": "jit_rmsnorm", "shape": f"{rows}x{cols}", "threads": threads,
+                        "variant": name,
+                        "ms_per_forward": median_step_ms(lambda: f(x, w), repeat)})
+    return out
+
+
+def torch_jit_rmsnorm_train(torch, threads, repeat):
+    """The hand-written RMS norm forward and backward in eager PyTorch, gradients of x and w."""
+    rows, cols = 4096, 1024
+    torch.manual_seed(0)
+    x, w = torch.randn(rows, cols, requires_grad=True), torch.randn(cols, requires_grad=True)
+    gy = torch.randn(rows, cols)
+    block = rms_norm_block(torch)
+
+    def step():
+        return torch.autograd.grad([block(x, w)], [x, w], [gy])
+
+    return [{"workload": "jit_rmsnorm_train", "shape": f"{rows}x{cols}", "threads": threads,
+             "variant": "eager", "ms_per_step": median_step_ms(step, repeat)}]
 
 
 def median_step_ms(step, repeat):
@@ -944,7 +999,9 @@ TORCH_WORKLOADS = {"op_overhead": torch_op_overhead, "sgemm": torch_sgemm,
                    "jit_dropout_train": torch_jit_dropout_train,
                    "jit_norm_train": torch_jit_norm_train,
                    "jit_inference": torch_jit_inference,
-                   "jit_block": torch_jit_block}
+                   "jit_block": torch_jit_block,
+                   "jit_rmsnorm": torch_jit_rmsnorm,
+                   "jit_rmsnorm_train": torch_jit_rmsnorm_train}
 # Workloads whose PyTorch function also takes this script's options.
 TAKES_ARGS = ("mnist_mlp", "mnist_lenet", "train_step", "checkpoint", "gin", "ddp_mnist_mlp",
               "jit_inference")
@@ -1021,7 +1078,8 @@ def print_table(workload, rows):
     if workload in ("mnist_mlp", "mnist_lenet", "train_step", "checkpoint", "gcn", "gin",
                     "ddp_mnist_mlp",
                     "jit_fusion", "jit_fusion_train", "jit_dropout_train", "jit_norm_train",
-                    "jit_inference", "jit_block", "seed_jit_mlp"):
+                    "jit_inference", "jit_block", "seed_jit_mlp", "jit_rmsnorm",
+                    "jit_rmsnorm_train"):
         cols[-2] = ("ignis", lambda r: f"{fmt(r['ignis'], 3)} ({r['ignis_threads']}T)")
         cols[-1] = ("PyTorch",
                     lambda r: f"{fmt(r.get('pytorch'), 3)} ({r.get('pytorch_threads', '-')}T)")

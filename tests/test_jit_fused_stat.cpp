@@ -178,6 +178,20 @@ TEST(FusedStatistic, SeveralTrailingDimsAndTheWholeTensor) {
   }
 }
 
+TEST(FusedStatistic, EpilogueInputsOfOneValuePerRow) {
+  // A value per row broadcast over leading dims ([4, 1] against rows of [3, 4, 5]); rows of one
+  // element, where an input of the rows' shape is also one value per row.
+  Tensor x = uniform({3, 4, 5}, -1, 1, kFloat64), col = uniform({4, 1}, -1, 1, kFloat64);
+  Tensor one = uniform({6, 1}, -1, 1, kFloat64), r = uniform({6, 1}, -1, 1, kFloat64);
+  for (const char* backend : {"interpreter", "compiler"}) {
+    Backend guard(backend);
+    expect_close(jit::fused_reduction({x, col}, "amin", 1, "exp(i0)", "mul(i2,i1)"),
+                 amin(x.exp(), {-1}, true) * col, 1e-12, backend);
+    expect_close(jit::fused_reduction({one, r}, "mean", 1, "exp(i0)", "sub(i2,i1,1)"),
+                 one.exp() - r, 1e-12, backend);
+  }
+}
+
 TEST(FusedStatistic, EmptyRowsAndNoRows) {
   Tensor none = uniform({0, 5}, -1, 1), nothing = uniform({3, 0}, -1, 1);
   EXPECT_TRUE(jit::fused_reduction({none}, "sum", 1, "exp(i0)", "").sizes().equals({0, 1}));

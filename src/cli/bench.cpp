@@ -48,6 +48,11 @@ constexpr Workload kWorkloads[] = {
      &bench_jit_norm_train},
     {"jit_block", "layer_norm(gelu(linear(x))) + x on [4096, 1024]: eager, frozen graph",
      &bench_jit_block},
+    {"jit_rmsnorm",
+     "x * rsqrt(mean(x ** 2, -1) + eps) * w on [4096, 1024]: eager, one fused_reduction (mean)",
+     &bench_jit_rmsnorm},
+    {"jit_rmsnorm_train", "the jit_rmsnorm block's forward + backward: eager, one fused_reduction",
+     &bench_jit_rmsnorm_train},
     {"allreduce", "all-reduce of 4 KB..256 MB under mpirun: MPI's vs ignis's ring (algbw, busbw)",
      &bench_allreduce},
     {"ddp_mnist_mlp",
@@ -83,8 +88,8 @@ std::string bench_usage() {
        "                checkpoint: (resnet50)\n"
        "  --batch B     train_step: the batch size (default 32); jit_inference: (1);\n"
        "                checkpoint: (4); jit_fusion,\n"
-       "                jit_fusion_train, jit_dropout_train, jit_norm_train, jit_block: the\n"
-       "                rows (4096)\n"
+       "                jit_fusion_train, jit_dropout_train, jit_norm_train, jit_block,\n"
+       "                jit_rmsnorm, jit_rmsnorm_train: the rows (4096)\n"
        "  --image-size S, --classes C   train_step: the input size and classes (default: the\n"
        "                model's natural ones, e.g. 224 and 1000 for resnet18; `ignis models`)\n"
        "  --max-bytes B allreduce: the largest buffer (default 268435456)\n"

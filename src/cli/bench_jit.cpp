@@ -53,6 +53,43 @@ namespace ignis::cli {
 // An elementwise block, y = gelu(x * scale + shift) * gate + residual on [4096, 1024] float32
 // (a transformer's bias-activation-residual tail): eager runs five ops, five passes over memory;
 // the fused graph one pass, with the generated kernel and with the interpreter.
+namespace {
+// An inference workload of graph mode's fusion: `block` eager, then traced, fused
+// (fuse_elementwise, then fuse_reductions) and run by the executor with the generated kernels and
+// with the interpreter, each checked first against eager, reported as `name` with the memory
+// rate for `bytes` moved per forward.
+void bench_fused_inference(
+    const char* name, const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& block,
+    const std::vector<Tensor>& inputs, double bytes, const BenchOptions& opts) {
+  NoGradGuard no_grad;
+  auto graph = std::make_shared<jit::Graph>(jit::trace(block, inputs));
+  const size_t traced_nodes = graph->nodes.size();
+  jit::fuse_elementwise(*graph);
+  jit::fuse_reductions(*graph);
+  jit::Executor exec(graph);
+  const Tensor eager_out = block(inputs)[0];
+  auto time = [&](const auto& forward) { return median_ms(forward, opts.repeat); };
+  const double eager = time([&] { return block(inputs); });
+  const Tensor& x = inputs[0];
+  auto report = [&](const char* mode, size_t nodes, double ms) {
+    std::printf(
+        "workload=%s shape=%lldx%lld threads=%d mode=%s nodes=%zu ms_per_forward=%.3f "
+        "GBps=%.2f speedup=%.2f\n",
+        name, static_cast<long long>(x.size(0)), static_cast<long long>(x.size(1)),
+        get_num_threads(), mode, nodes, ms, bytes / (ms * 1e6), eager / ms);
+  };
+  report("eager", traced_nodes, eager);
+  for (const char* backend : {"compiler", "interpreter"}) {
+    jit::set_fusion_backend(backend);
+    IGNIS_CHECK(allclose(exec.run(inputs)[0], eager_out, 1e-5, 1e-5), "bench ", name,
+                ": the fused graph's output differs from eager (", backend, ")");
+    report(backend, graph->nodes.size(), time([&] { return exec.run(inputs); }));
+  }
+  jit::set_fusion_backend("auto");
+  std::fflush(stdout);
+}
+}  // namespace
+
 void bench_jit_fusion(const BenchOptions& opts) {
   const int64_t rows = opts.batch > 0 ? opts.batch : 4096, cols = 1024;
   manual_seed(0);
@@ -61,32 +98,28 @@ void bench_jit_fusion(const BenchOptions& opts) {
   auto block = [&](const std::vector<Tensor>& in) {
     return std::vector<Tensor>{gelu(in[0] * in[2] + in[3]) * in[4] + in[1]};
   };
-  NoGradGuard no_grad;
-  const std::vector<Tensor> inputs = {x, residual, scale, shift, gate};
-  auto graph = std::make_shared<jit::Graph>(jit::trace(block, inputs));
-  const size_t traced_nodes = graph->nodes.size();
-  jit::fuse_elementwise(*graph);
-  jit::Executor exec(graph);
-  const Tensor eager_out = block(inputs)[0];
-  auto time = [&](const auto& forward) { return median_ms(forward, opts.repeat); };
-  const double eager = time([&] { return block(inputs); });
   const double bytes = 3.0 * static_cast<double>(rows * cols) * 4;  // x, residual in; y out
-  auto report = [&](const char* mode, size_t nodes, double ms) {
-    std::printf(
-        "workload=jit_fusion shape=%lldx%lld threads=%d mode=%s nodes=%zu ms_per_forward=%.3f "
-        "GBps=%.2f speedup=%.2f\n",
-        static_cast<long long>(rows), static_cast<long long>(cols), get_num_threads(), mode, nodes,
-        ms, bytes / (ms * 1e6), eager / ms);
-  };
-  report("eager", traced_nodes, eager);
-  for (const char* backend : {"compiler", "interpreter"}) {
-    jit::set_fusion_backend(backend);
-    IGNIS_CHECK(allclose(exec.run(inputs)[0], eager_out, 1e-5, 1e-5),
-                "bench jit_fusion: the fused graph's output differs from eager (", backend, ")");
-    report(backend, graph->nodes.size(), time([&] { return exec.run(inputs); }));
-  }
-  jit::set_fusion_backend("auto");
-  std::fflush(stdout);
+  bench_fused_inference("jit_fusion", block, {x, residual, scale, shift, gate}, bytes, opts);
+}
+
+namespace {
+// LLaMA's RMSNorm as PyTorch code writes it: x * rsqrt(mean(x ** 2, -1, keepdim) + eps) * w.
+std::vector<Tensor> rms_norm_block(const std::vector<Tensor>& in) {
+  const Tensor& x = in[0];
+  return {x * rsqrt(x.pow(2).mean({-1}, true) + 1e-6) * in[1]};
+}
+}  // namespace
+
+// The hand-written RMS norm on [4096, 1024] float32: eager (pow, mean, add, rsqrt, mul, mul: four
+// passes over the full tensor and two temporaries) against the graph, one fused_reduction node (a
+// mean with x ** 2 as its prologue and the scaling as its epilogue: x read from memory once per
+// row, the output written once).
+void bench_jit_rmsnorm(const BenchOptions& opts) {
+  const int64_t rows = opts.batch > 0 ? opts.batch : 4096, cols = 1024;
+  manual_seed(0);
+  const Tensor x = randn({rows, cols}), w = randn({cols});
+  const double bytes = 2.0 * static_cast<double>(rows * cols) * 4;  // x in, y out
+  bench_fused_inference("jit_rmsnorm", rms_norm_block, {x, w}, bytes, opts);
 }
 
 // A training workload of graph mode's fusion: forward and backward of `block` (gradients of
@@ -175,6 +208,17 @@ void bench_jit_norm_train(const BenchOptions& opts) {
                        {x, scale, shift, gamma, beta}, gy, opts);
 }
 
+// The hand-written RMS norm trained: forward and backward, gradients of x and w, the output's
+// gradient given; eager records six ops' backwards, the fused node recomputes x ** 2 and the mean
+// and differentiates the epilogue and the prologue in two kernels.
+void bench_jit_rmsnorm_train(const BenchOptions& opts) {
+  const int64_t rows = opts.batch > 0 ? opts.batch : 4096, cols = 1024;
+  manual_seed(0);
+  const Tensor x = randn({rows, cols}).requires_grad_(true), w = randn({cols}).requires_grad_(true);
+  const Tensor gy = randn({rows, cols});
+  bench_fused_training("jit_rmsnorm_train", rms_norm_block, {x, w}, {x, w}, gy, opts);
+}
+
 // Training dropout after a bias and a ReLU, dropout(relu(x + b), 0.1) on [4096, 1024] float32,
 // forward and backward (gradients of x and b): eager (a rand, a compare, two products, a ReLU and
 // their backward passes) against one fused node whose generated kernel draws the mask from the
@@ -220,7 +264,10 @@ void bench_jit_block(const BenchOptions& opts) {
   const size_t traced_nodes = graph->nodes.size();
   jit::freeze(*graph);
   std::string ops;
-  for (const jit::Node& n : graph->nodes) ops += (ops.empty() ? "" : ",") + n.name();
+  for (const jit::Node& n : graph->nodes) {
+    if (!ops.empty()) ops += ',';
+    ops += n.name();
+  }
   jit::Executor exec(graph);
   const Tensor eager_out = block({x})[0];
   auto time = [&](const auto& forward) {

@@ -299,12 +299,11 @@ Tensor run_fused(const Spec& s, const std::vector<Tensor>& inputs, const Shape& 
   for (int i = 0; i < n; ++i) {
     const Tensor& t = inputs[static_cast<size_t>(i)];
     const int64_t td = t.dim();
-    bool trailing = td >= dims, leading_ones = true, per_row = td == nd;
+    bool trailing = td >= dims, leading_ones = true, per_row = true;
     for (int64_t d = 0; d < dims && trailing; ++d)
       trailing = t.size(td - 1 - d) == shape[static_cast<size_t>(nd - 1 - d)];
-    for (int64_t d = 0; d < dims && per_row; ++d) per_row = t.size(td - 1 - d) == 1;
-    for (int64_t d = 0; d < nd - dims && per_row; ++d)
-      per_row = t.size(d) == shape[static_cast<size_t>(d)];
+    // One value per row: every trailing dim it has is 1 (its leading dims broadcast).
+    for (int64_t d = 0; d < dims && d < td && per_row; ++d) per_row = t.size(td - 1 - d) == 1;
     for (int64_t d = 0; d < td - dims; ++d) leading_ones = leading_ones && t.size(d) == 1;
     char l = 'f';
     Tensor c;
@@ -318,7 +317,9 @@ Tensor run_fused(const Spec& s, const std::vector<Tensor>& inputs, const Shape& 
       c = t.reshape({C}).contiguous();
     } else if (per_row) {
       l = 'c';
-      c = t.reshape({R}).contiguous();
+      Shape rows = shape;
+      for (int64_t d = 0; d < dims; ++d) rows[static_cast<size_t>(nd - 1 - d)] = 1;
+      c = t.expand(rows).contiguous().reshape({R});
     } else {
       c = t.expand(shape).contiguous();
     }

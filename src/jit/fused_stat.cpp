@@ -1,7 +1,8 @@
 // fused_reduction's statistics on the CPU (see fused_stat.h). Rows are split into parts of
 // kStatChunk elements: pass 0 takes each part's statistic in parallel (the prologue's values
-// computed a tile at a time, into 16 lanes), the parts of a row are folded in order, and pass 1
-// applies the epilogue to every element (or once per row).
+// folded into 16 lanes: the generated kernel a tile at a time, the interpreter a part at a
+// time, element i of a part in lane i % 16 both ways), the parts of a row are folded in order,
+// and pass 1 applies the epilogue to every element (or once per row).
 #include "jit/fused_stat.h"
 
 #include <algorithm>
@@ -49,9 +50,9 @@ void run_typed(const FusedProgram* pro, const FusedProgram* epi, const std::stri
       fn(ptrs.data(), dst, b, e, C, kStatChunk, partial.data(), 0);
       return;
     }
-    std::vector<const T*> row(n), tile(n);
-    std::string row_layouts, tile_layouts;
-    std::vector<T> buf(static_cast<size_t>(kStatTile));
+    std::vector<const T*> row(n), part(n);
+    std::string row_layouts, part_layouts;
+    std::vector<T> buf(pro ? static_cast<size_t>(std::min(C, kStatChunk)) : 0);
     for (int64_t it = b; it < e; ++it) {
       const int64_t r = it / nc, c0 = (it - r * nc) * kStatChunk;
       const int64_t c1 = std::min(c0 + kStatChunk, C);
@@ -61,16 +62,16 @@ void run_typed(const FusedProgram* pro, const FusedProgram* epi, const std::stri
       if (pro == nullptr) {
         ignis_lanes_add(acc, row[0] + c0, c1 - c0, f);
       } else {
-        // A tile as a row of its own: full and repeated inputs read from its first element.
-        tile_layouts = row_layouts;
-        for (size_t i = 0; i < n; ++i)
-          if (tile_layouts[i] == 'r') tile_layouts[i] = 'f';
-        for (int64_t t0 = c0; t0 < c1; t0 += kStatTile) {
-          const int64_t len = std::min(kStatTile, c1 - t0);
-          for (size_t i = 0; i < n; ++i) tile[i] = tile_layouts[i] == 'f' ? row[i] + t0 : row[i];
-          interpret<T>(*pro, tile, tile_layouts, buf.data(), 0, len, len);
-          ignis_lanes_add(acc, buf.data(), len, f);
+        // The part as a row of its own (full and repeated inputs read from its first element),
+        // its prologue's values into buf, then into the lanes: element i of the part goes to
+        // lane i % 16 as in the generated kernel's tiles (a multiple of 16 long).
+        part_layouts = row_layouts;
+        for (size_t i = 0; i < n; ++i) {
+          if (part_layouts[i] == 'r') part_layouts[i] = 'f';
+          part[i] = part_layouts[i] == 'f' ? row[i] + c0 : row[i];
         }
+        interpret<T>(*pro, part, part_layouts, buf.data(), 0, c1 - c0, c1 - c0);
+        ignis_lanes_add(acc, buf.data(), c1 - c0, f);
       }
       partial[static_cast<size_t>(it)] = ignis_lanes_total(acc, f);
     }
@@ -95,16 +96,24 @@ void run_typed(const FusedProgram* pro, const FusedProgram* epi, const std::stri
     }
     std::vector<const T*> row(n + 1);
     std::string row_layouts;
+    if (!full) {
+      // Rows [b, e) as elements: a value per row and the statistic are full, one value stays
+      // one; so does a full input when rows have one element. (Otherwise this epilogue reads no
+      // full or repeated input: fused_reduction lays out inputs of one value per row as 'c'.)
+      for (size_t i = 0; i < n; ++i) {
+        row[i] = static_cast<const T*>(ptrs[i]);
+        row_layouts += layouts[i] == 'c' || (layouts[i] == 'f' && C == 1) ? 'f' : 's';
+      }
+      row[n] = stat.data();
+      interpret<T>(*epi, row, row_layouts + 'f', dst, b, e, 1);
+      return;
+    }
     for (int64_t it = b; it < e; ++it) {
-      const int64_t r = full ? it / nc : it;
+      const int64_t r = it / nc;
       row_pointers<T>(ptrs, layouts, r, C, row, row_layouts);
       row[n] = stat.data() + r;
-      if (full) {
-        const int64_t c0 = (it - r * nc) * kStatChunk, c1 = std::min(c0 + kStatChunk, C);
-        interpret<T>(*epi, row, row_layouts + 's', dst + r * C, c0, c1, C);
-      } else {
-        interpret<T>(*epi, row, row_layouts + 's', dst + r, 0, 1, 1);
-      }
+      const int64_t c0 = (it - r * nc) * kStatChunk, c1 = std::min(c0 + kStatChunk, C);
+      interpret<T>(*epi, row, row_layouts + 's', dst + r * C, c0, c1, C);
     }
   });
 }
