@@ -189,6 +189,11 @@ TEST(FusedStatistic, EpilogueInputsOfOneValuePerRow) {
                  amin(x.exp(), {-1}, true) * col, 1e-12, backend);
     expect_close(jit::fused_reduction({one, r}, "mean", 1, "exp(i0)", "sub(i2,i1,1)"),
                  one.exp() - r, 1e-12, backend);
+    // Without a prologue input 0 is read in full by the reduction and, as one value per row,
+    // by the epilogue (the rows' shape coming from another input).
+    Tensor v = uniform({4, 1}, -1, 1, kFloat64), u = zeros({4, 8}, kFloat64);
+    expect_close(jit::fused_reduction({v, u}, "sum", 1, "", "add(i2,i0,1)"), v * 9.0, 1e-12,
+                 backend);
   }
 }
 
@@ -254,7 +259,14 @@ TEST(FusedStatistic, RefusesWhatItCannotRunNamingTheFault) {
         (void)jit::fused_reduction({x, ones({5})}, "mean", 1, "", "mul(i2,i1)", 1e-5, false);
       }),
       HasSubstr("fused_reduction: mean without keepdim: the epilogue may read only "
-                "one-element inputs, but input 1 has shape [5]"));
+                "one-element inputs of at most 1 dims, but input 1 has shape [5]"));
+  // (a one-element input of more dims would widen the result: [1, 4], not [4])
+  EXPECT_THAT(
+      error_of([&] {
+        (void)jit::fused_reduction({x, ones({1, 1})}, "sum", 1, "", "mul(i2,i1)", 1e-5, false);
+      }),
+      HasSubstr("fused_reduction: sum without keepdim: the epilogue may read only "
+                "one-element inputs of at most 1 dims, but input 1 has shape [1, 1]"));
   EXPECT_THAT(
       error_of([&] {
         (void)jit::fused_reduction({ones({3, 4, 5}), ones({1, 5})}, "sum", 2, "", "mul(i2,i1)");

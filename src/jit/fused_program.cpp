@@ -151,8 +151,11 @@ class Parser {
 
 std::string operand_str(const FusedOperand& o) {
   switch (o.kind) {
-    case FusedOperand::Kind::Input: return "i" + std::to_string(o.index);
-    case FusedOperand::Kind::Value: return "v" + std::to_string(o.index);
+    case FusedOperand::Kind::Input:
+    case FusedOperand::Kind::Value: {
+      std::string name(1, o.kind == FusedOperand::Kind::Input ? 'i' : 'v');
+      return name += std::to_string(o.index);  // (not "i" + ...: GCC 12's -Wrestrict)
+    }
     case FusedOperand::Kind::Number: return format_number(o.number);
   }
   return "";
@@ -199,6 +202,17 @@ int FusedProgram::random_streams() const {
   for (const FusedInstr& in : code)
     if (in.op == FusedOp::dropout) n = std::max(n, static_cast<int>(in.b.number) + 1);
   return n;
+}
+
+bool FusedProgram::reads_input(int k) const {
+  for (const FusedInstr& in : code) {
+    // (a unary op's second operand, and dropout's stream number, are not operands)
+    const bool binary = in.op != FusedOp::dropout && fused_op_info(in.op).arity == 2;
+    for (const FusedOperand* o : {&in.a, &in.b})
+      if ((o == &in.a || binary) && o->kind == FusedOperand::Kind::Input && o->index == k)
+        return true;
+  }
+  return false;
 }
 
 bool fused_text_is_random(std::string_view text) {

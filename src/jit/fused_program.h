@@ -96,6 +96,8 @@ struct FusedProgram {
   std::string str() const;
   /// The random streams its dropouts use: 1 + the largest stream number, 0 without dropout.
   int random_streams() const;
+  /// Whether an instruction reads input k as an operand.
+  bool reads_input(int k) const;
 };
 
 /// Where a running program's dropouts draw: stream d's element k uses counter base + d n + k of

@@ -55,21 +55,6 @@ bool is_stat(const std::string& reduction) {
   return reduction == "sum" || reduction == "mean" || reduction == "amax" || reduction == "amin";
 }
 
-/// The inputs (below `n`) that program `p` reads.
-std::vector<int> inputs_read(const FusedProgram& p, int n) {
-  std::vector<int> r;
-  for (const detail::FusedInstr& in : p.code) {
-    // (a unary op's and dropout's second operand is not an input)
-    const bool binary =
-        in.op != detail::FusedOp::dropout && detail::fused_op_info(in.op).arity == 2;
-    for (const detail::FusedOperand* o : {&in.a, &in.b})
-      if ((o == &in.a || binary) && o->kind == detail::FusedOperand::Kind::Input && o->index < n &&
-          std::find(r.begin(), r.end(), o->index) == r.end())
-        r.push_back(o->index);
-  }
-  return r;
-}
-
 /// The trailing `dims` dims: -1, -2, ...
 Shape trailing_dims(int64_t dims) {
   Shape d;
@@ -440,9 +425,8 @@ Tensor reduction_with_backward(const Spec& s, const std::vector<Tensor>& inputs,
     if (s.epi) {
       std::vector<Tensor> ein = in;
       if (stat) {  // inputs the epilogue does not read must not widen its gradients' shape
-        const std::vector<int> read = inputs_read(*s.epi, n);
         for (int k = 0; k < n; ++k)
-          if (std::find(read.begin(), read.end(), k) == read.end())
+          if (!s.epi->reads_input(k))
             ein[static_cast<size_t>(k)] = zeros({}, TensorOptions(y.dtype()).device(y.device()));
       }
       ein.push_back(y);
@@ -498,14 +482,20 @@ void stat_output(Spec& s, const std::vector<Tensor>& inputs, const Shape& shape)
   IGNIS_CHECK(C > 0 || shape_numel(keep) == 0 || s.reduction == "sum" || s.reduction == "mean", op,
               ": ", s.reduction, " over ", s.dims, " trailing dims of shape ", shape,
               " reduces empty rows (it has no identity)");
-  const std::vector<int> read = s.epi ? inputs_read(*s.epi, n) : std::vector<int>{};
+  std::vector<int> read;
+  for (int i = 0; i < n && s.epi; ++i)
+    if (s.epi->reads_input(i)) read.push_back(i);
   s.full = false;
   if (!s.keepdim) {
-    for (int i : read)
-      IGNIS_CHECK(inputs[static_cast<size_t>(i)].numel() == 1, op, ": ", s.reduction,
-                  " without keepdim: the epilogue may read only one-element inputs, but input ", i,
-                  " has shape ", inputs[static_cast<size_t>(i)].sizes());
     s.out = Shape(shape.begin(), shape.end() - s.dims);
+    for (int i : read) {
+      const Tensor& t = inputs[static_cast<size_t>(i)];
+      IGNIS_CHECK(t.numel() == 1 && t.dim() <= static_cast<int64_t>(s.out.size()), op, ": ",
+                  s.reduction,
+                  " without keepdim: the epilogue may read only one-element inputs "
+                  "of at most ",
+                  s.out.size(), " dims, but input ", i, " has shape ", t.sizes());
+    }
     return;
   }
   Shape out = keep;

@@ -97,15 +97,31 @@ void run_typed(const FusedProgram* pro, const FusedProgram* epi, const std::stri
     std::vector<const T*> row(n + 1);
     std::string row_layouts;
     if (!full) {
-      // Rows [b, e) as elements: a value per row and the statistic are full, one value stays
-      // one; so does a full input when rows have one element. (Otherwise this epilogue reads no
-      // full or repeated input: fused_reduction lays out inputs of one value per row as 'c'.)
+      // Rows [b, e) as elements 0 .. e - b: a value per row and the statistic are full, one
+      // value stays one. A full input the epilogue reads holds one value per row (input 0
+      // without a prologue, of shape [R, 1] before the reduction expanded it): its first
+      // element in each row, gathered. (The epilogue reads no repeated row.)
+      const int64_t len = e - b;
+      std::vector<std::vector<T>> gathered;
+      gathered.reserve(n);
       for (size_t i = 0; i < n; ++i) {
-        row[i] = static_cast<const T*>(ptrs[i]);
-        row_layouts += layouts[i] == 'c' || (layouts[i] == 'f' && C == 1) ? 'f' : 's';
+        const T* p = static_cast<const T*>(ptrs[i]);
+        const int k = static_cast<int>(i);
+        if (layouts[i] == 'c' || (layouts[i] == 'f' && C == 1)) {
+          row[i] = p + b;
+          row_layouts += 'f';
+        } else if (layouts[i] == 'f' && epi->reads_input(k)) {
+          std::vector<T>& g = gathered.emplace_back(static_cast<size_t>(len));
+          for (int64_t r = 0; r < len; ++r) g[static_cast<size_t>(r)] = p[(b + r) * C];
+          row[i] = g.data();
+          row_layouts += 'f';
+        } else {
+          row[i] = p;
+          row_layouts += 's';
+        }
       }
-      row[n] = stat.data();
-      interpret<T>(*epi, row, row_layouts + 'f', dst, b, e, 1);
+      row[n] = stat.data() + b;
+      interpret<T>(*epi, row, row_layouts + 'f', dst + b, 0, len, 1);
       return;
     }
     for (int64_t it = b; it < e; ++it) {

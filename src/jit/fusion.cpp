@@ -428,13 +428,10 @@ bool stat_shape_agrees(const Graph& g, const std::vector<int>& inputs,
   if (!r.keepdim) return true;  // (the walk kept one-element inputs and y's shape)
   Shape out = rows;
   for (int64_t d = 0; d < r.dims; ++d) out[out.size() - 1 - static_cast<size_t>(d)] = 1;
-  for (const FusedInstr& in : epi_code)
-    for (const FusedOperand* o : {&in.a, &in.b}) {
-      const bool operand =
-          o == &in.a || (in.op != FusedOp::dropout && detail::fused_op_info(in.op).arity == 2);
-      if (operand && o->kind == FusedOperand::Kind::Input && o->index >= 0)
-        out = broadcast_shapes(out, sizes(inputs[static_cast<size_t>(o->index)]));
-    }
+  detail::FusedProgram epilogue;
+  epilogue.code = epi_code;
+  for (size_t k = 0; k < inputs.size(); ++k)
+    if (epilogue.reads_input(static_cast<int>(k))) out = broadcast_shapes(out, sizes(inputs[k]));
   return sizes(tail).equals(out);
 }
 
