@@ -184,6 +184,50 @@ TEST(FuseElementwise, ParametrisedOpsAndScalarsKeepTheirValues) {
   }
 }
 
+TEST(FusedProgram, PowTakesEagersFormForEveryExponent) {
+  // The exponents eager's kernel computes another way (x*x, x*x*x, sqrt, 1/sqrt, 1/x) and others,
+  // over negatives, signed zeros, infinities and NaN: eager's values; then gradients.
+  const Tensor x = tensor({-2.5, -1.0, -0.0, 0.0, 1e-3, 0.75, 2.0, 3.5, INFINITY, -INFINITY, NAN});
+  for (double e : {2.0, 3.0, 0.5, -0.5, -1.0, 1.0, 1.7, -2.0, 4.0}) {
+    const std::string program = "pow(i0," + jit::detail::format_number(e) + ")";
+    for (const char* backend : {"interpreter", "compiler"}) {
+      Backend guard(backend);
+      for (DType dt : {kFloat32, kFloat64}) {
+        const Tensor xd = x.to(dt);
+        expect_close(jit::fused_elementwise({xd}, program), pow(xd, e), 0,
+                     program + " " + backend + " " + std::string(dtype_name(dt)));
+      }
+    }
+    Tensor a = uniform({6}, 0.5, 2.0, kFloat64).requires_grad_(true);
+    const Tensor ge = autograd::grad({pow(a, e).sum()}, {a})[0];
+    const Tensor gf = autograd::grad({jit::fused_elementwise({a}, program).sum()}, {a})[0];
+    expect_close(gf, ge, 0, program + ": gradient");
+  }
+}
+
+TEST(FuseElementwise, AHandWrittenTanhGeluIsOneNode) {
+  // GPT-2's gelu as PyTorch code writes it: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
+  Tensor x = uniform({16, 64}, -4, 4, kFloat64).requires_grad_(true);
+  auto fn = [](const std::vector<Tensor>& in) {
+    const Tensor& v = in[0];
+    return std::vector<Tensor>{0.5 * v *
+                               (1.0 + tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * pow(v, 3.0))))};
+  };
+  jit::Graph g = jit::trace(fn, {x});
+  EXPECT_EQ(jit::fuse_elementwise(g), 1);
+  ASSERT_EQ(g.nodes.size(), 1u) << g.str();
+  EXPECT_THAT(g.str(), HasSubstr("pow(i0,3)"));
+  const Tensor eager = fn({x})[0];
+  const Tensor ge = autograd::grad({(eager * eager).sum()}, {x})[0];
+  for (const char* backend : {"interpreter", "compiler"}) {
+    Backend guard(backend);
+    const Tensor out = g.run({x})[0];
+    expect_close(out, eager.detach(), 1e-14, backend);
+    expect_close(autograd::grad({(out * out).sum()}, {x})[0], ge, 1e-12, backend);
+  }
+  expect_close(eager.detach(), gelu(x.detach(), "tanh"), 1e-12, "gelu(x, 'tanh')");
+}
+
 TEST(FuseElementwise, KeepsValuesReadOutsideTheChainAndStopsAtOtherOps) {
   Tensor x = uniform({4, 4}, -1, 1);
   auto fn = [](const std::vector<Tensor>& in) {

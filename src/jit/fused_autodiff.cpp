@@ -127,6 +127,12 @@ bool differentiate(const FusedProgram& p, Builder& b,
       case FusedOp::leaky_relu:
         add_to(ins.a, b.emit(FusedOp::leaky_relu_backward, g, ins.a, ins.param));
         break;
+      case FusedOp::pow:  // g (x^(e-1) e), as eager's; nothing for e = 0 (a constant)
+        if (ins.param != 0) {
+          const FusedOperand d = b.emit(FusedOp::pow, ins.a, {}, ins.param - 1);
+          add_to(ins.a, b.emit(FusedOp::mul, g, b.emit(FusedOp::mul, d, number(ins.param))));
+        }
+        break;
       // The backward ops, for double backward: linear in their gradient operand.
       case FusedOp::threshold_backward:  // g' where y' > t: nothing flows to y'
         add_to(ins.a, b.emit(FusedOp::threshold_backward, g, ins.b, ins.param));

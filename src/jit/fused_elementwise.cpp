@@ -110,6 +110,7 @@ Tensor run_fused_composite(const FusedProgram& p, const std::vector<Tensor>& in,
       case FusedOp::gelu_tanh: r = gelu(a, "tanh"); break;
       case FusedOp::silu: r = silu(a); break;
       case FusedOp::leaky_relu: r = leaky_relu(a, ins.param); break;
+      case FusedOp::pow: r = pow(a, ins.param); break;
       case FusedOp::sign: r = sign(a); break;
       case FusedOp::dropout:
         r = a * dropout_factors(shape, a.dtype(), a.device(), rng,

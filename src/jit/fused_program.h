@@ -28,21 +28,22 @@
 namespace ignis::jit::detail {
 
 // name in programs, functor (ignis::fn::...), operands, parameters
-#define IGNIS_FUSED_BASE_OPS(X)          \
-  X(add, Add, 2, 1)                      \
-  X(sub, Sub, 2, 1)                      \
-  X(mul, Mul, 2, 0)                      \
-  X(div, Div, 2, 0)                      \
-  X(maximum, Maximum, 2, 0)              \
-  X(minimum, Minimum, 2, 0)              \
-  X(neg, Neg, 1, 0)                      \
-  X(abs, Abs, 1, 0)                      \
-  X(relu, Relu, 1, 0)                    \
-  X(gelu, Gelu, 1, 0)                    \
-  X(gelu_tanh, GeluTanh, 1, 0)           \
-  X(silu, Silu, 1, 0)                    \
-  X(leaky_relu, LeakyRelu, 1, 1)         \
-  X(sign, Sign, 1, 0)                    \
+#define IGNIS_FUSED_BASE_OPS(X)  \
+  X(add, Add, 2, 1)              \
+  X(sub, Sub, 2, 1)              \
+  X(mul, Mul, 2, 0)              \
+  X(div, Div, 2, 0)              \
+  X(maximum, Maximum, 2, 0)      \
+  X(minimum, Minimum, 2, 0)      \
+  X(neg, Neg, 1, 0)              \
+  X(abs, Abs, 1, 0)              \
+  X(relu, Relu, 1, 0)            \
+  X(gelu, Gelu, 1, 0)            \
+  X(gelu_tanh, GeluTanh, 1, 0)   \
+  X(silu, Silu, 1, 0)            \
+  X(leaky_relu, LeakyRelu, 1, 1) \
+  X(pow, PowScalarAsEager, 1, 1) \
+  X(sign, Sign, 1, 0)            \
   IGNIS_FUSED_BACKWARD_OPS(X)
 
 // The activations' backward ops (PyTorch's *_backward, ops/unary.h), (g, saved) -> the input's

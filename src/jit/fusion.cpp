@@ -28,7 +28,6 @@ struct Candidate {
   int a = -1, b = -1;
   double number = 0;
   double param = 0;
-  bool square = false;  // b is a again (x ** 2 as x * x): the node reads a once
 };
 
 double scalar_attr(const Node& n, std::string_view name) {
@@ -61,12 +60,10 @@ std::optional<Candidate> translate(const Graph& g, const Node& n) {
     }
     if (base == "add" || base == "sub") c.param = scalar_attr(n, "alpha");
   } else if (name == "pow.Tensor_Scalar") {
-    // x ** 2 as x * x (the same value, rounded once; the same gradient, 2 x g); other exponents
-    // stay the op.
-    if (scalar_attr(n, "exponent") != 2.0) return {};
-    detail::fused_op_by_name("mul", c.op);
-    c.b = c.a;
-    c.square = true;
+    // x ** e with eager's values and gradient (x ** 0, a constant, stays the op).
+    c.param = scalar_attr(n, "exponent");
+    if (!(c.param != 0 && std::isfinite(c.param))) return {};
+    c.op = FusedOp::pow;
   } else if (name == "maximum" || name == "minimum") {
     detail::fused_op_by_name(name, c.op);
     if (n.args[1].kind != Arg::Kind::Tensor) return {};
@@ -132,7 +129,7 @@ int fuse_elementwise(Graph& g) {
       grew = false;
       std::map<int, int> inside;  // value id -> references from members
       for (size_t m : members)
-        for (int v : {cand[m]->a, cand[m]->square ? -1 : cand[m]->b})
+        for (int v : {cand[m]->a, cand[m]->b})
           if (v >= 0) ++inside[v];
       for (const auto& [v, refs] : inside) {
         const int p = prod[static_cast<size_t>(v)];

@@ -401,6 +401,23 @@ struct Reciprocal {
   IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const { return T(1) / x; }
 };
 
+/// x^p.a with the forms the eager pow kernel takes for common exponents (pow_scalar_kernel:
+/// x*x, x*x*x, sqrt, rsqrt, 1/x), so a fused pow gives eager's values; the exponent is a constant,
+/// so a generated kernel keeps one branch.
+struct PowScalarAsEager {
+  OpArgs p;
+  template <class T>
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const {
+    const double e = p.a;
+    if (e == 2) return Square{p}(x);
+    if (e == 3) return Cube{p}(x);
+    if (e == 0.5) return Sqrt{p}(x);
+    if (e == -0.5) return Rsqrt{p}(x);
+    if (e == -1) return Reciprocal{p}(x);
+    return PowScalar{p}(x);
+  }
+};
+
 // ---- clamping and extrema (NaN propagates, like PyTorch)
 struct Clamp {  // min p.a, then max p.b: with min > max every element becomes max
   OpArgs p;
