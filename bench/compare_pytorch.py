@@ -268,17 +268,9 @@ def torch_seed_jit_mlp(torch, threads, repeat):
     return out
 
 
-def torch_jit_fusion(torch, threads, repeat):
-    """The elementwise block of `ignis bench jit_fusion`, eager and as TorchScript (whose
-    profiling executor fuses elementwise chains after its first runs)."""
-    rows, cols = 4096, 1024
-    torch.manual_seed(0)
-    x, r = torch.randn(rows, cols), torch.randn(rows, cols)
-    a, b, g = torch.randn(cols), torch.randn(cols), torch.randn(cols)
-
-    def block(x, r, a, b, g):
-        return torch.nn.functional.gelu(x * a + b) * g + r
-
+def eager_and_scripted(torch, workload, block, args, shape, threads, repeat):
+    """ms per forward of `block(*args)` without grad, eager and as TorchScript (whose profiling
+    executor fuses elementwise chains after its first runs: five warm-up calls each)."""
     variants = [("eager", block)]
     try:
         variants.append(("torchscript", torch.jit.script(block)))
@@ -287,16 +279,26 @@ def torch_jit_fusion(torch, threads, repeat):
     out = []
     with torch.no_grad():
         for name, f in variants:
-            for _ in range(5):  # warm-up (TorchScript profiles, then fuses)
-                f(x, r, a, b, g)
-            ms = []
-            for _ in range(repeat):
-                t0 = time.perf_counter()
-                f(x, r, a, b, g)
-                ms.append((time.perf_counter() - t0) * 1e3)
-            out.append({"workload": "jit_fusion", "shape": f"{rows}x{cols}", "threads": threads,
-                        "variant": name, "ms_per_forward": statistics.median(ms)})
+            for _ in range(5):
+                f(*args)
+            out.append({"workload": workload, "shape": shape, "threads": threads,
+                        "variant": name,
+                        "ms_per_forward": median_step_ms(lambda: f(*args), repeat)})
     return out
+
+
+def torch_jit_fusion(torch, threads, repeat):
+    """The elementwise block of `ignis bench jit_fusion`, eager and as TorchScript."""
+    rows, cols = 4096, 1024
+    torch.manual_seed(0)
+    x, r = torch.randn(rows, cols), torch.randn(rows, cols)
+    a, b, g = torch.randn(cols), torch.randn(cols), torch.randn(cols)
+
+    def block(x, r, a, b, g):
+        return torch.nn.functional.gelu(x * a + b) * g + r
+
+    return eager_and_scripted(torch, "jit_fusion", block, (x, r, a, b, g), f"{rows}x{cols}",
+                              threads, repeat)
 
 
 def rms_norm_block(torch):
@@ -311,21 +313,8 @@ def torch_jit_rmsnorm(torch, threads, repeat):
     rows, cols = 4096, 1024
     torch.manual_seed(0)
     x, w = torch.randn(rows, cols), torch.randn(cols)
-    block = rms_norm_block(torch)
-    variants = [("eager", block)]
-    try:
-        variants.append(("torchscript", torch.jit.script(block)))
-    except Exception as e:  # pragma: no cover - depends on the torch build
-        print(f"compare_pytorch: TorchScript variant skipped: {e}", file=sys.stderr)
-    out = []
-    with torch.no_grad():
-        for name, f in variants:
-            for _ in range(5):  # warm-up (TorchScript profiles, then fuses)
-                f(x, w)
-            out.append({"workload": "jit_rmsnorm", "shape": f"{rows}x{cols}", "threads": threads,
-                        "variant": name,
-                        "ms_per_forward": median_step_ms(lambda: f(x, w), repeat)})
-    return out
+    return eager_and_scripted(torch, "jit_rmsnorm", rms_norm_block(torch), (x, w),
+                              f"{rows}x{cols}", threads, repeat)
 
 
 def torch_jit_rmsnorm_train(torch, threads, repeat):

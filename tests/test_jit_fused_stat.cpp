@@ -9,29 +9,18 @@
 #include <filesystem>
 #include <string>
 
+#include "fusion_test_util.h"
 #include "ignis/ignis.h"
 #include "test_util.h"
 
 using namespace ignis;
 using ::testing::HasSubstr;
 
+using ignis::testing::Backend;
+using ignis::testing::expect_close;
+using ignis::testing::uniform;
+
 namespace {
-
-Tensor uniform(IntArrayRef shape, double lo, double hi, DType dt = kFloat32) {
-  return (rand(shape, kFloat64) * (hi - lo) + lo).to(dt);
-}
-
-void expect_close(const Tensor& a, const Tensor& b, double tol, const std::string& what) {
-  ASSERT_TRUE(a.sizes().equals(b.sizes())) << what << ": " << a.sizes() << " vs " << b.sizes();
-  ASSERT_EQ(a.dtype(), b.dtype()) << what;
-  EXPECT_TRUE(allclose(a, b, tol, tol, /*equal_nan=*/true))
-      << what << ": max |diff| " << (a.to(kFloat64) - b.to(kFloat64)).abs().max().item<double>();
-}
-
-struct Backend {
-  explicit Backend(const std::string& b) { jit::set_fusion_backend(b); }
-  ~Backend() { jit::set_fusion_backend("auto"); }
-};
 
 /// The statistic as its op over the trailing `dims` dims.
 Tensor stat_op(const std::string& kind, const Tensor& x, int64_t dims, bool keepdim) {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "call_log.h"
+#include "fusion_test_util.h"
 #include "ignis/ignis.h"
 #include "jit/fused_program.h"
 #include "jit/fused_runtime.h"
@@ -18,24 +19,11 @@
 using namespace ignis;
 using ::testing::HasSubstr;
 
+using ignis::testing::Backend;
+using ignis::testing::expect_close;
+using ignis::testing::uniform;
+
 namespace {
-
-Tensor uniform(IntArrayRef shape, double lo, double hi, DType dt = kFloat32) {
-  return (rand(shape, kFloat64) * (hi - lo) + lo).to(dt);
-}
-
-void expect_close(const Tensor& a, const Tensor& b, double tol, const std::string& what) {
-  ASSERT_TRUE(a.sizes().equals(b.sizes())) << what;
-  ASSERT_EQ(a.dtype(), b.dtype()) << what;
-  EXPECT_TRUE(allclose(a, b, tol, tol, /*equal_nan=*/true))
-      << what << ": max |diff| " << (a.to(kFloat64) - b.to(kFloat64)).abs().max().item<double>();
-}
-
-/// Restores the "auto" backend after a test that chose one.
-struct Backend {
-  explicit Backend(const std::string& b) { jit::set_fusion_backend(b); }
-  ~Backend() { jit::set_fusion_backend("auto"); }
-};
 
 // ---- programs
 
