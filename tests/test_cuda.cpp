@@ -1290,6 +1290,50 @@ TEST(Cuda, CompiledGraphsRunOnTheGpu) {
   jit::set_fusion_backend("auto");
 }
 
+// fused_reduction's statistics on the GPU (a block per row: fused_cuda_stat_source) against the
+// CPU, in every form, with NaN in a row for amax and amin, in training, and a whole-tensor mean
+// (few long rows: the ops instead of the kernel).
+TEST(Cuda, FusedStatisticsMatchTheCpu) {
+  REQUIRE_GPU();
+  jit::set_fusion_backend("compiler");
+  for (DType dt : {kFloat32, kFloat64}) {
+    const double tol = dt == kFloat32 ? 1e-4 : 1e-11;
+    Tensor x = randn({37, 300}, dt), s = randn({300}, dt), col = randn({37, 1}, dt);
+    x.index_put_({3, 7}, NAN);
+    const Tensor half = full({}, 0.5, dt);
+    const std::string pro = "mul(i0,i1);tanh(v0)";
+    for (const char* kind : {"sum", "mean", "amax", "amin"}) {
+      for (const auto& [epi, keepdim] : {std::pair<std::string, bool>{"mul(i4,i2)", true},
+                                         {"sub(i0,i4,1);mul(v0,i1)", true},
+                                         {"mul(i4,i3)", false},
+                                         {"", false}}) {
+        const Tensor cpu =
+            jit::fused_reduction({x, s, col, half}, kind, 1, pro, epi, 1e-5, keepdim);
+        const Tensor gpu =
+            jit::fused_reduction({x.to(kGpu), s.to(kGpu), col.to(kGpu), half.to(kGpu)}, kind, 1,
+                                 pro, epi, 1e-5, keepdim);
+        expect_matches(gpu, cpu, tol, tol, std::string(kind) + " with epilogue '" + epi + "'");
+      }
+    }
+    // Training: one node, the CPU's gradients.
+    const Tensor xc = randn({9, 50}, dt).requires_grad_(true);
+    const Tensor xg = xc.detach().to(kGpu).requires_grad_(true);
+    jit::fused_reduction({xc, s.narrow(0, 0, 50)}, "mean", 1, pro, "sub(i0,i2,1)").sum().backward();
+    jit::fused_reduction({xg, s.narrow(0, 0, 50).to(kGpu)}, "mean", 1, pro, "sub(i0,i2,1)")
+        .sum()
+        .backward();
+    expect_matches(xg.grad(), xc.grad(), tol, tol, "a statistic's gradient on the GPU");
+    // A mean squared error over 300,000 elements: one long row, run by the ops.
+    const Tensor a = randn({300000}, dt), b = randn({300000}, dt);
+    const Tensor mse_cpu =
+        jit::fused_reduction({a, b}, "mean", 1, "sub(i0,i1,1);pow(v0,2)", "", 1e-5, false);
+    const Tensor mse_gpu = jit::fused_reduction({a.to(kGpu), b.to(kGpu)}, "mean", 1,
+                                                "sub(i0,i1,1);pow(v0,2)", "", 1e-5, false);
+    expect_matches(mse_gpu, mse_cpu, tol, tol, "a whole-tensor mean on the GPU");
+  }
+  jit::set_fusion_backend("auto");
+}
+
 // NCCL in a process started alone: a world of one on GPU 0 (no MPI). The collectives are then
 // identities (or copies), which checks the plumbing: streams, events, staging, the Work.
 TEST(Cuda, NcclWorldOfOne) {

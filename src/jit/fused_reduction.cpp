@@ -274,6 +274,12 @@ Tensor run_fused(const Spec& s, const std::vector<Tensor>& inputs, const Shape& 
   }
   const int64_t R = shape_numel(shape) / C;
   const bool stat = is_stat(s.reduction);
+  // The GPU's statistic kernel takes a block per row: a few long rows (a whole-tensor mean)
+  // would leave the GPU idle but for a few blocks, so the ops (whose reductions split rows) run.
+  if (on_device && stat && R < 128 && C > 65536) {
+    NoGradGuard no_grad;
+    return composite(s, inputs, shape);
+  }
   // Each input against rows of C: full, a row repeated for every row (a weight), one value per
   // row, one value; any other broadcast is materialised. Without a prologue, input 0 is the
   // reduction's input and is read in full.
