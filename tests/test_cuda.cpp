@@ -1295,6 +1295,9 @@ TEST(Cuda, CompiledGraphsRunOnTheGpu) {
 // (few long rows: the ops instead of the kernel).
 TEST(Cuda, FusedStatisticsMatchTheCpu) {
   REQUIRE_GPU();
+  struct Restore {
+    ~Restore() { jit::set_fusion_backend("auto"); }
+  } restore;
   jit::set_fusion_backend("compiler");
   for (DType dt : {kFloat32, kFloat64}) {
     const double tol = dt == kFloat32 ? 1e-4 : 1e-11;
@@ -1330,8 +1333,13 @@ TEST(Cuda, FusedStatisticsMatchTheCpu) {
     const Tensor mse_gpu = jit::fused_reduction({a.to(kGpu), b.to(kGpu)}, "mean", 1,
                                                 "sub(i0,i1,1);pow(v0,2)", "", 1e-5, false);
     expect_matches(mse_gpu, mse_cpu, tol, tol, "a whole-tensor mean on the GPU");
+    // A value per row broadcast over a leading dim ([37, 1] against rows of [2, 37, 300]).
+    const Tensor x3 = randn({2, 37, 300}, dt);
+    expect_matches(
+        jit::fused_reduction({x3.to(kGpu), col.to(kGpu)}, "amax", 1, "exp(i0)", "mul(i2,i1)"),
+        jit::fused_reduction({x3, col}, "amax", 1, "exp(i0)", "mul(i2,i1)"), tol, tol,
+        "a per-row input broadcast over a leading dim on the GPU");
   }
-  jit::set_fusion_backend("auto");
 }
 
 // NCCL in a process started alone: a world of one on GPU 0 (no MPI). The collectives are then

@@ -8,7 +8,7 @@
 //   "mul(i0,i1);add(v0,i2,1);gelu(v1)"
 // Operands: i<k> (the node's k-th input), v<j> (an earlier instruction's value), and for the
 // second operand of a binary op a number (a Scalar argument). Then the op's parameters (add and
-// sub: alpha; leaky_relu: the negative slope), numbers.
+// sub: alpha; leaky_relu: the negative slope; pow: the exponent), numbers.
 //
 // One op draws random numbers: dropout(v, d, p), training dropout of v with probability p
 // (0 < p < 1) on the node's random stream d (a number 0, 1, ...). A node whose program has
@@ -86,7 +86,7 @@ struct FusedOperand {
 struct FusedInstr {
   FusedOp op;
   FusedOperand a, b;  // b unused for unary ops
-  double param = 0;   // alpha, negative slope
+  double param = 0;   // alpha, negative slope, exponent
 };
 
 /// A parsed, validated program reading `num_inputs` tensors.

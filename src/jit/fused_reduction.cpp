@@ -263,23 +263,20 @@ Tensor run_fused(const Spec& s, const std::vector<Tensor>& inputs, const Shape& 
     NoGradGuard no_grad;
     return composite(s, inputs, shape);
   }
-  Tensor out = make_tensor(s.out, dtype, device);
-  if (out.numel() == 0) return out;
+  if (shape_numel(s.out) == 0) return make_tensor(s.out, dtype, device);
   const int64_t nd = static_cast<int64_t>(shape.size()), dims = s.dims;
   int64_t C = 1;
   for (int64_t d = nd - dims; d < nd; ++d) C *= shape[static_cast<size_t>(d)];
-  if (C == 0) {  // a statistic of empty rows (sum 0, mean NaN): no elements to fuse over
-    NoGradGuard no_grad;
-    return composite(s, inputs, shape);
-  }
-  const int64_t R = shape_numel(shape) / C;
+  const int64_t R = C == 0 ? 0 : shape_numel(shape) / C;
   const bool stat = is_stat(s.reduction);
-  // The GPU's statistic kernel takes a block per row: a few long rows (a whole-tensor mean)
-  // would leave the GPU idle but for a few blocks, so the ops (whose reductions split rows) run.
-  if (on_device && stat && R < 128 && C > 65536) {
+  // A statistic of empty rows (sum 0, mean NaN) has no elements to fuse over; the GPU's
+  // statistic kernel takes a block per row, so a few long rows (a whole-tensor mean) would leave
+  // the GPU idle but for a few blocks: the ops run (their reductions split rows).
+  if (C == 0 || (on_device && stat && R < 128 && C > 65536)) {
     NoGradGuard no_grad;
     return composite(s, inputs, shape);
   }
+  Tensor out = make_tensor(s.out, dtype, device);
   // Each input against rows of C: full, a row repeated for every row (a weight), one value per
   // row, one value; any other broadcast is materialised. Without a prologue, input 0 is the
   // reduction's input and is read in full.

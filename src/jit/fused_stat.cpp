@@ -121,7 +121,7 @@ void run_typed(const FusedProgram* pro, const FusedProgram* epi, const std::stri
         }
       }
       row[n] = stat.data() + b;
-      interpret<T>(*epi, row, row_layouts + 'f', dst + b, 0, len, 1);
+      interpret<T>(*epi, row, row_layouts + 'f', dst + b, 0, len, len);  // (one row of len)
       return;
     }
     for (int64_t it = b; it < e; ++it) {
