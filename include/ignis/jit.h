@@ -237,8 +237,8 @@ int fold_batch_norm(Graph& g);
 int fuse_ops(Graph& g);
 
 /// Elementwise fusion: each maximal chain of elementwise ops (add, sub, mul, div, maximum,
-/// minimum, neg, abs, relu, gelu, silu, leaky_relu and the floating unary ops: exp, tanh,
-/// sigmoid, ...) on one float32 or float64 shape, whose intermediate values nothing else reads,
+/// minimum, neg, abs, pow by a nonzero number, relu, gelu, silu, leaky_relu and the floating
+/// unary ops: exp, tanh, sigmoid, ...) on one float32 or float64 shape, whose intermediate values nothing else reads,
 /// becomes one `fused_elementwise` node: one pass over memory instead of one per op. Its program
 /// runs as C++ generated from the ops' functors and compiled at run time, or through an
 /// interpreter over the same functors (see set_fusion_backend).
@@ -271,7 +271,10 @@ int fuse_conv_pointwise(Graph& g);
 /// consuming its result (the epilogue: each value read by the next alone; layer_norm's weight
 /// and bias become its first ops), becomes one `fused_reduction` node: one pass over memory per
 /// row. A layer_norm is fused even alone (its composite makes several passes); a softmax only
-/// with a prologue or an epilogue.
+/// with a prologue or an epilogue. So does a sum (no dtype), mean, amax or amin over trailing
+/// dims (max() and min() over all) with a prologue or an epilogue: its consumers of one value
+/// per row, then, with keepdim, of the rows' shape (a hand-written RMS norm is one node); without
+/// keepdim only ops whose other operands hold one element.
 int fuse_reductions(Graph& g);
 
 /// Runs a fused elementwise program (the fusion pass's node; the program's syntax is in
