@@ -193,6 +193,28 @@ TEST(FusedProgram, PowTakesEagersFormForEveryExponent) {
   }
 }
 
+TEST(FusedProgram, AZeroDerivativeGivesZerosAsEager) {
+  // The result depends on x only through sign (derivative 0): zeros, as eager's backward gives,
+  // not "x was not used". Likewise the second derivative of x ** 1 (its backward program holds
+  // pow(x, 0)).
+  Tensor x = uniform({5}, -2, 2, kFloat64).requires_grad_(true);
+  const Tensor zero = zeros({5}, kFloat64);
+  for (const char* backend : {"interpreter", "compiler"}) {
+    Backend guard(backend);
+    const Tensor g =
+        autograd::grad({jit::fused_elementwise({x}, "sign(i0);mul(v0,2)").sum()}, {x})[0];
+    expect_close(g, zero, 0, std::string("sign, ") + backend);
+    const Tensor g1 = autograd::grad({jit::fused_elementwise({x}, "pow(i0,1)").sum()}, {x}, {},
+                                     {.create_graph = true})[0];
+    expect_close(g1.detach(), ones({5}, kFloat64), 0, std::string("d/dx x ** 1, ") + backend);
+    const Tensor g2 = autograd::grad({g1.sum()}, {x})[0];
+    expect_close(g2, zero, 0, std::string("d2/dx2 x ** 1, ") + backend);
+  }
+  // An input read only by an instruction the result does not use is not used.
+  EXPECT_FALSE(jit::detail::parse_fused_program("exp(i1);mul(i0,2)", 2).reads_input(1));
+  EXPECT_TRUE(jit::detail::parse_fused_program("exp(i1);mul(i0,2)", 2).reads_input(0));
+}
+
 TEST(FuseElementwise, AHandWrittenTanhGeluIsOneNode) {
   // GPT-2's gelu as PyTorch code writes it: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
   Tensor x = uniform({16, 64}, -4, 4, kFloat64).requires_grad_(true);

@@ -474,8 +474,9 @@ Tensor run_fused_program(const FusedProgram& p, const std::string& text,
   return run_program(p, text, inputs, shape, rng);
 }
 
-TensorList fused_input_grads(const FusedProgram& p, const std::vector<Tensor>& in,
-                             const std::vector<int>& want, const FusedRng& rng) {
+namespace {
+TensorList input_grads(const FusedProgram& p, const std::vector<Tensor>& in,
+                       const std::vector<int>& want, const FusedRng& rng) {
   TensorList r(in.size() - 1);
   bool graph = false;  // create_graph: the gradients need history
   for (const Tensor& t : in) graph = graph || (t.requires_grad() && is_grad_enabled());
@@ -516,6 +517,21 @@ TensorList fused_input_grads(const FusedProgram& p, const std::vector<Tensor>& i
     for (Tensor& t : outs) t.zero_();  // no elements: a summed gradient sums nothing
   }
   for (size_t j = 0; j < outs.size(); ++j) r[which[j]] = outs[j];
+  return r;
+}
+}  // namespace
+
+TensorList fused_input_grads(const FusedProgram& p, const std::vector<Tensor>& in,
+                             const std::vector<int>& want, const FusedRng& rng) {
+  TensorList r = input_grads(p, in, want, rng);
+  // An input the result depends on only through ops of zero derivative (sign, x ** 0 in a
+  // second derivative) gets zeros, as eager's backward gives: undefined would mean "not used".
+  for (int k : want) {
+    Tensor& g = r[static_cast<size_t>(k)];
+    const Tensor& x = in[static_cast<size_t>(k)];
+    if (!g.defined() && p.reads_input(k))
+      g = zeros(x.sizes(), TensorOptions(x.dtype()).device(x.device()));
+  }
   return r;
 }
 

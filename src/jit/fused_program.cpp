@@ -205,12 +205,19 @@ int FusedProgram::random_streams() const {
 }
 
 bool FusedProgram::reads_input(int k) const {
-  for (const FusedInstr& in : code) {
+  // Back from the result: the instructions it depends on; does one of them read input k?
+  std::vector<char> live(code.size(), 0);
+  if (!code.empty()) live.back() = 1;
+  for (size_t j = code.size(); j-- > 0;) {
+    if (!live[j]) continue;
+    const FusedInstr& in = code[j];
     // (a unary op's second operand, and dropout's stream number, are not operands)
     const bool binary = in.op != FusedOp::dropout && fused_op_info(in.op).arity == 2;
-    for (const FusedOperand* o : {&in.a, &in.b})
-      if ((o == &in.a || binary) && o->kind == FusedOperand::Kind::Input && o->index == k)
-        return true;
+    for (const FusedOperand* o : {&in.a, &in.b}) {
+      if (o != &in.a && !binary) continue;
+      if (o->kind == FusedOperand::Kind::Input && o->index == k) return true;
+      if (o->kind == FusedOperand::Kind::Value) live[static_cast<size_t>(o->index)] = 1;
+    }
   }
   return false;
 }

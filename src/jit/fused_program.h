@@ -97,7 +97,8 @@ struct FusedProgram {
   std::string str() const;
   /// The random streams its dropouts use: 1 + the largest stream number, 0 without dropout.
   int random_streams() const;
-  /// Whether an instruction reads input k as an operand.
+  /// Whether the result depends on input k: an instruction it depends on reads it as an operand
+  /// (even where the derivative is zero, as sign's).
   bool reads_input(int k) const;
 };
 
