@@ -317,6 +317,35 @@ TEST(FuseStatistics, AHandWrittenRmsNormBecomesOneNode) {
   expect_close(eager, nn::functional::rms_norm(x, {96}, w, 1e-6), 1e-6, "rms_norm");
 }
 
+TEST(FuseStatistics, AHandWrittenLayerNormIsTwoNodes) {
+  // d = x - mean(x); d / sqrt(mean(d ** 2) + eps) * w + b: the first mean with its epilogue (the
+  // centring), then the variance with d ** 2 as its prologue and the normalisation and affine
+  // part as its epilogue. Equal to eager and to layer_norm, forward and (float64) backward.
+  Tensor x = uniform({8, 64}, -2, 2, kFloat64).requires_grad_(true);
+  Tensor w = uniform({64}, 0.5, 1.5, kFloat64), b = uniform({64}, -0.5, 0.5, kFloat64);
+  auto fn = [&](const std::vector<Tensor>& in) {
+    const Tensor d = in[0] - in[0].mean({-1}, true);
+    return std::vector<Tensor>{d / sqrt(d.pow(2).mean({-1}, true) + 1e-5) * w + b};
+  };
+  jit::Graph g = jit::trace(fn, {x}, {{"w", w}, {"b", b}});
+  jit::optimize(g);
+  ASSERT_EQ(g.nodes.size(), 2u) << g.str();
+  EXPECT_EQ(g.count("fused_reduction"), 2) << g.str();
+  EXPECT_THAT(g.str(), HasSubstr("prologue='', epilogue='sub(i0,i1,1)'"));
+  EXPECT_THAT(g.str(), HasSubstr("prologue='pow(i0,2)', epilogue='add(i3,1.0000000000000001e-05,1);"
+                                 "sqrt(v0);div(i0,v1);mul(v2,i1);add(v3,i2,1)'"));
+  const Tensor eager = fn({x})[0];
+  const Tensor ge = autograd::grad({(eager * eager).sum()}, {x})[0];
+  for (const char* backend : {"interpreter", "compiler"}) {
+    Backend guard(backend);
+    const Tensor out = g.run({x})[0];
+    expect_close(out, eager.detach(), 1e-12, backend);
+    expect_close(autograd::grad({(out * out).sum()}, {x})[0], ge, 1e-11, backend);
+  }
+  expect_close(eager.detach(), nn::functional::layer_norm(x.detach(), {64}, w, b, 1e-5), 1e-12,
+               "layer_norm");
+}
+
 TEST(FuseStatistics, DistancesWithoutKeepdimAndWholeTensorReductions) {
   Tensor a = uniform({16, 32}, -1, 1, kFloat64), b = uniform({16, 32}, -1, 1, kFloat64);
   // The Euclidean distance of each row pair: (a - b) ** 2 summed, then its square root.
