@@ -346,6 +346,32 @@ TEST(FuseStatistics, AHandWrittenLayerNormIsTwoNodes) {
                "layer_norm");
 }
 
+TEST(FuseStatistics, AHandWrittenSoftmaxIsTwoNodes) {
+  // e = exp(x - amax(x)); e / sum(e): the max with the shift and exp as its epilogue, then the
+  // sum with the division as its epilogue. Equal to eager and to softmax, forward and backward.
+  Tensor x = uniform({8, 64}, -20, 20, kFloat64).requires_grad_(true);
+  auto fn = [](const std::vector<Tensor>& in) {
+    const Tensor e = (in[0] - amax(in[0], {-1}, true)).exp();
+    return std::vector<Tensor>{e / e.sum({-1}, true)};
+  };
+  jit::Graph g = jit::trace(fn, {x});
+  jit::optimize(g);
+  ASSERT_EQ(g.nodes.size(), 2u) << g.str();
+  EXPECT_THAT(g.str(), HasSubstr("reduction='amax', dims=1, prologue='', "
+                                 "epilogue='sub(i0,i1,1);exp(v0)'"));
+  EXPECT_THAT(g.str(), HasSubstr("reduction='sum', dims=1, prologue='', epilogue='div(i0,i1)'"));
+  const Tensor eager = fn({x})[0];
+  const Tensor gy = uniform({8, 64}, -1, 1, kFloat64);
+  const Tensor ge = autograd::grad({eager}, {x}, {gy})[0];
+  for (const char* backend : {"interpreter", "compiler"}) {
+    Backend guard(backend);
+    const Tensor out = g.run({x})[0];
+    expect_close(out, eager.detach(), 1e-14, backend);
+    expect_close(autograd::grad({out}, {x}, {gy})[0], ge, 1e-13, backend);
+  }
+  expect_close(eager.detach(), softmax(x.detach(), -1), 1e-14, "softmax");
+}
+
 TEST(FuseStatistics, DistancesWithoutKeepdimAndWholeTensorReductions) {
   Tensor a = uniform({16, 32}, -1, 1, kFloat64), b = uniform({16, 32}, -1, 1, kFloat64);
   // The Euclidean distance of each row pair: (a - b) ** 2 summed, then its square root.
