@@ -62,6 +62,13 @@ Shape trailing_dims(int64_t dims) {
   return d;
 }
 
+/// `shape` with its trailing `dims` dims as 1: a row's statistic's shape with keepdim.
+Shape one_per_row(IntArrayRef shape, int64_t dims) {
+  Shape r(shape.begin(), shape.end());
+  for (size_t d = 0; d < static_cast<size_t>(dims); ++d) r[r.size() - 1 - d] = 1;
+  return r;
+}
+
 /// The reduction itself through its op (autograd records it): x normalised or soft-maxed, or the
 /// rows' statistic (kept as dims of 1 with `keepdim`).
 Tensor reduce(const std::string& reduction, int64_t dims, double eps, const Tensor& x,
@@ -145,17 +152,13 @@ Tensor reduce_backward_rows(const std::string& reduction, int64_t dims, double e
 Tensor reduce_backward(const std::string& reduction, int64_t dims, double eps, const Tensor& x,
                        const Tensor& y, const Tensor& gy, bool graph) {
   if (is_stat(reduction)) {  // x of the rows' shape; y and gy one value per row
-    Shape keep(x.sizes().begin(), x.sizes().end());
-    int64_t C = 1;
-    for (int64_t i = 0; i < dims; ++i) {
-      C *= keep[keep.size() - 1 - static_cast<size_t>(i)];
-      keep[keep.size() - 1 - static_cast<size_t>(i)] = 1;
-    }
+    const Shape keep = one_per_row(x.sizes(), dims);
     if (reduction == "sum") return gy.reshape(keep).expand(x.sizes());
-    if (reduction == "mean") return (gy.reshape(keep) / static_cast<double>(C)).expand(x.sizes());
-    Shape d;
-    for (int64_t i = x.dim() - dims; i < x.dim(); ++i) d.push_back(i);
-    return evenly_distribute(gy, x, y, keep, d);
+    if (reduction == "mean") {
+      const double C = static_cast<double>(x.numel()) / static_cast<double>(shape_numel(keep));
+      return (gy.reshape(keep) / C).expand(x.sizes());
+    }
+    return evenly_distribute(gy, x, y, keep, trailing_dims(dims));
   }
   if (!graph && x.device().is_cpu() && x.numel() > 0)
     return reduce_backward_rows(reduction, dims, eps, x, y, gy);
@@ -305,9 +308,7 @@ Tensor run_fused(const Spec& s, const std::vector<Tensor>& inputs, const Shape& 
       c = t.reshape({C}).contiguous();
     } else if (per_row) {
       l = 'c';
-      Shape rows = shape;
-      for (int64_t d = 0; d < dims; ++d) rows[static_cast<size_t>(nd - 1 - d)] = 1;
-      c = t.expand(rows).contiguous().reshape({R});
+      c = t.expand(one_per_row(shape, dims)).contiguous().reshape({R});
     } else {
       c = t.expand(shape).contiguous();
     }
@@ -476,14 +477,10 @@ void stat_output(Spec& s, const std::vector<Tensor>& inputs, const Shape& shape)
   for (const auto* p : {s.pro.get(), s.epi.get()})
     IGNIS_CHECK(!p || p->random_streams() == 0, op, ": ", s.reduction,
                 " takes programs without dropout");
-  Shape keep = shape;
-  int64_t C = 1;
-  for (size_t i = 0; i < static_cast<size_t>(s.dims); ++i) {
-    C *= keep[keep.size() - 1 - i];
-    keep[keep.size() - 1 - i] = 1;
-  }
-  IGNIS_CHECK(C > 0 || shape_numel(keep) == 0 || s.reduction == "sum" || s.reduction == "mean", op,
-              ": ", s.reduction, " over ", s.dims, " trailing dims of shape ", shape,
+  const Shape keep = one_per_row(shape, s.dims);
+  IGNIS_CHECK(shape_numel(shape) > 0 || shape_numel(keep) == 0 || s.reduction == "sum" ||
+                  s.reduction == "mean",
+              op, ": ", s.reduction, " over ", s.dims, " trailing dims of shape ", shape,
               " reduces empty rows (it has no identity)");
   std::vector<int> read;
   for (int i = 0; i < n && s.epi; ++i)

@@ -99,15 +99,15 @@ void run_typed(const FusedProgram* pro, const FusedProgram* epi, const std::stri
     if (!full) {
       // Rows [b, e) as elements 0 .. e - b: a value per row and the statistic are full, one
       // value stays one. A full input the epilogue reads holds one value per row (input 0
-      // without a prologue, of shape [R, 1] before the reduction expanded it): its first
-      // element in each row, gathered. (The epilogue reads no repeated row.)
+      // without a prologue, of shape [R, 1] before the reduction expanded it; any, in rows of
+      // one element): its first element in each row, gathered. (It reads no repeated row.)
       const int64_t len = e - b;
       std::vector<std::vector<T>> gathered;
       gathered.reserve(n);
       for (size_t i = 0; i < n; ++i) {
         const T* p = static_cast<const T*>(ptrs[i]);
         const int k = static_cast<int>(i);
-        if (layouts[i] == 'c' || (layouts[i] == 'f' && C == 1)) {
+        if (layouts[i] == 'c') {
           row[i] = p + b;
           row_layouts += 'f';
         } else if (layouts[i] == 'f' && epi->reads_input(k)) {
