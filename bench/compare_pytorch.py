@@ -27,7 +27,7 @@ import time
 WORKLOADS = ("op_overhead", "sgemm", "seed_jit_mlp", "mnist_mlp", "mnist_lenet", "train_step",
              "checkpoint", "gcn", "gin", "ddp_mnist_mlp", "jit_fusion", "jit_fusion_train",
              "jit_dropout_train", "jit_norm_train", "jit_inference", "jit_block", "jit_rmsnorm",
-             "jit_rmsnorm_train")
+             "jit_rmsnorm_train", "jit_layernorm")
 # The CNN training workloads take minutes: run them when asked for.
 DEFAULT_WORKLOADS = ("op_overhead", "sgemm", "seed_jit_mlp", "mnist_mlp")
 
@@ -85,6 +85,12 @@ SPECS = {
                              "float32, a hand-written RMS norm (ignis: its best mode, eager or one "
                              "fused_reduction; PyTorch: eager and scripted) (lower is better)",
                     "extra": ("mode",)},
+    "jit_layernorm": {"keys": ("shape",), "metric": "ms_per_forward", "higher": False,
+                      "title": "ms per d = x - mean(x, -1, keepdim); d / sqrt(mean(d ** 2, -1, "
+                               "keepdim) + 1e-5) * w + b on [4096, 1024] float32, a hand-written "
+                               "layer norm (ignis: its best mode, eager or one fused_reduction; "
+                               "PyTorch: eager and scripted) (lower is better)",
+                      "extra": ("mode",)},
     "jit_rmsnorm_train": {"keys": ("shape",), "metric": "ms_per_step", "higher": False,
                           "title": "ms per forward + backward of the hand-written RMS norm on "
                                    "[4096, 1024] float32, gradients of x and w (ignis: its best "
@@ -315,6 +321,20 @@ def torch_jit_rmsnorm(torch, threads, repeat):
     x, w = torch.randn(rows, cols), torch.randn(cols)
     return eager_and_scripted(torch, "jit_rmsnorm", rms_norm_block(torch), (x, w),
                               f"{rows}x{cols}", threads, repeat)
+
+
+def torch_jit_layernorm(torch, threads, repeat):
+    """The hand-written layer norm of `ignis bench jit_layernorm`, eager and as TorchScript."""
+    rows, cols = 4096, 1024
+    torch.manual_seed(0)
+    x, w, b = torch.randn(rows, cols), torch.randn(cols), torch.randn(cols)
+
+    def block(x, w, b):
+        d = x - x.mean(-1, keepdim=True)
+        return d / torch.sqrt(d.pow(2).mean(-1, keepdim=True) + 1e-5) * w + b
+
+    return eager_and_scripted(torch, "jit_layernorm", block, (x, w, b), f"{rows}x{cols}",
+                              threads, repeat)
 
 
 def torch_jit_rmsnorm_train(torch, threads, repeat):
@@ -990,7 +1010,8 @@ TORCH_WORKLOADS = {"op_overhead": torch_op_overhead, "sgemm": torch_sgemm,
                    "jit_inference": torch_jit_inference,
                    "jit_block": torch_jit_block,
                    "jit_rmsnorm": torch_jit_rmsnorm,
-                   "jit_rmsnorm_train": torch_jit_rmsnorm_train}
+                   "jit_rmsnorm_train": torch_jit_rmsnorm_train,
+                   "jit_layernorm": torch_jit_layernorm}
 # Workloads whose PyTorch function also takes this script's options.
 TAKES_ARGS = ("mnist_mlp", "mnist_lenet", "train_step", "checkpoint", "gin", "ddp_mnist_mlp",
               "jit_inference")
@@ -1068,7 +1089,7 @@ def print_table(workload, rows):
                     "ddp_mnist_mlp",
                     "jit_fusion", "jit_fusion_train", "jit_dropout_train", "jit_norm_train",
                     "jit_inference", "jit_block", "seed_jit_mlp", "jit_rmsnorm",
-                    "jit_rmsnorm_train"):
+                    "jit_rmsnorm_train", "jit_layernorm"):
         cols[-2] = ("ignis", lambda r: f"{fmt(r['ignis'], 3)} ({r['ignis_threads']}T)")
         cols[-1] = ("PyTorch",
                     lambda r: f"{fmt(r.get('pytorch'), 3)} ({r.get('pytorch_threads', '-')}T)")

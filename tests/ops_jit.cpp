@@ -400,6 +400,81 @@ IGNIS_OP_INFO(OpInfo{
     .host_params = {-1},
 });
 
+// fused_reduction's chains of statistics over rows of the last dim of t = x * s (host parameter):
+// 0: softmax(t) + r ("amax,sum"); 1: (t - mean) / sqrt(var + 1e-5) + r ("mean,mean"); 2:
+// logsumexp(t) without keepdim ("amax,sum", r not read).
+const char* const kChains[] = {"amax,sum", "mean,mean", "amax,sum"};
+const char* const kChainPrologues[] = {"mul(i0,i1)|mul(i0,i1);sub(v0,i3,1);exp(v1)",
+                                       "mul(i0,i1)|mul(i0,i1);sub(v0,i3,1);mul(v1,v1)",
+                                       "mul(i0,i1)|mul(i0,i1);sub(v0,i3,1);exp(v1)"};
+const char* const kChainEpilogues[] = {
+    "mul(i0,i1);sub(v0,i3,1);exp(v1);div(v2,i4);add(v3,i2,1)",
+    "mul(i0,i1);sub(v0,i3,1);add(i4,1e-05,1);rsqrt(v2);mul(v1,v3);add(v4,i2,1)",
+    "log(i4);add(v0,i3,1)"};
+
+Tensor ref_fused_chain(const Inputs& in) {
+  const Tensor &x = in[0], &s = in[1], &r = in[2];
+  const int64_t form = ints(in[3])[0];
+  const Shape shape = broadcast_shapes(broadcast_shapes(x.sizes(), s.sizes()), r.sizes());
+  const int64_t C = shape.back();
+  int64_t R = 1;
+  for (size_t d = 0; d + 1 < shape.size(); ++d) R *= shape[d];
+  const std::vector<double> xv = values(x.expand(shape).contiguous()),
+                            sv = values(s.expand(shape).contiguous()),
+                            rv = values(r.expand(shape).contiguous());
+  std::vector<double> out(static_cast<size_t>(form == 2 ? R : R * C));
+  for (int64_t i = 0; i < R; ++i) {
+    std::vector<double> t(static_cast<size_t>(C));
+    for (int64_t c = 0; c < C; ++c) t[c] = xv[i * C + c] * sv[i * C + c];
+    double a = form == 1 ? 0 : -INFINITY, b = 0;
+    for (double v : t) a = form == 1 ? a + v : std::max(a, v);
+    if (form == 1) a /= static_cast<double>(C);
+    for (double v : t) b += form == 1 ? (v - a) * (v - a) : std::exp(v - a);
+    if (form == 1) b /= static_cast<double>(C);
+    if (form == 2) {
+      out[i] = std::log(b) + a;
+      continue;
+    }
+    for (int64_t c = 0; c < C; ++c) {
+      const double y = form == 0 ? std::exp(t[c] - a) / b : (t[c] - a) / std::sqrt(b + 1e-5);
+      out[i * C + c] = y + rv[i * C + c];
+    }
+  }
+  Shape out_shape = shape;
+  if (form == 2) out_shape.pop_back();
+  return from_values(out, out_shape);
+}
+
+IGNIS_OP_INFO(OpInfo{
+    .name = "fused_reduction chains",
+    .fn =
+        [](const Inputs& x) {
+          const int64_t form = ints(x[3])[0];
+          return jit::fused_reduction({x[0], x[1], x[2]}, kChains[form], 1, kChainPrologues[form],
+                                      kChainEpilogues[form], 1e-5, form != 2);
+        },
+    .ref = ref_fused_chain,
+    .samples =
+        [] {
+          return std::vector<OpSample>{
+              {"softmax [4, 7]", {n({4, 7}, 115), n({7}, 116), n({4, 7}, 117), params({0})}},
+              {"layer norm 3-d, per-row residual",
+               {n({2, 3, 20}, 118), n({20}, 119), n({2, 3, 1}, 120), params({1})}},
+              {"logsumexp without keepdim",
+               {n({4, 7}, 121), n({7}, 122), n({4, 7}, 123), params({2})}},
+              {"layer norm, non-contiguous",
+               {make_noncontiguous({5, 6}, 124), n({6}, 125), n({1}, 126), params({1})}},
+              {"softmax, rows of 1", {n({3, 1}, 127), n({1}, 128), n({3, 1}, 129), params({0})}},
+              {"softmax, empty rows", {n({0, 5}, 130), n({5}, 131), n({0, 5}, 132), params({0})}},
+          };
+        },
+    .dtypes = {kFloat32, kFloat64},
+    .atol32 = 1e-5,
+    .rtol32 = 1e-4,
+    .ops = {"fused_reduction"},
+    .host_params = {-1},
+});
+
 }  // namespace
 
 // Graph mode over the whole op table: each entry's call, on each sample, traced into a graph

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cuda/backend.h"
@@ -1339,6 +1340,18 @@ TEST(Cuda, FusedStatisticsMatchTheCpu) {
         jit::fused_reduction({x3.to(kGpu), col.to(kGpu)}, "amax", 1, "exp(i0)", "mul(i2,i1)"),
         jit::fused_reduction({x3, col}, "amax", 1, "exp(i0)", "mul(i2,i1)"), tol, tol,
         "a per-row input broadcast over a leading dim on the GPU");
+    // Chains of statistics: a hand-written softmax (the max, then the sum of exponentials) and
+    // layer norm (the mean, then the variance), one kernel each.
+    const Tensor xs = randn({37, 300}, dt) * 5;
+    for (const auto& [red, pro, epi] :
+         {std::tuple<std::string, std::string, std::string>{"amax,sum", "|sub(i0,i1,1);exp(v0)",
+                                                            "sub(i0,i1,1);exp(v0);div(v1,i2)"},
+          {"mean,mean", "|sub(i0,i1,1);mul(v0,v0)",
+           "sub(i0,i1,1);add(i2,1e-05,1);rsqrt(v1);mul(v0,v2)"}}) {
+      expect_matches(jit::fused_reduction({xs.to(kGpu)}, red, 1, pro, epi),
+                     jit::fused_reduction({xs}, red, 1, pro, epi), tol, tol,
+                     "the chain " + red + " on the GPU");
+    }
   }
 }
 

@@ -274,6 +274,140 @@ TEST(FusedStatistic, RefusesWhatItCannotRunNamingTheFault) {
               HasSubstr("fused_reduction: amin over 1 trailing dims of an output of shape []"));
 }
 
+// ---- chains of statistics: each stage's prologue reads the statistics before it
+
+namespace {
+// A softmax: the max, then the sum of exp(x - max), then exp(x - max) / sum.
+const char* const kSoftmaxPro = "|sub(i0,i1,1);exp(v0)";
+const char* const kSoftmaxEpi = "sub(i0,i1,1);exp(v0);div(v1,i2)";
+// A layer norm over inputs x, w, b: the mean, then the mean of (x - mean) ** 2, then
+// (x - mean) * rsqrt(var + 1e-5) * w + b.
+const char* const kNormPro = "|sub(i0,i3,1);mul(v0,v0)";
+const char* const kNormEpi =
+    "sub(i0,i3,1);add(i4,1e-05,1);rsqrt(v1);mul(v0,v2);mul(v3,i1);add(v4,i2,1)";
+}  // namespace
+
+TEST(FusedStatistic, ChainsEqualTheOps) {
+  // Rows of 37, 1024 and 40000 (three parts of 16384: the passes run one after the other).
+  manual_seed(6);
+  for (int64_t cols : {37, 1024, 40000}) {
+    const int64_t rows = cols > 10000 ? 3 : 7;
+    for (DType dt : {kFloat32, kFloat64}) {
+      Tensor x = uniform({rows, cols}, -8, 8, dt), w = uniform({cols}, 0.5, 1.5, dt);
+      Tensor b = uniform({cols}, -0.5, 0.5, dt);
+      const double tol = dt == kFloat32 ? (cols > 10000 ? 1e-4 : 1e-5) : 1e-11;
+      for (const char* backend : {"interpreter", "compiler"}) {
+        Backend guard(backend);
+        const std::string what = std::string(backend) + " " + std::string(dtype_name(dt)) +
+                                 " cols " + std::to_string(cols);
+        expect_close(jit::fused_reduction({x}, "amax,sum", 1, kSoftmaxPro, kSoftmaxEpi),
+                     softmax(x, -1), tol, "softmax, " + what);
+        expect_close(jit::fused_reduction({x, w, b}, "mean,mean", 1, kNormPro, kNormEpi),
+                     nn::functional::layer_norm(x, {cols}, w, b, 1e-5), tol * 10,
+                     "layer norm, " + what);
+        // logsumexp: one value per row, without keepdim
+        expect_close(jit::fused_reduction({x}, "amax,sum", 1, kSoftmaxPro, "log(i2);add(v0,i1,1)",
+                                          1e-5, false),
+                     logsumexp(x, {-1}), tol, "logsumexp, " + what);
+        // Three stages and no epilogue: the largest normalised value of each row.
+        expect_close(
+            jit::fused_reduction({x}, "mean,mean,amax", 1,
+                                 "|sub(i0,i1,1);mul(v0,v0)|sub(i0,i1,1);add(i2,1e-05,1);"
+                                 "rsqrt(v1);mul(v0,v2)",
+                                 ""),
+            amax(nn::functional::layer_norm(x, {cols}, Tensor(), Tensor(), 1e-5), {-1}, true),
+            tol * 10, "three stages, " + what);
+      }
+    }
+  }
+}
+
+TEST(FusedStatistic, ChainsGiveTheSameBitsWithEitherBackendAndAnyNumberOfThreads) {
+  // Prologues of one product each (rounded alike by the compiler and the interpreter), rows of
+  // one part and of four.
+  for (int64_t cols : {300, 50000}) {
+    Tensor x = uniform({3, cols}, -1, 1), w = uniform({cols}, -1, 1);
+    const int threads = get_num_threads();
+    std::vector<Tensor> by;
+    for (int t : {1, 2}) {
+      set_num_threads(t);
+      for (const char* backend : {"interpreter", "compiler"}) {
+        Backend guard(backend);
+        by.push_back(jit::fused_reduction({x, w}, "amax,sum,mean", 1,
+                                          "mul(i0,i1)|mul(i0,i2)|mul(i0,i3)", "mul(i0,i4)"));
+      }
+    }
+    set_num_threads(threads);
+    for (size_t k = 1; k < by.size(); ++k)
+      EXPECT_TRUE(equal(by[0], by[k])) << "cols " << cols << ", run " << k << ": max |diff| "
+                                       << (by[0] - by[k]).abs().max().item<double>();
+    const Tensor m = amax(x * w, {-1}, true), s = (x * m).sum({-1}, true);
+    expect_close(by[0], x * (x * s).mean({-1}, true), 1e-4, "against the ops");
+  }
+}
+
+TEST(FusedStatistic, TrainingThroughAChainGivesTheOpsGradients) {
+  // Each stage a fused_reduction of its own and the epilogue a fused_elementwise, each with its
+  // fused backward; double backward through the ops.
+  manual_seed(7);
+  for (int64_t cols : {9, 20000}) {
+    const std::string what = "cols " + std::to_string(cols);
+    Tensor x = uniform({3, cols}, -2, 2, kFloat64).requires_grad_(true);
+    Tensor w = uniform({cols}, 0.5, 1.5, kFloat64).requires_grad_(true);
+    Tensor b = uniform({cols}, -0.5, 0.5, kFloat64).requires_grad_(true);
+    const Tensor gy = uniform({3, cols}, -1, 1, kFloat64);
+    const Tensor e = nn::functional::layer_norm(x, {cols}, w, b, 1e-5);
+    const std::vector<Tensor> ge = autograd::grad({e}, {x, w, b}, {gy}, true, true);
+    const Tensor y = jit::fused_reduction({x, w, b}, "mean,mean", 1, kNormPro, kNormEpi);
+    expect_close(y, e.detach(), 1e-12, what + ": forward");
+    const std::vector<Tensor> gf = autograd::grad({y}, {x, w, b}, {gy}, true, true);
+    for (size_t k = 0; k < 3; ++k)
+      expect_close(gf[k], ge[k], 1e-10, what + ": gradient of input " + std::to_string(k));
+    // The second derivative through the first's history.
+    expect_close(autograd::grad({(gf[0] * gf[0]).sum()}, {w})[0],
+                 autograd::grad({(ge[0] * ge[0]).sum()}, {w})[0], 1e-9, what + ": double backward");
+    // A softmax's gradient; a logsumexp's (one value per row, no keepdim).
+    Tensor s = jit::fused_reduction({x}, "amax,sum", 1, kSoftmaxPro, kSoftmaxEpi);
+    expect_close(autograd::grad({s}, {x}, {gy})[0], autograd::grad({softmax(x, -1)}, {x}, {gy})[0],
+                 1e-12, what + ": softmax");
+    Tensor l =
+        jit::fused_reduction({x}, "amax,sum", 1, kSoftmaxPro, "log(i2);add(v0,i1,1)", 1e-5, false);
+    expect_close(autograd::grad({l.sum()}, {x})[0],
+                 autograd::grad({logsumexp(x, {-1}).sum()}, {x})[0], 1e-12, what + ": logsumexp");
+  }
+}
+
+TEST(FusedStatistic, ChainsRefuseWhatTheyCannotRunNamingTheFault) {
+  Tensor x = ones({4, 5});
+  EXPECT_THAT(error_of([&] { (void)jit::fused_reduction({x}, "amax,median", 1, "|", ""); }),
+              HasSubstr("fused_reduction: unknown reduction 'amax,median' (expected layer_norm, "
+                        "rms_norm, softmax, log_softmax, or sum, mean, amax, amin alone or as a "
+                        "chain separated by commas, such as 'amax,sum')"));
+  EXPECT_THAT(
+      error_of([&] { (void)jit::fused_reduction({x}, "sum,sum,sum,sum,sum", 1, "||||", ""); }),
+      HasSubstr("fused_reduction: a chain of at most 4 statistics, got 5"));
+  EXPECT_THAT(error_of([&] { (void)jit::fused_reduction({x}, "amax,sum", 1, "exp(i0)", ""); }),
+              HasSubstr("fused_reduction: 2 statistics take as many prologues separated by '|' "
+                        "(empty for input 0), got 1"));
+  EXPECT_THAT(
+      error_of([&] { (void)jit::fused_reduction({x}, "amax,sum", 1, "|sub(i0,i2,1)", ""); }),
+      HasSubstr("fused_reduction: the prologue of stage 1 (sum): "));
+  EXPECT_THAT(error_of([&] { (void)jit::fused_reduction({x}, "amax,sum", 1, "|", "mul(i3,i0)"); }),
+              HasSubstr("fused_reduction: the epilogue: "));
+  EXPECT_THAT(
+      error_of([&] { (void)jit::fused_reduction({x}, "amax,sum", 1, "|dropout(i1,0,0.5)", ""); }),
+      HasSubstr("fused_reduction: amax,sum takes programs without dropout"));
+  EXPECT_THAT(error_of([&] {
+                (void)jit::fused_reduction({ones({3, 0})}, "sum,amin", 1, "|", "");
+              }),
+              HasSubstr("fused_reduction: amin over 1 trailing dims of shape [3, 0] reduces empty "
+                        "rows (it has no identity)"));
+  std::vector<Tensor> many(62, x);
+  EXPECT_THAT(error_of([&] { (void)jit::fused_reduction(many, "amax,sum,mean", 1, "||", ""); }),
+              HasSubstr("fused_reduction: 62 inputs and 3 statistics are more than the "
+                        "epilogue's 64 inputs"));
+}
+
 TEST(FusedStatistic, RunsOnTheMetaDevice) {
   const TensorOptions meta = TensorOptions(kFloat32).device(kMeta);
   Tensor x = empty({6, 7}, meta), s = empty({7}, meta), col = empty({6, 1}, meta),
@@ -286,6 +420,10 @@ TEST(FusedStatistic, RunsOnTheMetaDevice) {
     EXPECT_TRUE(out.device().is_meta());
     EXPECT_TRUE(out.sizes().equals(shapes[k++])) << f.name << ": " << out.sizes();
   }
+  EXPECT_TRUE(
+      jit::fused_reduction({x}, "amax,sum", 1, kSoftmaxPro, kSoftmaxEpi).sizes().equals({6, 7}));
+  EXPECT_TRUE(
+      jit::fused_reduction({x}, "amax,sum", 1, kSoftmaxPro, "", 1e-5, false).sizes().equals({6}));
 }
 
 // ---- the pass
@@ -317,10 +455,11 @@ TEST(FuseStatistics, AHandWrittenRmsNormBecomesOneNode) {
   expect_close(eager, nn::functional::rms_norm(x, {96}, w, 1e-6), 1e-6, "rms_norm");
 }
 
-TEST(FuseStatistics, AHandWrittenLayerNormIsTwoNodes) {
+TEST(FuseStatistics, AHandWrittenLayerNormIsOneNode) {
   // d = x - mean(x); d / sqrt(mean(d ** 2) + eps) * w + b: the first mean with its epilogue (the
-  // centring), then the variance with d ** 2 as its prologue and the normalisation and affine
-  // part as its epilogue. Equal to eager and to layer_norm, forward and (float64) backward.
+  // centring), and the variance with d ** 2 as its prologue and the normalisation and affine
+  // part as its epilogue, chained: one node whose second stage and epilogue recompute d. Equal
+  // to eager and to layer_norm, forward and (float64) backward.
   Tensor x = uniform({8, 64}, -2, 2, kFloat64).requires_grad_(true);
   Tensor w = uniform({64}, 0.5, 1.5, kFloat64), b = uniform({64}, -0.5, 0.5, kFloat64);
   auto fn = [&](const std::vector<Tensor>& in) {
@@ -329,11 +468,11 @@ TEST(FuseStatistics, AHandWrittenLayerNormIsTwoNodes) {
   };
   jit::Graph g = jit::trace(fn, {x}, {{"w", w}, {"b", b}});
   jit::optimize(g);
-  ASSERT_EQ(g.nodes.size(), 2u) << g.str();
-  EXPECT_EQ(g.count("fused_reduction"), 2) << g.str();
-  EXPECT_THAT(g.str(), HasSubstr("prologue='', epilogue='sub(i0,i1,1)'"));
-  EXPECT_THAT(g.str(), HasSubstr("prologue='pow(i0,2)', epilogue='add(i3,1.0000000000000001e-05,1);"
-                                 "sqrt(v0);div(i0,v1);mul(v2,i1);add(v3,i2,1)'"));
+  ASSERT_EQ(g.nodes.size(), 1u) << g.str();
+  EXPECT_THAT(g.str(),
+              HasSubstr("reduction='mean,mean', dims=1, prologue='|sub(i0,i3,1);pow(v0,2)', "
+                        "epilogue='sub(i0,i3,1);add(i4,1.0000000000000001e-05,1);"
+                        "sqrt(v1);div(v0,v2);mul(v3,i1);add(v4,i2,1)'"));
   const Tensor eager = fn({x})[0];
   const Tensor ge = autograd::grad({(eager * eager).sum()}, {x})[0];
   for (const char* backend : {"interpreter", "compiler"}) {
@@ -346,9 +485,10 @@ TEST(FuseStatistics, AHandWrittenLayerNormIsTwoNodes) {
                "layer_norm");
 }
 
-TEST(FuseStatistics, AHandWrittenSoftmaxIsTwoNodes) {
-  // e = exp(x - amax(x)); e / sum(e): the max with the shift and exp as its epilogue, then the
-  // sum with the division as its epilogue. Equal to eager and to softmax, forward and backward.
+TEST(FuseStatistics, AHandWrittenSoftmaxIsOneNode) {
+  // e = exp(x - amax(x)); e / sum(e): the max with the shift and exp as its epilogue, and the
+  // sum with the division as its epilogue, chained: one node. Equal to eager and to softmax,
+  // forward and backward.
   Tensor x = uniform({8, 64}, -20, 20, kFloat64).requires_grad_(true);
   auto fn = [](const std::vector<Tensor>& in) {
     const Tensor e = (in[0] - amax(in[0], {-1}, true)).exp();
@@ -356,10 +496,9 @@ TEST(FuseStatistics, AHandWrittenSoftmaxIsTwoNodes) {
   };
   jit::Graph g = jit::trace(fn, {x});
   jit::optimize(g);
-  ASSERT_EQ(g.nodes.size(), 2u) << g.str();
-  EXPECT_THAT(g.str(), HasSubstr("reduction='amax', dims=1, prologue='', "
-                                 "epilogue='sub(i0,i1,1);exp(v0)'"));
-  EXPECT_THAT(g.str(), HasSubstr("reduction='sum', dims=1, prologue='', epilogue='div(i0,i1)'"));
+  ASSERT_EQ(g.nodes.size(), 1u) << g.str();
+  EXPECT_THAT(g.str(), HasSubstr("reduction='amax,sum', dims=1, prologue='|sub(i0,i1,1);exp(v0)', "
+                                 "epilogue='sub(i0,i1,1);exp(v0);div(v1,i2)'"));
   const Tensor eager = fn({x})[0];
   const Tensor gy = uniform({8, 64}, -1, 1, kFloat64);
   const Tensor ge = autograd::grad({eager}, {x}, {gy})[0];
@@ -439,7 +578,9 @@ TEST(FuseStatistics, TrainingThroughTheGraphGivesEagerGradients) {
   w.grad().zero_();
   jit::Graph g = jit::trace(fn, {x}, {{"w", w}});
   jit::optimize(g);
-  EXPECT_EQ(g.count("fused_reduction"), 2) << g.str();
+  // (the RMS norm, then the max of its result: a chain)
+  EXPECT_EQ(g.count("fused_reduction"), 1) << g.str();
+  EXPECT_THAT(g.str(), HasSubstr("reduction='mean,amax'"));
   Tensor y = g.run({x})[0];
   expect_close(y, e.detach(), 1e-13, "forward");
   (y * y).sum().backward();
@@ -462,4 +603,16 @@ TEST(FuseStatistics, SavedGraphsKeepTheStatistic) {
   EXPECT_EQ(loaded.str(), g.str());
   NoGradGuard ng;
   expect_close(loaded.run({a, b})[0], fn({a, b})[0], 1e-6, "loaded");
+  // A chain: a hand-written softmax.
+  auto sm = [](const std::vector<Tensor>& in) {
+    const Tensor e = (in[0] - amax(in[0], {-1}, true)).exp();
+    return std::vector<Tensor>{e / e.sum({-1}, true)};
+  };
+  jit::Graph c = jit::trace(sm, {a});
+  jit::optimize(c);
+  c.save(path);
+  jit::Graph chain = jit::load(path);
+  std::filesystem::remove(path);
+  EXPECT_THAT(chain.str(), HasSubstr("reduction='amax,sum'"));
+  expect_close(chain.run({a})[0], softmax(a, -1), 1e-6, "a loaded chain");
 }

@@ -137,7 +137,7 @@ TEST(JitNvrtc, FusedStatisticsCompileForTheGpu) {
     for (DType dt : {kFloat32, kFloat64}) {
       for (int form = 0; form < 3; ++form) {
         const std::string source =
-            fused_cuda_stat_source(form == 2 ? nullptr : &prologue, reduction,
+            fused_cuda_stat_source({{form == 2 ? nullptr : &prologue, reduction}},
                                    form == 0   ? &row
                                    : form == 1 ? &rows
                                                : nullptr,
@@ -148,6 +148,25 @@ TEST(JitNvrtc, FusedStatisticsCompileForTheGpu) {
         if (!expect_cubin(source, what)) GTEST_SKIP() << "no NVRTC here";
       }
     }
+  }
+}
+
+TEST(JitNvrtc, ChainsOfStatisticsCompileForTheGpu) {
+  // A hand-written softmax as one node: the max, then the sum of exponentials reading it (i1),
+  // then the epilogue reading both (i1, i2); and a layer norm's mean then variance, per row.
+  const FusedProgram shifted = parse_fused_program("sub(i0,i1,1);exp(v0)", 2);
+  const FusedProgram divide = parse_fused_program("sub(i0,i1,1);exp(v0);div(v1,i2)", 3);
+  const FusedProgram centred = parse_fused_program("sub(i0,i1,1);mul(v0,v0)", 2);
+  const FusedProgram rstd = parse_fused_program("add(i2,1e-05,1);rsqrt(v0)", 3);
+  for (DType dt : {kFloat32, kFloat64}) {
+    const std::string softmax =
+        fused_cuda_stat_source({{nullptr, "amax"}, {&shifted, "sum"}}, &divide, 1, dt, "f", true);
+    EXPECT_THAT(softmax, HasSubstr("st[1] = ignis_block_fold(part, sh, f1);"));
+    if (!expect_cubin(softmax, "softmax chain")) GTEST_SKIP() << "no NVRTC here";
+    const std::string norm =
+        fused_cuda_stat_source({{nullptr, "mean"}, {&centred, "mean"}}, &rstd, 1, dt, "f", false);
+    EXPECT_THAT(norm, HasSubstr("out[r] ="));
+    EXPECT_TRUE(expect_cubin(norm, "variance chain"));
   }
 }
 

@@ -274,7 +274,10 @@ int fuse_conv_pointwise(Graph& g);
 /// with a prologue or an epilogue. So does a sum (no dtype), mean, amax or amin over trailing
 /// dims (max() and min() over all) with a prologue or an epilogue: its consumers of one value
 /// per row, then, with keepdim, of the rows' shape (a hand-written RMS norm is one node); without
-/// keepdim only ops whose other operands hold one element.
+/// keepdim only ops whose other operands hold one element. Last, a node of statistics reading the
+/// whole result of another (over the same rows, read by nothing else) is chained with it: one
+/// node of several statistics whose programs recompute the first's epilogue where they read its
+/// result (a hand-written layer norm — the mean, then the variance — or softmax is one node).
 int fuse_reductions(Graph& g);
 
 /// Runs a fused elementwise program (the fusion pass's node; the program's syntax is in
@@ -292,7 +295,12 @@ Tensor fused_elementwise(const std::vector<Tensor>& inputs, const std::string& p
 /// `keepdim`, else dropped) — and out = epilogue(inputs..., y) (y is its input i<n>, n the number
 /// of inputs; empty: out = y). A statistic's epilogue gives one value per row or, reading inputs
 /// of the rows' shape, the rows' shape (`x * rsqrt(mean(x * x) + eps)`); without `keepdim` it
-/// reads one-element inputs only; its programs have no dropout. Programs as fused_elementwise's.
+/// reads one-element inputs only; its programs have no dropout. Statistics may be chained: up to
+/// four separated by commas ("amax,sum"), with one prologue per stage separated by '|' (empty:
+/// input 0); stage k's prologue reads the inputs and the earlier statistics as i<n>..i<n+k-1>,
+/// the epilogue all K as i<n>..i<n+K-1> (none: the output is the last statistic); in training
+/// each stage is a fused_reduction of its own and the epilogue a fused_elementwise.
+/// Programs as fused_elementwise's.
 /// With an input that requires grad: one node whose backward recomputes the programs and the
 /// reduction (on the CPU and a GPU), else the ops one by one.
 Tensor fused_reduction(const std::vector<Tensor>& inputs, const std::string& reduction,

@@ -58,9 +58,17 @@ namespace {
 // (fuse_elementwise, then fuse_reductions) and run by the executor with the generated kernels and
 // with the interpreter, each checked first against eager, reported as `name` with the memory
 // rate for `bytes` moved per forward.
+/// Another way to run a block, reported as `mode` (with the generated kernels).
+struct Variant {
+  const char* mode;
+  size_t nodes;
+  std::function<Tensor()> run;
+};
+
 void bench_fused_inference(
     const char* name, const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& block,
-    const std::vector<Tensor>& inputs, double bytes, const BenchOptions& opts) {
+    const std::vector<Tensor>& inputs, double bytes, const BenchOptions& opts,
+    const std::vector<Variant>& variants = {}) {
   NoGradGuard no_grad;
   auto graph = std::make_shared<jit::Graph>(jit::trace(block, inputs));
   const size_t traced_nodes = graph->nodes.size();
@@ -84,6 +92,12 @@ void bench_fused_inference(
     IGNIS_CHECK(allclose(exec.run(inputs)[0], eager_out, 1e-5, 1e-5), "bench ", name,
                 ": the fused graph's output differs from eager (", backend, ")");
     report(backend, graph->nodes.size(), time([&] { return exec.run(inputs); }));
+  }
+  jit::set_fusion_backend("compiler");
+  for (const Variant& v : variants) {
+    IGNIS_CHECK(allclose(v.run(), eager_out, 1e-5, 1e-5), "bench ", name, ": ", v.mode,
+                " differs from eager");
+    report(v.mode, v.nodes, time(v.run));
   }
   jit::set_fusion_backend("auto");
   std::fflush(stdout);
@@ -120,6 +134,34 @@ void bench_jit_rmsnorm(const BenchOptions& opts) {
   const Tensor x = randn({rows, cols}), w = randn({cols});
   const double bytes = 2.0 * static_cast<double>(rows * cols) * 4;  // x in, y out
   bench_fused_inference("jit_rmsnorm", rms_norm_block, {x, w}, bytes, opts);
+}
+
+namespace {
+// A layer norm as PyTorch code often writes it (ConvNeXt's, for one): the mean, the centred
+// values, their mean square, the normalisation and the affine part.
+std::vector<Tensor> layer_norm_block(const std::vector<Tensor>& in) {
+  const Tensor d = in[0] - in[0].mean({-1}, true);
+  return {d / sqrt(d.pow(2).mean({-1}, true) + 1e-5) * in[1] + in[2]};
+}
+}  // namespace
+
+// The hand-written layer norm on [4096, 1024] float32: eager (nine ops), the graph — one
+// fused_reduction node chaining two statistics (the mean, then the variance of the centred
+// values: x read from memory once per row, the output written once) — and the same as two
+// fused_reduction nodes (the centring mean, then the variance with the normalisation: the
+// centred values written and read back), as fuse_reductions made it before chaining statistics.
+void bench_jit_layernorm(const BenchOptions& opts) {
+  const int64_t rows = opts.batch > 0 ? opts.batch : 4096, cols = 1024;
+  manual_seed(0);
+  const Tensor x = randn({rows, cols}), w = randn({cols}), b = randn({cols});
+  const double bytes = 2.0 * static_cast<double>(rows * cols) * 4;  // x in, y out
+  auto two_nodes = [&] {
+    const Tensor d = jit::fused_reduction({x}, "mean", 1, "", "sub(i0,i1,1)");
+    return jit::fused_reduction({d, w, b}, "mean", 1, "pow(i0,2)",
+                                "add(i3,1e-05,1);sqrt(v0);div(i0,v1);mul(v2,i1);add(v3,i2,1)");
+  };
+  bench_fused_inference("jit_layernorm", layer_norm_block, {x, w, b}, bytes, opts,
+                        {{"two_nodes", 2, two_nodes}});
 }
 
 // A training workload of graph mode's fusion: forward and backward of `block` (gradients of

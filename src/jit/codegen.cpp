@@ -55,10 +55,11 @@ bool make_dirs(const std::string& path) {
   std::string cur;
   std::stringstream ss(path);
   std::string part;
-  if (!path.empty() && path[0] == '/') cur = "/";
+  if (!path.empty() && path[0] == '/') cur += '/';
   while (std::getline(ss, part, '/')) {
     if (part.empty()) continue;
-    cur += part + "/";
+    cur += part;
+    cur += '/';
     if (mkdir(cur.c_str(), 0700) != 0 && errno != EEXIST) return false;
   }
   return true;
@@ -485,115 +486,162 @@ const char* stat_identity(const std::string& reduction) {
          : reduction == "amin" ? "std::numeric_limits<T>::infinity()"
                                : "T(0)";
 }
-/// The epilogue at one element (`store`: where its value goes) with the row's statistic as
-/// a<num_inputs>, or the statistic itself without one.
-void emit_stat_epilogue(std::ostream& s, const FusedProgram* epilogue, int num_inputs,
-                        const std::string& layouts, const std::string& stat,
-                        const std::string& store, const std::string& indent) {
-  s << indent << "const T a" << num_inputs << " = " << stat << ";\n";
-  std::string v(1, 'a');  // (not "a" + ...: GCC 12's -Wrestrict)
-  v = epilogue ? emit_body(s, *epilogue, layouts, indent) : v += std::to_string(num_inputs);
+/// The row's statistics of the stages before stage k as the values b<n> .. b<n+k-1> (the
+/// programs read them as inputs i<n> ..., laid out 's'), from `st`.
+void emit_stat_values(std::ostream& s, int num_inputs, size_t k, const std::string& indent) {
+  for (size_t j = 0; j < k; ++j)
+    s << indent << "const T b" << num_inputs + static_cast<int>(j) << " = st[" << j << "];\n";
+}
+/// The layouts of a program reading the inputs and k statistics (one value each).
+std::string stat_layouts(const std::string& layouts, size_t k) {
+  return layouts + std::string(k, 's');
+}
+/// The epilogue at one element (`store`: where its value goes), the row's statistics in `st`;
+/// without one, the last statistic.
+void emit_stat_epilogue(std::ostream& s, const FusedProgram* epilogue, int num_inputs, size_t K,
+                        const std::string& layouts, const std::string& store,
+                        const std::string& indent) {
+  emit_stat_values(s, num_inputs, K, indent);
+  std::string v = "st[";  // (not "st[" + ...: GCC 12's -Wrestrict)
+  if (epilogue) {
+    v = emit_body(s, *epilogue, stat_layouts(layouts, K), indent);
+  } else {
+    v += std::to_string(K - 1);
+    v += ']';
+  }
   s << indent << store << " = " << v << ";\n";
+}
+/// A statistics kernel's source up to its signature: the functors, a comment naming it,
+/// ignis_apply, the combining steps.
+void emit_stat_header(std::ostream& s, const std::vector<FusedStatStage>& stats,
+                      const FusedProgram* epilogue, const std::string& layouts) {
+  s << kPrelude << "\n// ---- the kernel:";
+  for (size_t k = 0; k < stats.size(); ++k)
+    s << (k ? ", then " : " ") << stats[k].reduction << " of "
+      << (stats[k].prologue ? stats[k].prologue->str() : std::string("i0"));
+  s << ", then " << (epilogue ? epilogue->str() : std::string("nothing")) << " (inputs: " << layouts
+    << ")\n"
+    << kApply << IGNIS_JIT_STRINGIFY(IGNIS_JIT_COMBINE_CODE) << "\n";
+}
+/// Each stage's combining step, f0, f1, ...
+void emit_combiners(std::ostream& s, const std::vector<FusedStatStage>& stats) {
+  for (size_t k = 0; k < stats.size(); ++k)
+    s << "  const " << stat_combiner(stats[k].reduction) << " f" << k << "{};\n";
 }
 }  // namespace
 
-std::string fused_stat_source(const FusedProgram* prologue, const std::string& reduction,
+std::string fused_stat_source(const std::vector<FusedStatStage>& stats,
                               const FusedProgram* epilogue, int num_inputs, DType dtype,
                               const std::string& layouts, bool full) {
   std::ostringstream s;
-  emit_reduction_header(s, prologue, reduction, epilogue, layouts);
-  s << IGNIS_JIT_STRINGIFY(IGNIS_JIT_COMBINE_CODE IGNIS_JIT_LANES_CODE) << "\n";
+  emit_stat_header(s, stats, epilogue, layouts);
+  s << IGNIS_JIT_STRINGIFY(IGNIS_JIT_LANES_CODE) << "\n";
   s << "extern \"C\" void ignis_fused_kernel(const void* const* in, void* out_, long long i0, "
-       "long long i1, long long cols, long long chunk, void* stats_, int pass) {\n";
+       "long long i1, long long cols, long long chunk, void* partial_, const void* stats_, "
+       "int pass) {\n";
   s << "  using T = " << c_type(dtype) << ";\n";
   emit_inputs(s, num_inputs);
+  const size_t K = stats.size();
   s << "  T* __restrict out = static_cast<T*>(out_);\n"
-       "  T* __restrict stats = static_cast<T*>(stats_);\n"
-       "  const long long nc = (cols + chunk - 1) / chunk;\n"
-       "  const "
-    << stat_combiner(reduction)
-    << " f{};\n"
-       "  if (pass == 0) {  // each part's statistic: parts i0 .. i1 - 1, nc per row\n"
-       "    T buf["
-    << kStatTile
-    << "];\n"
-       "    (void)buf;\n"
-       "    for (long long it = i0; it < i1; ++it) {\n"
-       "      const long long r = it / nc, c0 = (it - r * nc) * chunk;\n"
-       "      const long long c1 = c0 + chunk < cols ? c0 + chunk : cols;\n";
-  emit_row_pointers(s, layouts, "      ");
-  s << "      T acc[16];\n      for (int j = 0; j < 16; ++j) acc[j] = " << stat_identity(reduction)
-    << ";\n";
-  if (prologue != nullptr) {
-    s << "      for (long long t0 = c0; t0 < c1; t0 += " << kStatTile << ") {\n"
-      << "        const long long t1 = t0 + " << kStatTile << " < c1 ? t0 + " << kStatTile
-      << " : c1;\n"
-      << "        for (long long c = t0; c < t1; ++c) {\n";
-    const std::string v = emit_body(s, *prologue, layouts, "          ");
-    s << "          buf[c - t0] = " << v << ";\n"
-      << "        }\n        ignis_lanes_add(acc, buf, t1 - t0, f);\n      }\n";
-  } else {
-    s << "      ignis_lanes_add(acc, p0 + c0, c1 - c0, f);\n";
+       "  T* __restrict partial = static_cast<T*>(partial_);\n"
+       "  const T* __restrict stats = static_cast<const T*>(stats_);\n"
+       "  const long long nc = (cols + chunk - 1) / chunk;\n";
+  emit_combiners(s, stats);
+  // Pass k: stage k's statistic of each part, the row's earlier statistics read from stats.
+  for (size_t k = 0; k < K; ++k) {
+    std::string f(1, 'f');  // (not "f" + ...: GCC 12's -Wrestrict)
+    f += std::to_string(k);
+    s << "  if (pass == " << k << ") {\n    T buf[" << kStatTile
+      << "];\n    (void)buf;\n"
+         "    for (long long it = i0; it < i1; ++it) {\n"
+         "      const long long r = it / nc, c0 = (it - r * nc) * chunk;\n"
+         "      const long long c1 = c0 + chunk < cols ? c0 + chunk : cols;\n"
+         "      const T* __restrict st = stats + r * "
+      << K << ";\n      (void)st;\n";
+    emit_row_pointers(s, layouts, "      ");
+    emit_stat_values(s, num_inputs, k, "      ");
+    s << "      T acc[16];\n      for (int j = 0; j < 16; ++j) acc[j] = "
+      << stat_identity(stats[k].reduction) << ";\n";
+    if (const FusedProgram* pro = stats[k].prologue) {
+      s << "      for (long long t0 = c0; t0 < c1; t0 += " << kStatTile << ") {\n"
+        << "        const long long t1 = t0 + " << kStatTile << " < c1 ? t0 + " << kStatTile
+        << " : c1;\n"
+        << "        for (long long c = t0; c < t1; ++c) {\n";
+      const std::string v = emit_body(s, *pro, stat_layouts(layouts, k), "          ");
+      s << "          buf[c - t0] = " << v << ";\n"
+        << "        }\n        ignis_lanes_add(acc, buf, t1 - t0, " << f << ");\n      }\n";
+    } else {
+      s << "      ignis_lanes_add(acc, p0 + c0, c1 - c0, " << f << ");\n";
+    }
+    s << "      partial[it] = ignis_lanes_total(acc, " << f << ");\n    }\n    return;\n  }\n";
   }
-  s << "      stats[it] = ignis_lanes_total(acc, f);\n    }\n    return;\n  }\n";
-  // Pass 1: the epilogue, with stats[r] the row's statistic.
+  // Pass K: the epilogue.
   if (full) {
     s << "  for (long long it = i0; it < i1; ++it) {  // parts again\n"
          "    const long long r = it / nc, c0 = (it - r * nc) * chunk;\n"
          "    const long long c1 = c0 + chunk < cols ? c0 + chunk : cols;\n"
          "    T* __restrict o = out + r * cols;\n"
-         "    const T st = stats[r];\n";
+         "    const T* __restrict st = stats + r * "
+      << K << ";\n";
     emit_row_pointers(s, layouts, "    ");
     s << "    for (long long c = c0; c < c1; ++c) {\n";
-    emit_stat_epilogue(s, epilogue, num_inputs, layouts, "st", "o[c]", "      ");
+    emit_stat_epilogue(s, epilogue, num_inputs, K, layouts, "o[c]", "      ");
     s << "    }\n  }\n}\n";
   } else {
     s << "  for (long long r = i0; r < i1; ++r) {  // rows\n"
          "    const long long c = 0;\n"
-         "    (void)c;\n";
+         "    (void)c;\n"
+         "    const T* __restrict st = stats + r * "
+      << K << ";\n";
     emit_row_pointers(s, layouts, "    ");
-    emit_stat_epilogue(s, epilogue, num_inputs, layouts, "stats[r]", "out[r]", "    ");
+    emit_stat_epilogue(s, epilogue, num_inputs, K, layouts, "out[r]", "    ");
     s << "  }\n}\n";
   }
   return s.str();
 }
 
-std::string fused_cuda_stat_source(const FusedProgram* prologue, const std::string& reduction,
+std::string fused_cuda_stat_source(const std::vector<FusedStatStage>& stats,
                                    const FusedProgram* epilogue, int num_inputs, DType dtype,
                                    const std::string& layouts, bool full) {
   std::ostringstream s;
-  emit_reduction_header(s, prologue, reduction, epilogue, layouts);
-  s << IGNIS_JIT_STRINGIFY(IGNIS_JIT_COMBINE_CODE) << "\n" << kCudaBlockFold;
-  s << cuda_inputs_struct()
+  emit_stat_header(s, stats, epilogue, layouts);
+  s << kCudaBlockFold << cuda_inputs_struct()
     << "\n"
        "extern \"C\" __global__ void ignis_fused_kernel(IgnisFusedInputs in, void* out_, "
        "long long rows, long long cols, double eps_, void* scratch_) {\n";
   s << "  using T = " << c_type(dtype) << ";\n  __shared__ T sh[256];\n";
   for (int i = 0; i < num_inputs; ++i)
     s << "  const T* __restrict in" << i << " = static_cast<const T*>(in.p[" << i << "]);\n";
-  s << "  T* __restrict out = static_cast<T*>(out_);\n"
-       "  const "
-    << stat_combiner(reduction)
-    << " f{};\n"
-       "  for (long long r = blockIdx.x; r < rows; r += gridDim.x) {\n";
+  const size_t K = stats.size();
+  s << "  T* __restrict out = static_cast<T*>(out_);\n";
+  emit_combiners(s, stats);
+  s << "  for (long long r = blockIdx.x; r < rows; r += gridDim.x) {\n"
+       "    T st["
+    << K << "];\n";
   emit_row_pointers(s, layouts, "    ");
-  s << "    T part = " << stat_identity(reduction) << ";\n"
-    << "    for (long long c = threadIdx.x; c < cols; c += blockDim.x) {\n";
-  if (prologue != nullptr) {
-    const std::string v = emit_body(s, *prologue, layouts, "      ");
-    s << "      part = f(part, " << v << ");\n";
-  } else {
-    s << "      part = f(part, p0[c]);\n";
+  for (size_t k = 0; k < K; ++k) {
+    std::string f(1, 'f');  // (not "f" + ...: GCC 12's -Wrestrict)
+    f += std::to_string(k);
+    s << "    {  // stage " << k << "\n";
+    emit_stat_values(s, num_inputs, k, "      ");
+    s << "      T part = " << stat_identity(stats[k].reduction) << ";\n"
+      << "      for (long long c = threadIdx.x; c < cols; c += blockDim.x) {\n";
+    if (const FusedProgram* pro = stats[k].prologue) {
+      const std::string v = emit_body(s, *pro, stat_layouts(layouts, k), "        ");
+      s << "        part = " << f << "(part, " << v << ");\n";
+    } else {
+      s << "        part = " << f << "(part, p0[c]);\n";
+    }
+    s << "      }\n      st[" << k << "] = ignis_block_fold(part, sh, " << f << ")"
+      << (stats[k].reduction == "mean" ? " / static_cast<T>(cols)" : "") << ";\n    }\n";
   }
-  s << "    }\n    T st = ignis_block_fold(part, sh, f);\n";
-  if (reduction == "mean") s << "    st = st / static_cast<T>(cols);\n";
   if (full) {
     s << "    for (long long c = threadIdx.x; c < cols; c += blockDim.x) {\n";
-    emit_stat_epilogue(s, epilogue, num_inputs, layouts, "st", "out[r * cols + c]", "      ");
+    emit_stat_epilogue(s, epilogue, num_inputs, K, layouts, "out[r * cols + c]", "      ");
     s << "    }\n";
   } else {
     s << "    if (threadIdx.x == 0) {\n      const long long c = 0;\n      (void)c;\n";
-    emit_stat_epilogue(s, epilogue, num_inputs, layouts, "st", "out[r]", "      ");
+    emit_stat_epilogue(s, epilogue, num_inputs, K, layouts, "out[r]", "      ");
     s << "    }\n";
   }
   s << "  }\n}\n";

@@ -65,23 +65,35 @@ std::string fused_reduction_source(const FusedProgram* prologue, const std::stri
                                    const FusedProgram* epilogue, int num_inputs, DType dtype,
                                    const std::string& layouts);
 
-/// A generated kernel for fused_reduction's statistics ("sum", "mean", "amax", "amin" over rows
-/// of `cols`), in two passes the caller runs in parallel over parts of rows. Pass 0: for each part
-/// `it` in [begin, end) — row it / nc, columns [k chunk, (k + 1) chunk) with k = it % nc and
-/// nc = ceil(cols / chunk) — stats[it] = the statistic of x = prologue(inputs) (or input 0) over
-/// the part (sum, max or min: mean's division is the caller's, as is folding the parts of a row,
-/// row_reduce.h). Pass 1, with stats[r] the row's statistic: the epilogue (reading it as input
-/// i<n>) at every element of parts [begin, end) into out (`full`: out has the rows' shape), or
-/// once per row r in [begin, end) into out[r] (not `full`: one value per row).
+/// One stage of fused_reduction's statistics: "sum", "mean", "amax" or "amin" of its prologue's
+/// values over each row (a null prologue: input 0). Stage k's prologue reads the node's n inputs
+/// and the rows' statistics of the stages before it, as inputs i<n> .. i<n+k-1> (one value per
+/// row); the epilogue reads the n inputs and every stage's statistic.
+struct FusedStatStage {
+  const FusedProgram* prologue = nullptr;
+  std::string reduction;
+};
+/// At most this many stages in one fused_reduction (a hand-written layer norm or softmax: two).
+constexpr int kMaxStatStages = 4;
+
+/// A generated kernel for fused_reduction's statistics over rows of `cols`, in passes the caller
+/// runs in parallel over parts of rows, K stages then the epilogue. Pass k < K: for each part
+/// `it` in [begin, end) — row r = it / nc, columns [j chunk, (j + 1) chunk) with j = it % nc and
+/// nc = ceil(cols / chunk) — partial[it] = stage k's statistic of its prologue over the part (sum,
+/// max or min: mean's division is the caller's, as is folding the parts of a row, row_reduce.h),
+/// reading the row's earlier statistics stats[r K + 0 .. r K + k - 1]. Pass K: the epilogue at
+/// every element of parts [begin, end) into out (`full`: out has the rows' shape), or once per
+/// row r in [begin, end) into out[r] (not `full`: one value per row).
 using FusedStatFn = void (*)(const void* const* in, void* out, int64_t begin, int64_t end,
-                             int64_t cols, int64_t chunk, void* stats, int pass);
-std::string fused_stat_source(const FusedProgram* prologue, const std::string& reduction,
+                             int64_t cols, int64_t chunk, void* partial, const void* stats,
+                             int pass);
+std::string fused_stat_source(const std::vector<FusedStatStage>& stats,
                               const FusedProgram* epilogue, int num_inputs, DType dtype,
                               const std::string& layouts, bool full);
 /// The same for a GPU, with fused_cuda_reduction_source's signature (no scratch): a block per
-/// row folds the prologue's values as it computes them, then applies the epilogue (every element
-/// when `full`, else thread 0 once into out[r]).
-std::string fused_cuda_stat_source(const FusedProgram* prologue, const std::string& reduction,
+/// row folds each stage's prologue values as it computes them, then applies the epilogue (every
+/// element when `full`, else thread 0 once into out[r]).
+std::string fused_cuda_stat_source(const std::vector<FusedStatStage>& stats,
                                    const FusedProgram* epilogue, int num_inputs, DType dtype,
                                    const std::string& layouts, bool full);
 

@@ -183,6 +183,17 @@ std::string format_number(double v) {
   return buf;
 }
 
+std::vector<std::string> split_at(std::string_view text, char sep) {
+  std::vector<std::string> parts(1);
+  for (char ch : text) {
+    if (ch == sep)
+      parts.emplace_back();
+    else
+      parts.back() += ch;
+  }
+  return parts;
+}
+
 std::string FusedProgram::str() const {
   std::string s;
   for (const FusedInstr& in : code) {

@@ -140,6 +140,10 @@ struct FusedBackward {
 };
 std::optional<FusedBackward> fused_backward(const FusedProgram& p, const std::vector<int>& ks);
 
+/// `text` cut at every `sep` ("" gives one empty part): fused_reduction's chains of statistics
+/// ("amax,sum") and their prologues (separated by '|').
+std::vector<std::string> split_at(std::string_view text, char sep);
+
 /// A number as C++ and as program text: exact ("%.17g"), inf and nan spelled out.
 std::string format_number(double v);
 

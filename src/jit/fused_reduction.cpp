@@ -1,6 +1,7 @@
 // The fused_reduction op: a row-wise reduction (layer_norm or rms_norm without its affine part,
-// softmax, log_softmax over the trailing `dims` dims) with an elementwise prologue and epilogue, in
-// one pass over memory. The fusion pass (fuse_reductions in fusion.cpp) makes these nodes from a
+// softmax, log_softmax over the trailing `dims` dims; or statistics — sum, mean, amax, amin, alone
+// or chained, "amax,sum": fused_stat.h) with an elementwise prologue and epilogue, in one pass
+// over memory. The fusion pass (fuse_reductions in fusion.cpp) makes these nodes from a
 // layer_norm / softmax / log_softmax node, the elementwise ops computing its input and those
 // consuming its result (layer_norm's weight and bias become the epilogue's first two ops).
 //
@@ -175,8 +176,12 @@ Tensor reduce_backward(const std::string& reduction, int64_t dims, double eps, c
 /// reduction, and where the programs' dropouts draw (drawn once per call, before anything runs:
 /// the prologue's streams, then the epilogue's, as their eager dropouts would).
 struct Spec {
-  std::shared_ptr<const FusedProgram> pro, epi;
+  std::shared_ptr<const FusedProgram> pro, epi;  // pro: stage 0's prologue for statistics
   std::string prologue, epilogue, reduction;
+  // Statistics: each stage's statistic and prologue (null: input 0), pros[0] == pro; empty for
+  // a normalisation.
+  std::vector<std::string> stats;
+  std::vector<std::shared_ptr<const FusedProgram>> pros;
   int64_t dims = 1;
   double eps = 1e-5;
   bool keepdim = true;
@@ -185,7 +190,24 @@ struct Spec {
   detail::FusedRng pro_rng, epi_rng;
 };
 
+/// A chain of statistics through ops: each stage's prologue and statistic (kept as dims of 1, for
+/// the next stages), then the epilogue reading them (without keepdim, their dims dropped).
+Tensor stat_composite(const Spec& s, const std::vector<Tensor>& inputs, const Shape& shape) {
+  std::vector<Tensor> in = inputs;
+  for (size_t k = 0; k < s.stats.size(); ++k) {
+    const FusedProgram* p = s.pros[k].get();
+    Tensor x = p ? detail::run_fused_composite(*p, in, k == 0 ? s.pro_rng : detail::FusedRng{})
+                 : inputs[0];
+    if (!x.sizes().equals(shape)) x = x.expand(shape);
+    in.push_back(reduce(s.stats[k], s.dims, s.eps, x));
+  }
+  if (!s.keepdim)
+    for (size_t k = inputs.size(); k < in.size(); ++k) in[k] = in[k].reshape(s.out);
+  return s.epi ? detail::run_fused_composite(*s.epi, in, s.epi_rng) : in.back();
+}
+
 Tensor composite(const Spec& s, const std::vector<Tensor>& inputs, const Shape& shape) {
+  if (s.stats.size() > 1) return stat_composite(s, inputs, shape);
   Tensor x = s.pro ? detail::run_fused_composite(*s.pro, inputs, s.pro_rng) : inputs[0];
   if (!x.sizes().equals(shape)) x = x.expand(shape);
   const Tensor r = reduce(s.reduction, s.dims, s.eps, x, s.keepdim);
@@ -193,6 +215,13 @@ Tensor composite(const Spec& s, const std::vector<Tensor>& inputs, const Shape& 
   std::vector<Tensor> in = inputs;
   in.push_back(r);
   return detail::run_fused_composite(*s.epi, in, s.epi_rng);
+}
+
+/// The stages of a chain of statistics, for the kernels.
+std::vector<detail::FusedStatStage> stages(const Spec& s) {
+  std::vector<detail::FusedStatStage> st;
+  for (size_t k = 0; k < s.stats.size(); ++k) st.push_back({s.pros[k].get(), s.stats[k]});
+  return st;
 }
 
 /// `rng` for one row of C elements: the row's elements are r C .. r C + C - 1.
@@ -271,7 +300,7 @@ Tensor run_fused(const Spec& s, const std::vector<Tensor>& inputs, const Shape& 
   int64_t C = 1;
   for (int64_t d = nd - dims; d < nd; ++d) C *= shape[static_cast<size_t>(d)];
   const int64_t R = C == 0 ? 0 : shape_numel(shape) / C;
-  const bool stat = is_stat(s.reduction);
+  const bool stat = !s.stats.empty();
   // A statistic of empty rows (sum 0, mean NaN) has no elements to fuse over; the GPU's
   // statistic kernel takes a block per row, so a few long rows (a whole-tensor mean) would leave
   // the GPU idle but for a few blocks: the ops run (their reductions split rows).
@@ -324,8 +353,8 @@ Tensor run_fused(const Spec& s, const std::vector<Tensor>& inputs, const Shape& 
       detail::fused_reduction_stub[device](
           out, ptrs, R, C, s.eps, s.pro != nullptr && !stat, key,
           [&] {
-            return stat ? detail::fused_cuda_stat_source(s.pro.get(), s.reduction, s.epi.get(), n,
-                                                         dtype, layouts, s.full)
+            return stat ? detail::fused_cuda_stat_source(stages(s), s.epi.get(), n, dtype, layouts,
+                                                         s.full)
                         : detail::fused_cuda_reduction_source(s.pro.get(), s.reduction, s.epi.get(),
                                                               n, dtype, layouts);
           },
@@ -340,8 +369,7 @@ Tensor run_fused(const Spec& s, const std::vector<Tensor>& inputs, const Shape& 
     }
   }
   if (stat) {
-    detail::run_fused_stat(s.pro.get(), s.epi.get(), s.reduction, ptrs, layouts, out, R, C, s.full,
-                           key);
+    detail::run_fused_stat(stages(s), s.epi.get(), ptrs, layouts, out, R, C, s.full, key);
     return out;
   }
   const int64_t grain = std::max<int64_t>(kGrainSize / 4 / C, 1);
@@ -377,6 +405,28 @@ Tensor run_fused(const Spec& s, const std::vector<Tensor>& inputs, const Shape& 
   return out;
 }
 
+/// Training through a chain of statistics: each stage a fused_reduction of its own (one value per
+/// row, with its own backward node) reading the inputs and the stages before it, then the
+/// epilogue a fused_elementwise over the inputs and the statistics (inputs it does not read as
+/// zeros of one element, so they do not widen its shape): K + 1 passes over the rows instead of
+/// one, each differentiated by its fused backward.
+Tensor chain_with_backward(const Spec& s, const std::vector<Tensor>& inputs) {
+  const std::vector<std::string> pro = detail::split_at(s.prologue, '|');
+  std::vector<Tensor> in = inputs;
+  for (size_t k = 0; k < s.stats.size(); ++k)
+    in.push_back(fused_reduction(in, s.stats[k], s.dims, pro[k], "", s.eps, true));
+  const size_t n = inputs.size();
+  if (!s.keepdim)
+    for (size_t k = n; k < in.size(); ++k) in[k] = in[k].reshape(s.out);
+  if (!s.epi) return in.back();
+  if (!s.full) {
+    for (size_t i = 0; i < n; ++i)
+      if (!s.epi->reads_input(static_cast<int>(i)))
+        in[i] = zeros({}, TensorOptions(inputs[0].dtype()).device(inputs[0].device()));
+  }
+  return fused_elementwise(in, s.epilogue);
+}
+
 /// Training where the fused kernel runs (the CPU, a GPU): the kernel forward, saving only the
 /// inputs, and one node whose backward recomputes x = prologue(inputs) and y = reduce(x) (fused
 /// and row-wise again), takes the epilogue's gradients (one multi-output kernel on the CPU:
@@ -386,6 +436,7 @@ Tensor run_fused(const Spec& s, const std::vector<Tensor>& inputs, const Shape& 
 /// program has no backward (the caller then runs the composite).
 Tensor reduction_with_backward(const Spec& s, const std::vector<Tensor>& inputs, const Shape& shape,
                                bool on_device) {
+  if (s.stats.size() > 1) return chain_with_backward(s, inputs);
   const int n = static_cast<int>(inputs.size());
   std::vector<int> ks;
   for (int k = 0; k < n; ++k)
@@ -474,14 +525,16 @@ Tensor reduction_with_backward(const Spec& s, const std::vector<Tensor>& inputs,
 void stat_output(Spec& s, const std::vector<Tensor>& inputs, const Shape& shape) {
   constexpr const char* op = "fused_reduction";
   const int n = static_cast<int>(inputs.size());
-  for (const auto* p : {s.pro.get(), s.epi.get()})
+  std::vector<const FusedProgram*> programs = {s.epi.get()};
+  for (const auto& p : s.pros) programs.push_back(p.get());
+  for (const FusedProgram* p : programs)
     IGNIS_CHECK(!p || p->random_streams() == 0, op, ": ", s.reduction,
                 " takes programs without dropout");
   const Shape keep = one_per_row(shape, s.dims);
-  IGNIS_CHECK(shape_numel(shape) > 0 || shape_numel(keep) == 0 || s.reduction == "sum" ||
-                  s.reduction == "mean",
-              op, ": ", s.reduction, " over ", s.dims, " trailing dims of shape ", shape,
-              " reduces empty rows (it has no identity)");
+  for (const std::string& st : s.stats)
+    IGNIS_CHECK(shape_numel(shape) > 0 || shape_numel(keep) == 0 || st == "sum" || st == "mean", op,
+                ": ", st, " over ", s.dims, " trailing dims of shape ", shape,
+                " reduces empty rows (it has no identity)");
   std::vector<int> read;
   for (int i = 0; i < n && s.epi; ++i)
     if (s.epi->reads_input(i)) read.push_back(i);
@@ -526,25 +579,54 @@ Tensor fused_reduction(const std::vector<Tensor>& inputs, const std::string& red
   IGNIS_CHECK(!inputs.empty() && inputs.size() < static_cast<size_t>(detail::kMaxFusedInputs), op,
               ": expected 1 to ", detail::kMaxFusedInputs - 1, " inputs, got ", inputs.size());
   const bool norm = reduction == "layer_norm" || reduction == "rms_norm";
-  const bool stat = is_stat(reduction);
+  Spec s;
+  // Statistics: one, or a chain separated by commas ("amax,sum"), with one prologue per stage
+  // separated by '|' (each may be empty: input 0).
+  s.stats = detail::split_at(reduction, ',');
+  for (const std::string& st : s.stats)
+    if (!is_stat(st)) s.stats.clear();
+  const bool stat = !s.stats.empty();
   IGNIS_CHECK(norm || stat || reduction == "softmax" || reduction == "log_softmax", op,
               ": unknown reduction '", reduction.substr(0, 64),
-              "' (expected layer_norm, rms_norm, softmax, log_softmax, sum, mean, amax or amin)");
+              "' (expected layer_norm, rms_norm, softmax, log_softmax, or sum, mean, amax, amin "
+              "alone or as a chain separated by commas, such as 'amax,sum')");
+  const int K = stat ? static_cast<int>(s.stats.size()) : 1;
+  IGNIS_CHECK(K <= detail::kMaxStatStages, op, ": a chain of at most ", detail::kMaxStatStages,
+              " statistics, got ", K, " ('", reduction.substr(0, 64), "')");
+  IGNIS_CHECK(
+      inputs.size() + static_cast<size_t>(K) <= static_cast<size_t>(detail::kMaxFusedInputs), op,
+      ": ", inputs.size(), " inputs and ", K, " statistics are more than the epilogue's ",
+      detail::kMaxFusedInputs, " inputs");
   IGNIS_CHECK(keepdim || stat, op, ": ", reduction,
               " keeps the input's shape (keepdim=False is for sum, mean, amax and amin)");
   const int n = static_cast<int>(inputs.size());
-  Spec s;
   s.prologue = prologue;
   s.epilogue = epilogue;
   s.reduction = reduction;
   s.dims = dims;
   s.eps = eps;
   s.keepdim = keepdim;
+  const std::vector<std::string> pro_texts =
+      stat ? detail::split_at(prologue, '|') : std::vector<std::string>{prologue};
+  IGNIS_CHECK(static_cast<int>(pro_texts.size()) == K, op, ": ", K,
+              " statistics take as many prologues separated by '|' (empty for input 0), got ",
+              pro_texts.size());
+  int stage = 0;  // (the program being parsed: a prologue's stage, K for the epilogue)
   try {
-    if (!prologue.empty()) s.pro = detail::parsed_program(prologue, n);
-    if (!epilogue.empty()) s.epi = detail::parsed_program(epilogue, n + 1);
+    for (; stage < K; ++stage) {
+      const std::string& t = pro_texts[static_cast<size_t>(stage)];
+      s.pros.push_back(t.empty() ? nullptr : detail::parsed_program(t, n + stage));
+    }
+    s.pro = s.pros[0];
+    if (!stat) s.pros.clear();
+    if (!epilogue.empty()) s.epi = detail::parsed_program(epilogue, n + K);
   } catch (const Error& e) {
-    IGNIS_FAIL(op, ": the ", s.pro || prologue.empty() ? "epilogue" : "prologue", ": ", e.what());
+    IGNIS_FAIL(op, ": the ",
+               stage == K ? std::string("epilogue")
+               : K == 1   ? std::string("prologue")
+                          : "prologue of stage " + std::to_string(stage) + " (" +
+                              s.stats[static_cast<size_t>(stage)] + ")",
+               ": ", e.what());
   }
   const Shape shape = detail::fused_output_shape(inputs, op);
   const int64_t nd = static_cast<int64_t>(shape.size());

@@ -1,15 +1,16 @@
 // fused_reduction's statistics on the CPU (see fused_stat.h). Rows are split into parts of
-// kStatChunk elements: pass 0 takes each part's statistic in parallel (the prologue's values
-// folded into 16 lanes: the generated kernel a tile at a time, the interpreter a part at a
+// kStatChunk elements: pass k takes each part's statistic of stage k in parallel (the prologue's
+// values folded into 16 lanes: the generated kernel a tile at a time, the interpreter a part at a
 // time, element i of a part in lane i % 16 both ways), the parts of a row are folded in order,
-// and pass 1 applies the epilogue to every element (or once per row).
+// and the last pass applies the epilogue to every element (or once per row). Rows of one part
+// run every pass a block of rows at a time, so that the block's inputs are read from memory once
+// and from the cache again.
 #include "jit/fused_stat.h"
 
 #include <algorithm>
 #include <limits>
 
 #include "cpu/parallel.h"
-#include "jit/codegen.h"
 #include "jit/fused_runtime.h"
 #include "jit/row_reduce.h"
 
@@ -32,87 +33,165 @@ void row_pointers(const std::vector<const void*>& ptrs, const std::string& layou
   }
 }
 
-template <class T, class F>
-void run_typed(const FusedProgram* pro, const FusedProgram* epi, const std::string& reduction,
-               const std::vector<const void*>& ptrs, const std::string& layouts, const Tensor& out,
-               int64_t R, int64_t C, bool full, FusedStatFn fn, const F& f) {
-  const T identity = reduction == "amax"   ? -std::numeric_limits<T>::infinity()
-                     : reduction == "amin" ? std::numeric_limits<T>::infinity()
-                                           : T(0);
-  const int64_t nc = (C + kStatChunk - 1) / kStatChunk, parts = R * nc;
-  const size_t n = ptrs.size();
-  std::vector<T> partial(static_cast<size_t>(parts)), stat(static_cast<size_t>(R));
-  T* dst = out.data_ptr<T>();
-  const int64_t part_grain = std::max<int64_t>(kGrainSize / std::min(C, kStatChunk), 1);
-  // Pass 0: each part's statistic.
-  parallel_for(0, parts, part_grain, [&](int64_t b, int64_t e) {
-    if (fn != nullptr) {
-      fn(ptrs.data(), dst, b, e, C, kStatChunk, partial.data(), 0);
-      return;
-    }
-    std::vector<const T*> row(n), part(n);
-    std::string row_layouts, part_layouts;
-    std::vector<T> buf(pro ? static_cast<size_t>(std::min(C, kStatChunk)) : 0);
-    for (int64_t it = b; it < e; ++it) {
-      const int64_t r = it / nc, c0 = (it - r * nc) * kStatChunk;
-      const int64_t c1 = std::min(c0 + kStatChunk, C);
-      row_pointers<T>(ptrs, layouts, r, C, row, row_layouts);
-      T acc[16];
-      std::fill(acc, acc + 16, identity);
-      if (pro == nullptr) {
-        ignis_lanes_add(acc, row[0] + c0, c1 - c0, f);
-      } else {
-        // The part as a row of its own (full and repeated inputs read from its first element),
-        // its prologue's values into buf, then into the lanes: element i of the part goes to
-        // lane i % 16 as in the generated kernel's tiles (a multiple of 16 long).
-        part_layouts = row_layouts;
-        for (size_t i = 0; i < n; ++i) {
-          if (part_layouts[i] == 'r') part_layouts[i] = 'f';
-          part[i] = part_layouts[i] == 'f' ? row[i] + c0 : row[i];
+enum class Combine { add, max, min };
+
+Combine combine_of(const std::string& reduction) {
+  return reduction == "amax" ? Combine::max : reduction == "amin" ? Combine::min : Combine::add;
+}
+
+/// f(combine) with the combining step as a functor (what the lanes are compiled with).
+template <class F>
+void with_combiner(Combine c, const F& f) {
+  if (c == Combine::max)
+    f(IgnisMaxNan{});
+  else if (c == Combine::min)
+    f(IgnisMinNan{});
+  else
+    f(IgnisAdd{});
+}
+
+template <class T>
+T identity_of(Combine c) {
+  return c == Combine::max   ? -std::numeric_limits<T>::infinity()
+         : c == Combine::min ? std::numeric_limits<T>::infinity()
+                             : T(0);
+}
+
+template <class T>
+class StatRunner {
+ public:
+  StatRunner(const std::vector<FusedStatStage>& stats, const FusedProgram* epi,
+             const std::vector<const void*>& ptrs, const std::string& layouts, T* dst, int64_t R,
+             int64_t C, bool full, FusedStatFn fn)
+      : stats_(stats),
+        epi_(epi),
+        ptrs_(ptrs),
+        layouts_(layouts),
+        dst_(dst),
+        R_(R),
+        C_(C),
+        K_(static_cast<int64_t>(stats.size())),
+        nc_((C + kStatChunk - 1) / kStatChunk),
+        full_(full),
+        fn_(fn),
+        partial_(static_cast<size_t>(R * nc_)),
+        st_(static_cast<size_t>(R * K_)) {}
+
+  void run() {
+    const int64_t parts = R_ * nc_;
+    const int64_t part_grain = std::max<int64_t>(kGrainSize / std::min(C_, kStatChunk), 1);
+    if (nc_ == 1) {
+      // A row is one part: every pass over a block of rows (about 64 KiB of each input) before
+      // the next block, each thread its own rows.
+      const int64_t block = std::max<int64_t>(16384 / C_, 1);
+      parallel_for(0, R_, part_grain, [&](int64_t b, int64_t e) {
+        for (int64_t b0 = b; b0 < e; b0 += block) {
+          const int64_t b1 = std::min(b0 + block, e);
+          for (int64_t k = 0; k < K_; ++k) {
+            stage(k, b0, b1);
+            fold(k, b0, b1);
+          }
+          if (epi_ != nullptr) epilogue(b0, b1);
         }
-        interpret<T>(*pro, part, part_layouts, buf.data(), 0, c1 - c0, c1 - c0);
-        ignis_lanes_add(acc, buf.data(), c1 - c0, f);
+      });
+    } else {
+      for (int64_t k = 0; k < K_; ++k) {
+        parallel_for(0, parts, part_grain, [&](int64_t b, int64_t e) { stage(k, b, e); });
+        fold(k, 0, R_);
       }
-      partial[static_cast<size_t>(it)] = ignis_lanes_total(acc, f);
+      if (epi_ != nullptr) {
+        const int64_t items = full_ ? parts : R_;
+        const int64_t grain = full_ ? part_grain : std::max<int64_t>(kGrainSize / 16, 1);
+        parallel_for(0, items, grain, [&](int64_t b, int64_t e) { epilogue(b, e); });
+      }
     }
-  });
-  // The parts of each row in order; mean divides.
-  for (int64_t r = 0; r < R; ++r) {
-    T v = partial[static_cast<size_t>(r * nc)];
-    for (int64_t k = 1; k < nc; ++k) v = f(v, partial[static_cast<size_t>(r * nc + k)]);
-    stat[static_cast<size_t>(r)] = reduction == "mean" ? v / static_cast<T>(C) : v;
+    if (epi_ == nullptr)  // the last statistic
+      for (int64_t r = 0; r < R_; ++r) dst_[r] = st_[static_cast<size_t>(r * K_ + K_ - 1)];
   }
-  if (epi == nullptr) {
-    std::copy(stat.begin(), stat.end(), dst);
-    return;
-  }
-  // Pass 1: the epilogue, the row's statistic as its last input (one value).
-  const int64_t items = full ? parts : R;
-  const int64_t grain = full ? part_grain : std::max<int64_t>(kGrainSize / 16, 1);
-  parallel_for(0, items, grain, [&](int64_t b, int64_t e) {
-    if (fn != nullptr) {
-      fn(ptrs.data(), dst, b, e, C, kStatChunk, stat.data(), 1);
+
+ private:
+  /// Stage k's statistic of parts [b, e).
+  void stage(int64_t k, int64_t b, int64_t e) {
+    if (fn_ != nullptr) {
+      fn_(ptrs_.data(), dst_, b, e, C_, kStatChunk, partial_.data(), st_.data(),
+          static_cast<int>(k));
       return;
     }
-    std::vector<const T*> row(n + 1);
+    const FusedProgram* pro = stats_[static_cast<size_t>(k)].prologue;
+    const Combine comb = combine_of(stats_[static_cast<size_t>(k)].reduction);
+    const size_t n = ptrs_.size();
+    std::vector<const T*> row(n + static_cast<size_t>(k)), part(row.size());
+    std::string row_layouts, part_layouts;
+    std::vector<T> buf(pro ? static_cast<size_t>(std::min(C_, kStatChunk)) : 0);
+    for (int64_t it = b; it < e; ++it) {
+      const int64_t r = it / nc_, c0 = (it - r * nc_) * kStatChunk;
+      const int64_t c1 = std::min(c0 + kStatChunk, C_);
+      row_pointers<T>(ptrs_, layouts_, r, C_, row, row_layouts);
+      T acc[16];
+      std::fill(acc, acc + 16, identity_of<T>(comb));
+      with_combiner(comb, [&](const auto& f) {
+        if (pro == nullptr) {
+          ignis_lanes_add(acc, row[0] + c0, c1 - c0, f);
+        } else {
+          // The part as a row of its own (full and repeated inputs read from its first element;
+          // the earlier statistics one value each), its prologue's values into buf, then into
+          // the lanes: element i of the part goes to lane i % 16 as in the generated kernel's
+          // tiles (a multiple of 16 long).
+          part_layouts = row_layouts + std::string(static_cast<size_t>(k), 's');
+          for (size_t i = 0; i < n; ++i) {
+            if (part_layouts[i] == 'r') part_layouts[i] = 'f';
+            part[i] = part_layouts[i] == 'f' ? row[i] + c0 : row[i];
+          }
+          for (int64_t j = 0; j < k; ++j) part[n + static_cast<size_t>(j)] = stat(r, j);
+          interpret<T>(*pro, part, part_layouts, buf.data(), 0, c1 - c0, c1 - c0);
+          ignis_lanes_add(acc, buf.data(), c1 - c0, f);
+        }
+        partial_[static_cast<size_t>(it)] = ignis_lanes_total(acc, f);
+      });
+    }
+  }
+
+  /// Rows [r0, r1)'s statistic of stage k: their parts folded in order; mean divides.
+  void fold(int64_t k, int64_t r0, int64_t r1) {
+    const std::string& reduction = stats_[static_cast<size_t>(k)].reduction;
+    with_combiner(combine_of(reduction), [&](const auto& f) {
+      for (int64_t r = r0; r < r1; ++r) {
+        T v = partial_[static_cast<size_t>(r * nc_)];
+        for (int64_t j = 1; j < nc_; ++j) v = f(v, partial_[static_cast<size_t>(r * nc_ + j)]);
+        st_[static_cast<size_t>(r * K_ + k)] = reduction == "mean" ? v / static_cast<T>(C_) : v;
+      }
+    });
+  }
+
+  const T* stat(int64_t r, int64_t k) const { return st_.data() + r * K_ + k; }
+
+  /// The epilogue over parts [b, e) (`full`) or rows [b, e), the row's statistics as its last
+  /// inputs (one value each).
+  void epilogue(int64_t b, int64_t e) {
+    if (fn_ != nullptr) {
+      fn_(ptrs_.data(), dst_, b, e, C_, kStatChunk, partial_.data(), st_.data(),
+          static_cast<int>(K_));
+      return;
+    }
+    const size_t n = ptrs_.size(), K = static_cast<size_t>(K_);
+    std::vector<const T*> row(n + K);
     std::string row_layouts;
-    if (!full) {
-      // Rows [b, e) as elements 0 .. e - b: a value per row and the statistic are full, one
+    if (!full_) {
+      // Rows [b, e) as elements 0 .. e - b: a value per row and the statistics are full, one
       // value stays one. A full input the epilogue reads holds one value per row (input 0
       // without a prologue, of shape [R, 1] before the reduction expanded it; any, in rows of
       // one element): its first element in each row, gathered. (It reads no repeated row.)
       const int64_t len = e - b;
       std::vector<std::vector<T>> gathered;
-      gathered.reserve(n);
+      gathered.reserve(n + K);
       for (size_t i = 0; i < n; ++i) {
-        const T* p = static_cast<const T*>(ptrs[i]);
-        const int k = static_cast<int>(i);
-        if (layouts[i] == 'c') {
+        const T* p = static_cast<const T*>(ptrs_[i]);
+        if (layouts_[i] == 'c') {
           row[i] = p + b;
           row_layouts += 'f';
-        } else if (layouts[i] == 'f' && epi->reads_input(k)) {
+        } else if (layouts_[i] == 'f' && epi_->reads_input(static_cast<int>(i))) {
           std::vector<T>& g = gathered.emplace_back(static_cast<size_t>(len));
-          for (int64_t r = 0; r < len; ++r) g[static_cast<size_t>(r)] = p[(b + r) * C];
+          for (int64_t r = 0; r < len; ++r) g[static_cast<size_t>(r)] = p[(b + r) * C_];
           row[i] = g.data();
           row_layouts += 'f';
         } else {
@@ -120,43 +199,51 @@ void run_typed(const FusedProgram* pro, const FusedProgram* epi, const std::stri
           row_layouts += 's';
         }
       }
-      row[n] = stat.data() + b;
-      interpret<T>(*epi, row, row_layouts + 'f', dst + b, 0, len, len);  // (one row of len)
+      for (size_t j = 0; j < K; ++j) {
+        std::vector<T>& g = gathered.emplace_back(static_cast<size_t>(len));
+        for (int64_t r = 0; r < len; ++r) g[static_cast<size_t>(r)] = *stat(b + r, j);
+        row[n + j] = g.data();
+        row_layouts += 'f';
+      }
+      interpret<T>(*epi_, row, row_layouts, dst_ + b, 0, len, len);  // (one row of len)
       return;
     }
     for (int64_t it = b; it < e; ++it) {
-      const int64_t r = it / nc;
-      row_pointers<T>(ptrs, layouts, r, C, row, row_layouts);
-      row[n] = stat.data() + r;
-      const int64_t c0 = (it - r * nc) * kStatChunk, c1 = std::min(c0 + kStatChunk, C);
-      interpret<T>(*epi, row, row_layouts + 's', dst + r * C, c0, c1, C);
+      const int64_t r = it / nc_;
+      row_pointers<T>(ptrs_, layouts_, r, C_, row, row_layouts);
+      for (size_t j = 0; j < K; ++j) row[n + j] = stat(r, static_cast<int64_t>(j));
+      const int64_t c0 = (it - r * nc_) * kStatChunk, c1 = std::min(c0 + kStatChunk, C_);
+      interpret<T>(*epi_, row, row_layouts + std::string(K, 's'), dst_ + r * C_, c0, c1, C_);
     }
-  });
-}
+  }
+
+  const std::vector<FusedStatStage>& stats_;
+  const FusedProgram* epi_;
+  const std::vector<const void*>& ptrs_;
+  const std::string& layouts_;
+  T* dst_;
+  const int64_t R_, C_, K_, nc_;
+  const bool full_;
+  const FusedStatFn fn_;
+  std::vector<T> partial_;  // each part's statistic of the stage being taken
+  std::vector<T> st_;       // [R, K]: each row's statistics
+};
 
 }  // namespace
 
-void run_fused_stat(const FusedProgram* prologue, const FusedProgram* epilogue,
-                    const std::string& reduction, const std::vector<const void*>& ptrs,
-                    const std::string& layouts, const Tensor& out, int64_t R, int64_t C, bool full,
-                    const std::string& key) {
+void run_fused_stat(const std::vector<FusedStatStage>& stats, const FusedProgram* epilogue,
+                    const std::vector<const void*>& ptrs, const std::string& layouts,
+                    const Tensor& out, int64_t R, int64_t C, bool full, const std::string& key) {
   const DType dtype = out.dtype();
   auto fn = reinterpret_cast<FusedStatFn>(fused_kernel(
       key,
       [&] {
-        return fused_stat_source(prologue, reduction, epilogue, static_cast<int>(ptrs.size()),
-                                 dtype, layouts, full);
+        return fused_stat_source(stats, epilogue, static_cast<int>(ptrs.size()), dtype, layouts,
+                                 full);
       },
       "fused_reduction"));
   auto run = [&]<class T>() {
-    if (reduction == "amax")
-      run_typed<T>(prologue, epilogue, reduction, ptrs, layouts, out, R, C, full, fn,
-                   IgnisMaxNan{});
-    else if (reduction == "amin")
-      run_typed<T>(prologue, epilogue, reduction, ptrs, layouts, out, R, C, full, fn,
-                   IgnisMinNan{});
-    else
-      run_typed<T>(prologue, epilogue, reduction, ptrs, layouts, out, R, C, full, fn, IgnisAdd{});
+    StatRunner<T>(stats, epilogue, ptrs, layouts, out.data_ptr<T>(), R, C, full, fn).run();
   };
   if (dtype == kFloat64)
     run.template operator()<double>();

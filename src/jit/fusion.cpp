@@ -10,6 +10,7 @@
 #include "ignis/error.h"
 #include "ignis/jit.h"
 #include "ignis/ops.h"
+#include "jit/codegen.h"
 #include "jit/fused_program.h"
 #include "jit/passes.h"
 
@@ -432,6 +433,202 @@ bool stat_shape_agrees(const Graph& g, const std::vector<int>& inputs,
   return sizes(tail).equals(out);
 }
 
+/// A fused_reduction node of statistics, read from its attributes (its programs parsed, by
+/// stage; none: nullopt), or nullopt.
+struct StatNode {
+  std::vector<int> inputs;
+  std::vector<std::string> stats;
+  std::vector<std::optional<detail::FusedProgram>> pros;
+  std::optional<detail::FusedProgram> epi;
+  int64_t dims = 1;
+  double eps = 1e-5;
+  bool keepdim = true;
+};
+
+std::optional<StatNode> stat_node(const Node& n, const op::Record* fused_op) {
+  if (n.op != fused_op || n.args.size() != 7 || n.args[0].kind != Arg::Kind::TensorList) return {};
+  const op::IValue &red = n.args[1].attr, &dims = n.args[2].attr, &pro = n.args[3].attr,
+                   &epi = n.args[4].attr, &eps = n.args[5].attr, &keep = n.args[6].attr;
+  if (!red.is<std::string>() || !dims.is<int64_t>() || !pro.is<std::string>() ||
+      !epi.is<std::string>() || !eps.is<double>() || !keep.is<bool>())
+    return {};
+  StatNode s;
+  s.inputs = n.args[0].values;
+  s.stats = detail::split_at(red.get<std::string>(), ',');
+  for (const std::string& st : s.stats)
+    if (st != "sum" && st != "mean" && st != "amax" && st != "amin") return {};
+  const std::vector<std::string> texts = detail::split_at(pro.get<std::string>(), '|');
+  if (texts.size() != s.stats.size()) return {};
+  const int n_in = static_cast<int>(s.inputs.size());
+  try {
+    for (size_t k = 0; k < texts.size(); ++k) {
+      if (texts[k].empty())
+        s.pros.emplace_back();
+      else
+        s.pros.emplace_back(detail::parse_fused_program(texts[k], n_in + static_cast<int>(k)));
+    }
+    if (!epi.get<std::string>().empty())
+      s.epi = detail::parse_fused_program(epi.get<std::string>(),
+                                          n_in + static_cast<int>(s.stats.size()));
+  } catch (const Error&) {
+    return {};
+  }
+  s.dims = dims.get<int64_t>();
+  s.eps = eps.get<double>();
+  s.keepdim = keep.get<bool>();
+  return s;
+}
+
+/// Whether program p reads its input k as an operand.
+bool reads_directly(const detail::FusedProgram& p, int k) {
+  for (const FusedInstr& in : p.code) {
+    const bool binary = detail::fused_op_info(in.op).arity == 2;
+    for (const FusedOperand* o : {&in.a, &in.b})
+      if ((o == &in.a || binary) && o->kind == FusedOperand::Kind::Input && o->index == k)
+        return true;
+  }
+  return false;
+}
+
+/// Appends p's instructions to `code`, its input k read as `input(k)`; returns its result.
+template <class F>
+FusedOperand inline_program(const detail::FusedProgram& p, std::vector<FusedInstr>& code,
+                            const F& input) {
+  const int base = static_cast<int>(code.size());
+  for (FusedInstr in : p.code) {
+    const bool binary = detail::fused_op_info(in.op).arity == 2;
+    for (FusedOperand* o : {&in.a, &in.b}) {
+      if (o == &in.b && !binary) continue;
+      if (o->kind == FusedOperand::Kind::Input)
+        *o = input(o->index);
+      else if (o->kind == FusedOperand::Kind::Value)
+        o->index += base;
+    }
+    code.push_back(in);
+  }
+  return {FusedOperand::Kind::Value, static_cast<int>(code.size()) - 1, 0};
+}
+
+/// Chains of statistics: a fused_reduction of statistics B reading, as one of its inputs d, the
+/// full result of another, A (its epilogue gives the rows' shape, keepdim; over the same rows
+/// and dims; d read by B alone), becomes one node: A's stages, then B's, their programs reading
+/// d as A's epilogue recomputed in place (a hand-written layer norm's centring mean, then its
+/// variance; a softmax's max, then its sum of exponentials). Returns how many nodes merged.
+int chain_statistics(Graph& g, const op::Record* fused_op) {
+  const std::vector<int> uses = g.use_counts();
+  const std::vector<int> prod = detail::producers(g);
+  std::vector<char> dead(g.nodes.size(), 0);
+  auto sizes = [&](int v) { return IntArrayRef(g.values[static_cast<size_t>(v)].sizes); };
+  auto rows_of = [&](const std::vector<int>& in) {
+    Shape rows;
+    for (int v : in) rows = broadcast_shapes(rows, sizes(v));
+    return rows;
+  };
+  auto in_op = [](int k) { return FusedOperand{FusedOperand::Kind::Input, k, 0}; };
+  int merged = 0;
+  for (size_t bi = 0; bi < g.nodes.size(); ++bi) {
+    const std::optional<StatNode> B = stat_node(g.nodes[bi], fused_op);
+    if (!B) continue;
+    const Shape rows = rows_of(B->inputs);
+    for (size_t jb = 0; jb < B->inputs.size(); ++jb) {
+      const int d = B->inputs[jb];
+      const int a = prod[static_cast<size_t>(d)];
+      if (a < 0 || dead[static_cast<size_t>(a)] || uses[static_cast<size_t>(d)] != 1) continue;
+      const std::optional<StatNode> A = stat_node(g.nodes[static_cast<size_t>(a)], fused_op);
+      if (!A || !A->epi || !A->keepdim || A->dims != B->dims ||
+          A->stats.size() + B->stats.size() > static_cast<size_t>(detail::kMaxStatStages) ||
+          !sizes(d).equals(rows) || !IntArrayRef(rows_of(A->inputs)).equals(rows))
+        continue;
+      // A stage of B without a prologue reads B's input 0: it must be d (A's epilogue).
+      bool reads_other = false;
+      for (const auto& p : B->pros) reads_other = reads_other || (!p && jb != 0);
+      if (reads_other) continue;
+      // A's inputs must hold their values until B's place.
+      bool writes = false;
+      for (size_t k = static_cast<size_t>(a) + 1; k < bi && !writes; ++k)
+        writes = !dead[k] && detail::writes_inputs(g.nodes[k]);
+      if (writes) continue;
+      // The merged node's inputs: A's, then B's but d; then the statistics, A's then B's.
+      std::vector<int> inputs;
+      std::map<int, int> index;
+      for (const std::vector<int>* list : {&A->inputs, &B->inputs})
+        for (int v : *list)
+          if (v != d && index.emplace(v, static_cast<int>(inputs.size())).second)
+            inputs.push_back(v);
+      const int n = static_cast<int>(inputs.size());
+      const int KA = static_cast<int>(A->stats.size()), KB = static_cast<int>(B->stats.size());
+      const int nA = static_cast<int>(A->inputs.size()), nB = static_cast<int>(B->inputs.size());
+      if (n + KA + KB > detail::kMaxFusedInputs) continue;
+      auto a_input = [&](int k) {  // an input of A's programs in the merged node
+        return k < nA ? in_op(index.at(A->inputs[static_cast<size_t>(k)])) : in_op(n + k - nA);
+      };
+      // B's program over `num_inputs` (null: input 0, d): d as A's epilogue, inlined first.
+      auto b_program = [&](const detail::FusedProgram* p, int num_inputs) {
+        detail::FusedProgram r;
+        r.num_inputs = num_inputs;
+        FusedOperand dv;
+        if (!p || reads_directly(*p, static_cast<int>(jb)))
+          dv = inline_program(*A->epi, r.code, a_input);
+        if (!p) return r;
+        inline_program(*p, r.code, [&](int k) {
+          if (k == static_cast<int>(jb)) return dv;
+          return k < nB ? in_op(index.at(B->inputs[static_cast<size_t>(k)]))
+                        : in_op(n + KA + k - nB);
+        });
+        return r;
+      };
+      std::string reduction, prologue;
+      bool fits = true;
+      for (int k = 0; k < KA + KB; ++k) {
+        detail::FusedProgram p;
+        if (k < KA) {
+          p.num_inputs = n + k;
+          if (const auto& ap = A->pros[static_cast<size_t>(k)])
+            inline_program(*ap, p.code, a_input);
+        } else {
+          const auto& bp = B->pros[static_cast<size_t>(k - KA)];
+          p = b_program(bp ? &*bp : nullptr, n + k);
+        }
+        fits = fits && p.code.size() <= static_cast<size_t>(detail::kMaxFusedInstrs);
+        if (k) {
+          reduction += ',';
+          prologue += '|';
+        }
+        reduction +=
+            k < KA ? A->stats[static_cast<size_t>(k)] : B->stats[static_cast<size_t>(k - KA)];
+        prologue += p.str();
+      }
+      std::string epilogue;
+      if (B->epi) {
+        const detail::FusedProgram e = b_program(&*B->epi, n + KA + KB);
+        fits = fits && e.code.size() <= static_cast<size_t>(detail::kMaxFusedInstrs);
+        epilogue = e.str();
+      }
+      if (!fits) continue;
+      Node node;
+      node.op = fused_op;
+      Arg list;
+      list.kind = Arg::Kind::TensorList;
+      list.values = inputs;
+      node.args = {list,
+                   Arg::attribute(reduction),
+                   Arg::attribute(B->dims),
+                   Arg::attribute(prologue),
+                   Arg::attribute(epilogue),
+                   Arg::attribute(B->eps),
+                   Arg::attribute(B->keepdim)};
+      node.outputs = g.nodes[bi].outputs;
+      g.nodes[bi] = std::move(node);
+      dead[static_cast<size_t>(a)] = 1;
+      ++merged;
+      break;
+    }
+  }
+  detail::erase_nodes(g, dead);
+  g.compact();
+  return merged;
+}
+
 }  // namespace
 
 int fuse_reductions(Graph& g) {
@@ -583,7 +780,7 @@ int fuse_reductions(Graph& g) {
   }
   detail::erase_nodes(g, dead);
   g.compact();
-  return fused;
+  return fused + chain_statistics(g, fused_op);
 }
 
 }  // namespace ignis::jit
