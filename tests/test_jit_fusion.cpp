@@ -795,7 +795,8 @@ TEST(FusedReduction, RefusesWhatItCannotRunNamingTheFault) {
   Tensor x = ones({2, 3});
   EXPECT_THAT(error_of([&] { (void)jit::fused_reduction({x}, "variance", 1, "", ""); }),
               HasSubstr("fused_reduction: unknown reduction 'variance' (expected layer_norm, "
-                        "rms_norm, softmax, log_softmax, sum, mean, amax or amin)"));
+                        "rms_norm, softmax, log_softmax, or sum, mean, amax, amin alone or as a "
+                        "chain separated by commas, such as 'amax,sum')"));
   EXPECT_THAT(error_of([&] { (void)jit::fused_reduction({x}, "softmax", 2, "", ""); }),
               HasSubstr("fused_reduction: softmax over 2 trailing dims of an output of shape "
                         "[2, 3] (layer_norm, rms_norm and the statistics take 1 to 2, softmax and "
