@@ -15,6 +15,7 @@
 
 using namespace ignis;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 using ignis::testing::Backend;
 using ignis::testing::expect_close;
@@ -562,6 +563,31 @@ TEST(FuseStatistics, LeavesWhatItCannotTake) {
   const std::vector<Tensor> eager = shared({x}), out = g.run({x});
   expect_close(out[0], eager[0], 1e-6, "sum");
   expect_close(out[1], eager[1], 0, "exp");
+}
+
+TEST(FuseStatistics, ChainsOnlyWhereTheFirstResultIsReadByTheSecondAlone) {
+  // The exponentials are also a result of the graph: they are written anyway, and the two nodes
+  // stay two. A sum over another dim is not a statistic of the same rows.
+  Tensor x = uniform({6, 10}, -3, 3, kFloat64);
+  auto shared = [](const std::vector<Tensor>& in) {
+    const Tensor e = (in[0] - amax(in[0], {-1}, true)).exp();
+    return std::vector<Tensor>{e / e.sum({-1}, true), e};
+  };
+  auto other_rows = [](const std::vector<Tensor>& in) {
+    const Tensor e = (in[0] - amax(in[0], {-1}, true)).exp();
+    return std::vector<Tensor>{e / e.sum({0}, true)};
+  };
+  NoGradGuard ng;
+  for (auto fn : {+shared, +other_rows}) {
+    jit::Graph g = jit::trace(fn, {x});
+    jit::optimize(g);
+    EXPECT_THAT(g.str(), Not(HasSubstr("reduction='amax,sum'")));
+    const std::vector<Tensor> eager = fn({x}), out = g.run({x});
+    for (size_t i = 0; i < out.size(); ++i) expect_close(out[i], eager[i], 1e-12, g.str());
+  }
+  jit::Graph g = jit::trace(shared, {x});
+  jit::optimize(g);
+  EXPECT_EQ(g.count("fused_reduction"), 2) << g.str();
 }
 
 TEST(FuseStatistics, TrainingThroughTheGraphGivesEagerGradients) {
