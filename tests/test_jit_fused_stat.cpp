@@ -236,6 +236,29 @@ TEST(FusedStatistic, TrainingIsOneNodeWithTheOpsGradients) {
   }
 }
 
+TEST(FusedStatistic, AnInputReadByBothProgramsGetsBothGradients) {
+  // A weight row and a value per row read by the prologue and the epilogue: the epilogue's
+  // gradient (summed to the input's shape) and the prologue's (in the rows' shape) are added
+  // once each, with and without create_graph.
+  for (bool create_graph : {false, true}) {
+    Tensor x = uniform({4, 6}, -1, 1, kFloat64).requires_grad_(true);
+    Tensor w = uniform({6}, 0.5, 1.5, kFloat64).requires_grad_(true);
+    Tensor c = uniform({4, 1}, 0.5, 1.5, kFloat64).requires_grad_(true);
+    const Tensor gy = uniform({4, 6}, -1, 1, kFloat64);
+    const Tensor e = (x * w * c - (x * w * c).exp().sum({-1}, true)) * w * c;
+    const std::vector<Tensor> ge = autograd::grad({e}, {x, w, c}, {gy});
+    const Tensor y =
+        jit::fused_reduction({x, w, c}, "sum", 1, "mul(i0,i1);mul(v0,i2);exp(v1)",
+                             "mul(i0,i1);mul(v0,i2);sub(v1,i3,1);mul(v2,i1);mul(v3,i2)");
+    expect_close(y, e.detach(), 1e-12, "forward");
+    const std::vector<Tensor> gf = autograd::grad({y}, {x, w, c}, {gy}, create_graph, create_graph);
+    for (size_t k = 0; k < 3; ++k)
+      expect_close(
+          gf[k], ge[k], 1e-11,
+          "gradient of input " + std::to_string(k) + (create_graph ? " with create_graph" : ""));
+  }
+}
+
 TEST(FusedStatistic, RefusesWhatItCannotRunNamingTheFault) {
   Tensor x = ones({4, 5});
   EXPECT_THAT(

@@ -67,6 +67,7 @@ void bench_jit_fusion_train(const BenchOptions& opts);
 void bench_jit_rmsnorm(const BenchOptions& opts);
 void bench_jit_rmsnorm_train(const BenchOptions& opts);
 void bench_jit_layernorm(const BenchOptions& opts);
+void bench_jit_layernorm_train(const BenchOptions& opts);
 void bench_jit_dropout_train(const BenchOptions& opts);
 void bench_jit_norm_train(const BenchOptions& opts);
 void bench_jit_block(const BenchOptions& opts);

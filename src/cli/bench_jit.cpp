@@ -143,6 +143,12 @@ std::vector<Tensor> layer_norm_block(const std::vector<Tensor>& in) {
   const Tensor d = in[0] - in[0].mean({-1}, true);
   return {d / sqrt(d.pow(2).mean({-1}, true) + 1e-5) * in[1] + in[2]};
 }
+// The block as two fused_reduction nodes, as fuse_reductions made it before chaining statistics.
+Tensor layer_norm_two_nodes(const Tensor& x, const Tensor& w, const Tensor& b) {
+  const Tensor d = jit::fused_reduction({x}, "mean", 1, "", "sub(i0,i1,1)");
+  return jit::fused_reduction({d, w, b}, "mean", 1, "pow(i0,2)",
+                              "add(i3,1e-05,1);sqrt(v0);div(i0,v1);mul(v2,i1);add(v3,i2,1)");
+}
 }  // namespace
 
 // The hand-written layer norm on [4096, 1024] float32: eager (nine ops), the graph — one
@@ -155,13 +161,8 @@ void bench_jit_layernorm(const BenchOptions& opts) {
   manual_seed(0);
   const Tensor x = randn({rows, cols}), w = randn({cols}), b = randn({cols});
   const double bytes = 2.0 * static_cast<double>(rows * cols) * 4;  // x in, y out
-  auto two_nodes = [&] {
-    const Tensor d = jit::fused_reduction({x}, "mean", 1, "", "sub(i0,i1,1)");
-    return jit::fused_reduction({d, w, b}, "mean", 1, "pow(i0,2)",
-                                "add(i3,1e-05,1);sqrt(v0);div(i0,v1);mul(v2,i1);add(v3,i2,1)");
-  };
   bench_fused_inference("jit_layernorm", layer_norm_block, {x, w, b}, bytes, opts,
-                        {{"two_nodes", 2, two_nodes}});
+                        {{"two_nodes", 2, [&] { return layer_norm_two_nodes(x, w, b); }}});
 }
 
 // A training workload of graph mode's fusion: forward and backward of `block` (gradients of
@@ -173,7 +174,7 @@ namespace {
 void bench_fused_training(
     const char* name, const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& block,
     const std::vector<Tensor>& inputs, const std::vector<Tensor>& params, const Tensor& gy,
-    const BenchOptions& opts) {
+    const BenchOptions& opts, const std::vector<Variant>& variants = {}) {
   auto graph = std::make_shared<jit::Graph>(jit::trace(block, inputs));
   jit::fuse_elementwise(*graph);
   jit::fuse_reductions(*graph);
@@ -200,6 +201,15 @@ void bench_fused_training(
                   ": the fused graph's gradient ", k, " differs from eager (", backend, ")");
     }
     report(backend, time([&] { return exec.run(inputs); }));
+  }
+  jit::set_fusion_backend("compiler");
+  for (const Variant& v : variants) {
+    auto forward = [&] { return std::vector<Tensor>{v.run()}; };
+    const std::vector<Tensor> grads = step(forward);
+    for (size_t k = 0; k < grads.size(); ++k)
+      IGNIS_CHECK(allclose(grads[k], eager_grads[k], 1e-4, 1e-4), "bench ", name, ": ", v.mode,
+                  "'s gradient ", k, " differs from eager");
+    report(v.mode, time(forward));
   }
   jit::set_fusion_backend("auto");
   std::fflush(stdout);
@@ -248,6 +258,20 @@ void bench_jit_norm_train(const BenchOptions& opts) {
   };
   bench_fused_training("jit_norm_train", block, {x, residual, scale, shift, gamma, beta},
                        {x, scale, shift, gamma, beta}, gy, opts);
+}
+
+// The jit_layernorm block trained: forward and backward (gradients of x, w and b, the output's
+// gradient given).
+// The chain trains as a node per statistic and one fused_elementwise for the epilogue (three
+// nodes); two_nodes as the two fused_reductions, each one backward node.
+void bench_jit_layernorm_train(const BenchOptions& opts) {
+  const int64_t rows = opts.batch > 0 ? opts.batch : 4096, cols = 1024;
+  manual_seed(0);
+  const Tensor x = randn({rows, cols}).requires_grad_(true), w = randn({cols}).requires_grad_(true),
+               b = randn({cols}).requires_grad_(true);
+  const Tensor gy = randn({rows, cols});
+  bench_fused_training("jit_layernorm_train", layer_norm_block, {x, w, b}, {x, w, b}, gy, opts,
+                       {{"two_nodes", 2, [&] { return layer_norm_two_nodes(x, w, b); }}});
 }
 
 // The hand-written RMS norm trained: forward and backward, gradients of x and w, the output's

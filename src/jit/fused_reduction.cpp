@@ -406,15 +406,21 @@ Tensor run_fused(const Spec& s, const std::vector<Tensor>& inputs, const Shape& 
 }
 
 /// Training through a chain of statistics: each stage a fused_reduction of its own (one value per
-/// row, with its own backward node) reading the inputs and the stages before it, then the
-/// epilogue a fused_elementwise over the inputs and the statistics (inputs it does not read as
-/// zeros of one element, so they do not widen its shape): K + 1 passes over the rows instead of
-/// one, each differentiated by its fused backward.
+/// row, with its own backward node) reading the inputs and the stages before it, the last one
+/// with the epilogue (which reads the inputs and the statistics as that node's inputs and its
+/// own statistic); without keepdim (the earlier statistics are not one-element inputs there),
+/// the epilogue as a fused_elementwise over the inputs and the statistics (inputs it does not
+/// read as zeros of one element, so they do not widen its shape). K passes over the rows (K + 1
+/// without keepdim) instead of one, each differentiated by its fused backward.
 Tensor chain_with_backward(const Spec& s, const std::vector<Tensor>& inputs) {
   const std::vector<std::string> pro = detail::split_at(s.prologue, '|');
   std::vector<Tensor> in = inputs;
-  for (size_t k = 0; k < s.stats.size(); ++k)
+  const size_t K = s.stats.size();
+  for (size_t k = 0; k + 1 < K; ++k)
     in.push_back(fused_reduction(in, s.stats[k], s.dims, pro[k], "", s.eps, true));
+  if (s.keepdim)
+    return fused_reduction(in, s.stats[K - 1], s.dims, pro[K - 1], s.epilogue, s.eps, true);
+  in.push_back(fused_reduction(in, s.stats[K - 1], s.dims, pro[K - 1], "", s.eps, true));
   const size_t n = inputs.size();
   if (!s.keepdim)
     for (size_t k = n; k < in.size(); ++k) in[k] = in[k].reshape(s.out);
@@ -499,10 +505,21 @@ Tensor reduction_with_backward(const Spec& s, const std::vector<Tensor>& inputs,
       if (stat) gy = gy.sum_to_size(y.sizes());
     }
     const Tensor gx = reduce_backward(s.reduction, s.dims, s.eps, x, y, gy, graph);
+    // A statistic's epilogue gradients are already summed to the inputs' shapes, the prologue's
+    // may be in the rows' shape (for the engine to sum): of different shapes, both are summed
+    // to the input's before adding (a broadcast sum would count the smaller one once per row).
     auto add_to = [&](int k, const Tensor& t) {
       if (!t.defined()) return;
       Tensor& slot = r[static_cast<size_t>(k)];
-      slot = slot.defined() ? slot + t : t;
+      if (!slot.defined() || slot.sizes().equals(t.sizes())) {
+        slot = slot.defined() ? slot + t : t;
+        return;
+      }
+      const IntArrayRef shape = in[static_cast<size_t>(k)].sizes();
+      auto fit = [&](const Tensor& v) {
+        return v.sizes().equals(shape) ? v : v.sum_to_size(shape);
+      };
+      slot = fit(slot) + fit(t);
     };
     if (s.pro) {
       std::vector<Tensor> pin = in;
