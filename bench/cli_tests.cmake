@@ -51,10 +51,14 @@ add_test(NAME cli_bench_jit_rmsnorm_train
 set_tests_properties(cli_bench_jit_rmsnorm_train PROPERTIES PASS_REGULAR_EXPRESSION
   "mode=eager ms_per_step=.*mode=compiler ms_per_step=.*mode=interpreter ms_per_step=")
 # jit_layernorm on 64 rows: eager (9 nodes: mean, sub, pow, mean, add, sqrt, div, mul, add), one
-# fused_reduction chaining two statistics both ways, then the two-node form.
+# fused_reduction chaining two statistics both ways, then the two-node form; the same trained.
 add_test(NAME cli_bench_jit_layernorm COMMAND ignis_cli bench jit_layernorm --batch 64 --repeat 1 --threads 1)
 set_tests_properties(cli_bench_jit_layernorm PROPERTIES PASS_REGULAR_EXPRESSION
   "mode=eager nodes=9 .*mode=compiler nodes=1 .*mode=interpreter nodes=1 .*mode=two_nodes nodes=2 ")
+add_test(NAME cli_bench_jit_layernorm_train
+         COMMAND ignis_cli bench jit_layernorm_train --batch 64 --repeat 1 --threads 1)
+set_tests_properties(cli_bench_jit_layernorm_train PROPERTIES PASS_REGULAR_EXPRESSION
+  "mode=eager ms_per_step=.*mode=compiler ms_per_step=.*mode=interpreter ms_per_step=.*mode=two_nodes ms_per_step=")
 # mnist_mlp without its data names the missing file and says how to get it.
 add_test(NAME cli_bench_mnist_mlp_missing_data
          COMMAND ignis_cli bench mnist_mlp --data ${CMAKE_CURRENT_BINARY_DIR}/no_such_mnist)
