@@ -238,7 +238,8 @@ std::optional<FusedBackward> fused_backward(const FusedProgram& p, const std::ve
   static auto* cache = new LruCache<std::optional<FusedBackward>>(kProgramCacheSize);
   std::string key = std::to_string(p.num_inputs) + "|";
   for (int k : ks) key += std::to_string(k) + ",";
-  key += "|" + p.str();
+  key += '|';
+  key += p.str();
   return *cache->get(key, [&] { return make_backward(p, ks); });
 }
 

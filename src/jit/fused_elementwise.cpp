@@ -511,7 +511,10 @@ TensorList input_grads(const FusedProgram& p, const std::vector<Tensor>& in,
   if (!outs.empty() && lay.n > 0) {
     std::string key = "fused_backward|" + b->program.str() + "|";
     for (int v : values) key += std::to_string(v) + ",";
-    key += "|" + std::string(dtype_name(in[0].dtype())) + "|" + lay.layouts;
+    key += '|';
+    key += dtype_name(in[0].dtype());
+    key += '|';
+    key += lay.layouts;
     run_on_cpu(b->program, values, lay, key, outs, rng, sums);
   } else {
     for (Tensor& t : outs) t.zero_();  // no elements: a summed gradient sums nothing
