@@ -23,10 +23,11 @@ int main(int argc, char** argv) {
   }
   manual_seed(0);
   std::vector<std::pair<std::string, Tensor>> weights;
-  for (int b = 0; b < branches; ++b)
+  for (int b = 0; b < branches; ++b) {
     std::string name(1, 'w');  // (not "w" + ...: GCC 12's -Wrestrict)
     name += std::to_string(b);
     weights.emplace_back(std::move(name), randn({128, 128}) * 0.1);
+  }
   auto model = [&](const TensorList& in) {
     Tensor sum;
     for (const auto& [name, w] : weights) {

@@ -346,6 +346,22 @@ TEST(FusedStatistic, ChainsEqualTheOps) {
   }
 }
 
+TEST(FusedStatistic, AStageWithoutAPrologueReadsInput0InFull) {
+  // Input 0 of one value per row, or one value, broadcast over the rows by another input: a
+  // later stage without a prologue takes its statistic over the broadcast rows (stage 0 has
+  // one, so input 0 is not otherwise read in full).
+  const Tensor m = tensor(std::vector<double>{1, 2, 3}, kFloat64).reshape({3, 1});
+  const Tensor one = full({}, 2.0, kFloat64);
+  const Tensor u = ones({3, 4}, kFloat64);
+  for (const char* backend : {"interpreter", "compiler"}) {
+    Backend guard(backend);
+    expect_close(jit::fused_reduction({m, u}, "sum,sum", 1, "mul(i0,i1)|", ""),
+                 tensor(std::vector<double>{4, 8, 12}, kFloat64).reshape({3, 1}), 0, backend);
+    expect_close(jit::fused_reduction({one, u}, "mean,sum", 1, "mul(i0,i1)|", "add(i3,i2,1)"),
+                 full({3, 1}, 10.0, kFloat64), 0, backend);
+  }
+}
+
 TEST(FusedStatistic, ChainsGiveTheSameBitsWithEitherBackendAndAnyNumberOfThreads) {
   // Prologues of one product each (rounded alike by the compiler and the interpreter), rows of
   // one part and of four.
@@ -411,8 +427,8 @@ TEST(FusedStatistic, ChainsRefuseWhatTheyCannotRunNamingTheFault) {
       error_of([&] { (void)jit::fused_reduction({x}, "sum,sum,sum,sum,sum", 1, "||||", ""); }),
       HasSubstr("fused_reduction: a chain of at most 4 statistics, got 5"));
   EXPECT_THAT(error_of([&] { (void)jit::fused_reduction({x}, "amax,sum", 1, "exp(i0)", ""); }),
-              HasSubstr("fused_reduction: 2 statistics take as many prologues separated by '|' "
-                        "(empty for input 0), got 1"));
+              HasSubstr("fused_reduction: amax,sum takes one prologue per statistic, separated "
+                        "by '|' (empty for input 0): expected 2, got 1"));
   EXPECT_THAT(
       error_of([&] { (void)jit::fused_reduction({x}, "amax,sum", 1, "|sub(i0,i2,1)", ""); }),
       HasSubstr("fused_reduction: the prologue of stage 1 (sum): "));

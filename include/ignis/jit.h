@@ -299,7 +299,8 @@ Tensor fused_elementwise(const std::vector<Tensor>& inputs, const std::string& p
 /// four separated by commas ("amax,sum"), with one prologue per stage separated by '|' (empty:
 /// input 0); stage k's prologue reads the inputs and the earlier statistics as i<n>..i<n+k-1>,
 /// the epilogue all K as i<n>..i<n+K-1> (none: the output is the last statistic); in training
-/// each stage is a fused_reduction of its own and the epilogue a fused_elementwise.
+/// each stage is a fused_reduction of its own, the last one carrying the epilogue (without
+/// keepdim, the epilogue is a fused_elementwise of its own).
 /// Programs as fused_elementwise's.
 /// With an input that requires grad: one node whose backward recomputes the programs and the
 /// reduction (on the CPU and a GPU), else the ops one by one.

@@ -57,7 +57,7 @@ constexpr Workload kWorkloads[] = {
      "a hand-written layer norm on [4096, 1024]: eager, one fused_reduction (mean, then variance)",
      &bench_jit_layernorm},
     {"jit_layernorm_train",
-     "the jit_layernorm block's forward + backward: eager, the chain (three nodes), two nodes",
+     "the jit_layernorm block's forward + backward: eager, the chain, two nodes",
      &bench_jit_layernorm_train},
     {"allreduce", "all-reduce of 4 KB..256 MB under mpirun: MPI's vs ignis's ring (algbw, busbw)",
      &bench_allreduce},

@@ -262,8 +262,8 @@ void bench_jit_norm_train(const BenchOptions& opts) {
 
 // The jit_layernorm block trained: forward and backward (gradients of x, w and b, the output's
 // gradient given).
-// The chain trains as a node per statistic and one fused_elementwise for the epilogue (three
-// nodes); two_nodes as the two fused_reductions, each one backward node.
+// The chain trains as a node per statistic, the last carrying the epilogue (two nodes here);
+// two_nodes as the two fused_reductions of before chaining, each its own backward node.
 void bench_jit_layernorm_train(const BenchOptions& opts) {
   const int64_t rows = opts.batch > 0 ? opts.batch : 4096, cols = 1024;
   manual_seed(0);

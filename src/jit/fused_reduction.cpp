@@ -313,6 +313,9 @@ Tensor run_fused(const Spec& s, const std::vector<Tensor>& inputs, const Shape& 
   // row, one value; any other broadcast is materialised. Without a prologue, input 0 is the
   // reduction's input and is read in full.
   const int n = static_cast<int>(inputs.size());
+  // Input 0 is read in full by a reduction or a stage without a prologue.
+  bool input0_full = !s.pro;
+  for (const auto& p : s.pros) input0_full = input0_full || !p;
   std::vector<Tensor> keep;
   std::string layouts;
   std::vector<const void*> ptrs;
@@ -327,7 +330,7 @@ Tensor run_fused(const Spec& s, const std::vector<Tensor>& inputs, const Shape& 
     for (int64_t d = 0; d < td - dims; ++d) leading_ones = leading_ones && t.size(d) == 1;
     char l = 'f';
     Tensor c;
-    if (t.sizes().equals(shape) || (i == 0 && !s.pro)) {
+    if (t.sizes().equals(shape) || (i == 0 && input0_full)) {
       c = t.expand(shape).contiguous();
     } else if (t.numel() == 1) {
       l = 's';
@@ -422,8 +425,7 @@ Tensor chain_with_backward(const Spec& s, const std::vector<Tensor>& inputs) {
     return fused_reduction(in, s.stats[K - 1], s.dims, pro[K - 1], s.epilogue, s.eps, true);
   in.push_back(fused_reduction(in, s.stats[K - 1], s.dims, pro[K - 1], "", s.eps, true));
   const size_t n = inputs.size();
-  if (!s.keepdim)
-    for (size_t k = n; k < in.size(); ++k) in[k] = in[k].reshape(s.out);
+  for (size_t k = n; k < in.size(); ++k) in[k] = in[k].reshape(s.out);
   if (!s.epi) return in.back();
   if (!s.full) {
     for (size_t i = 0; i < n; ++i)
@@ -625,9 +627,9 @@ Tensor fused_reduction(const std::vector<Tensor>& inputs, const std::string& red
   s.keepdim = keepdim;
   const std::vector<std::string> pro_texts =
       stat ? detail::split_at(prologue, '|') : std::vector<std::string>{prologue};
-  IGNIS_CHECK(static_cast<int>(pro_texts.size()) == K, op, ": ", K,
-              " statistics take as many prologues separated by '|' (empty for input 0), got ",
-              pro_texts.size());
+  IGNIS_CHECK(static_cast<int>(pro_texts.size()) == K, op, ": ", reduction,
+              " takes one prologue per statistic, separated by '|' (empty for input 0): expected ",
+              K, ", got ", pro_texts.size());
   int stage = 0;  // (the program being parsed: a prologue's stage, K for the epilogue)
   try {
     for (; stage < K; ++stage) {
