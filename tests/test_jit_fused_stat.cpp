@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include "fusion_test_util.h"
@@ -602,6 +603,74 @@ TEST(FuseStatistics, LeavesWhatItCannotTake) {
   const std::vector<Tensor> eager = shared({x}), out = g.run({x});
   expect_close(out[0], eager[0], 1e-6, "sum");
   expect_close(out[1], eager[1], 0, "exp");
+}
+
+TEST(FuseStatistics, VarIsAChainOfTwoStatistics) {
+  // var over trailing dims with a prologue or an epilogue: the mean, then the sum of squared
+  // deviations over max(C - correction, 0), as the op (0 / 0 is NaN for rows of one element
+  // with correction 1, as eager's). A bare var stays the op.
+  Tensor x = uniform({6, 40}, -2, 2, kFloat64), w = uniform({40}, 0.5, 1.5, kFloat64);
+  Tensor one = uniform({4, 1}, -1, 1, kFloat64), x3 = uniform({3, 4, 5}, -1, 1, kFloat64);
+  auto scaled = [&](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{(in[0] * w).var({-1}, 1, true) + 1.0};
+  };
+  auto two_dims = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{in[0].exp().var({-1, -2}, 0, false)};
+  };
+  auto too_few = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{in[0].exp().var({-1}, 1, true)};
+  };
+  NoGradGuard ng;
+  const std::pair<std::function<std::vector<Tensor>(const std::vector<Tensor>&)>, Tensor> cases[] =
+      {{scaled, x}, {two_dims, x3}, {too_few, one}};
+  for (const auto& [fn, in] : cases) {
+    jit::Graph g = jit::trace(fn, {in}, {{"w", w}});
+    jit::optimize(g);
+    ASSERT_EQ(g.nodes.size(), 1u) << g.str();
+    EXPECT_THAT(g.str(), HasSubstr("reduction='mean,sum'"));
+    const Tensor eager = fn({in})[0];
+    for (const char* backend : {"interpreter", "compiler"}) {
+      Backend guard(backend);
+      expect_close(g.run({in})[0], eager, 1e-12, g.str() + backend);
+    }
+  }
+  jit::Graph g = jit::trace(scaled, {x}, {{"w", w}});
+  jit::optimize(g);
+  EXPECT_THAT(g.str(), HasSubstr("prologue='mul(i0,i1)|mul(i0,i1);sub(v0,i2,1);mul(v1,v1)', "
+                                 "epilogue='div(i3,39);add(v0,1,1)'"));
+  EXPECT_TRUE(std::isnan(too_few({one})[0][0][0].item<double>()));  // (the case above is NaN)
+  auto bare = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{in[0].var({-1}, 0, true)};
+  };
+  jit::Graph b = jit::trace(bare, {x});
+  EXPECT_EQ(jit::fuse_reductions(b), 0) << b.str();
+}
+
+TEST(FuseStatistics, AHandWrittenLayerNormWithVarIsOneNode) {
+  // (x - mean(x)) / sqrt(var(x, correction=0) + eps) * w + b: the var node (two statistics, its
+  // epilogue the square root, one value per row) chained into the mean node reading it: three
+  // statistics in one node. Equal to eager and to layer_norm, forward and backward.
+  Tensor x = uniform({8, 64}, -2, 2, kFloat64).requires_grad_(true);
+  Tensor w = uniform({64}, 0.5, 1.5, kFloat64), b = uniform({64}, -0.5, 0.5, kFloat64);
+  auto fn = [&](const std::vector<Tensor>& in) {
+    const Tensor m = in[0].mean({-1}, true), v = in[0].var({-1}, 0, true);
+    return std::vector<Tensor>{(in[0] - m) / sqrt(v + 1e-5) * w + b};
+  };
+  jit::Graph g = jit::trace(fn, {x}, {{"w", w}, {"b", b}});
+  jit::optimize(g);
+  ASSERT_EQ(g.nodes.size(), 1u) << g.str();
+  EXPECT_THAT(g.str(), HasSubstr("reduction='mean,sum,mean'"));
+  const Tensor eager = fn({x})[0];
+  const Tensor gy = uniform({8, 64}, -1, 1, kFloat64);
+  const Tensor ge = autograd::grad({eager}, {x}, {gy})[0];
+  for (const char* backend : {"interpreter", "compiler"}) {
+    Backend guard(backend);
+    const Tensor out = g.run({x})[0];
+    expect_close(out, eager.detach(), 1e-12, backend);
+    expect_close(autograd::grad({out}, {x}, {gy})[0], ge, 1e-11, backend);
+  }
+  expect_close(eager.detach(), nn::functional::layer_norm(x.detach(), {64}, w, b, 1e-5), 1e-12,
+               "layer_norm");
 }
 
 TEST(FuseStatistics, ChainsOnlyWhereTheFirstResultIsReadByTheSecondAlone) {

@@ -316,7 +316,10 @@ struct Reduction {
   double eps = 1e-5;
   int weight = -1, bias = -1;
   bool keepdim = true;
-  bool stat() const { return kind == "sum" || kind == "mean" || kind == "amax" || kind == "amin"; }
+  double divisor = 1;  // var: the squared deviations' sum is divided by max(C - correction, 0)
+  bool stat() const {
+    return kind == "sum" || kind == "mean" || kind == "amax" || kind == "amin" || kind == "var";
+  }
 };
 
 int64_t sizes_numel(const Shape& sizes) {
@@ -353,6 +356,20 @@ Reduction reduction_of(const Graph& g, const Node& n) {
   if ((out.dtype != kFloat32 && out.dtype != kFloat64) || x.dtype != out.dtype) return r;
   const int64_t nd = static_cast<int64_t>(out.sizes.size());
   const std::string name = n.name();
+  // var over trailing dims: the mean, then the sum of squared deviations (a chain, below).
+  if (name == "var") {
+    const int64_t xd = static_cast<int64_t>(x.sizes.size());
+    if (n.args.size() < 4 || !n.args[2].attr.is<int64_t>() || !n.args[3].attr.is<bool>()) return r;
+    r.dims = trailing_count(n.args[1].attr, xd);
+    if (r.dims < 1) return r;
+    int64_t C = 1;
+    for (int64_t d = xd - r.dims; d < xd; ++d) C *= x.sizes[static_cast<size_t>(d)];
+    if (C == 0) return r;
+    r.keepdim = n.args[3].attr.get<bool>();
+    r.divisor = static_cast<double>(std::max<int64_t>(C - n.args[2].attr.get<int64_t>(), 0));
+    r.kind = "var";
+    return r;
+  }
   // The statistics: sum (no dtype), mean, amax, amin over trailing dims; max() and min() over all.
   if (name == "sum" || name == "mean" || name == "amax" || name == "amin" || name == "max" ||
       name == "min") {
@@ -510,10 +527,11 @@ FusedOperand inline_program(const detail::FusedProgram& p, std::vector<FusedInst
 }
 
 /// Chains of statistics: a fused_reduction of statistics B reading, as one of its inputs d, the
-/// full result of another, A (its epilogue gives the rows' shape, keepdim; over the same rows
-/// and dims; d read by B alone), becomes one node: A's stages, then B's, their programs reading
-/// d as A's epilogue recomputed in place (a hand-written layer norm's centring mean, then its
-/// variance; a softmax's max, then its sum of exponentials). Returns how many nodes merged.
+/// result of another, A (keepdim, over the same rows and dims, d read by B alone; d of the rows'
+/// shape, or one value per row), becomes one node: A's stages, then B's, their programs reading
+/// d as A's epilogue recomputed in place, or A's last statistic (a hand-written layer norm's
+/// centring mean, then its variance, or its var and its mean; a softmax's max, then its sum of
+/// exponentials). Returns how many nodes merged.
 int chain_statistics(Graph& g, const op::Record* fused_op) {
   const std::vector<int> uses = g.use_counts();
   const std::vector<int> prod = detail::producers(g);
@@ -530,19 +548,21 @@ int chain_statistics(Graph& g, const op::Record* fused_op) {
     const std::optional<StatNode> B = stat_node(g.nodes[bi], fused_op);
     if (!B) continue;
     const Shape rows = rows_of(B->inputs);
+    Shape keep = rows;  // one value per row
+    for (int64_t k = 0; k < B->dims && k < static_cast<int64_t>(keep.size()); ++k)
+      keep[keep.size() - 1 - static_cast<size_t>(k)] = 1;
     for (size_t jb = 0; jb < B->inputs.size(); ++jb) {
       const int d = B->inputs[jb];
       const int a = prod[static_cast<size_t>(d)];
       if (a < 0 || dead[static_cast<size_t>(a)] || uses[static_cast<size_t>(d)] != 1) continue;
       const std::optional<StatNode> A = stat_node(g.nodes[static_cast<size_t>(a)], fused_op);
-      if (!A || !A->epi || !A->keepdim || A->dims != B->dims ||
+      // d: A's result of the rows' shape, or one value per row (then A may have no epilogue).
+      const bool full = sizes(d).equals(rows);
+      if (!A || !A->keepdim || A->dims != B->dims ||
           A->stats.size() + B->stats.size() > static_cast<size_t>(detail::kMaxStatStages) ||
-          !sizes(d).equals(rows) || !IntArrayRef(rows_of(A->inputs)).equals(rows))
+          !(full || sizes(d).equals(keep)) || (full && !A->epi) ||
+          !IntArrayRef(rows_of(A->inputs)).equals(rows))
         continue;
-      // A stage of B without a prologue reads B's input 0: it must be d (A's epilogue).
-      bool reads_other = false;
-      for (const auto& p : B->pros) reads_other = reads_other || (!p && jb != 0);
-      if (reads_other) continue;
       // A's inputs must hold their values until B's place.
       bool writes = false;
       for (size_t k = static_cast<size_t>(a) + 1; k < bi && !writes; ++k)
@@ -555,6 +575,13 @@ int chain_statistics(Graph& g, const op::Record* fused_op) {
         for (int v : *list)
           if (v != d && index.emplace(v, static_cast<int>(inputs.size())).second)
             inputs.push_back(v);
+      // A stage of B without a prologue reads B's input 0: d, to be A's epilogue, or another
+      // input that stays input 0.
+      bool input0_ok = true;
+      for (const auto& p : B->pros)
+        if (!p)
+          input0_ok = input0_ok && (jb == 0 ? A->epi.has_value() : index.at(B->inputs[0]) == 0);
+      if (!input0_ok) continue;
       const int n = static_cast<int>(inputs.size());
       const int KA = static_cast<int>(A->stats.size()), KB = static_cast<int>(B->stats.size());
       const int nA = static_cast<int>(A->inputs.size()), nB = static_cast<int>(B->inputs.size());
@@ -562,12 +589,14 @@ int chain_statistics(Graph& g, const op::Record* fused_op) {
       auto a_input = [&](int k) {  // an input of A's programs in the merged node
         return k < nA ? in_op(index.at(A->inputs[static_cast<size_t>(k)])) : in_op(n + k - nA);
       };
-      // B's program over `num_inputs` (null: input 0, d): d as A's epilogue, inlined first.
+      // B's program over `num_inputs` (null: input 0, d): d as A's epilogue, inlined first (or,
+      // without one, A's last statistic).
       auto b_program = [&](const detail::FusedProgram* p, int num_inputs) {
         detail::FusedProgram r;
         r.num_inputs = num_inputs;
-        FusedOperand dv;
-        if (!p || reads_directly(*p, static_cast<int>(jb)))
+        if (!p && jb != 0) return r;  // input 0, the same input in the merged node (checked)
+        FusedOperand dv = a_input(nA + KA - 1);
+        if (A->epi && (!p || reads_directly(*p, static_cast<int>(jb))))
           dv = inline_program(*A->epi, r.code, a_input);
         if (!p) return r;
         inline_program(*p, r.code, [&](int k) {
@@ -677,6 +706,26 @@ int fuse_reductions(Graph& g) {
       detail::fused_op_by_name(name, o);
       return o;
     };
+    // var: a chain of two statistics, the mean (input -1 here, n below) of x = the prologue's
+    // value, then the sum (input -2, n + 1) of (x - mean) ** 2 (the prologue again, then the
+    // deviation squared); the epilogue starts with the sum over its divisor.
+    std::vector<FusedInstr> deviations;
+    if (r.kind == "var") {
+      auto value = [](size_t j) {
+        return FusedOperand{FusedOperand::Kind::Value, static_cast<int>(j), 0};
+      };
+      deviations = pro_code;
+      const FusedOperand xo =
+          pro ? value(deviations.size() - 1) : FusedOperand{FusedOperand::Kind::Input, 0, 0};
+      deviations.push_back({op_of("sub"), xo, {FusedOperand::Kind::Input, -1, 0}, 1});
+      deviations.push_back(
+          {op_of("mul"), value(deviations.size() - 1), value(deviations.size() - 1), 0});
+      epi_code.push_back({op_of("div"),
+                          {FusedOperand::Kind::Input, -2, 0},
+                          {FusedOperand::Kind::Number, 0, r.divisor},
+                          0});
+      cur = value(0);
+    }
     if (r.weight >= 0) {
       FusedOperand w;
       w.index = b.input(r.weight);
@@ -735,8 +784,9 @@ int fuse_reductions(Graph& g) {
     if (r.kind != "layer_norm" && r.kind != "rms_norm" && !pro && !consumed) continue;
     if (r.stat() && consumed && !stat_shape_agrees(g, b.inputs, epi_code, xv, r, tail)) continue;
     const int n = static_cast<int>(b.inputs.size());
-    if (n >= detail::kMaxFusedInputs || pro_code.size() > detail::kMaxFusedInstrs ||
-        epi_code.size() > detail::kMaxFusedInstrs || pro_streams > 256 || epi_streams > 256)
+    if (n >= detail::kMaxFusedInputs || deviations.size() > detail::kMaxFusedInstrs ||
+        pro_code.size() > detail::kMaxFusedInstrs || epi_code.size() > detail::kMaxFusedInstrs ||
+        pro_streams > 256 || epi_streams > 256)
       continue;
     const size_t first = *std::min_element(members.begin(), members.end());
     // The fused node runs at the last member's place, drawing its dropouts' numbers there (the
@@ -752,23 +802,30 @@ int fuse_reductions(Graph& g) {
       reordered = !member && k > first_random && detail::is_random(g.nodes[k]);
     }
     if (writes || reordered) continue;
-    for (FusedInstr& in : epi_code)
-      for (FusedOperand* o : {&in.a, &in.b})
-        if (o->kind == FusedOperand::Kind::Input && o->index < 0) o->index = n;
-    detail::FusedProgram pro_prog, epi_prog;
+    const bool var = r.kind == "var";
+    if (var && n + 2 > detail::kMaxFusedInputs) continue;
+    for (std::vector<FusedInstr>* code : {&epi_code, &deviations})
+      for (FusedInstr& in : *code)
+        for (FusedOperand* o : {&in.a, &in.b})
+          if (o->kind == FusedOperand::Kind::Input && o->index < 0) o->index = n - 1 - o->index;
+    detail::FusedProgram pro_prog, epi_prog, dev_prog;
     pro_prog.code = pro_code;
     pro_prog.num_inputs = n;
     epi_prog.code = epi_code;
-    epi_prog.num_inputs = n + 1;
+    epi_prog.num_inputs = n + (var ? 2 : 1);
+    dev_prog.code = deviations;
+    dev_prog.num_inputs = n + 1;
     Node node;
     node.op = fused_op;
     Arg list;
     list.kind = Arg::Kind::TensorList;
     list.values = b.inputs;
+    std::string prologue = pro ? pro_prog.str() : std::string();
+    if (var) prologue += '|' + dev_prog.str();
     node.args = {list,
-                 Arg::attribute(r.kind),
+                 Arg::attribute(var ? std::string("mean,sum") : r.kind),
                  Arg::attribute(r.dims),
-                 Arg::attribute(pro ? pro_prog.str() : std::string()),
+                 Arg::attribute(prologue),
                  Arg::attribute(epi_code.empty() ? std::string() : epi_prog.str()),
                  Arg::attribute(r.eps),
                  Arg::attribute(r.keepdim)};
