@@ -316,7 +316,7 @@ struct Reduction {
   double eps = 1e-5;
   int weight = -1, bias = -1;
   bool keepdim = true;
-  double divisor = 1;  // var: the squared deviations' sum is divided by max(C - correction, 0)
+  double divisor = 1;  // var: the squared deviations' sum is divided by C - correction > 0
   bool stat() const {
     return kind == "sum" || kind == "mean" || kind == "amax" || kind == "amin" || kind == "var";
   }
@@ -364,9 +364,10 @@ Reduction reduction_of(const Graph& g, const Node& n) {
     if (r.dims < 1) return r;
     int64_t C = 1;
     for (int64_t d = xd - r.dims; d < xd; ++d) C *= x.sizes[static_cast<size_t>(d)];
-    if (C == 0) return r;
+    // (C <= correction stays the op: the chain's gradient would be NaN where eager's is infinite)
+    if (C == 0 || C - n.args[2].attr.get<int64_t>() <= 0) return r;
     r.keepdim = n.args[3].attr.get<bool>();
-    r.divisor = static_cast<double>(std::max<int64_t>(C - n.args[2].attr.get<int64_t>(), 0));
+    r.divisor = static_cast<double>(C - n.args[2].attr.get<int64_t>());
     r.kind = "var";
     return r;
   }
