@@ -194,6 +194,10 @@ std::vector<std::string> split_at(std::string_view text, char sep) {
   return parts;
 }
 
+bool is_fused_statistic(std::string_view name) {
+  return name == "sum" || name == "mean" || name == "amax" || name == "amin";
+}
+
 std::string FusedProgram::str() const {
   std::string s;
   for (const FusedInstr& in : code) {

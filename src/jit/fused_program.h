@@ -143,6 +143,8 @@ std::optional<FusedBackward> fused_backward(const FusedProgram& p, const std::ve
 /// `text` cut at every `sep` ("" gives one empty part): fused_reduction's chains of statistics
 /// ("amax,sum") and their prologues (separated by '|').
 std::vector<std::string> split_at(std::string_view text, char sep);
+/// Whether `name` is one of fused_reduction's statistics: sum, mean, amax, amin.
+bool is_fused_statistic(std::string_view name);
 
 /// A number as C++ and as program text: exact ("%.17g"), inf and nan spelled out.
 std::string format_number(double v);

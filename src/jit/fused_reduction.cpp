@@ -52,9 +52,7 @@ namespace {
 using detail::FusedProgram;
 
 /// A statistic of each row (one value per row: sum, mean, amax, amin), not a normalisation.
-bool is_stat(const std::string& reduction) {
-  return reduction == "sum" || reduction == "mean" || reduction == "amax" || reduction == "amin";
-}
+bool is_stat(const std::string& reduction) { return detail::is_fused_statistic(reduction); }
 
 /// The trailing `dims` dims: -1, -2, ...
 Shape trailing_dims(int64_t dims) {

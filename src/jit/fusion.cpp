@@ -265,6 +265,28 @@ std::optional<Piece> piece_of(const Graph& g, const Node& n) {
   return p;
 }
 
+/// Appends p's instructions to `code`, its input k read as `input(k)`, its values renumbered,
+/// its dropouts' streams shifted by `streams`; returns its result.
+template <class F>
+FusedOperand inline_program(const detail::FusedProgram& p, std::vector<FusedInstr>& code,
+                            const F& input, int streams = 0) {
+  const int base = static_cast<int>(code.size());
+  auto map = [&](FusedOperand o) {
+    if (o.kind == FusedOperand::Kind::Input) return input(o.index);
+    if (o.kind == FusedOperand::Kind::Value) o.index += base;
+    return o;
+  };
+  for (FusedInstr in : p.code) {
+    in.a = map(in.a);
+    if (in.op == FusedOp::dropout)
+      in.b.number += streams;
+    else if (detail::fused_op_info(in.op).arity == 2)
+      in.b = map(in.b);
+    code.push_back(in);
+  }
+  return {FusedOperand::Kind::Value, static_cast<int>(code.size()) - 1, 0};
+}
+
 /// Builds the fused node's programs: external values become its inputs; the value `current`
 /// (the reduction's result, then each epilogue step's) is an operand standing for the latest
 /// result (`cur`).
@@ -280,29 +302,14 @@ struct Builder {
   /// `streams` the program has so far (counted up). Returns the result's operand.
   FusedOperand append(const Piece& piece, std::vector<FusedInstr>& code, int current,
                       FusedOperand cur, int& streams) {
-    const int base = static_cast<int>(code.size());
-    auto map = [&](FusedOperand o) {
-      if (o.kind == FusedOperand::Kind::Input) {
-        const int v = piece.inputs[static_cast<size_t>(o.index)];
-        if (v == current) return cur;
-        o.index = input(v);
-      } else if (o.kind == FusedOperand::Kind::Value) {
-        o.index += base;
-      }
-      return o;
-    };
-    for (FusedInstr in : piece.program.code) {
-      in.a = map(in.a);
-      if (in.op == FusedOp::dropout)
-        in.b.number += streams;
-      else if (detail::fused_op_info(in.op).arity == 2)
-        in.b = map(in.b);
-      code.push_back(in);
-    }
+    const FusedOperand r = inline_program(
+        piece.program, code,
+        [&](int k) {
+          const int v = piece.inputs[static_cast<size_t>(k)];
+          return v == current ? cur : FusedOperand{FusedOperand::Kind::Input, input(v), 0};
+        },
+        streams);
     streams += piece.program.random_streams();
-    FusedOperand r;
-    r.kind = FusedOperand::Kind::Value;
-    r.index = static_cast<int>(code.size()) - 1;
     return r;
   }
 };
@@ -317,9 +324,7 @@ struct Reduction {
   int weight = -1, bias = -1;
   bool keepdim = true;
   double divisor = 1;  // var: the squared deviations' sum is divided by C - correction > 0
-  bool stat() const {
-    return kind == "sum" || kind == "mean" || kind == "amax" || kind == "amin" || kind == "var";
-  }
+  bool stat() const { return detail::is_fused_statistic(kind) || kind == "var"; }
 };
 
 int64_t sizes_numel(const Shape& sizes) {
@@ -474,7 +479,7 @@ std::optional<StatNode> stat_node(const Node& n, const op::Record* fused_op) {
   s.inputs = n.args[0].values;
   s.stats = detail::split_at(red.get<std::string>(), ',');
   for (const std::string& st : s.stats)
-    if (st != "sum" && st != "mean" && st != "amax" && st != "amin") return {};
+    if (!detail::is_fused_statistic(st)) return {};
   const std::vector<std::string> texts = detail::split_at(pro.get<std::string>(), '|');
   if (texts.size() != s.stats.size()) return {};
   const int n_in = static_cast<int>(s.inputs.size());
@@ -506,25 +511,6 @@ bool reads_directly(const detail::FusedProgram& p, int k) {
         return true;
   }
   return false;
-}
-
-/// Appends p's instructions to `code`, its input k read as `input(k)`; returns its result.
-template <class F>
-FusedOperand inline_program(const detail::FusedProgram& p, std::vector<FusedInstr>& code,
-                            const F& input) {
-  const int base = static_cast<int>(code.size());
-  for (FusedInstr in : p.code) {
-    const bool binary = detail::fused_op_info(in.op).arity == 2;
-    for (FusedOperand* o : {&in.a, &in.b}) {
-      if (o == &in.b && !binary) continue;
-      if (o->kind == FusedOperand::Kind::Input)
-        *o = input(o->index);
-      else if (o->kind == FusedOperand::Kind::Value)
-        o->index += base;
-    }
-    code.push_back(in);
-  }
-  return {FusedOperand::Kind::Value, static_cast<int>(code.size()) - 1, 0};
 }
 
 /// Chains of statistics: a fused_reduction of statistics B reading, as one of its inputs d, the
