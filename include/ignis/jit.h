@@ -272,14 +272,17 @@ int fuse_conv_pointwise(Graph& g);
 /// and bias become its first ops), becomes one `fused_reduction` node: one pass over memory per
 /// row. A layer_norm is fused even alone (its composite makes several passes); a softmax only
 /// with a prologue or an epilogue. So does a sum (no dtype), mean, amax or amin over trailing
-/// dims (max() and min() over all), and var as a chain of two (the mean, then the squared
-/// deviations' sum over C - correction > 0), with a prologue or an epilogue: its consumers of one
+/// dims (max() and min() over all), and var and std as a chain of two (the mean, then the
+/// squared deviations' sum over C - correction > 0; std's square root taken of its relu, whose
+/// derivative gives eager's 0 at rows of equal values) and norm(x, 2) as the sum of squares and
+/// its square root (likewise of its relu), with a prologue or an epilogue: its consumers of one
 /// value per row, then, with keepdim, of the rows' shape (a hand-written RMS norm is one node);
 /// without keepdim only ops whose other operands hold one element. Last, a node of statistics
 /// reading the result of another (of the rows' shape or one value per row, over the same rows, read
 /// by nothing else) is chained with it: one node of several statistics whose programs recompute the
-/// first's epilogue where they read its result (a hand-written layer norm — the mean, then the
-/// variance, or var and mean — or softmax is one node).
+/// first's epilogue where they read its result, a stage equal to an earlier one taken once (a
+/// hand-written layer norm — the mean, then the variance, or var and mean — or softmax is one
+/// node).
 int fuse_reductions(Graph& g);
 
 /// Runs a fused elementwise program (the fusion pass's node; the program's syntax is in

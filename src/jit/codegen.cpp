@@ -202,7 +202,8 @@ std::string emit_body(std::ostream& s, const FusedProgram& p, const std::string&
       continue;
     }
     s << indent << "const T v" << j << " = ignis_apply(ignis::fn::" << info.functor
-      << "{ignis::OpArgs{" << double_literal(in.param) << ", 0}}, " << operand(in.a);
+      << "{ignis::OpArgs{" << double_literal(in.param) << ", " << double_literal(in.param2) << ", "
+      << double_literal(in.param3) << "}}, " << operand(in.a);
     if (info.arity == 2) s << ", " << operand(in.b);
     s << ");\n";
   }

@@ -7,8 +7,9 @@
 // saved but the inputs), then walks them in reverse, each instruction adding its operands'
 // contributions to their adjoints: add and sub pass the gradient on (times alpha), mul and div
 // by the product rule, the activations through their backward ops (threshold_backward for relu,
-// from its output, as eager relu's backward; gelu_backward, silu_backward, leaky_relu_backward
-// from the input), and the floating unary ops through the backward formulas of
+// from its output, as eager relu's backward; gelu_backward, silu_backward, leaky_relu_backward,
+// softplus_backward and those of ignis/activation_ops.def from the input), and the floating
+// unary ops through the backward formulas of
 // ignis/float_unary_ops.def, the same text that eager autograd runs, evaluated here over a
 // symbolic value that emits instructions. Dropout's derivative is dropout of the gradient on the
 // same random stream (the mask drawn again from the same counters). Dead instructions are
@@ -28,8 +29,9 @@ FusedOperand number(double v) { return {Kind::Number, 0, v}; }
 /// The instructions being written.
 struct Builder {
   std::vector<FusedInstr> code;
-  FusedOperand emit(FusedOp op, FusedOperand a, FusedOperand b = {}, double param = 0) {
-    code.push_back({op, a, b, param});
+  FusedOperand emit(FusedOp op, FusedOperand a, FusedOperand b = {}, double param = 0,
+                    double param2 = 0, double param3 = 0) {
+    code.push_back({op, a, b, param, param2, param3});
     return {Kind::Value, static_cast<int>(code.size()) - 1, 0};
   }
 };
@@ -127,6 +129,24 @@ bool differentiate(const FusedProgram& p, Builder& b,
       case FusedOp::leaky_relu:
         add_to(ins.a, b.emit(FusedOp::leaky_relu_backward, g, ins.a, ins.param));
         break;
+      // The activations with a backward op of their own (ops/activation_ops.h): from the input.
+      case FusedOp::softplus:
+        add_to(ins.a, b.emit(FusedOp::softplus_backward, g, ins.a, ins.param, ins.param2));
+        break;
+      case FusedOp::elu:
+        add_to(ins.a, b.emit(FusedOp::elu_backward, g, ins.a, ins.param, ins.param2, ins.param3));
+        break;
+      case FusedOp::hardtanh:
+        add_to(ins.a, b.emit(FusedOp::hardtanh_backward, g, ins.a, ins.param, ins.param2));
+        break;
+      case FusedOp::hardswish: add_to(ins.a, b.emit(FusedOp::hardswish_backward, g, ins.a)); break;
+      case FusedOp::hardsigmoid:
+        add_to(ins.a, b.emit(FusedOp::hardsigmoid_backward, g, ins.a));
+        break;
+      case FusedOp::mish: add_to(ins.a, b.emit(FusedOp::mish_backward, g, ins.a)); break;
+      case FusedOp::log_sigmoid:
+        add_to(ins.a, b.emit(FusedOp::log_sigmoid_backward, g, ins.a));
+        break;
       case FusedOp::pow:  // g (x^(e-1) e), as eager's; nothing for e = 0 (a constant)
         if (ins.param != 0) {
           const FusedOperand d = b.emit(FusedOp::pow, ins.a, {}, ins.param - 1);
@@ -139,6 +159,18 @@ bool differentiate(const FusedProgram& p, Builder& b,
         break;
       case FusedOp::leaky_relu_backward:
         add_to(ins.a, b.emit(FusedOp::leaky_relu_backward, g, ins.b, ins.param));
+        break;
+      case FusedOp::hardtanh_backward:  // piecewise constant in x'
+      case FusedOp::hardsigmoid_backward:
+        add_to(ins.a, b.emit(ins.op, g, ins.b, ins.param, ins.param2));
+        break;
+      case FusedOp::hardswish_backward:  // d/dx' = g' / 3 strictly inside (-3, 3)
+        add_to(ins.a, b.emit(FusedOp::hardswish_backward, g, ins.b));
+        if (tensor_b) {
+          const FusedOperand gg = b.emit(FusedOp::mul, g, ins.a);
+          add_to(ins.b,
+                 b.emit(FusedOp::hardsigmoid_backward, b.emit(FusedOp::mul, gg, number(2)), ins.b));
+        }
         break;
       case FusedOp::tanh_backward:  // g' (1 - y'^2): d/dy' = -2 g' y'
         add_to(ins.a, b.emit(FusedOp::tanh_backward, g, ins.b));
@@ -159,6 +191,13 @@ bool differentiate(const FusedProgram& p, Builder& b,
       case FusedOp::dropout: add_to(ins.a, b.emit(FusedOp::dropout, g, ins.b, ins.param)); break;
       case FusedOp::maximum:
       case FusedOp::minimum:
+      case FusedOp::clamp:  // (its gradient's inclusive bounds: no backward op here)
+      case FusedOp::clamp_min:
+      case FusedOp::clamp_max:
+      case FusedOp::softplus_backward:
+      case FusedOp::elu_backward:
+      case FusedOp::mish_backward:
+      case FusedOp::log_sigmoid_backward:
       case FusedOp::gelu_backward:
       case FusedOp::gelu_tanh_backward:
       case FusedOp::silu_backward:

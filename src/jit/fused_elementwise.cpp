@@ -31,6 +31,7 @@
 #include "jit/codegen.h"
 #include "jit/fused_program.h"
 #include "jit/fused_runtime.h"
+#include "ops/activation_ops.h"
 #include "ops/random.h"
 #include "ops/unary.h"
 
@@ -112,6 +113,16 @@ Tensor run_fused_composite(const FusedProgram& p, const std::vector<Tensor>& in,
       case FusedOp::leaky_relu: r = leaky_relu(a, ins.param); break;
       case FusedOp::pow: r = pow(a, ins.param); break;
       case FusedOp::sign: r = sign(a); break;
+      case FusedOp::clamp: r = clamp(a, ins.param, ins.param2); break;
+      case FusedOp::clamp_min: r = clamp(a, ins.param, std::nullopt); break;
+      case FusedOp::clamp_max: r = clamp(a, std::nullopt, ins.param); break;
+      case FusedOp::softplus: r = softplus(a, ins.param, ins.param2); break;
+      case FusedOp::elu: r = elu(a, ins.param, ins.param2, ins.param3); break;
+      case FusedOp::hardtanh: r = hardtanh(a, ins.param, ins.param2); break;
+      case FusedOp::hardswish: r = hardswish(a); break;
+      case FusedOp::hardsigmoid: r = hardsigmoid(a); break;
+      case FusedOp::mish: r = mish(a); break;
+      case FusedOp::log_sigmoid: r = log_sigmoid(a); break;
       case FusedOp::dropout:
         r = a * dropout_factors(shape, a.dtype(), a.device(), rng,
                                 static_cast<int>(ins.b.number), ins.param);
@@ -125,6 +136,19 @@ Tensor run_fused_composite(const FusedProgram& p, const std::vector<Tensor>& in,
       case FusedOp::gelu_backward: r = gelu_backward(a, operand_b(), false); break;
       case FusedOp::gelu_tanh_backward: r = gelu_backward(a, operand_b(), true); break;
       case FusedOp::silu_backward: r = silu_backward(a, operand_b()); break;
+      case FusedOp::softplus_backward:
+        r = softplus_backward(a, operand_b(), ins.param, ins.param2);
+        break;
+      case FusedOp::elu_backward:
+        r = elu_backward(a, operand_b(), ins.param, ins.param2, ins.param3);
+        break;
+      case FusedOp::hardtanh_backward:
+        r = hardtanh_backward(a, operand_b(), ins.param, ins.param2);
+        break;
+      case FusedOp::hardswish_backward: r = hardswish_backward(a, operand_b()); break;
+      case FusedOp::hardsigmoid_backward: r = hardsigmoid_backward(a, operand_b()); break;
+      case FusedOp::mish_backward: r = mish_backward(a, operand_b()); break;
+      case FusedOp::log_sigmoid_backward: r = log_sigmoid_backward(a, operand_b()); break;
 #define IGNIS_FLOAT_UNARY_OP(name, F, saves, grad) \
   case FusedOp::name:                              \
     r = ignis::name(a);                            \

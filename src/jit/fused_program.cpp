@@ -74,9 +74,10 @@ class Parser {
       expect(',');
       in.b = operand(index, true);
     }
-    if (info.params == 1) {
+    double* const params[] = {&in.param, &in.param2, &in.param3};
+    for (int k = 0; k < info.params; ++k) {
       expect(',');
-      in.param = number();
+      *params[k] = number();
     }
     if (in.op == FusedOp::dropout) {
       // (NaN fails the range test before the cast, which would be undefined for it.)
@@ -206,7 +207,8 @@ std::string FusedProgram::str() const {
     s += info.name;
     s += '(' + operand_str(in.a);
     if (info.arity == 2) s += ',' + operand_str(in.b);
-    if (info.params == 1) s += ',' + format_number(in.param);
+    const double params[] = {in.param, in.param2, in.param3};
+    for (int k = 0; k < info.params; ++k) s += ',' + format_number(params[k]);
     s += ')';
   }
   return s;

@@ -7,8 +7,9 @@
 // separated by ';', each defining the value v<index>; the last is the result:
 //   "mul(i0,i1);add(v0,i2,1);gelu(v1)"
 // Operands: i<k> (the node's k-th input), v<j> (an earlier instruction's value), and for the
-// second operand of a binary op a number (a Scalar argument). Then the op's parameters (add and
-// sub: alpha; leaky_relu: the negative slope; pow: the exponent), numbers.
+// second operand of a binary op a number (a Scalar argument). Then the op's parameters, up to
+// three numbers (add and sub: alpha; leaky_relu: the negative slope; pow: the exponent; clamp
+// and hardtanh: min, max; softplus: beta, threshold; elu: alpha, scale, input_scale).
 //
 // One op draws random numbers: dropout(v, d, p), training dropout of v with probability p
 // (0 < p < 1) on the node's random stream d (a number 0, 1, ...). A node whose program has
@@ -44,18 +45,40 @@ namespace ignis::jit::detail {
   X(leaky_relu, LeakyRelu, 1, 1) \
   X(pow, PowScalarAsEager, 1, 1) \
   X(sign, Sign, 1, 0)            \
+  X(clamp, Clamp, 1, 2)          \
+  X(clamp_min, ClampMin, 1, 1)   \
+  X(clamp_max, ClampMax, 1, 1)   \
+  X(softplus, Softplus, 1, 2)    \
+  IGNIS_FUSED_ACTIVATION_OPS(X)  \
   IGNIS_FUSED_BACKWARD_OPS(X)
+
+// The activations of ignis/activation_ops.def (their functors: src/ops/activation_functors.h);
+// selu, celu and relu6 are elu and hardtanh with fixed parameters.
+#define IGNIS_FUSED_ACTIVATION_OPS(X) \
+  X(elu, Elu, 1, 3)                   \
+  X(hardtanh, Hardtanh, 1, 2)         \
+  X(hardswish, Hardswish, 1, 0)       \
+  X(hardsigmoid, Hardsigmoid, 1, 0)   \
+  X(mish, Mish, 1, 0)                 \
+  X(log_sigmoid, LogSigmoid, 1, 0)
 
 // The activations' backward ops (PyTorch's *_backward, ops/unary.h), (g, saved) -> the input's
 // gradient: what backward programs (fused_backward_program) are made of.
-#define IGNIS_FUSED_BACKWARD_OPS(X)                \
-  X(threshold_backward, ThresholdBackward, 2, 1)   \
-  X(tanh_backward, TanhBackward, 2, 0)             \
-  X(sigmoid_backward, SigmoidBackward, 2, 0)       \
-  X(leaky_relu_backward, LeakyReluBackward, 2, 1)  \
-  X(gelu_backward, GeluBackward, 2, 0)             \
-  X(gelu_tanh_backward, GeluTanhBackward, 2, 0)    \
-  X(silu_backward, SiluBackward, 2, 0)
+#define IGNIS_FUSED_BACKWARD_OPS(X)                  \
+  X(threshold_backward, ThresholdBackward, 2, 1)     \
+  X(tanh_backward, TanhBackward, 2, 0)               \
+  X(sigmoid_backward, SigmoidBackward, 2, 0)         \
+  X(leaky_relu_backward, LeakyReluBackward, 2, 1)    \
+  X(gelu_backward, GeluBackward, 2, 0)               \
+  X(gelu_tanh_backward, GeluTanhBackward, 2, 0)      \
+  X(silu_backward, SiluBackward, 2, 0)               \
+  X(softplus_backward, SoftplusBackward, 2, 2)       \
+  X(elu_backward, EluBackward, 2, 3)                 \
+  X(hardtanh_backward, HardtanhBackward, 2, 2)       \
+  X(hardswish_backward, HardswishBackward, 2, 0)     \
+  X(hardsigmoid_backward, HardsigmoidBackward, 2, 0) \
+  X(mish_backward, MishBackward, 2, 0)               \
+  X(log_sigmoid_backward, LogSigmoidBackward, 2, 0)
 
 enum class FusedOp : uint8_t {
 #define IGNIS_X(name, F, arity, params) name,
@@ -86,7 +109,8 @@ struct FusedOperand {
 struct FusedInstr {
   FusedOp op;
   FusedOperand a, b;  // b unused for unary ops
-  double param = 0;   // alpha, negative slope, exponent
+  double param = 0;   // alpha, negative slope, exponent, min, ...: the first parameter
+  double param2 = 0, param3 = 0;  // the second and third (clamp's max, elu's scale, ...)
 };
 
 /// A parsed, validated program reading `num_inputs` tensors.
@@ -127,8 +151,9 @@ FusedProgram parse_fused_program(std::string_view text, int num_inputs);
 /// broadcast shape; the autograd engine sums it to the input's), made by reverse-mode
 /// differentiation of the instructions, with p's instructions first (recomputed, nothing saved)
 /// and only those it needs. "" when the result does not depend on input k; nullopt when an
-/// instruction has no derivative here (maximum, minimum, the GELU and SiLU backward ops) or the
-/// program would exceed the limits. Cached per program and k.
+/// instruction has no derivative here (maximum, minimum, clamp; the backward ops of GELU, SiLU,
+/// softplus, ELU, Mish and log-sigmoid, for their input) or the program would exceed the
+/// limits. Cached per program and k.
 std::optional<std::string> fused_backward_program(const FusedProgram& p, int k);
 
 /// The backward of several inputs at once: one program (over p's inputs and the result's

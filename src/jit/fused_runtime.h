@@ -14,6 +14,7 @@
 #include "ignis/counter_rng.h"
 #include "ignis/tensor.h"
 #include "jit/fused_program.h"
+#include "ops/activation_functors.h"
 #include "ops/functors.h"
 
 namespace ignis::jit::detail {
@@ -165,7 +166,7 @@ void interpret(const FusedProgram& p, const std::vector<const T*>& in, const std
         return {nullptr, 0};
       };
       T* dst = j + 1 == m && outputs.empty() ? out + k : vals.data() + j * kInterpTile;
-      const OpArgs args{ins.param, 0};
+      const OpArgs args{ins.param, ins.param2, ins.param3};
       switch (ins.op) {
         case FusedOp::dropout: {
           const InterpOperand<T> a = operand(ins.a, 0);

@@ -13,6 +13,7 @@
 #include "jit/codegen.h"
 #include "jit/fused_program.h"
 #include "jit/passes.h"
+#include "ops/activation_ops.h"
 
 namespace ignis::jit {
 
@@ -23,12 +24,12 @@ using detail::FusedOp;
 using detail::FusedOperand;
 
 /// A node as a program instruction: its op, its tensor operands (value ids; b -1 when the
-/// second operand is a number or the op is unary), the number and the parameter.
+/// second operand is a number or the op is unary), the number and the parameters.
 struct Candidate {
   FusedOp op;
   int a = -1, b = -1;
   double number = 0;
-  double param = 0;
+  double param = 0, param2 = 0, param3 = 0;
 };
 
 double scalar_attr(const Node& n, std::string_view name) {
@@ -78,6 +79,38 @@ std::optional<Candidate> translate(const Graph& g, const Node& n) {
       c.op = FusedOp::gelu_tanh;
     else
       return {};
+  } else if (name == "clamp") {
+    // clamp(x, min, max) with Scalar bounds (None: the other alone)
+    const bool lo = !n.args[1].attr.is<std::monostate>(), hi = !n.args[2].attr.is<std::monostate>();
+    if (!lo && !hi) return {};
+    c.op = lo && hi ? FusedOp::clamp : lo ? FusedOp::clamp_min : FusedOp::clamp_max;
+    c.param = scalar_attr(n, lo ? "min" : "max");
+    if (lo && hi) c.param2 = scalar_attr(n, "max");
+  } else if (name == "elu" || name == "selu" || name == "celu") {
+    // selu and celu: elu with fixed or derived parameters, as their composites call it
+    c.op = FusedOp::elu;
+    if (name == "elu") {
+      c.param = scalar_attr(n, "alpha");
+      c.param2 = scalar_attr(n, "scale");
+      c.param3 = scalar_attr(n, "input_scale");
+    } else if (name == "selu") {
+      c.param = kSeluAlpha;
+      c.param2 = kSeluScale;
+      c.param3 = 1;
+    } else {
+      c.param = scalar_attr(n, "alpha");
+      if (c.param == 0) return {};  // (eager's error)
+      c.param2 = 1;
+      c.param3 = 1 / c.param;
+    }
+  } else if (name == "hardtanh" || name == "relu6") {
+    c.op = FusedOp::hardtanh;
+    c.param = name == "relu6" ? 0 : scalar_attr(n, "min_val");
+    c.param2 = name == "relu6" ? 6 : scalar_attr(n, "max_val");
+  } else if (name == "softplus") {
+    c.op = FusedOp::softplus;
+    c.param = scalar_attr(n, "beta");
+    c.param2 = scalar_attr(n, "threshold");
   } else if (name == "leaky_relu") {
     c.op = FusedOp::leaky_relu;
     c.param = scalar_attr(n, "negative_slope");
@@ -96,7 +129,9 @@ std::optional<Candidate> translate(const Graph& g, const Node& n) {
     if (info.arity != 1 || info.params != 0 || n.args.size() != 1) return {};
     c.op = op;
   }
-  if (!std::isfinite(c.param) || std::isnan(c.number)) return {};
+  if (!std::isfinite(c.param) || !std::isfinite(c.param2) || !std::isfinite(c.param3) ||
+      std::isnan(c.number))
+    return {};
   if (c.a < 0) return {};   // an undefined (None) operand
   for (int v : {c.a, c.b})  // no promotion inside a program
     if (v >= 0 && g.values[static_cast<size_t>(v)].dtype != out.dtype) return {};
@@ -179,7 +214,7 @@ int fuse_elementwise(Graph& g) {
     int streams = 0;  // dropout's random streams, in eager's order
     for (size_t m : members) {
       const Candidate& c = *cand[m];
-      FusedInstr in{c.op, operand(c.a), {}, c.param};
+      FusedInstr in{c.op, operand(c.a), {}, c.param, c.param2, c.param3};
       if (c.op == FusedOp::dropout) {
         in.b.kind = FusedOperand::Kind::Number;
         in.b.number = streams++;
@@ -246,7 +281,7 @@ std::optional<Piece> piece_of(const Graph& g, const Node& n) {
   }
   const std::optional<Candidate> c = translate(g, n);
   if (!c) return {};
-  FusedInstr in{c->op, {}, {}, c->param};
+  FusedInstr in{c->op, {}, {}, c->param, c->param2, c->param3};
   p.inputs.push_back(c->a);
   if (c->op == FusedOp::dropout) {
     in.b.kind = FusedOperand::Kind::Number;
@@ -324,7 +359,9 @@ struct Reduction {
   int weight = -1, bias = -1;
   bool keepdim = true;
   double divisor = 1;  // var: the squared deviations' sum is divided by C - correction > 0
-  bool stat() const { return detail::is_fused_statistic(kind) || kind == "var"; }
+  /// var or std: a chain of the mean and the sum of squared deviations (below).
+  bool spread() const { return kind == "var" || kind == "std"; }
+  bool stat() const { return detail::is_fused_statistic(kind) || spread() || kind == "norm"; }
 };
 
 int64_t sizes_numel(const Shape& sizes) {
@@ -361,8 +398,21 @@ Reduction reduction_of(const Graph& g, const Node& n) {
   if ((out.dtype != kFloat32 && out.dtype != kFloat64) || x.dtype != out.dtype) return r;
   const int64_t nd = static_cast<int64_t>(out.sizes.size());
   const std::string name = n.name();
-  // var over trailing dims: the mean, then the sum of squared deviations (a chain, below).
-  if (name == "var") {
+  // norm(x, 2) over trailing dims: the sum of squares, then its square root (below).
+  if (name == "norm") {
+    const int64_t xd = static_cast<int64_t>(x.sizes.size());
+    if (n.args.size() < 4 || !n.args[1].attr.is<double>() || n.args[1].attr.get<double>() != 2 ||
+        !n.args[3].attr.is<bool>())
+      return r;
+    r.dims = trailing_count(n.args[2].attr, xd);
+    if (r.dims < 1 || sizes_numel(x.sizes) == 0) return r;
+    r.keepdim = n.args[3].attr.get<bool>();
+    r.kind = "norm";
+    return r;
+  }
+  // var and std over trailing dims: the mean, then the sum of squared deviations (a chain,
+  // below).
+  if (name == "var" || name == "std") {
     const int64_t xd = static_cast<int64_t>(x.sizes.size());
     if (n.args.size() < 4 || !n.args[2].attr.is<int64_t>() || !n.args[3].attr.is<bool>()) return r;
     r.dims = trailing_count(n.args[1].attr, xd);
@@ -373,7 +423,7 @@ Reduction reduction_of(const Graph& g, const Node& n) {
     if (C == 0 || C - n.args[2].attr.get<int64_t>() <= 0) return r;
     r.keepdim = n.args[3].attr.get<bool>();
     r.divisor = static_cast<double>(C - n.args[2].attr.get<int64_t>());
-    r.kind = "var";
+    r.kind = name;
     return r;
   }
   // The statistics: sum (no dtype), mean, amax, amin over trailing dims; max() and min() over all.
@@ -457,7 +507,8 @@ bool stat_shape_agrees(const Graph& g, const std::vector<int>& inputs,
 }
 
 /// A fused_reduction node of statistics, read from its attributes (its programs parsed, by
-/// stage; none: nullopt), or nullopt.
+/// stage; none: nullopt), a sum, mean, amax or amin op over trailing dims (a statistic without
+/// programs), or nullopt.
 struct StatNode {
   std::vector<int> inputs;
   std::vector<std::string> stats;
@@ -468,8 +519,19 @@ struct StatNode {
   bool keepdim = true;
 };
 
-std::optional<StatNode> stat_node(const Node& n, const op::Record* fused_op) {
-  if (n.op != fused_op || n.args.size() != 7 || n.args[0].kind != Arg::Kind::TensorList) return {};
+std::optional<StatNode> stat_node(const Graph& g, const Node& n, const op::Record* fused_op) {
+  if (n.op != fused_op) {
+    const Reduction r = reduction_of(g, n);
+    if (!detail::is_fused_statistic(r.kind)) return {};
+    StatNode s;
+    s.inputs = {n.args[0].value};
+    s.stats = {r.kind};
+    s.pros.emplace_back();
+    s.dims = r.dims;
+    s.keepdim = r.keepdim;
+    return s;
+  }
+  if (n.args.size() != 7 || n.args[0].kind != Arg::Kind::TensorList) return {};
   const op::IValue &red = n.args[1].attr, &dims = n.args[2].attr, &pro = n.args[3].attr,
                    &epi = n.args[4].attr, &eps = n.args[5].attr, &keep = n.args[6].attr;
   if (!red.is<std::string>() || !dims.is<int64_t>() || !pro.is<std::string>() ||
@@ -513,6 +575,39 @@ bool reads_directly(const detail::FusedProgram& p, int k) {
   return false;
 }
 
+/// A chain's stages (program k over the node's n inputs and statistics 0..k-1; an empty program
+/// reads input 0) and its epilogue.
+struct Stages {
+  std::vector<std::string> stats;
+  std::vector<detail::FusedProgram> pros;
+  std::optional<detail::FusedProgram> epi;
+};
+
+/// Drops every stage equal to an earlier one (the same statistic of the same program: a layer
+/// norm written with mean and var takes the mean twice), its readers reading the earlier one;
+/// the last stage stays when there is no epilogue (the node's result is that statistic).
+void drop_equal_stages(int n, Stages& s) {
+  for (size_t k = 1; k < s.stats.size(); ++k) {
+    if (!s.epi && k + 1 == s.stats.size()) break;
+    size_t j = 0;
+    while (j < k && (s.stats[j] != s.stats[k] || s.pros[j].str() != s.pros[k].str())) ++j;
+    if (j == k) continue;
+    const int dropped = n + static_cast<int>(k), kept = n + static_cast<int>(j);
+    auto remap = [&](detail::FusedProgram& p) {
+      for (FusedInstr& in : p.code)
+        for (FusedOperand* o : {&in.a, &in.b})
+          if (o->kind == FusedOperand::Kind::Input && o->index >= dropped)
+            o->index = o->index == dropped ? kept : o->index - 1;
+      --p.num_inputs;
+    };
+    for (size_t m = k + 1; m < s.pros.size(); ++m) remap(s.pros[m]);
+    if (s.epi) remap(*s.epi);
+    s.stats.erase(s.stats.begin() + static_cast<std::ptrdiff_t>(k));
+    s.pros.erase(s.pros.begin() + static_cast<std::ptrdiff_t>(k));
+    --k;
+  }
+}
+
 /// Chains of statistics: a fused_reduction of statistics B reading, as one of its inputs d, the
 /// result of another, A (keepdim, over the same rows and dims, d read by B alone; d of the rows'
 /// shape, or one value per row), becomes one node: A's stages, then B's, their programs reading
@@ -532,7 +627,7 @@ int chain_statistics(Graph& g, const op::Record* fused_op) {
   auto in_op = [](int k) { return FusedOperand{FusedOperand::Kind::Input, k, 0}; };
   int merged = 0;
   for (size_t bi = 0; bi < g.nodes.size(); ++bi) {
-    const std::optional<StatNode> B = stat_node(g.nodes[bi], fused_op);
+    const std::optional<StatNode> B = stat_node(g, g.nodes[bi], fused_op);
     if (!B) continue;
     const Shape rows = rows_of(B->inputs);
     Shape keep = rows;  // one value per row
@@ -542,13 +637,11 @@ int chain_statistics(Graph& g, const op::Record* fused_op) {
       const int d = B->inputs[jb];
       const int a = prod[static_cast<size_t>(d)];
       if (a < 0 || dead[static_cast<size_t>(a)] || uses[static_cast<size_t>(d)] != 1) continue;
-      const std::optional<StatNode> A = stat_node(g.nodes[static_cast<size_t>(a)], fused_op);
+      const std::optional<StatNode> A = stat_node(g, g.nodes[static_cast<size_t>(a)], fused_op);
       // d: A's result of the rows' shape, or one value per row (then A may have no epilogue).
       const bool full = sizes(d).equals(rows);
-      if (!A || !A->keepdim || A->dims != B->dims ||
-          A->stats.size() + B->stats.size() > static_cast<size_t>(detail::kMaxStatStages) ||
-          !(full || sizes(d).equals(keep)) || (full && !A->epi) ||
-          !IntArrayRef(rows_of(A->inputs)).equals(rows))
+      if (!A || !A->keepdim || A->dims != B->dims || !(full || sizes(d).equals(keep)) ||
+          (full && !A->epi) || !IntArrayRef(rows_of(A->inputs)).equals(rows))
         continue;
       // A's inputs must hold their values until B's place.
       bool writes = false;
@@ -593,7 +686,7 @@ int chain_statistics(Graph& g, const op::Record* fused_op) {
         });
         return r;
       };
-      std::string reduction, prologue;
+      Stages st;
       bool fits = true;
       for (int k = 0; k < KA + KB; ++k) {
         detail::FusedProgram p;
@@ -606,21 +699,26 @@ int chain_statistics(Graph& g, const op::Record* fused_op) {
           p = b_program(bp ? &*bp : nullptr, n + k);
         }
         fits = fits && p.code.size() <= static_cast<size_t>(detail::kMaxFusedInstrs);
+        st.stats.push_back(k < KA ? A->stats[static_cast<size_t>(k)]
+                                  : B->stats[static_cast<size_t>(k - KA)]);
+        st.pros.push_back(std::move(p));
+      }
+      if (B->epi) {
+        st.epi = b_program(&*B->epi, n + KA + KB);
+        fits = fits && st.epi->code.size() <= static_cast<size_t>(detail::kMaxFusedInstrs);
+      }
+      drop_equal_stages(n, st);
+      if (!fits || st.stats.size() > static_cast<size_t>(detail::kMaxStatStages)) continue;
+      std::string reduction, prologue;
+      for (size_t k = 0; k < st.stats.size(); ++k) {
         if (k) {
           reduction += ',';
           prologue += '|';
         }
-        reduction +=
-            k < KA ? A->stats[static_cast<size_t>(k)] : B->stats[static_cast<size_t>(k - KA)];
-        prologue += p.str();
+        reduction += st.stats[k];
+        prologue += st.pros[k].str();
       }
-      std::string epilogue;
-      if (B->epi) {
-        const detail::FusedProgram e = b_program(&*B->epi, n + KA + KB);
-        fits = fits && e.code.size() <= static_cast<size_t>(detail::kMaxFusedInstrs);
-        epilogue = e.str();
-      }
-      if (!fits) continue;
+      const std::string epilogue = st.epi ? st.epi->str() : std::string();
       Node node;
       node.op = fused_op;
       Arg list;
@@ -693,14 +791,30 @@ int fuse_reductions(Graph& g) {
       detail::fused_op_by_name(name, o);
       return o;
     };
-    // var: a chain of two statistics, the mean (input -1 here, n below) of x = the prologue's
-    // value, then the sum (input -2, n + 1) of (x - mean) ** 2 (the prologue again, then the
-    // deviation squared); the epilogue starts with the sum over its divisor.
+    // norm(x, 2): the sum of x ** 2 (x = the prologue's value, squared at its end), the epilogue
+    // starting with its square root. var and std: a chain of two statistics, the mean (input -1
+    // here, n below) of x, then the sum (input -2, n + 1) of (x - mean) ** 2 (the prologue again,
+    // then the deviation squared); the epilogue starts with the sum over its divisor (std: then
+    // its square root).
     std::vector<FusedInstr> deviations;
-    if (r.kind == "var") {
-      auto value = [](size_t j) {
-        return FusedOperand{FusedOperand::Kind::Value, static_cast<int>(j), 0};
-      };
+    auto value = [](size_t j) {
+      return FusedOperand{FusedOperand::Kind::Value, static_cast<int>(j), 0};
+    };
+    // sqrt(relu(v)): relu changes no sum of squares (>= 0 or NaN), and its derivative, 0 at
+    // v = 0, gives eager std's and norm's subgradient there (0, not 0 * inf = NaN).
+    auto square_root = [&] {
+      epi_code.push_back({op_of("relu"), cur, {}, 0});
+      epi_code.push_back({op_of("sqrt"), value(epi_code.size() - 1), {}, 0});
+      cur = value(epi_code.size() - 1);
+    };
+    if (r.kind == "norm") {
+      // The sum of the prologue's value squared, then its square root.
+      const FusedOperand xo =
+          pro ? value(pro_code.size() - 1) : FusedOperand{FusedOperand::Kind::Input, 0, 0};
+      pro_code.push_back({op_of("mul"), xo, xo, 0});
+      square_root();
+    }
+    if (r.spread()) {
       deviations = pro_code;
       const FusedOperand xo =
           pro ? value(deviations.size() - 1) : FusedOperand{FusedOperand::Kind::Input, 0, 0};
@@ -712,6 +826,7 @@ int fuse_reductions(Graph& g) {
                           {FusedOperand::Kind::Number, 0, r.divisor},
                           0});
       cur = value(0);
+      if (r.kind == "std") square_root();
     }
     if (r.weight >= 0) {
       FusedOperand w;
@@ -789,7 +904,7 @@ int fuse_reductions(Graph& g) {
       reordered = !member && k > first_random && detail::is_random(g.nodes[k]);
     }
     if (writes || reordered) continue;
-    const bool var = r.kind == "var";
+    const bool var = r.spread();
     if (var && n + 2 > detail::kMaxFusedInputs) continue;
     for (std::vector<FusedInstr>* code : {&epi_code, &deviations})
       for (FusedInstr& in : *code)
@@ -807,10 +922,12 @@ int fuse_reductions(Graph& g) {
     Arg list;
     list.kind = Arg::Kind::TensorList;
     list.values = b.inputs;
-    std::string prologue = pro ? pro_prog.str() : std::string();
+    std::string prologue = pro_code.empty() ? std::string() : pro_prog.str();
     if (var) prologue += '|' + dev_prog.str();
     node.args = {list,
-                 Arg::attribute(var ? std::string("mean,sum") : r.kind),
+                 Arg::attribute(var                ? std::string("mean,sum")
+                                : r.kind == "norm" ? std::string("sum")
+                                                   : r.kind),
                  Arg::attribute(r.dims),
                  Arg::attribute(prologue),
                  Arg::attribute(epi_code.empty() ? std::string() : epi_prog.str()),

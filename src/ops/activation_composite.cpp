@@ -4,14 +4,10 @@
 // Their gradients come from the records they call (so they are twice differentiable).
 #include "core/op_call.h"
 #include "core/tensor_impl.h"
+#include "ops/activation_ops.h"
 #include "ops/elementwise.h"
 
 namespace ignis {
-
-namespace {
-constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
-constexpr double kSeluScale = 1.0507009873554804934193349852946;
-}  // namespace
 
 #define COMPOSITE \
   { .differentiable = true, .kind = "composite" }

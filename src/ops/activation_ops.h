@@ -7,6 +7,10 @@
 
 namespace ignis {
 
+/// selu's alpha and scale: selu is elu(x, kSeluAlpha, kSeluScale).
+inline constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
+inline constexpr double kSeluScale = 1.0507009873554804934193349852946;
+
 // For each activation: `name_stub` (the forward, of x) and `name_backward_stub` (g * f'(x), of
 // g and x), and the differentiable backward op name_backward(g, x, params...) (params as doubles).
 #define IGNIS_ACTIVATION_DOUBLE_PARAM(n, d) , double n
