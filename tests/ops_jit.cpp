@@ -5,6 +5,7 @@
 // bfloat16, broadcast, grouped and meta samples run the composite.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -189,6 +190,42 @@ IGNIS_OP_INFO(OpInfo{
           });
         },
     .samples = [] { return elementwise_samples(3); },
+});
+
+// fused_elementwise through the activations with functors of their own and parameters: the
+// forward ops, their backward ops in the backward programs (gradcheck), and the second
+// derivatives (gradgradcheck: hardtanh's and hardswish's backward ops have rules, the others
+// fall back to the ops).
+IGNIS_OP_INFO(OpInfo{
+    .name = "fused_elementwise activations",
+    .fn =
+        [](const Inputs& in) {
+          return jit::fused_elementwise(
+              in,
+              "mul(i0,i1);elu(v0,0.69999999999999996,1.2,0.90000000000000002);add(v1,i0,1);"
+              "hardswish(v2);softplus(v3,2,4);sub(v4,i1,1);mish(v5);log_sigmoid(v6);add(v7,i0,1);"
+              "hardsigmoid(v8);mul(v9,4);hardtanh(v10,-0.5,1.5)");
+        },
+    .ref =
+        [](const Inputs& in) {
+          return ref_elementwise(in, [](const std::vector<double>& v) {
+            auto clamp = [](double x, double lo, double hi) {
+              return std::min(std::max(x, lo), hi);
+            };
+            const double a = v[0] * v[1];
+            double t = a > 0 ? 1.2 * a : 0.7 * 1.2 * std::expm1(0.9 * a);
+            t += v[0];
+            t = t * clamp(t + 3, 0, 6) / 6;
+            t = 2 * t > 4 ? t : std::log1p(std::exp(2 * t)) / 2;
+            t -= v[1];
+            t = t * std::tanh(std::log1p(std::exp(t)));
+            t = std::min(t, 0.0) - std::log1p(std::exp(-std::abs(t)));
+            t += v[0];
+            t = clamp(t + 3, 0, 6) / 6 * 4;
+            return clamp(t, -0.5, 1.5);
+          });
+        },
+    .samples = [] { return elementwise_samples(2); },
 });
 
 // linear_pointwise (fuse_linear_pointwise's node): activation(x w^T + b) + other, or
