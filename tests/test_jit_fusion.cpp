@@ -50,6 +50,7 @@ TEST(FusedProgram, RefusesMalformedProgramsNamingTheFault) {
   fails("add(i0,zebra,1)", 1, "expected a number, got 'zebra'");
   fails("add(i0,1e999,1)", 1, "expected a number, got '1e999'");
   fails("exp(2)", 1, "expected an input (i<k>) or a value (v<j>)");
+  fails("dropout(2,0,0.5)", 1, "expected an input (i<k>) or a value (v<j>)");
   fails("exp(i0) trailing", 1, "expected ';' or the end");
   fails("exp(i0", 1, "expected ')'");
   fails("", 1, "unknown op ''");
@@ -262,6 +263,58 @@ TEST(FuseElementwise, ActivationsWithParametersEqualEagerForwardAndBackward) {
       expect_close(second(gf[0]), gge, 1e-11, what + " second derivative");
     }
   }
+}
+
+TEST(FuseElementwise, ANumberFirstAndSquareJoinTheChain) {
+  // 1 - t (rsub), 2 / x (a number over a tensor) and square: sub and div with the number as
+  // their first operand, pow(x, 2); eager's values and (float64) first and second derivatives,
+  // through the generated kernel, the interpreter and the ops (the composite, create_graph).
+  auto fn = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{(1.0 - in[0].sigmoid()) * (2.0 / in[0]) + in[0].square() * in[1]};
+  };
+  for (DType dt : {kFloat32, kFloat64}) {
+    Tensor x = uniform({4, 6}, 0.5, 2, dt), w = uniform({6}, -1, 1, dt);
+    NoGradGuard ng;
+    jit::Graph g = jit::trace(fn, {x, w});
+    const Tensor eager = fn({x, w})[0];
+    EXPECT_EQ(jit::fuse_elementwise(g), 1);
+    ASSERT_EQ(g.nodes.size(), 1u) << g.str();
+    for (const char* op : {"sub(1,v", "div(2,i0)", "pow(i0,2)"})
+      EXPECT_THAT(g.str(), HasSubstr(op));
+    for (const char* backend : {"interpreter", "compiler"}) {
+      Backend guard(backend);
+      expect_close(g.run({x, w})[0], eager, dt == kFloat32 ? 2e-6 : 1e-14,
+                   std::string(backend) + " " + std::string(dtype_name(dt)));
+    }
+  }
+  Tensor x = uniform({4, 6}, 0.5, 2, kFloat64).requires_grad_(true);
+  Tensor w = uniform({6}, -1, 1, kFloat64).requires_grad_(true);
+  jit::Graph g = jit::trace(fn, {x, w});
+  EXPECT_EQ(jit::fuse_elementwise(g), 1);
+  const Tensor gy = uniform({4, 6}, -1, 1, kFloat64);
+  const Tensor eager = fn({x, w})[0];
+  const std::vector<Tensor> ge = autograd::grad({eager}, {x, w}, {gy}, std::nullopt, true);
+  const Tensor gge = autograd::grad({ge[0].sum()}, {x})[0];
+  for (const char* backend : {"interpreter", "compiler"}) {
+    Backend guard(backend);
+    const Tensor out = g.run({x, w})[0];
+    const std::vector<Tensor> gf = autograd::grad({out}, {x, w}, {gy}, std::nullopt, true);
+    expect_close(gf[0].detach(), ge[0].detach(), 1e-12, std::string(backend) + " d/dx");
+    expect_close(gf[1].detach(), ge[1].detach(), 1e-12, std::string(backend) + " d/dw");
+    expect_close(autograd::grad({gf[0].sum()}, {x})[0], gge, 1e-11,
+                 std::string(backend) + " second derivative");
+  }
+  // The text round trip, and the ops one by one (maximum has no derivative rule here, so the
+  // node's backward runs its ops: a number first there too).
+  const std::string text = "sub(0.5,i0,1);div(3,v0);maximum(v1,i0)";
+  EXPECT_EQ(jit::detail::parse_fused_program(text, 1).str(), text);
+  Tensor a = uniform({5}, 1, 2, kFloat64).requires_grad_(true);
+  const Tensor out = jit::fused_elementwise({a}, text);
+  expect_close(out.detach(), maximum(3.0 / (0.5 - a.detach()), a.detach()), 1e-15, "composite");
+  out.sum().backward();
+  const Tensor ad = a.detach();
+  const Tensor d = 3.0 / ((0.5 - ad) * (0.5 - ad));  // d/da of 3 / (0.5 - a)
+  expect_close(a.grad(), where(3.0 / (0.5 - ad) > ad, d, ones_like(ad)), 1e-12, "its gradient");
 }
 
 TEST(FusedProgram, PowTakesEagersFormForEveryExponent) {

@@ -89,7 +89,14 @@ Tensor run_fused_composite(const FusedProgram& p, const std::vector<Tensor>& in,
     return o.kind == FusedOperand::Kind::Input ? in[o.index] : v[o.index];
   };
   for (const FusedInstr& ins : p.code) {
-    const Tensor& a = ref(ins.a);
+    // A number as the first operand: a 0-d tensor of the other's dtype (as eager's rsub and
+    // Scalar / Tensor wrap it).
+    Tensor number_a;
+    if (ins.a.kind == FusedOperand::Kind::Number) {
+      const Tensor& other = ins.b.kind == FusedOperand::Kind::Number ? in[0] : ref(ins.b);
+      number_a = full({}, ins.a.number, TensorOptions(other.dtype()).device(other.device()));
+    }
+    const Tensor& a = number_a.defined() ? number_a : ref(ins.a);
     const bool num = ins.b.kind == FusedOperand::Kind::Number;
     auto operand_b = [&] { return num ? full_like(a, ins.b.number) : ref(ins.b); };
     Tensor r;

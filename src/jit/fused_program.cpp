@@ -69,7 +69,8 @@ class Parser {
     if (!fused_op_by_name(name, in.op)) fail(s_, start, "unknown op '" + std::string(name) + "'");
     const FusedOpInfo& info = fused_op_info(in.op);
     expect('(');
-    in.a = operand(index, false);
+    // A binary op's first operand may be a number too (rsub: sub(1,v0); a number over a tensor)
+    in.a = operand(index, info.arity == 2 && in.op != FusedOp::dropout);
     if (info.arity == 2) {
       expect(',');
       in.b = operand(index, true);

@@ -6,10 +6,11 @@
 // Text form (what the graph stores as the node's `program` attribute), one instruction per op,
 // separated by ';', each defining the value v<index>; the last is the result:
 //   "mul(i0,i1);add(v0,i2,1);gelu(v1)"
-// Operands: i<k> (the node's k-th input), v<j> (an earlier instruction's value), and for the
-// second operand of a binary op a number (a Scalar argument). Then the op's parameters, up to
-// three numbers (add and sub: alpha; leaky_relu: the negative slope; pow: the exponent; clamp
-// and hardtanh: min, max; softplus: beta, threshold; elu: alpha, scale, input_scale).
+// Operands: i<k> (the node's k-th input), v<j> (an earlier instruction's value), and for either
+// operand of a binary op a number (a Scalar argument: `sub(1,v0)` is rsub, 1 - v0). Then the op's
+// parameters, up to three numbers (add and sub: alpha; leaky_relu: the negative slope; pow: the
+// exponent; clamp and hardtanh: min, max; softplus: beta, threshold; elu: alpha, scale,
+// input_scale).
 //
 // One op draws random numbers: dropout(v, d, p), training dropout of v with probability p
 // (0 < p < 1) on the node's random stream d (a number 0, 1, ...). A node whose program has

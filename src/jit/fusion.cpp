@@ -24,11 +24,13 @@ using detail::FusedOp;
 using detail::FusedOperand;
 
 /// A node as a program instruction: its op, its tensor operands (value ids; b -1 when the
-/// second operand is a number or the op is unary), the number and the parameters.
+/// second operand is a number or the op is unary), the number (the first operand instead, with
+/// `number_first`: rsub, a number over a tensor) and the parameters.
 struct Candidate {
   FusedOp op;
   int a = -1, b = -1;
   double number = 0;
+  bool number_first = false;
   double param = 0, param2 = 0, param3 = 0;
 };
 
@@ -41,12 +43,16 @@ double scalar_attr(const Node& n, std::string_view name) {
 }
 
 std::optional<Candidate> translate(const Graph& g, const Node& n) {
-  if (n.outputs.size() != 1 || n.args.empty() || n.args[0].kind != Arg::Kind::Tensor) return {};
+  const std::string name = n.name();
+  // div.Scalar_Tensor(self, other): a number over a tensor (its tensor is the second argument)
+  const size_t tensor_arg = name == "div.Scalar_Tensor" ? 1 : 0;
+  if (n.outputs.size() != 1 || n.args.size() <= tensor_arg ||
+      n.args[tensor_arg].kind != Arg::Kind::Tensor)
+    return {};
   const Value& out = g.values[static_cast<size_t>(n.outputs[0])];
   if (out.dtype != kFloat32 && out.dtype != kFloat64) return {};
   Candidate c;
-  c.a = n.args[0].value;
-  const std::string name = n.name();
+  c.a = n.args[tensor_arg].value;
   const std::string base = n.op->schema.name;
   const std::string overload = n.op->schema.overload;
   const bool binary_base = base == "add" || base == "sub" || base == "mul" || base == "div";
@@ -61,6 +67,15 @@ std::optional<Candidate> translate(const Graph& g, const Node& n) {
       c.number = scalar_attr(n, "other");
     }
     if (base == "add" || base == "sub") c.param = scalar_attr(n, "alpha");
+  } else if (name == "rsub.Scalar" || name == "div.Scalar_Tensor") {
+    // other - self and self / other as eager runs them: sub and div of the number and the tensor
+    c.op = name == "rsub.Scalar" ? FusedOp::sub : FusedOp::div;
+    c.number = scalar_attr(n, name == "rsub.Scalar" ? "other" : "self");
+    c.number_first = true;
+    c.param = 1;                  // (sub's alpha)
+  } else if (name == "square") {  // pow(x, 2), as its composite
+    c.op = FusedOp::pow;
+    c.param = 2;
   } else if (name == "pow.Tensor_Scalar") {
     // x ** e with eager's values and gradient (x ** 0, a constant, stays the op).
     c.param = scalar_attr(n, "exponent");
@@ -226,6 +241,7 @@ int fuse_elementwise(Graph& g) {
           in.b.number = c.number;
         }
       }
+      if (c.number_first) std::swap(in.a, in.b);
       instr_of[m] = static_cast<int>(program.code.size());
       program.code.push_back(in);
     }
@@ -295,6 +311,7 @@ std::optional<Piece> piece_of(const Graph& g, const Node& n) {
       in.b.number = c->number;
     }
   }
+  if (c->number_first) std::swap(in.a, in.b);
   p.program.code.push_back(in);
   p.program.num_inputs = static_cast<int>(p.inputs.size());
   return p;
