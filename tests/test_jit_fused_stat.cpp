@@ -648,6 +648,40 @@ TEST(FuseStatistics, VarIsAChainOfTwoStatistics) {
   EXPECT_TRUE(std::isnan(t.run({one})[0][0][0].item<double>()));  // 0 / 0, as eager's
 }
 
+TEST(FuseStatistics, Float32VarAndStdCorrectTheRoundedMean) {
+  // Rows far from 0 with a small spread (1e4 +- 0.01): eager accumulates float32 var and std in
+  // double; the float32 chain takes a third statistic, the deviations' sum, to correct its
+  // rounded mean (the plain two passes in float32 were off by 1.7e-3 for var on such rows), and
+  // stays within 1e-5 of eager. float64 keeps eager's two passes.
+  const Tensor x = (uniform({8, 1024}, -0.01, 0.01, kFloat64) + 1e4).to(kFloat32);
+  auto var = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{in[0].var({-1}, 1, true) * 2.0};
+  };
+  auto sd = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{in[0].std({-1}, 0, false) + 1.0};
+  };
+  NoGradGuard ng;
+  for (auto fn : {+var, +sd}) {
+    jit::Graph g = jit::trace(fn, {x});
+    jit::optimize(g);
+    ASSERT_EQ(g.nodes.size(), 1u) << g.str();
+    EXPECT_THAT(g.str(), HasSubstr("reduction='mean,sum,sum'"));
+    const Tensor eager = fn({x})[0];
+    for (const char* backend : {"interpreter", "compiler"}) {
+      Backend guard(backend);
+      const Tensor out = g.run({x})[0];
+      const double rel = ((out.to(kFloat64) - eager.to(kFloat64)).abs() /
+                          (eager.to(kFloat64) - (fn == +sd ? 1.0 : 0.0)).abs())
+                             .max()
+                             .item<double>();
+      EXPECT_LT(rel, 1e-5) << backend << "\n" << g.str();
+    }
+  }
+  jit::Graph g = jit::trace(var, {x.to(kFloat64)});
+  jit::optimize(g);
+  EXPECT_THAT(g.str(), HasSubstr("reduction='mean,sum',"));
+}
+
 TEST(FuseStatistics, StdIsTheVarChainWithEagersGradientAtEqualValues) {
   // std: var's chain, its epilogue ending in sqrt(relu(v)); at rows of equal values (1 and 4)
   // its gradient is eager's, 0 (relu's derivative masks the square root's infinite one), and so

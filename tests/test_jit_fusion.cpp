@@ -51,6 +51,7 @@ TEST(FusedProgram, RefusesMalformedProgramsNamingTheFault) {
   fails("add(i0,1e999,1)", 1, "expected a number, got '1e999'");
   fails("exp(2)", 1, "expected an input (i<k>) or a value (v<j>)");
   fails("dropout(2,0,0.5)", 1, "expected an input (i<k>) or a value (v<j>)");
+  fails("softplus(i0,0,20)", 1, "softplus's beta must be nonzero");
   fails("exp(i0) trailing", 1, "expected ';' or the end");
   fails("exp(i0", 1, "expected ')'");
   fails("", 1, "unknown op ''");

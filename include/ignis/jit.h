@@ -273,14 +273,16 @@ int fuse_conv_pointwise(Graph& g);
 /// row. A layer_norm is fused even alone (its composite makes several passes); a softmax only
 /// with a prologue or an epilogue. So does a sum (no dtype), mean, amax or amin over trailing
 /// dims (max() and min() over all), and var and std as a chain of two (the mean, then the
-/// squared deviations' sum over C - correction > 0; std's square root taken of its relu, whose
+/// squared deviations' sum over C - correction > 0; in float32 also the deviations' sum, which
+/// corrects the mean's rounding; std's square root taken of its relu, whose
 /// derivative gives eager's 0 at rows of equal values) and norm(x, 2) as the sum of squares and
 /// its square root (likewise of its relu), with a prologue or an epilogue: its consumers of one
 /// value per row, then, with keepdim, of the rows' shape (a hand-written RMS norm is one node);
 /// without keepdim only ops whose other operands hold one element. Last, a node of statistics
 /// reading the result of another (of the rows' shape or one value per row, over the same rows, read
-/// by nothing else) is chained with it: one node of several statistics whose programs recompute the
-/// first's epilogue where they read its result, a stage equal to an earlier one taken once (a
+/// by nothing else; either may be a bare sum, mean, amax or amin op) is chained with it: one node
+/// of several statistics whose programs recompute the first's epilogue where they read its
+/// result, a stage equal to an earlier one taken once (a
 /// hand-written layer norm — the mean, then the variance, or var and mean — or softmax is one
 /// node).
 int fuse_reductions(Graph& g);

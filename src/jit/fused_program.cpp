@@ -80,6 +80,8 @@ class Parser {
       expect(',');
       *params[k] = number();
     }
+    if (in.op == FusedOp::softplus && in.param == 0)
+      fail(s_, start, "softplus's beta must be nonzero (eager softplus refuses 0)");
     if (in.op == FusedOp::dropout) {
       // (NaN fails the range test before the cast, which would be undefined for it.)
       if (in.b.kind != FusedOperand::Kind::Number ||

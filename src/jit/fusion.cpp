@@ -3,6 +3,7 @@
 // log_softmax with the elementwise ops around it becomes a fused_reduction node
 // (fused_reduction.cpp).
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -376,6 +377,7 @@ struct Reduction {
   int weight = -1, bias = -1;
   bool keepdim = true;
   double divisor = 1;  // var: the squared deviations' sum is divided by C - correction > 0
+  double count = 1;    // var: C, the elements of a row
   /// var or std: a chain of the mean and the sum of squared deviations (below).
   bool spread() const { return kind == "var" || kind == "std"; }
   bool stat() const { return detail::is_fused_statistic(kind) || spread() || kind == "norm"; }
@@ -440,6 +442,7 @@ Reduction reduction_of(const Graph& g, const Node& n) {
     if (C == 0 || C - n.args[2].attr.get<int64_t>() <= 0) return r;
     r.keepdim = n.args[3].attr.get<bool>();
     r.divisor = static_cast<double>(C - n.args[2].attr.get<int64_t>());
+    r.count = static_cast<double>(C);
     r.kind = name;
     return r;
   }
@@ -819,31 +822,54 @@ int fuse_reductions(Graph& g) {
     };
     // sqrt(relu(v)): relu changes no sum of squares (>= 0 or NaN), and its derivative, 0 at
     // v = 0, gives eager std's and norm's subgradient there (0, not 0 * inf = NaN).
-    auto square_root = [&] {
-      epi_code.push_back({op_of("relu"), cur, {}, 0});
-      epi_code.push_back({op_of("sqrt"), value(epi_code.size() - 1), {}, 0});
+    auto emit = [&](const char* op, FusedOperand a, FusedOperand b = {}, double param = 0) {
+      epi_code.push_back({op_of(op), a, b, param});
       cur = value(epi_code.size() - 1);
+    };
+    auto square_root = [&](bool relu) {
+      if (relu) emit("relu", cur);
+      emit("sqrt", cur);
     };
     if (r.kind == "norm") {
       // The sum of the prologue's value squared, then its square root.
       const FusedOperand xo =
           pro ? value(pro_code.size() - 1) : FusedOperand{FusedOperand::Kind::Input, 0, 0};
       pro_code.push_back({op_of("mul"), xo, xo, 0});
-      square_root();
+      square_root(true);
     }
+    // In float32 (eager accumulates var and std in double), a third statistic corrects the mean's
+    // rounding: the deviations' sum (input -3, n + 2), var = (sum d ** 2 - C c ** 2) /
+    // (C - correction), d = x - mean, c = sum d / C (the corrected two-pass algorithm of Chan,
+    // Golub and LeVeque; d is exact where x is near the mean), as sum d ** 2 / (C - correction)
+    // less c ** 2 C / (C - correction), the latter taken as 0 where the sum of squares overflowed
+    // (threshold_backward as a select: inf, as eager's, not inf - inf), then its relu (rounding
+    // may leave it a little under 0). float64 runs eager's two passes.
+    std::vector<FusedInstr> residuals;
+    const bool corrected = r.spread() && yv.dtype == kFloat32;
     if (r.spread()) {
+      auto in = [](int k) { return FusedOperand{FusedOperand::Kind::Input, k, 0}; };
+      auto number = [](double v) { return FusedOperand{FusedOperand::Kind::Number, 0, v}; };
       deviations = pro_code;
-      const FusedOperand xo =
-          pro ? value(deviations.size() - 1) : FusedOperand{FusedOperand::Kind::Input, 0, 0};
-      deviations.push_back({op_of("sub"), xo, {FusedOperand::Kind::Input, -1, 0}, 1});
+      const FusedOperand xo = pro ? value(deviations.size() - 1) : in(0);
+      deviations.push_back({op_of("sub"), xo, in(-1), 1});
+      if (corrected) residuals = deviations;
       deviations.push_back(
           {op_of("mul"), value(deviations.size() - 1), value(deviations.size() - 1), 0});
-      epi_code.push_back({op_of("div"),
-                          {FusedOperand::Kind::Input, -2, 0},
-                          {FusedOperand::Kind::Number, 0, r.divisor},
-                          0});
-      cur = value(0);
-      if (r.kind == "std") square_root();
+      if (corrected) {
+        emit("div", in(-3), number(r.count));
+        emit("mul", cur, cur);
+        emit("mul", cur, number(r.count / r.divisor));
+        const FusedOperand correction = cur;
+        emit("div", in(-2), number(r.divisor));
+        const FusedOperand squares = cur;
+        emit("neg", squares);
+        emit("threshold_backward", correction, cur, -static_cast<double>(FLT_MAX));
+        emit("sub", squares, cur, 1);
+        emit("relu", cur);
+      } else {
+        emit("div", in(-2), number(r.divisor));
+      }
+      if (r.kind == "std") square_root(!corrected);
     }
     if (r.weight >= 0) {
       FusedOperand w;
@@ -922,8 +948,9 @@ int fuse_reductions(Graph& g) {
     }
     if (writes || reordered) continue;
     const bool var = r.spread();
-    if (var && n + 2 > detail::kMaxFusedInputs) continue;
-    for (std::vector<FusedInstr>* code : {&epi_code, &deviations})
+    const int stats = var ? (corrected ? 3 : 2) : 1;
+    if (n + stats > detail::kMaxFusedInputs) continue;
+    for (std::vector<FusedInstr>* code : {&epi_code, &deviations, &residuals})
       for (FusedInstr& in : *code)
         for (FusedOperand* o : {&in.a, &in.b})
           if (o->kind == FusedOperand::Kind::Input && o->index < 0) o->index = n - 1 - o->index;
@@ -931,9 +958,12 @@ int fuse_reductions(Graph& g) {
     pro_prog.code = pro_code;
     pro_prog.num_inputs = n;
     epi_prog.code = epi_code;
-    epi_prog.num_inputs = n + (var ? 2 : 1);
+    epi_prog.num_inputs = n + stats;
     dev_prog.code = deviations;
     dev_prog.num_inputs = n + 1;
+    detail::FusedProgram residual_prog;
+    residual_prog.code = residuals;
+    residual_prog.num_inputs = n + 2;
     Node node;
     node.op = fused_op;
     Arg list;
@@ -941,8 +971,10 @@ int fuse_reductions(Graph& g) {
     list.values = b.inputs;
     std::string prologue = pro_code.empty() ? std::string() : pro_prog.str();
     if (var) prologue += '|' + dev_prog.str();
+    if (corrected) prologue += '|' + residual_prog.str();
     node.args = {list,
-                 Arg::attribute(var                ? std::string("mean,sum")
+                 Arg::attribute(corrected          ? std::string("mean,sum,sum")
+                                : var              ? std::string("mean,sum")
                                 : r.kind == "norm" ? std::string("sum")
                                                    : r.kind),
                  Arg::attribute(r.dims),
