@@ -858,7 +858,7 @@ int fuse_reductions(Graph& g) {
       if (corrected) {
         emit("div", in(-3), number(r.count));
         emit("mul", cur, cur);
-        emit("mul", cur, number(r.count / r.divisor));
+        if (r.count != r.divisor) emit("mul", cur, number(r.count / r.divisor));
         const FusedOperand correction = cur;
         emit("div", in(-2), number(r.divisor));
         const FusedOperand squares = cur;
