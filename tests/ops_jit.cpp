@@ -194,8 +194,8 @@ IGNIS_OP_INFO(OpInfo{
 
 // fused_elementwise through the activations with functors of their own and parameters: the
 // forward ops, their backward ops in the backward programs (gradcheck), and the second
-// derivatives (gradgradcheck: hardtanh's and hardswish's backward ops have rules, the others
-// fall back to the ops).
+// derivatives (gradgradcheck: the backward ops of hardtanh, hardswish and clamp have rules, the
+// others fall back to the ops).
 IGNIS_OP_INFO(OpInfo{
     .name = "fused_elementwise activations",
     .fn =
@@ -204,7 +204,7 @@ IGNIS_OP_INFO(OpInfo{
               in,
               "mul(i0,i1);elu(v0,0.69999999999999996,1.2,0.90000000000000002);add(v1,i0,1);"
               "hardswish(v2);softplus(v3,2,4);sub(v4,i1,1);mish(v5);log_sigmoid(v6);add(v7,i0,1);"
-              "hardsigmoid(v8);mul(v9,4);hardtanh(v10,-0.5,1.5)");
+              "hardsigmoid(v8);mul(v9,4);hardtanh(v10,-0.5,1.5);clamp_min(v11,-0.25)");
         },
     .ref =
         [](const Inputs& in) {
@@ -222,7 +222,7 @@ IGNIS_OP_INFO(OpInfo{
             t = std::min(t, 0.0) - std::log1p(std::exp(-std::abs(t)));
             t += v[0];
             t = clamp(t + 3, 0, 6) / 6 * 4;
-            return clamp(t, -0.5, 1.5);
+            return std::max(clamp(t, -0.5, 1.5), -0.25);
           });
         },
     .samples = [] { return elementwise_samples(2); },

@@ -179,8 +179,8 @@ TEST(FuseElementwise, ActivationsWithParametersEqualEagerForwardAndBackward) {
   // Every activation with a functor of its own (elu and its selu and celu, hardtanh and relu6,
   // hardswish, hardsigmoid, mish, log_sigmoid, softplus) and clamp, in a chain: one node, equal to
   // eager at the kinks (-3, 0, 3, the bounds), at NaN and infinities, with both backends; its
-  // gradient and second derivative equal eager's (clamp's and the second derivatives of the
-  // backward ops without a rule through the ops).
+  // gradient (clamp's through clamp_backward, bounds included as eager's) and second derivative
+  // equal eager's (those of the backward ops without a rule through the ops).
   using Fn = std::function<Tensor(const Tensor&)>;
   struct Case {
     const char* name;
@@ -202,10 +202,9 @@ TEST(FuseElementwise, ActivationsWithParametersEqualEagerForwardAndBackward) {
       {"mish", [](const Tensor& v) { return mish(v); }, "mish(v0)", true},
       {"log_sigmoid", [](const Tensor& v) { return log_sigmoid(v); }, "log_sigmoid(v0)", true},
       {"softplus", [](const Tensor& v) { return softplus(v, 2, 4); }, "softplus(v0,2,4)", true},
-      {"clamp", [](const Tensor& v) { return v.clamp(-0.5, 1.0); }, "clamp(v0,-0.5,1)", false},
-      {"clamp_min", [](const Tensor& v) { return v.clamp_min(0.25); }, "clamp_min(v0,0.25)", false},
-      {"clamp_max", [](const Tensor& v) { return v.clamp_max(0.25); }, "clamp_max(v0,0.25)",
-       false}};
+      {"clamp", [](const Tensor& v) { return v.clamp(-0.5, 1.0); }, "clamp(v0,-0.5,1)", true},
+      {"clamp_min", [](const Tensor& v) { return v.clamp_min(0.25); }, "clamp_min(v0,0.25)", true},
+      {"clamp_max", [](const Tensor& v) { return v.clamp_max(0.25); }, "clamp_max(v0,0.25)", true}};
   const std::vector<double> kinks = {-3, -0.5, 0, 0.25, 1, 2, 3, 6, -4, 4, 0.125, -0.0};
   for (DType dt : {kFloat32, kFloat64}) {
     Tensor x = cat({tensor(kinks, dt), uniform({20}, -5, 5, dt),

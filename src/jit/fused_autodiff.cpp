@@ -15,6 +15,8 @@
 // same random stream (the mask drawn again from the same counters). Dead instructions are
 // dropped.
 
+#include <cmath>
+
 #include "core/lru_cache.h"
 #include "jit/fused_program.h"
 
@@ -147,6 +149,16 @@ bool differentiate(const FusedProgram& p, Builder& b,
       case FusedOp::log_sigmoid:
         add_to(ins.a, b.emit(FusedOp::log_sigmoid_backward, g, ins.a));
         break;
+      // clamp: g where min <= x <= max, as eager's (a missing bound is an infinite one)
+      case FusedOp::clamp:
+        add_to(ins.a, b.emit(FusedOp::clamp_backward, g, ins.a, ins.param, ins.param2));
+        break;
+      case FusedOp::clamp_min:
+        add_to(ins.a, b.emit(FusedOp::clamp_backward, g, ins.a, ins.param, INFINITY));
+        break;
+      case FusedOp::clamp_max:
+        add_to(ins.a, b.emit(FusedOp::clamp_backward, g, ins.a, -INFINITY, ins.param));
+        break;
       case FusedOp::pow:  // g (x^(e-1) e), as eager's; nothing for e = 0 (a constant)
         if (ins.param != 0) {
           const FusedOperand d = b.emit(FusedOp::pow, ins.a, {}, ins.param - 1);
@@ -162,6 +174,7 @@ bool differentiate(const FusedProgram& p, Builder& b,
         break;
       case FusedOp::hardtanh_backward:  // piecewise constant in x'
       case FusedOp::hardsigmoid_backward:
+      case FusedOp::clamp_backward:
         add_to(ins.a, b.emit(ins.op, g, ins.b, ins.param, ins.param2));
         break;
       case FusedOp::hardswish_backward:  // d/dx' = g' / 3 strictly inside (-3, 3)
@@ -191,9 +204,6 @@ bool differentiate(const FusedProgram& p, Builder& b,
       case FusedOp::dropout: add_to(ins.a, b.emit(FusedOp::dropout, g, ins.b, ins.param)); break;
       case FusedOp::maximum:
       case FusedOp::minimum:
-      case FusedOp::clamp:  // (its gradient's inclusive bounds: no backward op here)
-      case FusedOp::clamp_min:
-      case FusedOp::clamp_max:
       case FusedOp::softplus_backward:
       case FusedOp::elu_backward:
       case FusedOp::mish_backward:

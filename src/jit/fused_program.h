@@ -79,7 +79,8 @@ namespace ignis::jit::detail {
   X(hardswish_backward, HardswishBackward, 2, 0)     \
   X(hardsigmoid_backward, HardsigmoidBackward, 2, 0) \
   X(mish_backward, MishBackward, 2, 0)               \
-  X(log_sigmoid_backward, LogSigmoidBackward, 2, 0)
+  X(log_sigmoid_backward, LogSigmoidBackward, 2, 0)  \
+  X(clamp_backward, ClampBackward, 2, 2)
 
 enum class FusedOp : uint8_t {
 #define IGNIS_X(name, F, arity, params) name,
@@ -152,7 +153,7 @@ FusedProgram parse_fused_program(std::string_view text, int num_inputs);
 /// broadcast shape; the autograd engine sums it to the input's), made by reverse-mode
 /// differentiation of the instructions, with p's instructions first (recomputed, nothing saved)
 /// and only those it needs. "" when the result does not depend on input k; nullopt when an
-/// instruction has no derivative here (maximum, minimum, clamp; the backward ops of GELU, SiLU,
+/// instruction has no derivative here (maximum, minimum; the backward ops of GELU, SiLU,
 /// softplus, ELU, Mish and log-sigmoid, for their input) or the program would exceed the
 /// limits. Cached per program and k.
 std::optional<std::string> fused_backward_program(const FusedProgram& p, int k);

@@ -573,6 +573,13 @@ struct SiluBackward {  // from x: s (1 + x (1 - s)), s = sigmoid(x)
     return g * s * (T(1) + x * (T(1) - s));
   }
 };
+struct ClampBackward {  // clamp's: g where min <= x <= max (bounds included; p.a, p.b), else 0
+  OpArgs p;
+  template <class T>
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T g, T x) const {
+    return (x >= static_cast<T>(p.a)) & (x <= static_cast<T>(p.b)) ? g : T(0);
+  }
+};
 struct SoftplusBackward {  // from x: sigmoid(beta x), or 1 above the threshold
   OpArgs p;
   template <class T>
