@@ -156,11 +156,9 @@ Tensor run_fused_composite(const FusedProgram& p, const std::vector<Tensor>& in,
       case FusedOp::hardsigmoid_backward: r = hardsigmoid_backward(a, operand_b()); break;
       case FusedOp::mish_backward: r = mish_backward(a, operand_b()); break;
       case FusedOp::log_sigmoid_backward: r = log_sigmoid_backward(a, operand_b()); break;
-      case FusedOp::clamp_backward: {  // as eager clamp's backward computes it
-        const Tensor x = operand_b();
-        r = where(logical_and(x >= ins.param, x <= ins.param2), a, 0.0);
+      case FusedOp::clamp_backward:
+        r = clamp_backward(a, operand_b(), ins.param, ins.param2);
         break;
-      }
 #define IGNIS_FLOAT_UNARY_OP(name, F, saves, grad) \
   case FusedOp::name:                              \
     r = ignis::name(a);                            \

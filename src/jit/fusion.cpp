@@ -820,12 +820,13 @@ int fuse_reductions(Graph& g) {
     auto value = [](size_t j) {
       return FusedOperand{FusedOperand::Kind::Value, static_cast<int>(j), 0};
     };
-    // sqrt(relu(v)): relu changes no sum of squares (>= 0 or NaN), and its derivative, 0 at
-    // v = 0, gives eager std's and norm's subgradient there (0, not 0 * inf = NaN).
+    // Appends an epilogue instruction; cur becomes its value.
     auto emit = [&](const char* op, FusedOperand a, FusedOperand b = {}, double param = 0) {
       epi_code.push_back({op_of(op), a, b, param});
       cur = value(epi_code.size() - 1);
     };
+    // sqrt(relu(v)): relu changes no sum of squares (>= 0 or NaN), and its derivative, 0 at
+    // v = 0, gives eager std's and norm's subgradient there (0, not 0 * inf = NaN).
     auto square_root = [&](bool relu) {
       if (relu) emit("relu", cur);
       emit("sqrt", cur);

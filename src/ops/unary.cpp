@@ -209,14 +209,16 @@ Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> m
   if (autograd::any_needs_grad({&x})) {
     autograd::record("clamp", {&x}, {&out},
                      [sx = SavedVariable(x, false), min, max](BackwardCtx& c, const TensorList& g) {
-                       const Tensor xv = c.unpack(sx);
-                       Tensor keep = min && max ? logical_and(xv >= *min, xv <= *max)
-                                     : min      ? xv >= *min
-                                                : xv <= *max;
-                       return TensorList{where(keep, g[0], 0.0)};
+                       return TensorList{clamp_backward(g[0], c.unpack(sx), min, max)};
                      });
   }
   return out;
+}
+
+Tensor clamp_backward(const Tensor& g, const Tensor& x, std::optional<Scalar> min,
+                      std::optional<Scalar> max) {
+  const Tensor keep = min && max ? logical_and(x >= *min, x <= *max) : min ? x >= *min : x <= *max;
+  return where(keep, g, 0.0);
 }
 
 // ---- maximum / minimum: ties split the gradient evenly, like PyTorch

@@ -74,6 +74,10 @@ Tensor leaky_relu_backward(const Tensor& g, const Tensor& x, double negative_slo
 Tensor gelu_backward(const Tensor& g, const Tensor& x, bool tanh_approx);
 Tensor silu_backward(const Tensor& g, const Tensor& x);
 Tensor softplus_backward(const Tensor& g, const Tensor& x, double beta, double threshold);
+/// clamp's gradient: g where min <= x <= max (bounds included; None: no bound), else 0, in ops
+/// (differentiable again). Eager clamp and graph mode's fused clamp_backward both use it.
+Tensor clamp_backward(const Tensor& g, const Tensor& x, std::optional<Scalar> min,
+                      std::optional<Scalar> max);
 
 /// Saves an op's output for its backward before record() attaches the output's history (so that
 /// unpack() gives it back with that history, and double backward flows through it). Call only
