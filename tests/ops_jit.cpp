@@ -228,6 +228,49 @@ IGNIS_OP_INFO(OpInfo{
     .samples = [] { return elementwise_samples(2); },
 });
 
+// fused_elementwise with masks: comparisons and logical ops made in the program, a bool input
+// (a mask, read as 1 or 0), where with tensor and number branches (masked_fill's form). Inputs
+// x, y (float) and m (bool): t = x > y ? 1.5 x : y, then -2.5 where m, then t where y < 0.25
+// and not m, else 0.75, squared (for a second derivative); gradchecks differentiate x and y.
+IGNIS_OP_INFO(OpInfo{
+    .name = "fused_elementwise masks",
+    .fn =
+        [](const Inputs& in) {
+          return jit::fused_elementwise(in,
+                                        "gt(i0,i1);mul(i0,1.5);where(v0,v1,i1);where(i2,-2.5,v2);"
+                                        "lt(i1,0.25);logical_not(i2);logical_and(v4,v5);"
+                                        "where(v6,v3,0.75);mul(v7,v7)");
+        },
+    .ref =
+        [](const Inputs& in) {
+          return ref_elementwise(in, [](const std::vector<double>& v) {
+            const double x = v[0], y = v[1];
+            const bool m = v[2] != 0;
+            double t = x > y ? 1.5 * x : y;
+            if (m) t = -2.5;
+            const double u = y < 0.25 && !m ? t : 0.75;
+            return u * u;
+          });
+        },
+    .samples =
+        [] {
+          auto mask = [](IntArrayRef shape, uint64_t seed) {
+            return make_input(shape, seed, -1, 1) > 0.3;
+          };
+          return std::vector<OpSample>{
+              {"same shape", {n({3, 5}, 91), n({3, 5}, 92), mask({3, 5}, 93)}},
+              {"mask broadcast over rows", {n({4, 6}, 94), n({4, 6}, 95), mask({6}, 96)}},
+              {"mask per row", {n({4, 6}, 97), n({1, 6}, 98), mask({4, 1}, 99)}},
+              {"0-d mask, 0-d y", {n({2, 3}, 100), n({}, 101), mask({}, 102)}},
+              {"general broadcast", {n({2, 1, 4}, 103), n({3, 1}, 104), mask({2, 3, 1}, 105)}},
+              {"non-contiguous",
+               {make_noncontiguous({3, 4}, 106), n({4, 3}, 107).t(), mask({4, 3}, 108).t()}},
+              {"empty", {n({0, 4}, 109), n({1, 4}, 110), mask({0, 4}, 111)}},
+          };
+        },
+    .grad_inputs = {0, 1},
+});
+
 // linear_pointwise (fuse_linear_pointwise's node): activation(x w^T + b) + other, or
 // activation(x w^T + b + other). Inputs: x, w, b (or none), other (or none), and the host
 // parameters: the activation's index (none, relu, gelu, gelu_tanh, silu) and add_first (0 when

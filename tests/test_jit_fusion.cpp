@@ -58,11 +58,13 @@ TEST(FusedProgram, RefusesMalformedProgramsNamingTheFault) {
   std::string many = "exp(i0)";
   for (int i = 0; i < 256; ++i) many += ";exp(v" + std::to_string(i) + ")";
   fails(many, 1, "more than 256 instructions");
-  EXPECT_THAT(error_of([&] {
-                (void)jit::fused_elementwise({x, ones({2}, kFloat64)}, "add(i0,i1,1)");
-              }),
-              HasSubstr("fused_elementwise: inputs must all be float32 or all float64; input 0 "
-                        "is float32, input 1 is float64"));
+  EXPECT_THAT(
+      error_of([&] {
+        (void)jit::fused_elementwise({x, ones({2}, kFloat64)}, "add(i0,i1,1)");
+      }),
+      HasSubstr(
+          "fused_elementwise: inputs must all be float32 or all float64 (or bool masks); input 0 "
+          "is float32, input 1 is float64"));
   EXPECT_THAT(error_of([&] { (void)jit::fused_elementwise({}, "exp(i0)"); }),
               HasSubstr("fused_elementwise: expected 1 to 64 inputs, got 0"));
 }
@@ -464,7 +466,9 @@ TEST(FusedBackward, ProgramsAreTheReverseSweepOfTheChain) {
     for (int k = 0; k < 2; ++k) {
       const std::optional<std::string> b = backward_of(prog, 2, k);
       ASSERT_TRUE(b.has_value()) << prog << " " << k;
-      if (!b->empty()) EXPECT_EQ(jit::detail::parse_fused_program(*b, 3).str(), *b);
+      if (!b->empty()) {
+        EXPECT_EQ(jit::detail::parse_fused_program(*b, 3).str(), *b);
+      }
     }
   }
 }

@@ -39,7 +39,8 @@ FusedProgram every_op() {
     in.a = j == 0 ? FusedOperand{FusedOperand::Kind::Input, 0, 0}
                   : FusedOperand{FusedOperand::Kind::Value, j - 1, 0};
     const FusedOpInfo& info = fused_op_info(in.op);
-    if (info.arity == 2) in.b = FusedOperand{FusedOperand::Kind::Input, j % 4, 0};
+    if (info.arity >= 2) in.b = FusedOperand{FusedOperand::Kind::Input, j % 4, 0};
+    if (info.arity == 3) in.c = FusedOperand{FusedOperand::Kind::Input, (j + 1) % 4, 0};
     if (info.params > 0) in.param = 0.5;
     p.code.push_back(in);
   }
@@ -90,10 +91,17 @@ TEST(JitNvrtc, EveryFusedOpCompilesForTheGpuInBothDtypesAndEveryLayout) {
   const FusedProgram p = every_op();
   ASSERT_GT(kFusedOps, 30);
   for (DType dt : {kFloat32, kFloat64}) {
-    // Full, repeated row, per-row column, and scalar inputs.
-    const std::string source = fused_cuda_kernel_source(p, dt, "frcs");
-    EXPECT_THAT(source, HasSubstr("extern \"C\" __global__ void ignis_fused_kernel("));
-    if (!expect_cubin(source, dtype_name(dt))) GTEST_SKIP() << "no NVRTC here";
+    // Full, repeated row, per-row column, and scalar inputs; float, then bool (masks).
+    for (const char* layouts : {"frcs", "FRCS"}) {
+      const std::string source = fused_cuda_kernel_source(p, dt, layouts);
+      EXPECT_THAT(source, HasSubstr("extern \"C\" __global__ void ignis_fused_kernel("));
+      if (layouts[0] == 'F') {
+        EXPECT_THAT(source, HasSubstr("const unsigned char* __restrict in0 = static_cast<const "
+                                      "unsigned char*>(in.p[0]);"));
+      }
+      if (!expect_cubin(source, std::string(dtype_name(dt)) + " " + layouts))
+        GTEST_SKIP() << "no NVRTC here";
+    }
   }
 }
 
@@ -148,6 +156,24 @@ TEST(JitNvrtc, FusedStatisticsCompileForTheGpu) {
         if (!expect_cubin(source, what)) GTEST_SKIP() << "no NVRTC here";
       }
     }
+  }
+}
+
+TEST(JitNvrtc, MaskedReductionsCompileForTheGpu) {
+  // An attention softmax's prologue filling a bool mask (full, or one value per row) with -inf,
+  // and a masked sum (a statistic with a mask repeated along the rows).
+  const FusedProgram fill = parse_fused_program("mul(i0,0.125);where(i1,-inf,v0)", 2);
+  const FusedProgram keep = parse_fused_program("where(i1,0,i0)", 2);
+  for (DType dt : {kFloat32, kFloat64}) {
+    for (const char* layouts : {"fF", "fC"}) {
+      const std::string softmax =
+          fused_cuda_reduction_source(&fill, "softmax", nullptr, 2, dt, layouts);
+      EXPECT_THAT(softmax, HasSubstr("static_cast<const unsigned char*>(in.p[1])"));
+      if (!expect_cubin(softmax, std::string("masked softmax ") + layouts))
+        GTEST_SKIP() << "no NVRTC here";
+    }
+    const std::string sum = fused_cuda_stat_source({{&keep, "sum"}}, nullptr, 2, dt, "fR", false);
+    if (!expect_cubin(sum, "masked sum")) GTEST_SKIP() << "no NVRTC here";
   }
 }
 

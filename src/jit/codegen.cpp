@@ -154,27 +154,45 @@ const char* const kApply =
     "f(x);\n"
     "  else return f(x);\n}\n"
     "template <class F, class T> inline T ignis_apply(const F& f, T x, T y) { return f(x, y); "
-    "}\n";
+    "}\n"
+    "template <class F, class T> inline T ignis_apply(const F& f, T x, T y, T z) {\n"
+    "  return f(x, y, z);\n}\n";
 
-/// The input pointers in0, in1, ... of the kernel's arguments.
-void emit_inputs(std::ostream& s, int num_inputs) {
+/// The element type of an input: T, or the bytes of a bool one (a mask).
+const char* element_type(char layout) { return is_bool_layout(layout) ? "unsigned char" : "T"; }
+
+/// The input pointers in0, in1, ... of the kernel's arguments (`args`: the array holding them),
+/// typed by their layouts (num_inputs of them; any more are the statistics, of type T).
+void emit_inputs(std::ostream& s, int num_inputs, const std::string& layouts,
+                 const std::string& args = "in") {
   for (int i = 0; i < num_inputs; ++i) {
-    s << "  const T* __restrict in" << i << " = static_cast<const T*>(in[" << i << "]);\n";
+    const char* t = i < static_cast<int>(layouts.size()) ? element_type(layouts[i]) : "T";
+    s << "  const " << t << "* __restrict in" << i << " = static_cast<const " << t << "*>(" << args
+      << "[" << i << "]);\n";
   }
+}
+
+/// An input's element as T (a bool's byte as 1 or 0).
+std::string as_t(char layout, const std::string& element) {
+  return is_bool_layout(layout) ? "static_cast<T>(" + element + " != 0)" : element;
 }
 
 /// Per row r: full and row inputs as pointers p<i> into the row, column and scalar ones as
 /// values b<i>.
 void emit_row_pointers(std::ostream& s, const std::string& layouts, const std::string& indent) {
   for (size_t i = 0; i < layouts.size(); ++i) {
-    const std::string n = std::to_string(i);
-    switch (layouts[i]) {
+    const std::string n = std::to_string(i), in = "in" + n;
+    const char l = layouts[i];
+    switch (float_layout(l)) {
       case 'f':
-        s << indent << "const T* __restrict p" << n << " = in" << n << " + r * cols;\n";
+        s << indent << "const " << element_type(l) << "* __restrict p" << n << " = " << in
+          << " + r * cols;\n";
         break;
-      case 'r': s << indent << "const T* __restrict p" << n << " = in" << n << ";\n"; break;
-      case 'c': s << indent << "const T b" << n << " = in" << n << "[r];\n"; break;
-      default: s << indent << "const T b" << n << " = in" << n << "[0];\n"; break;
+      case 'r':
+        s << indent << "const " << element_type(l) << "* __restrict p" << n << " = " << in << ";\n";
+        break;
+      case 'c': s << indent << "const T b" << n << " = " << as_t(l, in + "[r]") << ";\n"; break;
+      default: s << indent << "const T b" << n << " = " << as_t(l, in + "[0]") << ";\n"; break;
     }
   }
 }
@@ -185,9 +203,9 @@ std::string emit_body(std::ostream& s, const FusedProgram& p, const std::string&
                       const std::string& indent) {
   for (int i = 0; i < p.num_inputs && i < static_cast<int>(layouts.size()); ++i) {
     const std::string n = std::to_string(i);
-    const char l = layouts[static_cast<size_t>(i)];
-    s << indent << "const T a" << n << " = " << (l == 'f' || l == 'r' ? "p" + n + "[c]" : "b" + n)
-      << ";\n";
+    const char l = layouts[static_cast<size_t>(i)], f = float_layout(l);
+    s << indent << "const T a" << n << " = "
+      << (f == 'f' || f == 'r' ? as_t(l, "p" + n + "[c]") : "b" + n) << ";\n";
   }
   for (size_t j = 0; j < p.code.size(); ++j) {
     const FusedInstr& in = p.code[j];
@@ -204,7 +222,7 @@ std::string emit_body(std::ostream& s, const FusedProgram& p, const std::string&
     s << indent << "const T v" << j << " = ignis_apply(ignis::fn::" << info.functor
       << "{ignis::OpArgs{" << double_literal(in.param) << ", " << double_literal(in.param2) << ", "
       << double_literal(in.param3) << "}}, " << operand(in.a);
-    if (info.arity == 2) s << ", " << operand(in.b);
+    for (int k = 1; k < info.arity; ++k) s << ", " << operand(operand_at(in, k));
     s << ");\n";
   }
   std::string result(1, 'v');
@@ -256,7 +274,7 @@ std::string elementwise_source(const FusedProgram& p, const std::vector<int>& ou
     << (outputs.empty() ? "void* out_" : "void* const* out_")
     << ", long long begin, long long end, long long cols) {\n";
   s << "  using T = " << c_type(dtype) << ";\n";
-  emit_inputs(s, p.num_inputs);
+  emit_inputs(s, p.num_inputs, layouts);
   if (p.random_streams() > 0) {  // dropout's stream: the pointer after the inputs'
     s << "  const unsigned long long* rng_ = static_cast<const unsigned long long*>(in["
       << p.num_inputs << "]);\n";
@@ -323,9 +341,7 @@ std::string fused_cuda_kernel_source(const FusedProgram& p, DType dtype,
        "extern \"C\" __global__ void ignis_fused_kernel(IgnisFusedInputs in, void* out_, "
        "long long n, long long cols) {\n";
   s << "  using T = " << c_type(dtype) << ";\n";
-  for (int i = 0; i < p.num_inputs; ++i) {
-    s << "  const T* __restrict in" << i << " = static_cast<const T*>(in.p[" << i << "]);\n";
-  }
+  emit_inputs(s, p.num_inputs, layouts, "in.p");
   if (p.random_streams() > 0) s << "  const unsigned long long* rng_ = in.rng;\n";
   s << "  T* __restrict out = static_cast<T*>(out_);\n"
        "  const long long step = static_cast<long long>(blockDim.x) * gridDim.x;\n"
@@ -347,7 +363,7 @@ std::string fused_reduction_source(const FusedProgram* prologue, const std::stri
   s << "extern \"C\" void ignis_fused_kernel(const void* const* in, void* out_, long long r0, "
        "long long r1, long long cols, double eps_, void* scratch_) {\n";
   s << "  using T = " << c_type(dtype) << ";\n";
-  emit_inputs(s, num_inputs);
+  emit_inputs(s, num_inputs, layouts);
   // The programs' dropout streams (seed, base, n): the pointers after the inputs', the
   // prologue's then the epilogue's; element (r, c) of the output is element r * cols + c.
   int slot = num_inputs;
@@ -415,9 +431,7 @@ std::string fused_cuda_reduction_source(const FusedProgram* prologue, const std:
        "extern \"C\" __global__ void ignis_fused_kernel(IgnisFusedInputs in, void* out_, "
        "long long rows, long long cols, double eps_, void* scratch_) {\n";
   s << "  using T = " << c_type(dtype) << ";\n  __shared__ T sh[256];\n";
-  for (int i = 0; i < num_inputs; ++i) {
-    s << "  const T* __restrict in" << i << " = static_cast<const T*>(in.p[" << i << "]);\n";
-  }
+  emit_inputs(s, num_inputs, layouts, "in.p");
   // The programs' dropout streams: the prologue's in rng, the epilogue's in rng2.
   const bool pro_rng = prologue != nullptr && prologue->random_streams() > 0;
   if (pro_rng) s << "  const unsigned long long* rng_pro_ = in.rng;\n";
@@ -541,7 +555,7 @@ std::string fused_stat_source(const std::vector<FusedStatStage>& stats,
        "long long i1, long long cols, long long chunk, void* partial_, const void* stats_, "
        "int pass) {\n";
   s << "  using T = " << c_type(dtype) << ";\n";
-  emit_inputs(s, num_inputs);
+  emit_inputs(s, num_inputs, layouts);
   const size_t K = stats.size();
   s << "  T* __restrict out = static_cast<T*>(out_);\n"
        "  T* __restrict partial = static_cast<T*>(partial_);\n"
@@ -611,8 +625,7 @@ std::string fused_cuda_stat_source(const std::vector<FusedStatStage>& stats,
        "extern \"C\" __global__ void ignis_fused_kernel(IgnisFusedInputs in, void* out_, "
        "long long rows, long long cols, double eps_, void* scratch_) {\n";
   s << "  using T = " << c_type(dtype) << ";\n  __shared__ T sh[256];\n";
-  for (int i = 0; i < num_inputs; ++i)
-    s << "  const T* __restrict in" << i << " = static_cast<const T*>(in.p[" << i << "]);\n";
+  emit_inputs(s, num_inputs, layouts, "in.p");
   const size_t K = stats.size();
   s << "  T* __restrict out = static_cast<T*>(out_);\n";
   emit_combiners(s, stats);

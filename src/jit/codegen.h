@@ -15,6 +15,18 @@ namespace ignis::jit::detail {
 /// How an input is laid out against the output, seen as rows of C elements (C: the output's
 /// last dim, or all of it when no input needs rows): 'f' full (element k), 'r' a row repeated
 /// for every row (element k % C), 'c' one value per row (element k / C), 's' one value.
+/// The letter in upper case ('F', 'R', 'C', 'S'): the same layout of a bool input (a mask),
+/// read as 1 or 0 in the kernel's dtype.
+inline bool is_bool_layout(char l) { return l >= 'A' && l <= 'Z'; }
+/// The layout's letter for a float input ('F' -> 'f').
+inline char float_layout(char l) {
+  return is_bool_layout(l) ? static_cast<char>(l - 'A' + 'a') : l;
+}
+/// The letter of layout `l` (lower case) for an input of dtype `d`.
+inline char layout_letter(char l, DType d) {
+  return d == kBool ? static_cast<char>(l - 'a' + 'A') : l;
+}
+
 /// A generated kernel computes out[k] = program(inputs) for k in [begin, end).
 using FusedKernelFn = void (*)(const void* const* in, void* out, int64_t begin, int64_t end,
                                int64_t cols);

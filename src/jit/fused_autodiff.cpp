@@ -12,8 +12,8 @@
 // unary ops through the backward formulas of
 // ignis/float_unary_ops.def, the same text that eager autograd runs, evaluated here over a
 // symbolic value that emits instructions. Dropout's derivative is dropout of the gradient on the
-// same random stream (the mask drawn again from the same counters). Dead instructions are
-// dropped.
+// same random stream (the mask drawn again from the same counters); where's is the gradient
+// where its condition holds (or not), and comparisons pass none. Dead instructions are dropped.
 
 #include <cmath>
 
@@ -34,6 +34,10 @@ struct Builder {
   FusedOperand emit(FusedOp op, FusedOperand a, FusedOperand b = {}, double param = 0,
                     double param2 = 0, double param3 = 0) {
     code.push_back({op, a, b, param, param2, param3});
+    return {Kind::Value, static_cast<int>(code.size()) - 1, 0};
+  }
+  FusedOperand where(FusedOperand c, FusedOperand a, FusedOperand b) {
+    code.push_back({FusedOp::where, c, a, 0, 0, 0, b});
     return {Kind::Value, static_cast<int>(code.size()) - 1, 0};
   }
 };
@@ -200,6 +204,21 @@ bool differentiate(const FusedProgram& p, Builder& b,
           add_to(ins.b, b.emit(FusedOp::mul, b.emit(FusedOp::mul, g, ins.a), t));
         }
         break;
+      // where(c, a, b): g to a where c holds, to b elsewhere; nothing to c (as eager's).
+      case FusedOp::where:
+        if (ins.b.kind != Kind::Number) add_to(ins.b, b.where(ins.a, g, number(0)));
+        if (ins.c.kind != Kind::Number) add_to(ins.c, b.where(ins.a, number(0), g));
+        break;
+      // Comparisons and logical ops: no gradient (eager's are not differentiable).
+      case FusedOp::eq:
+      case FusedOp::ne:
+      case FusedOp::lt:
+      case FusedOp::le:
+      case FusedOp::gt:
+      case FusedOp::ge:
+      case FusedOp::logical_and:
+      case FusedOp::logical_or:
+      case FusedOp::logical_not: break;
       // Linear in its operand: the same mask (stream and counters) on the gradient.
       case FusedOp::dropout: add_to(ins.a, b.emit(FusedOp::dropout, g, ins.b, ins.param)); break;
       case FusedOp::maximum:
@@ -233,8 +252,9 @@ FusedProgram prune(const std::vector<FusedInstr>& code, std::vector<int>& result
     if (r >= 0) live[static_cast<size_t>(r)] = 1;
   for (size_t j = code.size(); j-- > 0;) {
     if (!live[j]) continue;
-    for (const FusedOperand* o : {&code[j].a, &code[j].b})
-      if (o->kind == Kind::Value) live[static_cast<size_t>(o->index)] = 1;
+    for_each_operand(code[j], [&](const FusedOperand& o) {
+      if (o.kind == Kind::Value) live[static_cast<size_t>(o.index)] = 1;
+    });
   }
   std::vector<int> renum(code.size(), -1);
   FusedProgram out;
@@ -242,8 +262,9 @@ FusedProgram prune(const std::vector<FusedInstr>& code, std::vector<int>& result
   for (size_t j = 0; j < code.size(); ++j) {
     if (!live[j]) continue;
     FusedInstr ins = code[j];
-    for (FusedOperand* o : {&ins.a, &ins.b})
-      if (o->kind == Kind::Value) o->index = renum[static_cast<size_t>(o->index)];
+    for_each_operand(ins, [&](FusedOperand& o) {
+      if (o.kind == Kind::Value) o.index = renum[static_cast<size_t>(o.index)];
+    });
     renum[j] = static_cast<int>(out.code.size());
     out.code.push_back(ins);
   }

@@ -85,20 +85,29 @@ Tensor run_fused_composite(const FusedProgram& p, const std::vector<Tensor>& in,
   std::vector<Tensor> v;
   v.reserve(p.code.size());
   const Shape shape = p.random_streams() > 0 ? fused_output_shape(in, "fused_elementwise") : Shape();
+  // Every value in the program's dtype: a number as a 0-d tensor of it (as eager's rsub and
+  // Scalar / Tensor wrap it), a bool input and a comparison's result as 1 or 0.
+  const TensorOptions options = TensorOptions(fused_dtype(in)).device(in[0].device());
+  auto number = [&](double x) { return full({}, x, options); };
+  std::vector<Tensor> masks(in.size());  // bool inputs as the dtype, made on first use
   auto ref = [&](const FusedOperand& o) -> const Tensor& {
-    return o.kind == FusedOperand::Kind::Input ? in[o.index] : v[o.index];
+    if (o.kind == FusedOperand::Kind::Value) return v[o.index];
+    const Tensor& t = in[o.index];
+    if (t.dtype() != kBool) return t;
+    Tensor& m = masks[static_cast<size_t>(o.index)];
+    if (!m.defined()) m = t.to(options.dtype());
+    return m;
+  };
+  auto tensor = [&](const FusedOperand& o) {
+    return o.kind == FusedOperand::Kind::Number ? number(o.number) : ref(o);
   };
   for (const FusedInstr& ins : p.code) {
-    // A number as the first operand: a 0-d tensor of the other's dtype (as eager's rsub and
-    // Scalar / Tensor wrap it).
     Tensor number_a;
-    if (ins.a.kind == FusedOperand::Kind::Number) {
-      const Tensor& other = ins.b.kind == FusedOperand::Kind::Number ? in[0] : ref(ins.b);
-      number_a = full({}, ins.a.number, TensorOptions(other.dtype()).device(other.device()));
-    }
+    if (ins.a.kind == FusedOperand::Kind::Number) number_a = number(ins.a.number);
     const Tensor& a = number_a.defined() ? number_a : ref(ins.a);
     const bool num = ins.b.kind == FusedOperand::Kind::Number;
     auto operand_b = [&] { return num ? full_like(a, ins.b.number) : ref(ins.b); };
+    auto as_dtype = [&](const Tensor& t) { return t.to(options.dtype()); };
     Tensor r;
     switch (ins.op) {
       case FusedOp::add:
@@ -130,6 +139,16 @@ Tensor run_fused_composite(const FusedProgram& p, const std::vector<Tensor>& in,
       case FusedOp::hardsigmoid: r = hardsigmoid(a); break;
       case FusedOp::mish: r = mish(a); break;
       case FusedOp::log_sigmoid: r = log_sigmoid(a); break;
+      case FusedOp::eq: r = as_dtype(num ? eq(a, ins.b.number) : eq(a, ref(ins.b))); break;
+      case FusedOp::ne: r = as_dtype(num ? ne(a, ins.b.number) : ne(a, ref(ins.b))); break;
+      case FusedOp::lt: r = as_dtype(num ? lt(a, ins.b.number) : lt(a, ref(ins.b))); break;
+      case FusedOp::le: r = as_dtype(num ? le(a, ins.b.number) : le(a, ref(ins.b))); break;
+      case FusedOp::gt: r = as_dtype(num ? gt(a, ins.b.number) : gt(a, ref(ins.b))); break;
+      case FusedOp::ge: r = as_dtype(num ? ge(a, ins.b.number) : ge(a, ref(ins.b))); break;
+      case FusedOp::logical_and: r = as_dtype(logical_and(a, tensor(ins.b))); break;
+      case FusedOp::logical_or: r = as_dtype(logical_or(a, tensor(ins.b))); break;
+      case FusedOp::logical_not: r = as_dtype(logical_not(a)); break;
+      case FusedOp::where: r = where(ne(a, 0), tensor(ins.b), tensor(ins.c)); break;
       case FusedOp::dropout:
         r = a * dropout_factors(shape, a.dtype(), a.device(), rng,
                                 static_cast<int>(ins.b.number), ins.param);
@@ -208,15 +227,27 @@ void* fused_kernel(const std::string& key_, const std::function<std::string()>& 
   return fn;
 }
 
+DType fused_dtype(const std::vector<Tensor>& inputs) {
+  for (const Tensor& t : inputs)
+    if (t.defined() && t.dtype() != kBool) return t.dtype();
+  return kBool;
+}
+
 Shape fused_output_shape(const std::vector<Tensor>& inputs, const char* op) {
+  for (size_t i = 0; i < inputs.size(); ++i)
+    IGNIS_CHECK(inputs[i].defined(), op, ": input ", i, " is undefined");
+  const DType dtype = fused_dtype(inputs);
+  size_t first = 0;  // the input giving the dtype
+  while (first + 1 < inputs.size() && inputs[first].dtype() == kBool) ++first;
+  IGNIS_CHECK(dtype != kBool, op,
+              ": every input is bool; a program needs a float32 or float64 one");
   Shape shape;
-  const DType dtype = inputs[0].defined() ? inputs[0].dtype() : kFloat32;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i];
-    IGNIS_CHECK(t.defined(), op, ": input ", i, " is undefined");
-    IGNIS_CHECK(t.dtype() == dtype && (dtype == kFloat32 || dtype == kFloat64), op,
-                ": inputs must all be float32 or all float64; input 0 is ", dtype, ", input ", i,
-                " is ", t.dtype());
+    IGNIS_CHECK(
+        (t.dtype() == dtype || t.dtype() == kBool) && (dtype == kFloat32 || dtype == kFloat64), op,
+        ": inputs must all be float32 or all float64 (or bool masks); input ", first, " is ", dtype,
+        ", input ", i, " is ", t.dtype());
     IGNIS_CHECK(t.device() == inputs[0].device(), op, ": input ", i, " is on ", t.device(),
                 ", input 0 on ", inputs[0].device());
     shape = broadcast_shapes(shape, t.sizes());
@@ -274,7 +305,7 @@ Layout lay_out(const std::vector<Tensor>& inputs, const Shape& shape) {
       d = t.expand(shape).contiguous();  // any other broadcast: materialised
     }
     rows = rows || c == 'r' || c == 'c';
-    l.layouts += c;
+    l.layouts += detail::layout_letter(c, t.dtype());  // a mask: upper case
     l.ptrs.push_back(d.data_ptr());
     l.keep.push_back(std::move(d));
   }
@@ -407,8 +438,13 @@ void run_on_cpu(const FusedProgram& p, const std::vector<int>& outputs, const La
     return;
   }
   auto run = [&]<class T>() {
+    // The interpreter reads bool inputs as T copies.
+    std::vector<const void*> iptrs = ptrs;
+    std::string layouts = lay.layouts;
+    std::vector<std::vector<T>> store;
+    if (fn == nullptr) detail::interpreter_inputs<T>(iptrs, layouts, n, cols, store);
     std::vector<const T*> in;
-    for (const void* q : ptrs) in.push_back(static_cast<const T*>(q));
+    for (const void* q : iptrs) in.push_back(static_cast<const T*>(q));
     // One block of the program: the kernel, else the interpreter.
     auto block = [&](int64_t b, int64_t e, const std::vector<void*>& d) {
       if (fn != nullptr) {
@@ -417,7 +453,7 @@ void run_on_cpu(const FusedProgram& p, const std::vector<int>& outputs, const La
       }
       std::vector<T*> o;
       for (void* q : d) o.push_back(static_cast<T*>(q));
-      detail::interpret<T>(p, in, lay.layouts, o[0], b, e, cols, outputs, o, rng);
+      detail::interpret<T>(p, in, layouts, o[0], b, e, cols, outputs, o, rng);
     };
     if (any_summed) {
       sum_outputs<T>(outs, sums, n, cols, block);
@@ -443,7 +479,7 @@ Tensor run_program(const FusedProgram& p, const std::string& program,
                    const std::vector<Tensor>& inputs, const Shape& shape,
                    const detail::FusedRng& rng) {
   constexpr const char* op = "fused_elementwise";
-  const DType dtype = inputs[0].dtype();
+  const DType dtype = detail::fused_dtype(inputs);
   const Device device = inputs[0].device();
   const bool on_device = runs_on_device(device);
   if (!(device.is_cpu() || on_device)) {
@@ -537,7 +573,7 @@ TensorList input_grads(const FusedProgram& p, const std::vector<Tensor>& in,
     // input at the output's (the engine sums a general broadcast).
     const char l = lay.layouts[k];
     const bool summed = (l == 'r' || l == 'c' || l == 's') && in[k].numel() < lay.n;
-    outs.push_back(make_tensor(summed ? in[k].sizes().shape() : shape, in[0].dtype()));
+    outs.push_back(make_tensor(summed ? in[k].sizes().shape() : shape, fused_dtype(in)));
     sums += summed ? l : 'f';
     values.push_back(b->outputs[j]);
     which.push_back(k);
@@ -546,7 +582,7 @@ TensorList input_grads(const FusedProgram& p, const std::vector<Tensor>& in,
     std::string key = "fused_backward|" + b->program.str() + "|";
     for (int v : values) key += std::to_string(v) + ",";
     key += '|';
-    key += dtype_name(in[0].dtype());
+    key += dtype_name(fused_dtype(in));
     key += '|';
     key += lay.layouts;
     run_on_cpu(b->program, values, lay, key, outs, rng, sums);

@@ -69,11 +69,12 @@ class Parser {
     if (!fused_op_by_name(name, in.op)) fail(s_, start, "unknown op '" + std::string(name) + "'");
     const FusedOpInfo& info = fused_op_info(in.op);
     expect('(');
-    // A binary op's first operand may be a number too (rsub: sub(1,v0); a number over a tensor)
-    in.a = operand(index, info.arity == 2 && in.op != FusedOp::dropout);
-    if (info.arity == 2) {
+    // Any operand of an op of two or three may be a number (rsub: sub(1,v0), a number over a
+    // tensor; masked_fill: where(i1,-inf,i0)); dropout's second is its stream.
+    in.a = operand(index, info.arity >= 2 && in.op != FusedOp::dropout);
+    for (int k = 1; k < info.arity; ++k) {
       expect(',');
-      in.b = operand(index, true);
+      operand_at(in, k) = operand(index, true);
     }
     double* const params[] = {&in.param, &in.param2, &in.param3};
     for (int k = 0; k < info.params; ++k) {
@@ -169,6 +170,10 @@ std::string operand_str(const FusedOperand& o) {
 
 const FusedOpInfo& fused_op_info(FusedOp op) { return kOps[static_cast<int>(op)]; }
 
+int operand_count(const FusedInstr& in) {
+  return in.op == FusedOp::dropout ? 1 : fused_op_info(in.op).arity;
+}
+
 bool fused_op_by_name(std::string_view name, FusedOp& op) {
   for (int i = 0; i < kNumOps; ++i) {
     if (name == kOps[i].name) {
@@ -209,7 +214,7 @@ std::string FusedProgram::str() const {
     const FusedOpInfo& info = fused_op_info(in.op);
     s += info.name;
     s += '(' + operand_str(in.a);
-    if (info.arity == 2) s += ',' + operand_str(in.b);
+    for (int k = 1; k < info.arity; ++k) s += ',' + operand_str(operand_at(in, k));
     const double params[] = {in.param, in.param2, in.param3};
     for (int k = 0; k < info.params; ++k) s += ',' + format_number(params[k]);
     s += ')';
@@ -230,14 +235,12 @@ bool FusedProgram::reads_input(int k) const {
   if (!code.empty()) live.back() = 1;
   for (size_t j = code.size(); j-- > 0;) {
     if (!live[j]) continue;
-    const FusedInstr& in = code[j];
-    // (a unary op's second operand, and dropout's stream number, are not operands)
-    const bool binary = in.op != FusedOp::dropout && fused_op_info(in.op).arity == 2;
-    for (const FusedOperand* o : {&in.a, &in.b}) {
-      if (o != &in.a && !binary) continue;
-      if (o->kind == FusedOperand::Kind::Input && o->index == k) return true;
-      if (o->kind == FusedOperand::Kind::Value) live[static_cast<size_t>(o->index)] = 1;
-    }
+    bool reads = false;
+    for_each_operand(code[j], [&](const FusedOperand& o) {
+      reads = reads || (o.kind == FusedOperand::Kind::Input && o.index == k);
+      if (o.kind == FusedOperand::Kind::Value) live[static_cast<size_t>(o.index)] = 1;
+    });
+    if (reads) return true;
   }
   return false;
 }

@@ -6,8 +6,9 @@
 // Text form (what the graph stores as the node's `program` attribute), one instruction per op,
 // separated by ';', each defining the value v<index>; the last is the result:
 //   "mul(i0,i1);add(v0,i2,1);gelu(v1)"
-// Operands: i<k> (the node's k-th input), v<j> (an earlier instruction's value), and for either
-// operand of a binary op a number (a Scalar argument: `sub(1,v0)` is rsub, 1 - v0). Then the op's
+// Operands: i<k> (the node's k-th input), v<j> (an earlier instruction's value), and for any
+// operand of an op of two or three operands a number (a Scalar argument: `sub(1,v0)` is rsub,
+// 1 - v0; `where(i1,-inf,i0)` is masked_fill). Then the op's
 // parameters, up to three numbers (add and sub: alpha; leaky_relu: the negative slope; pow: the
 // exponent; clamp and hardtanh: min, max; softplus: beta, threshold; elu: alpha, scale,
 // input_scale).
@@ -50,8 +51,24 @@ namespace ignis::jit::detail {
   X(clamp_min, ClampMin, 1, 1)   \
   X(clamp_max, ClampMax, 1, 1)   \
   X(softplus, Softplus, 1, 2)    \
+  IGNIS_FUSED_MASK_OPS(X)        \
   IGNIS_FUSED_ACTIVATION_OPS(X)  \
   IGNIS_FUSED_BACKWARD_OPS(X)
+
+// Masks: the comparisons and logical ops give 1 or 0 (eager's true and false) in the program's
+// dtype; where(c, a, b) is a where c is nonzero, else b (masked_fill(x, m, v): where(m, v, x)).
+// A bool input of the node is read as 1 or 0 (codegen.h: its layout letter in upper case).
+#define IGNIS_FUSED_MASK_OPS(X)    \
+  X(eq, Eq, 2, 0)                  \
+  X(ne, Ne, 2, 0)                  \
+  X(lt, Lt, 2, 0)                  \
+  X(le, Le, 2, 0)                  \
+  X(gt, Gt, 2, 0)                  \
+  X(ge, Ge, 2, 0)                  \
+  X(logical_and, LogicalAnd, 2, 0) \
+  X(logical_or, LogicalOr, 2, 0)   \
+  X(logical_not, LogicalNot, 1, 0) \
+  X(where, Where, 3, 0)
 
 // The activations of ignis/activation_ops.def (their functors: src/ops/activation_functors.h);
 // selu, celu and relu6 are elu and hardtanh with fixed parameters.
@@ -94,7 +111,7 @@ enum class FusedOp : uint8_t {
 struct FusedOpInfo {
   const char* name;
   const char* functor;  // ignis::fn::<functor>
-  int arity;            // tensor operands (the second of a binary op may be a number)
+  int arity;            // operands: 1, 2 or 3 (where); those of 2 or 3 may be numbers
   int params;           // numeric parameters after the operands
 };
 const FusedOpInfo& fused_op_info(FusedOp op);
@@ -110,10 +127,26 @@ struct FusedOperand {
 
 struct FusedInstr {
   FusedOp op;
-  FusedOperand a, b;  // b unused for unary ops
+  FusedOperand a, b;  // b unused for unary ops (dropout's: its stream number)
   double param = 0;   // alpha, negative slope, exponent, min, ...: the first parameter
   double param2 = 0, param3 = 0;  // the second and third (clamp's max, elu's scale, ...)
+  FusedOperand c = {};            // the third operand (where's b), unused by other ops
 };
+
+/// How many of an instruction's a, b, c are operands (dropout's b is its stream, not one).
+int operand_count(const FusedInstr& in);
+/// Operand k of an instruction: a, b, c for k = 0, 1, 2.
+inline FusedOperand& operand_at(FusedInstr& in, int k) {
+  return k == 0 ? in.a : k == 1 ? in.b : in.c;
+}
+inline const FusedOperand& operand_at(const FusedInstr& in, int k) {
+  return k == 0 ? in.a : k == 1 ? in.b : in.c;
+}
+/// Calls f on each of the instruction's operands (FusedOperand&, const for a const one).
+template <class Instr, class F>
+void for_each_operand(Instr& in, const F& f) {
+  for (int k = 0; k < operand_count(in); ++k) f(operand_at(in, k));
+}
 
 /// A parsed, validated program reading `num_inputs` tensors.
 struct FusedProgram {

@@ -286,7 +286,7 @@ void interpret_rows(const Spec& s, const std::vector<const void*>& ptrs, const s
 Tensor run_fused(const Spec& s, const std::vector<Tensor>& inputs, const Shape& shape,
                  bool on_device) {
   constexpr const char* op = "fused_reduction";
-  const DType dtype = inputs[0].dtype();
+  const DType dtype = detail::fused_dtype(inputs);
   const Device device = inputs[0].device();
   if (!(device.is_cpu() || on_device)) {
     if (device.is_meta()) return make_tensor(s.out, dtype, device);
@@ -342,7 +342,7 @@ Tensor run_fused(const Spec& s, const std::vector<Tensor>& inputs, const Shape& 
     } else {
       c = t.expand(shape).contiguous();
     }
-    layouts += l;
+    layouts += detail::layout_letter(l, t.dtype());  // a mask: upper case
     ptrs.push_back(c.data_ptr());
     keep.push_back(std::move(c));
   }
@@ -390,12 +390,17 @@ Tensor run_fused(const Spec& s, const std::vector<Tensor>& inputs, const Shape& 
   if (s.epi && s.epi->random_streams() > 0) kernel_ptrs.push_back(epi_words);
   auto run = [&]<class T>() {
     T* dst = out.data_ptr<T>();
+    // The interpreter reads bool inputs as T copies.
+    std::vector<const void*> iptrs = ptrs;
+    std::string ilayouts = layouts;
+    std::vector<std::vector<T>> store;
+    if (fn == nullptr) detail::interpreter_inputs<T>(iptrs, ilayouts, R * C, C, store);
     parallel_for(0, R, grain, [&](int64_t b, int64_t e) {
       if (fn != nullptr) {
         std::vector<T> scratch(static_cast<size_t>(2 * C));
         fn(kernel_ptrs.data(), dst, b, e, C, s.eps, scratch.data());
       } else {
-        interpret_rows<T>(s, ptrs, layouts, dst, b, e, C);
+        interpret_rows<T>(s, iptrs, ilayouts, dst, b, e, C);
       }
     });
   };
@@ -428,7 +433,7 @@ Tensor chain_with_backward(const Spec& s, const std::vector<Tensor>& inputs) {
   if (!s.full) {
     for (size_t i = 0; i < n; ++i)
       if (!s.epi->reads_input(static_cast<int>(i)))
-        in[i] = zeros({}, TensorOptions(inputs[0].dtype()).device(inputs[0].device()));
+        in[i] = zeros({}, TensorOptions(detail::fused_dtype(inputs)).device(inputs[0].device()));
   }
   return fused_elementwise(in, s.epilogue);
 }
@@ -646,6 +651,11 @@ Tensor fused_reduction(const std::vector<Tensor>& inputs, const std::string& red
                ": ", e.what());
   }
   const Shape shape = detail::fused_output_shape(inputs, op);
+  bool reads_input0 = !s.pro;  // a reduction or a stage without a prologue reduces input 0
+  for (const auto& p : s.pros) reads_input0 = reads_input0 || !p;
+  IGNIS_CHECK(!reads_input0 || inputs[0].dtype() != kBool, op, ": ", reduction,
+              " without a prologue reduces input 0, which is bool (a mask); it must be ",
+              detail::fused_dtype(inputs));
   const int64_t nd = static_cast<int64_t>(shape.size());
   IGNIS_CHECK(dims >= 1 && dims <= nd && (dims == 1 || norm || stat), op, ": ", reduction, " over ",
               dims, " trailing dims of an output of shape ", shape,

@@ -13,6 +13,7 @@
 #include "core/dispatch.h"
 #include "ignis/counter_rng.h"
 #include "ignis/tensor.h"
+#include "jit/codegen.h"
 #include "jit/fused_program.h"
 #include "ops/activation_functors.h"
 #include "ops/functors.h"
@@ -45,8 +46,11 @@ Tensor run_fused_program(const FusedProgram& p, const std::string& text,
                          const FusedRng& rng);
 
 /// The broadcast shape of a fused op's inputs, after checking that they are defined, all float32
-/// or all float64, and on one device (errors name `op`, the input and what is wrong).
+/// or all float64 but for bool masks (at least one not bool), and on one device (errors name
+/// `op`, the input and what is wrong).
 Shape fused_output_shape(const std::vector<Tensor>& inputs, const char* op);
+/// The dtype a fused op computes in: its first input that is not a bool mask's (kBool if none).
+DType fused_dtype(const std::vector<Tensor>& inputs);
 
 /// The parsed program `text` over `num_inputs` inputs, from a process-wide cache (parsing
 /// validates it; errors are thrown as by parse_fused_program).
@@ -132,6 +136,31 @@ void interp_apply2(const F& f, InterpOperand<T> a, InterpOperand<T> b, T* __rest
   }
 }
 
+template <class T, class F>
+void interp_apply3(const F& f, InterpOperand<T> a, InterpOperand<T> b, InterpOperand<T> c,
+                   T* __restrict out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = f(a.p[i * a.stride], b.p[i * b.stride], c.p[i * c.stride]);
+}
+
+/// What the interpreter reads: every input as T. Each bool input (a layout letter in upper
+/// case, codegen.h) is copied as 1 or 0 into `store` (its elements: by its layout, against `n`
+/// elements in rows of `cols`); its pointer then points to the copy and its letter is lower case.
+template <class T>
+void interpreter_inputs(std::vector<const void*>& ptrs, std::string& layouts, int64_t n,
+                        int64_t cols, std::vector<std::vector<T>>& store) {
+  for (size_t i = 0; i < layouts.size(); ++i) {
+    if (!is_bool_layout(layouts[i])) continue;
+    const char f = float_layout(layouts[i]);
+    const int64_t len = f == 'f' ? n : f == 'r' ? cols : f == 'c' ? n / cols : 1;
+    const auto* m = static_cast<const unsigned char*>(ptrs[i]);
+    std::vector<T>& v = store.emplace_back(static_cast<size_t>(len));
+    for (int64_t k = 0; k < len; ++k) v[static_cast<size_t>(k)] = static_cast<T>(m[k] != 0);
+    ptrs[i] = v.data();
+    layouts[i] = f;
+  }
+}
+
 /// Runs the program over out[begin, end) (rows of `cols`), inputs laid out as `layouts` says
 /// (codegen.h: 'f' full, 'r' a repeated row, 'c' one value per row, 's' one value). With
 /// `outputs` (a multi-output kernel's), outs[j] receives the value outputs[j] instead. `rng`:
@@ -143,7 +172,7 @@ void interpret(const FusedProgram& p, const std::vector<const T*>& in, const std
                const FusedRng& rng = {}) {
   const size_t m = p.code.size();
   std::vector<T> vals(m * kInterpTile);
-  std::vector<T> numbers(m * 2);
+  std::vector<T> numbers(m * 3);
   for (int64_t k = begin; k < end;) {
     const int64_t r = k / cols, c0 = k - r * cols;
     const int64_t len = std::min({kInterpTile, end - k, cols - c0});
@@ -160,8 +189,8 @@ void interpret(const FusedProgram& p, const std::vector<const T*>& in, const std
             }
           case FusedOperand::Kind::Value: return {vals.data() + o.index * kInterpTile, 1};
           case FusedOperand::Kind::Number:
-            numbers[j * 2 + slot] = static_cast<T>(o.number);
-            return {numbers.data() + j * 2 + slot, 0};
+            numbers[j * 3 + slot] = static_cast<T>(o.number);
+            return {numbers.data() + j * 3 + slot, 0};
         }
         return {nullptr, 0};
       };
@@ -179,15 +208,18 @@ void interpret(const FusedProgram& p, const std::vector<const T*>& in, const std
           }
           break;
         }
-#define IGNIS_X(name, F, arity, params)                                              \
-  case FusedOp::name:                                                                \
-    if constexpr (arity == 2) {                                                      \
-      interp_apply2<T>(fn::F{args}, operand(ins.a, 0), operand(ins.b, 1), dst, len); \
-    } else {                                                                         \
-      interp_apply1<T>(fn::F{args}, operand(ins.a, 0), dst, len);                    \
-    }                                                                                \
+#define IGNIS_X(name, F, arity, params)                                                           \
+  case FusedOp::name:                                                                             \
+    if constexpr (arity == 3) {                                                                   \
+      interp_apply3<T>(fn::F{args}, operand(ins.a, 0), operand(ins.b, 1), operand(ins.c, 2), dst, \
+                       len);                                                                      \
+    } else if constexpr (arity == 2) {                                                            \
+      interp_apply2<T>(fn::F{args}, operand(ins.a, 0), operand(ins.b, 1), dst, len);              \
+    } else {                                                                                      \
+      interp_apply1<T>(fn::F{args}, operand(ins.a, 0), dst, len);                                 \
+    }                                                                                             \
     break;
-        IGNIS_FUSED_BASE_OPS(IGNIS_X)
+          IGNIS_FUSED_BASE_OPS(IGNIS_X)
 #undef IGNIS_X
 #define IGNIS_FLOAT_UNARY_OP(name, F, saves, grad)              \
   case FusedOp::name:                                           \

@@ -24,15 +24,29 @@ using detail::FusedInstr;
 using detail::FusedOp;
 using detail::FusedOperand;
 
-/// A node as a program instruction: its op, its tensor operands (value ids; b -1 when the
-/// second operand is a number or the op is unary), the number (the first operand instead, with
-/// `number_first`: rsub, a number over a tensor) and the parameters.
+/// A node as a program instruction: its op, its operands (value ids, or -1 and a number: rsub's
+/// first, a Scalar argument, masked_fill's value) and the parameters; `dtype`, the float dtype
+/// it computes in (its output's; a comparison's operands'; kBool: any, its operands all bool).
 struct Candidate {
   FusedOp op;
-  int a = -1, b = -1;
-  double number = 0;
-  bool number_first = false;
+  int v[3] = {-1, -1, -1};
+  double number[3] = {0, 0, 0};
   double param = 0, param2 = 0, param3 = 0;
+  DType dtype = kFloat32;
+  /// Operand k as an operand of a program whose inputs and values `value(id)` gives.
+  template <class F>
+  FusedOperand operand(int k, const F& value) const {
+    if (v[k] >= 0) return value(v[k]);
+    return {FusedOperand::Kind::Number, 0, number[k]};
+  }
+  /// The instruction, its tensor operands through `value`.
+  template <class F>
+  FusedInstr instr(const F& value) const {
+    FusedInstr in{op, operand(0, value), {}, param, param2, param3};
+    if (detail::fused_op_info(op).arity >= 2) in.b = operand(1, value);
+    if (detail::fused_op_info(op).arity == 3) in.c = operand(2, value);
+    return in;
+  }
 };
 
 double scalar_attr(const Node& n, std::string_view name) {
@@ -43,36 +57,71 @@ double scalar_attr(const Node& n, std::string_view name) {
   return std::nan("");
 }
 
+bool is_float(DType d) { return d == kFloat32 || d == kFloat64; }
+
+/// Whether a fused node reading these values has one that is not a mask (its dtype's).
+bool float_input(const Graph& g, const std::vector<int>& inputs) {
+  for (int v : inputs)
+    if (g.values[static_cast<size_t>(v)].dtype != kBool) return true;
+  return false;
+}
+
 std::optional<Candidate> translate(const Graph& g, const Node& n) {
   const std::string name = n.name();
-  // div.Scalar_Tensor(self, other): a number over a tensor (its tensor is the second argument)
-  const size_t tensor_arg = name == "div.Scalar_Tensor" ? 1 : 0;
-  if (n.outputs.size() != 1 || n.args.size() <= tensor_arg ||
-      n.args[tensor_arg].kind != Arg::Kind::Tensor)
-    return {};
-  const Value& out = g.values[static_cast<size_t>(n.outputs[0])];
-  if (out.dtype != kFloat32 && out.dtype != kFloat64) return {};
-  Candidate c;
-  c.a = n.args[tensor_arg].value;
   const std::string base = n.op->schema.name;
   const std::string overload = n.op->schema.overload;
+  // The tensor arguments, by position: div.Scalar_Tensor's is its second (a number over a
+  // tensor), where.ScalarSelf's second is a number.
+  auto tensor = [&](size_t k) {
+    return k < n.args.size() && n.args[k].kind == Arg::Kind::Tensor ? n.args[k].value : -1;
+  };
+  if (n.outputs.size() != 1 || n.args.empty()) return {};
+  const Value& out = g.values[static_cast<size_t>(n.outputs[0])];
+  const bool compare = (base == "eq" || base == "ne" || base == "lt" || base == "le" ||
+                        base == "gt" || base == "ge") &&
+                       (overload == "Tensor" || overload == "Scalar");
+  const bool logical = name == "logical_and" || name == "logical_or" || name == "logical_not";
+  // Comparisons and logical ops give masks (bool, 1 or 0 in a program); the rest floats.
+  if (!(is_float(out.dtype) || ((compare || logical) && out.dtype == kBool))) return {};
+  Candidate c;
+  c.v[0] = tensor(name == "div.Scalar_Tensor" ? 1 : 0);
   const bool binary_base = base == "add" || base == "sub" || base == "mul" || base == "div";
-  if (binary_base && (overload == "Tensor" || overload == "Scalar")) {
+  if ((binary_base || compare) && (overload == "Tensor" || overload == "Scalar")) {
     FusedOp op{};
     detail::fused_op_by_name(base, op);
     c.op = op;
     if (overload == "Tensor") {
-      if (n.args[1].kind != Arg::Kind::Tensor) return {};
-      c.b = n.args[1].value;
+      c.v[1] = tensor(1);
+      if (c.v[1] < 0) return {};
     } else {
-      c.number = scalar_attr(n, "other");
+      c.number[1] = scalar_attr(n, "other");
     }
     if (base == "add" || base == "sub") c.param = scalar_attr(n, "alpha");
+  } else if (name == "logical_and" || name == "logical_or") {
+    detail::fused_op_by_name(name, c.op);
+    c.v[1] = tensor(1);
+    if (c.v[1] < 0) return {};
+  } else if (name == "where.self" || name == "where.ScalarOther" || name == "where.ScalarSelf") {
+    // where(condition, self, other); a Scalar branch is a number
+    c.op = FusedOp::where;
+    for (size_t k = 1; k < 3; ++k) {
+      c.v[k] = tensor(k);
+      if (c.v[k] >= 0) continue;
+      c.number[k] = scalar_attr(n, k == 1 ? "self" : "other");
+      if (name == "where.self") return {};
+    }
+  } else if (name == "masked_fill.Scalar") {  // where(mask, value, self)
+    c.op = FusedOp::where;
+    c.v[0] = tensor(1);
+    c.number[1] = scalar_attr(n, "value");
+    c.v[2] = tensor(0);
+    if (c.v[2] < 0) return {};
   } else if (name == "rsub.Scalar" || name == "div.Scalar_Tensor") {
     // other - self and self / other as eager runs them: sub and div of the number and the tensor
     c.op = name == "rsub.Scalar" ? FusedOp::sub : FusedOp::div;
-    c.number = scalar_attr(n, name == "rsub.Scalar" ? "other" : "self");
-    c.number_first = true;
+    c.v[1] = c.v[0];
+    c.v[0] = -1;
+    c.number[0] = scalar_attr(n, name == "rsub.Scalar" ? "other" : "self");
     c.param = 1;                  // (sub's alpha)
   } else if (name == "square") {  // pow(x, 2), as its composite
     c.op = FusedOp::pow;
@@ -84,8 +133,8 @@ std::optional<Candidate> translate(const Graph& g, const Node& n) {
     c.op = FusedOp::pow;
   } else if (name == "maximum" || name == "minimum") {
     detail::fused_op_by_name(name, c.op);
-    if (n.args[1].kind != Arg::Kind::Tensor) return {};
-    c.b = n.args[1].value;
+    c.v[1] = tensor(1);
+    if (c.v[1] < 0) return {};
   } else if (name == "gelu") {
     const op::IValue& a = n.args[1].attr;
     if (!a.is<std::string>()) return {};
@@ -145,12 +194,26 @@ std::optional<Candidate> translate(const Graph& g, const Node& n) {
     if (info.arity != 1 || info.params != 0 || n.args.size() != 1) return {};
     c.op = op;
   }
-  if (!std::isfinite(c.param) || !std::isfinite(c.param2) || !std::isfinite(c.param3) ||
-      std::isnan(c.number))
-    return {};
-  if (c.a < 0) return {};   // an undefined (None) operand
-  for (int v : {c.a, c.b})  // no promotion inside a program
-    if (v >= 0 && g.values[static_cast<size_t>(v)].dtype != out.dtype) return {};
+  const int arity = detail::fused_op_info(c.op).arity;
+  if (!std::isfinite(c.param) || !std::isfinite(c.param2) || !std::isfinite(c.param3)) return {};
+  // Every operand a tensor (not an undefined one) or a number (not NaN); the first a tensor but
+  // for a number over a tensor (rsub, div).
+  if (c.v[0] < 0 && name != "rsub.Scalar" && name != "div.Scalar_Tensor") return {};
+  for (int k = 0; k < arity; ++k)
+    if (c.v[k] < 0 && std::isnan(c.number[k])) return {};
+  // No promotion inside a program but masks' (bool, read as 1 or 0): the float operands all of
+  // the dtype it computes in; where's condition a mask.
+  c.dtype = is_float(out.dtype) ? out.dtype : kBool;
+  for (int k = 0; k < arity; ++k) {
+    if (c.v[k] < 0) continue;
+    const DType d = g.values[static_cast<size_t>(c.v[k])].dtype;
+    if (c.op == FusedOp::where && k == 0) {
+      if (d != kBool) return {};
+    } else if (d != kBool) {
+      if (!is_float(d) || (c.dtype != kBool && d != c.dtype)) return {};
+      c.dtype = d;
+    }
+  }
   return c;
 }
 
@@ -173,6 +236,7 @@ int fuse_elementwise(Graph& g) {
   for (size_t r = count; r-- > 0;) {
     if (!cand[r] || group[r] >= 0) continue;
     const Value& root = g.values[static_cast<size_t>(g.nodes[r].outputs[0])];
+    if (!is_float(root.dtype)) continue;  // (a mask is made inside a chain, not its result)
     // Absorb producers whose every use is inside the group, to a fixpoint (a value read twice
     // in the group, by nodes found in either order).
     std::vector<size_t> members = {r};
@@ -181,14 +245,17 @@ int fuse_elementwise(Graph& g) {
       grew = false;
       std::map<int, int> inside;  // value id -> references from members
       for (size_t m : members)
-        for (int v : {cand[m]->a, cand[m]->b})
+        for (int v : cand[m]->v)
           if (v >= 0) ++inside[v];
       for (const auto& [v, refs] : inside) {
         const int p = prod[static_cast<size_t>(v)];
         if (p < 0 || !cand[static_cast<size_t>(p)] || group[static_cast<size_t>(p)] >= 0) continue;
         const Value& val = g.values[static_cast<size_t>(v)];
-        if (refs != uses[static_cast<size_t>(v)] || val.sizes != root.sizes ||
-            val.dtype != root.dtype)
+        // A mask computed from the chain's dtype, or from masks alone, joins it, of any shape
+        // (recomputed per element: it has no gradient to sum and draws nothing).
+        const DType d = cand[static_cast<size_t>(p)]->dtype;
+        if (refs != uses[static_cast<size_t>(v)] ||
+            (val.sizes != root.sizes && val.dtype != kBool) || (d != root.dtype && d != kBool))
           continue;
         group[static_cast<size_t>(p)] = static_cast<int>(r);
         members.push_back(static_cast<size_t>(p));
@@ -229,25 +296,13 @@ int fuse_elementwise(Graph& g) {
     };
     int streams = 0;  // dropout's random streams, in eager's order
     for (size_t m : members) {
-      const Candidate& c = *cand[m];
-      FusedInstr in{c.op, operand(c.a), {}, c.param, c.param2, c.param3};
-      if (c.op == FusedOp::dropout) {
-        in.b.kind = FusedOperand::Kind::Number;
-        in.b.number = streams++;
-      } else if (detail::fused_op_info(c.op).arity == 2) {
-        if (c.b >= 0) {
-          in.b = operand(c.b);
-        } else {
-          in.b.kind = FusedOperand::Kind::Number;
-          in.b.number = c.number;
-        }
-      }
-      if (c.number_first) std::swap(in.a, in.b);
+      FusedInstr in = cand[m]->instr(operand);
+      if (in.op == FusedOp::dropout) in.b.number = streams++;
       instr_of[m] = static_cast<int>(program.code.size());
       program.code.push_back(in);
     }
     program.num_inputs = static_cast<int>(inputs.size());
-    if (program.num_inputs > detail::kMaxFusedInputs ||
+    if (!float_input(g, inputs) || program.num_inputs > detail::kMaxFusedInputs ||
         program.code.size() > static_cast<size_t>(detail::kMaxFusedInstrs)) {
       for (size_t m : members) group[m] = -1;
       continue;
@@ -297,24 +352,14 @@ std::optional<Piece> piece_of(const Graph& g, const Node& n) {
     return p;
   }
   const std::optional<Candidate> c = translate(g, n);
-  if (!c) return {};
-  FusedInstr in{c->op, {}, {}, c->param, c->param2, c->param3};
-  p.inputs.push_back(c->a);
-  if (c->op == FusedOp::dropout) {
-    in.b.kind = FusedOperand::Kind::Number;
-    in.b.number = 0;  // the piece's stream 0
-  } else if (detail::fused_op_info(c->op).arity == 2) {
-    if (c->b >= 0) {
-      in.b.index = static_cast<int>(p.inputs.size());
-      p.inputs.push_back(c->b);
-    } else {
-      in.b.kind = FusedOperand::Kind::Number;
-      in.b.number = c->number;
-    }
-  }
-  if (c->number_first) std::swap(in.a, in.b);
-  p.program.code.push_back(in);
+  if (!c || !is_float(g.values[static_cast<size_t>(n.outputs[0])].dtype)) return {};
+  // Its operands as the piece's inputs, in order (dropout's stream: the piece's stream 0).
+  p.program.code.push_back(c->instr([&](int v) {
+    p.inputs.push_back(v);
+    return FusedOperand{FusedOperand::Kind::Input, static_cast<int>(p.inputs.size()) - 1, 0};
+  }));
   p.program.num_inputs = static_cast<int>(p.inputs.size());
+  if (!float_input(g, p.inputs)) return {};
   return p;
 }
 
@@ -330,11 +375,8 @@ FusedOperand inline_program(const detail::FusedProgram& p, std::vector<FusedInst
     return o;
   };
   for (FusedInstr in : p.code) {
-    in.a = map(in.a);
-    if (in.op == FusedOp::dropout)
-      in.b.number += streams;
-    else if (detail::fused_op_info(in.op).arity == 2)
-      in.b = map(in.b);
+    detail::for_each_operand(in, [&](FusedOperand& o) { o = map(o); });
+    if (in.op == FusedOp::dropout) in.b.number += streams;
     code.push_back(in);
   }
   return {FusedOperand::Kind::Value, static_cast<int>(code.size()) - 1, 0};
@@ -586,13 +628,12 @@ std::optional<StatNode> stat_node(const Graph& g, const Node& n, const op::Recor
 
 /// Whether program p reads its input k as an operand.
 bool reads_directly(const detail::FusedProgram& p, int k) {
-  for (const FusedInstr& in : p.code) {
-    const bool binary = detail::fused_op_info(in.op).arity == 2;
-    for (const FusedOperand* o : {&in.a, &in.b})
-      if ((o == &in.a || binary) && o->kind == FusedOperand::Kind::Input && o->index == k)
-        return true;
-  }
-  return false;
+  bool reads = false;
+  for (const FusedInstr& in : p.code)
+    detail::for_each_operand(in, [&](const FusedOperand& o) {
+      reads = reads || (o.kind == FusedOperand::Kind::Input && o.index == k);
+    });
+  return reads;
 }
 
 /// A chain's stages (program k over the node's n inputs and statistics 0..k-1; an empty program
@@ -615,9 +656,10 @@ void drop_equal_stages(int n, Stages& s) {
     const int dropped = n + static_cast<int>(k), kept = n + static_cast<int>(j);
     auto remap = [&](detail::FusedProgram& p) {
       for (FusedInstr& in : p.code)
-        for (FusedOperand* o : {&in.a, &in.b})
-          if (o->kind == FusedOperand::Kind::Input && o->index >= dropped)
-            o->index = o->index == dropped ? kept : o->index - 1;
+        detail::for_each_operand(in, [&](FusedOperand& o) {
+          if (o.kind == FusedOperand::Kind::Input && o.index >= dropped)
+            o.index = o.index == dropped ? kept : o.index - 1;
+        });
       --p.num_inputs;
     };
     for (size_t m = k + 1; m < s.pros.size(); ++m) remap(s.pros[m]);
@@ -916,9 +958,11 @@ int fuse_reductions(Graph& g) {
               scalars && (v == tail || sizes_numel(g.values[static_cast<size_t>(v)].sizes) == 1);
         if (!r.keepdim && !scalars) break;
       }
-      bool same_dtype = true;
-      for (int v : piece->inputs)
-        same_dtype = same_dtype && g.values[static_cast<size_t>(v)].dtype == yv.dtype;
+      bool same_dtype = true;  // (or masks)
+      for (int v : piece->inputs) {
+        const DType d = g.values[static_cast<size_t>(v)].dtype;
+        same_dtype = same_dtype && (d == yv.dtype || d == kBool);
+      }
       if (!same_dtype) break;
       cur = b.append(*piece, epi_code, tail, cur, epi_streams);
       members.push_back(static_cast<size_t>(e));
@@ -953,8 +997,9 @@ int fuse_reductions(Graph& g) {
     if (n + stats > detail::kMaxFusedInputs) continue;
     for (std::vector<FusedInstr>* code : {&epi_code, &deviations, &residuals})
       for (FusedInstr& in : *code)
-        for (FusedOperand* o : {&in.a, &in.b})
-          if (o->kind == FusedOperand::Kind::Input && o->index < 0) o->index = n - 1 - o->index;
+        detail::for_each_operand(in, [&](FusedOperand& o) {
+          if (o.kind == FusedOperand::Kind::Input && o.index < 0) o.index = n - 1 - o.index;
+        });
     detail::FusedProgram pro_prog, epi_prog, dev_prog;
     pro_prog.code = pro_code;
     pro_prog.num_inputs = n;
