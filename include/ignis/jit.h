@@ -238,10 +238,11 @@ int fuse_ops(Graph& g);
 
 /// Elementwise fusion: each maximal chain of elementwise ops (add, sub, mul, div, maximum,
 /// minimum, neg, abs, pow by a nonzero number, relu, gelu, silu, leaky_relu and the floating
-/// unary ops: exp, tanh, sigmoid, ...) on one float32 or float64 shape, whose intermediate values nothing else reads,
-/// becomes one `fused_elementwise` node: one pass over memory instead of one per op. Its program
-/// runs as C++ generated from the ops' functors and compiled at run time, or through an
-/// interpreter over the same functors (see set_fusion_backend).
+/// unary ops: exp, tanh, sigmoid, ...) on one float32 or float64 shape, whose intermediate values
+/// nothing else reads, becomes one `fused_elementwise` node: one pass over memory instead of one
+/// per op. Masks join too: comparisons, logical ops, where and masked_fill, a bool input read as 1
+/// or 0. Its program runs as C++ generated from the ops' functors and compiled at run time, or
+/// through an interpreter over the same functors (see set_fusion_backend).
 int fuse_elementwise(Graph& g);
 
 /// How fused_elementwise and fused_reduction run on the CPU: "auto" (compile generated C++ with the
@@ -288,9 +289,9 @@ int fuse_conv_pointwise(Graph& g);
 int fuse_reductions(Graph& g);
 
 /// Runs a fused elementwise program (the fusion pass's node; the program's syntax is in
-/// docs/graph-mode.md) on inputs of one float dtype that broadcast together. With an input that
-/// requires grad it records one node whose backward is the program differentiated in reverse
-/// mode: one fused pass for every input's gradient (on a GPU and with create_graph, a fused
+/// docs/graph-mode.md) on inputs of one float dtype (and bool masks) that broadcast together. With
+/// an input that requires grad it records one node whose backward is the program differentiated in
+/// reverse mode: one fused pass for every input's gradient (on a GPU and with create_graph, a fused
 /// program per input); a program using an op without a derivative there (maximum, minimum) runs
 /// its ops one by one, so each records its own backward.
 Tensor fused_elementwise(const std::vector<Tensor>& inputs, const std::string& program);

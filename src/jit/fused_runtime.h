@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/dispatch.h"
@@ -104,6 +105,16 @@ struct InterpOperand {
   int64_t stride;  // 0: one element for the whole tile
 };
 
+/// A functor's result as T: a mask (a comparison's bool) as 1 or 0 by a select, which
+/// vectorises (GCC 12 does not vectorise a bool converted to a float).
+template <class T, class R>
+inline T as_value(R r) {
+  if constexpr (std::is_same_v<R, bool>)
+    return r ? T(1) : T(0);
+  else
+    return r;
+}
+
 // Contiguous operands take loops of their own, which the compiler vectorises (a runtime stride
 // keeps it from doing so).
 template <class T, class F>
@@ -115,9 +126,9 @@ void interp_apply1(const F& f, InterpOperand<T> a, T* __restrict out, int64_t n)
     }
   } else if (a.stride == 1) {
     const T* __restrict p = a.p;
-    for (int64_t i = 0; i < n; ++i) out[i] = f(p[i]);
+    for (int64_t i = 0; i < n; ++i) out[i] = as_value<T>(f(p[i]));
   } else {
-    for (int64_t i = 0; i < n; ++i) out[i] = f(a.p[i * a.stride]);
+    for (int64_t i = 0; i < n; ++i) out[i] = as_value<T>(f(a.p[i * a.stride]));
   }
 }
 template <class T, class F>
@@ -126,13 +137,13 @@ void interp_apply2(const F& f, InterpOperand<T> a, InterpOperand<T> b, T* __rest
   if (a.stride == 1 && b.stride == 1) {
     const T* __restrict p = a.p;
     const T* __restrict q = b.p;
-    for (int64_t i = 0; i < n; ++i) out[i] = f(p[i], q[i]);
+    for (int64_t i = 0; i < n; ++i) out[i] = as_value<T>(f(p[i], q[i]));
   } else if (a.stride == 1 && b.stride == 0) {
     const T* __restrict p = a.p;
     const T y = *b.p;
-    for (int64_t i = 0; i < n; ++i) out[i] = f(p[i], y);
+    for (int64_t i = 0; i < n; ++i) out[i] = as_value<T>(f(p[i], y));
   } else {
-    for (int64_t i = 0; i < n; ++i) out[i] = f(a.p[i * a.stride], b.p[i * b.stride]);
+    for (int64_t i = 0; i < n; ++i) out[i] = as_value<T>(f(a.p[i * a.stride], b.p[i * b.stride]));
   }
 }
 
