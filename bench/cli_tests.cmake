@@ -50,6 +50,11 @@ add_test(NAME cli_bench_jit_rmsnorm_train
          COMMAND ignis_cli bench jit_rmsnorm_train --batch 64 --repeat 1 --threads 1)
 set_tests_properties(cli_bench_jit_rmsnorm_train PROPERTIES PASS_REGULAR_EXPRESSION
   "mode=eager ms_per_step=.*mode=compiler ms_per_step=.*mode=interpreter ms_per_step=")
+# jit_attention on 4 heads: eager (3 nodes: mul, masked_fill, softmax), then one fused_reduction
+# (the mask a bool input) both ways.
+add_test(NAME cli_bench_jit_attention COMMAND ignis_cli bench jit_attention --batch 4 --repeat 1 --threads 1)
+set_tests_properties(cli_bench_jit_attention PROPERTIES PASS_REGULAR_EXPRESSION
+  "shape=4x128x128 threads=1 mode=eager nodes=3 .*mode=compiler nodes=1 .*mode=interpreter nodes=1 ")
 # jit_layernorm on 64 rows: eager (9 nodes: mean, sub, pow, mean, add, sqrt, div, mul, add), one
 # fused_reduction chaining two statistics both ways, then the two-node form; the same trained.
 add_test(NAME cli_bench_jit_layernorm COMMAND ignis_cli bench jit_layernorm --batch 64 --repeat 1 --threads 1)

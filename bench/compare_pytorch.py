@@ -27,7 +27,7 @@ import time
 WORKLOADS = ("op_overhead", "sgemm", "seed_jit_mlp", "mnist_mlp", "mnist_lenet", "train_step",
              "checkpoint", "gcn", "gin", "ddp_mnist_mlp", "jit_fusion", "jit_fusion_train",
              "jit_dropout_train", "jit_norm_train", "jit_inference", "jit_block", "jit_rmsnorm",
-             "jit_rmsnorm_train", "jit_layernorm")
+             "jit_rmsnorm_train", "jit_layernorm", "jit_attention")
 # The CNN training workloads take minutes: run them when asked for.
 DEFAULT_WORKLOADS = ("op_overhead", "sgemm", "seed_jit_mlp", "mnist_mlp")
 
@@ -80,6 +80,11 @@ SPECS = {
                                 "w, c (ignis: "
                                 "its best mode, eager or the fused_reduction node; PyTorch: eager) "
                                 "(lower is better)", "extra": ("mode",)},
+    "jit_attention": {"keys": ("shape",), "metric": "ms_per_forward", "higher": False,
+                      "title": "ms per softmax((s * 0.125).masked_fill(causal, -inf), -1) on "
+                               "[96, 128, 128] float32 scores, a bool causal mask (ignis: its best "
+                               "mode, eager or one fused_reduction; PyTorch: eager and scripted) "
+                               "(lower is better)", "extra": ("mode",)},
     "jit_rmsnorm": {"keys": ("shape",), "metric": "ms_per_forward", "higher": False,
                     "title": "ms per x * rsqrt(mean(x ** 2, -1, keepdim) + 1e-6) * w on [4096, 1024] "
                              "float32, a hand-written RMS norm (ignis: its best mode, eager or one "
@@ -335,6 +340,20 @@ def torch_jit_layernorm(torch, threads, repeat):
 
     return eager_and_scripted(torch, "jit_layernorm", block, (x, w, b), f"{rows}x{cols}",
                               threads, repeat)
+
+
+def torch_jit_attention(torch, threads, repeat):
+    """The masked attention softmax of `ignis bench jit_attention`, eager and as TorchScript."""
+    heads, tokens = 96, 128
+    torch.manual_seed(0)
+    s = torch.randn(heads, tokens, tokens)
+    causal = torch.arange(tokens).unsqueeze(1) < torch.arange(tokens).unsqueeze(0)
+
+    def block(s, causal):
+        return torch.softmax((s * 0.125).masked_fill(causal, float("-inf")), -1)
+
+    return eager_and_scripted(torch, "jit_attention", block, (s, causal),
+                              f"{heads}x{tokens}x{tokens}", threads, repeat)
 
 
 def torch_jit_rmsnorm_train(torch, threads, repeat):
@@ -1011,7 +1030,8 @@ TORCH_WORKLOADS = {"op_overhead": torch_op_overhead, "sgemm": torch_sgemm,
                    "jit_block": torch_jit_block,
                    "jit_rmsnorm": torch_jit_rmsnorm,
                    "jit_rmsnorm_train": torch_jit_rmsnorm_train,
-                   "jit_layernorm": torch_jit_layernorm}
+                   "jit_layernorm": torch_jit_layernorm,
+                   "jit_attention": torch_jit_attention}
 # Workloads whose PyTorch function also takes this script's options.
 TAKES_ARGS = ("mnist_mlp", "mnist_lenet", "train_step", "checkpoint", "gin", "ddp_mnist_mlp",
               "jit_inference")
@@ -1089,7 +1109,7 @@ def print_table(workload, rows):
                     "ddp_mnist_mlp",
                     "jit_fusion", "jit_fusion_train", "jit_dropout_train", "jit_norm_train",
                     "jit_inference", "jit_block", "seed_jit_mlp", "jit_rmsnorm",
-                    "jit_rmsnorm_train", "jit_layernorm"):
+                    "jit_rmsnorm_train", "jit_layernorm", "jit_attention"):
         cols[-2] = ("ignis", lambda r: f"{fmt(r['ignis'], 3)} ({r['ignis_threads']}T)")
         cols[-1] = ("PyTorch",
                     lambda r: f"{fmt(r.get('pytorch'), 3)} ({r.get('pytorch_threads', '-')}T)")

@@ -1,8 +1,10 @@
 // `ignis bench jit_inference`: a zoo model's inference (no autograd, eval mode) eager and as a
 // frozen graph (jit::freeze: batch norm folded, conv/linear + relu and residual ends fused,
 // convolution weights pre-packed by the executor), same input, ms per forward.
+#include <cmath>
 #include <cstdio>
 #include <functional>
+#include <string>
 
 #include "cli/bench.h"
 #include "ignis/autograd.h"
@@ -79,12 +81,16 @@ void bench_fused_inference(
   auto time = [&](const auto& forward) { return median_ms(forward, opts.repeat); };
   const double eager = time([&] { return block(inputs); });
   const Tensor& x = inputs[0];
+  std::string shape;  // "4096x1024"
+  for (int64_t d : x.sizes()) {
+    if (!shape.empty()) shape += 'x';
+    shape += std::to_string(d);
+  }
   auto report = [&](const char* mode, size_t nodes, double ms) {
     std::printf(
-        "workload=%s shape=%lldx%lld threads=%d mode=%s nodes=%zu ms_per_forward=%.3f "
+        "workload=%s shape=%s threads=%d mode=%s nodes=%zu ms_per_forward=%.3f "
         "GBps=%.2f speedup=%.2f\n",
-        name, static_cast<long long>(x.size(0)), static_cast<long long>(x.size(1)),
-        get_num_threads(), mode, nodes, ms, bytes / (ms * 1e6), eager / ms);
+        name, shape.c_str(), get_num_threads(), mode, nodes, ms, bytes / (ms * 1e6), eager / ms);
   };
   report("eager", traced_nodes, eager);
   for (const char* backend : {"compiler", "interpreter"}) {
@@ -114,6 +120,22 @@ void bench_jit_fusion(const BenchOptions& opts) {
   };
   const double bytes = 3.0 * static_cast<double>(rows * cols) * 4;  // x, residual in; y out
   bench_fused_inference("jit_fusion", block, {x, residual, scale, shift, gate}, bytes, opts);
+}
+
+// A causal self-attention's softmax, softmax((q kᵀ * scale).masked_fill(causal, -inf), -1), on
+// [96, 128, 128] float32 scores (GPT-2 small's 12 heads, batch 8, 128 tokens) and a bool [128,
+// 128] mask: eager runs mul, masked_fill and softmax (three passes, two temporaries); the graph
+// one fused_reduction whose prologue scales and fills (the mask a bool input).
+void bench_jit_attention(const BenchOptions& opts) {
+  const int64_t heads = opts.batch > 0 ? opts.batch : 96, tokens = 128;
+  manual_seed(0);
+  const Tensor scores = randn({heads, tokens, tokens});
+  const Tensor causal = arange(tokens).unsqueeze(1) < arange(tokens).unsqueeze(0);
+  auto block = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{softmax((in[0] * 0.125).masked_fill(in[1], -INFINITY), -1)};
+  };
+  const double bytes = 2.0 * static_cast<double>(scores.numel()) * 4;  // scores in, probs out
+  bench_fused_inference("jit_attention", block, {scores, causal}, bytes, opts);
 }
 
 namespace {
