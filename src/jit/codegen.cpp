@@ -385,7 +385,6 @@ std::string fused_reduction_source(const FusedProgram* prologue, const std::stri
   }
   s << "  T* __restrict out = static_cast<T*>(out_);\n"
        "  T* __restrict xb = static_cast<T*>(scratch_);\n"
-       "  T* __restrict xe = xb + cols;\n"
        "  const T eps = static_cast<T>(eps_);\n"
        "  (void)eps;\n"
        "  for (long long r = r0; r < r1; ++r) {\n"
@@ -410,11 +409,13 @@ std::string fused_reduction_source(const FusedProgram* prologue, const std::stri
          "static_cast<T>(cols) + eps);\n";
     value = "x[c] * rstd";
   } else {
+    // The exponentials go into the output row (as eager's softmax does; each element is read
+    // before the epilogue's store to it), not a third buffer.
     s << "    const T m = ignis_row_max(x, cols);\n"
-         "    const T sum = ignis_row_exp_sum(x, xe, cols, m);\n";
+         "    const T sum = ignis_row_exp_sum(x, o, cols, m);\n";
     if (reduction == "softmax") {
       s << "    const T inv = T(1) / sum;\n";
-      value = "xe[c] * inv";
+      value = "o[c] * inv";
     } else {
       s << "    const T ls = std::log(sum);\n";
       value = "(x[c] - m) - ls";

@@ -1,80 +1,82 @@
 // The row reductions of fused_reduction (layer_norm's statistics, softmax's max and sum of
 // exponentials), written once: the interpreter (fused_reduction.cpp) compiles this code into the
 // library, and the generated kernels (codegen.cpp) embed the same text, so that both sum in the
-// same order and give the same results. Sums use 16 independent partial sums (the compiler turns
-// them into vector lanes), folded as a fixed tree.
+// same order and give the same results. Sums use 32 independent partial sums (the compiler turns
+// them into vector lanes; 16 vectorised poorly: a softmax row took 1.4x as long), the tail
+// added to the first, folded as a fixed tree — the order of eager's row reductions
+// (cpu/reduce.h).
 #pragma once
 
 #include <cstdint>
 
-#define IGNIS_JIT_ROW_REDUCE_CODE                                                                \
-  template <class T>                                                                             \
-  inline T ignis_row_sum(const T* __restrict x, long long n) {                                   \
-    T acc[16] = {};                                                                              \
-    long long i = 0;                                                                             \
-    for (; i + 16 <= n; i += 16)                                                                 \
-      for (int j = 0; j < 16; ++j) acc[j] += x[i + j];                                           \
-    for (; i < n; ++i) acc[i & 15] += x[i];                                                      \
-    for (int w = 8; w > 0; w /= 2)                                                               \
-      for (int j = 0; j < w; ++j) acc[j] += acc[j + w];                                          \
-    return acc[0];                                                                               \
-  }                                                                                              \
-  template <class T>                                                                             \
-  inline T ignis_row_sq_dev(const T* __restrict x, long long n, T mean) {                        \
-    T acc[16] = {};                                                                              \
-    long long i = 0;                                                                             \
-    for (; i + 16 <= n; i += 16)                                                                 \
-      for (int j = 0; j < 16; ++j) {                                                             \
-        const T d = x[i + j] - mean;                                                             \
-        acc[j] += d * d;                                                                         \
-      }                                                                                          \
-    for (; i < n; ++i) {                                                                         \
-      const T d = x[i] - mean;                                                                   \
-      acc[i & 15] += d * d;                                                                      \
-    }                                                                                            \
-    for (int w = 8; w > 0; w /= 2)                                                               \
-      for (int j = 0; j < w; ++j) acc[j] += acc[j + w];                                          \
-    return acc[0];                                                                               \
-  }                                                                                              \
+#define IGNIS_JIT_ROW_REDUCE_CODE                                                                 \
+  template <class T>                                                                              \
+  inline T ignis_row_sum(const T* __restrict x, long long n) {                                    \
+    T acc[32] = {};                                                                               \
+    long long i = 0;                                                                              \
+    for (; i + 32 <= n; i += 32)                                                                  \
+      for (int j = 0; j < 32; ++j) acc[j] += x[i + j];                                            \
+    for (; i < n; ++i) acc[0] += x[i];                                                            \
+    for (int w = 16; w > 0; w /= 2)                                                               \
+      for (int j = 0; j < w; ++j) acc[j] += acc[j + w];                                           \
+    return acc[0];                                                                                \
+  }                                                                                               \
+  template <class T>                                                                              \
+  inline T ignis_row_sq_dev(const T* __restrict x, long long n, T mean) {                         \
+    T acc[32] = {};                                                                               \
+    long long i = 0;                                                                              \
+    for (; i + 32 <= n; i += 32)                                                                  \
+      for (int j = 0; j < 32; ++j) {                                                              \
+        const T d = x[i + j] - mean;                                                              \
+        acc[j] += d * d;                                                                          \
+      }                                                                                           \
+    for (; i < n; ++i) {                                                                          \
+      const T d = x[i] - mean;                                                                    \
+      acc[0] += d * d;                                                                            \
+    }                                                                                             \
+    for (int w = 16; w > 0; w /= 2)                                                               \
+      for (int j = 0; j < w; ++j) acc[j] += acc[j + w];                                           \
+    return acc[0];                                                                                \
+  }                                                                                               \
   /* layer_norm's mean and 1 / sqrt(var + eps) (biased variance, two passes, as the composite) */ \
-  template <class T>                                                                             \
-  inline void ignis_layer_norm_stats(const T* __restrict x, long long n, T eps, T& mean,         \
-                                     T& rstd) {                                                  \
-    mean = ignis_row_sum(x, n) / static_cast<T>(n);                                              \
-    const T var = ignis_row_sq_dev(x, n, mean) / static_cast<T>(n);                              \
-    rstd = ignis::fn::Rsqrt{}(var + eps);                                                        \
-  }                                                                                              \
-  template <class T>                                                                             \
-  inline T ignis_row_max(const T* __restrict x, long long n) {                                   \
-    T acc[16];                                                                                   \
-    for (int j = 0; j < 16; ++j) acc[j] = -std::numeric_limits<T>::infinity();                   \
-    long long i = 0;                                                                             \
-    for (; i + 16 <= n; i += 16)                                                                 \
-      for (int j = 0; j < 16; ++j) acc[j] = x[i + j] > acc[j] ? x[i + j] : acc[j];               \
-    for (; i < n; ++i) acc[i & 15] = x[i] > acc[i & 15] ? x[i] : acc[i & 15];                    \
-    for (int w = 8; w > 0; w /= 2)                                                               \
-      for (int j = 0; j < w; ++j) acc[j] = acc[j + w] > acc[j] ? acc[j + w] : acc[j];            \
-    return acc[0];                                                                               \
-  }                                                                                              \
-  /* e[i] = exp(x[i] - m), and their sum */                                         \
-  template <class T>                                                                             \
-  inline T ignis_row_exp_sum(const T* __restrict x, T* __restrict e, long long n, T m) {                               \
-    T acc[16] = {};                                                                              \
-    long long i = 0;                                                                             \
-    for (; i + 16 <= n; i += 16)                                                                 \
-      for (int j = 0; j < 16; ++j) {                                                             \
-        const T v = ignis::fn::Exp{}(x[i + j] - m);                                              \
-        e[i + j] = v;                                                                            \
-        acc[j] += v;                                                                             \
-      }                                                                                          \
-    for (; i < n; ++i) {                                                                         \
-      const T v = ignis::fn::Exp{}(x[i] - m);                                                    \
-      e[i] = v;                                                                                  \
-      acc[i & 15] += v;                                                                          \
-    }                                                                                            \
-    for (int w = 8; w > 0; w /= 2)                                                               \
-      for (int j = 0; j < w; ++j) acc[j] += acc[j + w];                                          \
-    return acc[0];                                                                               \
+  template <class T>                                                                              \
+  inline void ignis_layer_norm_stats(const T* __restrict x, long long n, T eps, T& mean,          \
+                                     T& rstd) {                                                   \
+    mean = ignis_row_sum(x, n) / static_cast<T>(n);                                               \
+    const T var = ignis_row_sq_dev(x, n, mean) / static_cast<T>(n);                               \
+    rstd = ignis::fn::Rsqrt{}(var + eps);                                                         \
+  }                                                                                               \
+  template <class T>                                                                              \
+  inline T ignis_row_max(const T* __restrict x, long long n) {                                    \
+    T acc[32];                                                                                    \
+    for (int j = 0; j < 32; ++j) acc[j] = -std::numeric_limits<T>::infinity();                    \
+    long long i = 0;                                                                              \
+    for (; i + 32 <= n; i += 32)                                                                  \
+      for (int j = 0; j < 32; ++j) acc[j] = x[i + j] > acc[j] ? x[i + j] : acc[j];                \
+    for (; i < n; ++i) acc[0] = x[i] > acc[0] ? x[i] : acc[0];                                    \
+    for (int w = 16; w > 0; w /= 2)                                                               \
+      for (int j = 0; j < w; ++j) acc[j] = acc[j + w] > acc[j] ? acc[j + w] : acc[j];             \
+    return acc[0];                                                                                \
+  }                                                                                               \
+  /* e[i] = exp(x[i] - m), and their sum */                                                       \
+  template <class T>                                                                              \
+  inline T ignis_row_exp_sum(const T* __restrict x, T* __restrict e, long long n, T m) {          \
+    T acc[32] = {};                                                                               \
+    long long i = 0;                                                                              \
+    for (; i + 32 <= n; i += 32)                                                                  \
+      for (int j = 0; j < 32; ++j) {                                                              \
+        const T v = ignis::fn::Exp{}(x[i + j] - m);                                               \
+        e[i + j] = v;                                                                             \
+        acc[j] += v;                                                                              \
+      }                                                                                           \
+    for (; i < n; ++i) {                                                                          \
+      const T v = ignis::fn::Exp{}(x[i] - m);                                                     \
+      e[i] = v;                                                                                   \
+      acc[0] += v;                                                                                \
+    }                                                                                             \
+    for (int w = 16; w > 0; w /= 2)                                                               \
+      for (int j = 0; j < w; ++j) acc[j] += acc[j + w];                                           \
+    return acc[0];                                                                                \
   }
 
 // The steps combining the statistics of fused_reduction's sum, mean, amax and amin (the generated
