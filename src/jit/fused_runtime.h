@@ -182,8 +182,10 @@ void interpret(const FusedProgram& p, const std::vector<const T*>& in, const std
                const std::vector<int>& outputs = {}, const std::vector<T*>& outs = {},
                const FusedRng& rng = {}) {
   const size_t m = p.code.size();
-  std::vector<T> vals(m * kInterpTile);
-  std::vector<T> numbers(m * 3);
+  // The values' tiles and the numbers, kept per thread (a fused reduction calls this per row).
+  thread_local std::vector<T> vals, numbers;
+  vals.resize(m * kInterpTile);
+  numbers.resize(m * 3);
   for (int64_t k = begin; k < end;) {
     const int64_t r = k / cols, c0 = k - r * cols;
     const int64_t len = std::min({kInterpTile, end - k, cols - c0});
