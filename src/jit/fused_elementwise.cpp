@@ -438,13 +438,9 @@ void run_on_cpu(const FusedProgram& p, const std::vector<int>& outputs, const La
     return;
   }
   auto run = [&]<class T>() {
-    // The interpreter reads bool inputs as T copies.
-    std::vector<const void*> iptrs = ptrs;
-    std::string layouts = lay.layouts;
-    std::vector<std::vector<T>> store;
-    if (fn == nullptr) detail::interpreter_inputs<T>(iptrs, layouts, n, cols, store);
+    const detail::InterpreterInputs<T> interp(ptrs, lay.layouts, n, cols, fn == nullptr);
     std::vector<const T*> in;
-    for (const void* q : iptrs) in.push_back(static_cast<const T*>(q));
+    for (const void* q : interp.ptrs) in.push_back(static_cast<const T*>(q));
     // One block of the program: the kernel, else the interpreter.
     auto block = [&](int64_t b, int64_t e, const std::vector<void*>& d) {
       if (fn != nullptr) {
@@ -453,7 +449,7 @@ void run_on_cpu(const FusedProgram& p, const std::vector<int>& outputs, const La
       }
       std::vector<T*> o;
       for (void* q : d) o.push_back(static_cast<T*>(q));
-      detail::interpret<T>(p, in, layouts, o[0], b, e, cols, outputs, o, rng);
+      detail::interpret<T>(p, in, interp.layouts, o[0], b, e, cols, outputs, o, rng);
     };
     if (any_summed) {
       sum_outputs<T>(outs, sums, n, cols, block);

@@ -390,17 +390,13 @@ Tensor run_fused(const Spec& s, const std::vector<Tensor>& inputs, const Shape& 
   if (s.epi && s.epi->random_streams() > 0) kernel_ptrs.push_back(epi_words);
   auto run = [&]<class T>() {
     T* dst = out.data_ptr<T>();
-    // The interpreter reads bool inputs as T copies.
-    std::vector<const void*> iptrs = ptrs;
-    std::string ilayouts = layouts;
-    std::vector<std::vector<T>> store;
-    if (fn == nullptr) detail::interpreter_inputs<T>(iptrs, ilayouts, R * C, C, store);
+    const detail::InterpreterInputs<T> interp(ptrs, layouts, R * C, C, fn == nullptr);
     parallel_for(0, R, grain, [&](int64_t b, int64_t e) {
       if (fn != nullptr) {
         std::vector<T> scratch(static_cast<size_t>(2 * C));
         fn(kernel_ptrs.data(), dst, b, e, C, s.eps, scratch.data());
       } else {
-        interpret_rows<T>(s, iptrs, ilayouts, dst, b, e, C);
+        interpret_rows<T>(s, interp.ptrs, interp.layouts, dst, b, e, C);
       }
     });
   };

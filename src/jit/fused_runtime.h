@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/dispatch.h"
@@ -154,23 +155,30 @@ void interp_apply3(const F& f, InterpOperand<T> a, InterpOperand<T> b, InterpOpe
     out[i] = f(a.p[i * a.stride], b.p[i * b.stride], c.p[i * c.stride]);
 }
 
-/// What the interpreter reads: every input as T. Each bool input (a layout letter in upper
-/// case, codegen.h) is copied as 1 or 0 into `store` (its elements: by its layout, against `n`
-/// elements in rows of `cols`); its pointer then points to the copy and its letter is lower case.
+/// What a fused kernel's inputs are for the interpreter, which reads every input as T: with
+/// `interpreting`, each bool input (a layout letter in upper case, codegen.h) copied as 1 or 0
+/// (its elements: by its layout, against `n` elements in rows of `cols`), its pointer then to
+/// the copy and its letter in lower case; otherwise the pointers and layouts as given.
 template <class T>
-void interpreter_inputs(std::vector<const void*>& ptrs, std::string& layouts, int64_t n,
-                        int64_t cols, std::vector<std::vector<T>>& store) {
-  for (size_t i = 0; i < layouts.size(); ++i) {
-    if (!is_bool_layout(layouts[i])) continue;
-    const char f = float_layout(layouts[i]);
-    const int64_t len = f == 'f' ? n : f == 'r' ? cols : f == 'c' ? n / cols : 1;
-    const auto* m = static_cast<const unsigned char*>(ptrs[i]);
-    std::vector<T>& v = store.emplace_back(static_cast<size_t>(len));
-    for (int64_t k = 0; k < len; ++k) v[static_cast<size_t>(k)] = static_cast<T>(m[k] != 0);
-    ptrs[i] = v.data();
-    layouts[i] = f;
+struct InterpreterInputs {
+  std::vector<const void*> ptrs;
+  std::string layouts;
+  std::vector<std::vector<T>> copies;
+  InterpreterInputs(std::vector<const void*> p, std::string l, int64_t n, int64_t cols,
+                    bool interpreting)
+      : ptrs(std::move(p)), layouts(std::move(l)) {
+    for (size_t i = 0; i < layouts.size() && interpreting; ++i) {
+      if (!is_bool_layout(layouts[i])) continue;
+      const char f = float_layout(layouts[i]);
+      const int64_t len = f == 'f' ? n : f == 'r' ? cols : f == 'c' ? n / cols : 1;
+      const auto* m = static_cast<const unsigned char*>(ptrs[i]);
+      std::vector<T>& v = copies.emplace_back(static_cast<size_t>(len));
+      for (int64_t k = 0; k < len; ++k) v[static_cast<size_t>(k)] = static_cast<T>(m[k] != 0);
+      ptrs[i] = v.data();
+      layouts[i] = f;
+    }
   }
-}
+};
 
 /// Runs the program over out[begin, end) (rows of `cols`), inputs laid out as `layouts` says
 /// (codegen.h: 'f' full, 'r' a repeated row, 'c' one value per row, 's' one value). With

@@ -243,12 +243,9 @@ void run_fused_stat(const std::vector<FusedStatStage>& stats, const FusedProgram
       },
       "fused_reduction"));
   auto run = [&]<class T>() {
-    // The interpreter reads bool inputs as T copies.
-    std::vector<const void*> iptrs = ptrs;
-    std::string ilayouts = layouts;
-    std::vector<std::vector<T>> store;
-    if (fn == nullptr) interpreter_inputs<T>(iptrs, ilayouts, R * C, C, store);
-    StatRunner<T>(stats, epilogue, iptrs, ilayouts, out.data_ptr<T>(), R, C, full, fn).run();
+    const InterpreterInputs<T> interp(ptrs, layouts, R * C, C, fn == nullptr);
+    StatRunner<T>(stats, epilogue, interp.ptrs, interp.layouts, out.data_ptr<T>(), R, C, full, fn)
+        .run();
   };
   if (dtype == kFloat64)
     run.template operator()<double>();
