@@ -401,7 +401,8 @@ OpInfo einsum_entry(const std::string& eq, const std::string& ref_eq,
           for (const Shape& sh : shape_set) {
             std::ostringstream os;
             os << IntArrayRef(sh);
-            sample.desc += (sample.desc.empty() ? "" : " ") + os.str();
+            if (!sample.desc.empty()) sample.desc += ' ';  // (not "" + ...: GCC 12's -Wrestrict)
+            sample.desc += os.str();
             sample.inputs.push_back(in(sh, seed++));
           }
           s.push_back(sample);

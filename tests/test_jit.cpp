@@ -201,8 +201,9 @@ TEST(JitZoo, EveryModelCompiledEqualsEager) {
     for (const auto& [name, t] : m->named_parameters())
       EXPECT_THAT(printed, HasSubstr("%" + name + " : ")) << info.name;
     for (const auto& [name, t] : m->named_buffers()) {
-      if (name.find("num_batches_tracked") == std::string::npos)
+      if (name.find("num_batches_tracked") == std::string::npos) {
         EXPECT_THAT(printed, HasSubstr("%" + name + " : ")) << info.name;
+      }
     }
     NoGradGuard ng;
     EXPECT_TRUE(equal(g.run({x})[0], y)) << info.name << ": graph differs from eager";

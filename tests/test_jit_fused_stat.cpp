@@ -722,8 +722,9 @@ TEST(FuseStatistics, StdIsTheVarChainWithEagersGradientAtEqualValues) {
     const Tensor g_out = gy.narrow(1, 0, eager.size(1));
     const Tensor ge = autograd::grad({eager}, {x}, {g_out}, std::nullopt, /*create_graph=*/true)[0];
     const Tensor gge = autograd::grad({ge}, {x}, {gz})[0];
-    if (std::string(c.name) == "std of exp")
+    if (std::string(c.name) == "std of exp") {
       EXPECT_EQ(ge.index_select(0, equal).abs().max().item<double>(), 0);  // the subgradient
+    }
     for (const char* backend : {"interpreter", "compiler"}) {
       Backend guard(backend);
       const std::string what = std::string(c.name) + " " + backend;
@@ -791,7 +792,9 @@ TEST(FuseStatistics, TheTwoNormIsASumOfSquaresWithEagersGradientAtZero) {
     const Tensor gz = uniform(x.sizes(), -1, 1, kFloat64);
     const Tensor ge = autograd::grad({eager}, {x}, {gy}, std::nullopt, /*create_graph=*/true)[0];
     const Tensor gge = autograd::grad({ge}, {x}, {gz})[0];
-    if (c.per_row) EXPECT_EQ(ge[2].abs().max().item<double>(), 0) << c.name;  // the subgradient
+    if (c.per_row) {
+      EXPECT_EQ(ge[2].abs().max().item<double>(), 0) << c.name;  // the subgradient
+    }
     for (const char* backend : {"interpreter", "compiler"}) {
       Backend guard(backend);
       const std::string what = std::string(c.name) + " " + backend;

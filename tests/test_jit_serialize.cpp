@@ -128,7 +128,9 @@ TEST(JitSave, ToMovesTheGraphAndLoadMapsItToADevice) {
   }
   EXPECT_TRUE(saw_options) << g.str();
   for (size_t id = 0; id < meta.values.size(); ++id) {
-    if (meta.values[id].held()) EXPECT_TRUE(meta.tensors[id].device().is_meta()) << id;
+    if (meta.values[id].held()) {
+      EXPECT_TRUE(meta.tensors[id].device().is_meta()) << id;
+    }
   }
   // A module's graph: its parameters move and stay trainable.
   const jit::Graph module_meta = jit::trace(m, {randn({2, 16})}).to(kMeta);
@@ -144,7 +146,9 @@ TEST(JitSave, ToMovesTheGraphAndLoadMapsItToADevice) {
   // On its own device: a copy sharing the tensors.
   jit::Graph same = g.to(kCPU);
   for (size_t id = 0; id < g.values.size(); ++id) {
-    if (g.values[id].held()) EXPECT_EQ(same.tensors[id].data_ptr(), g.tensors[id].data_ptr());
+    if (g.values[id].held()) {
+      EXPECT_EQ(same.tensors[id].data_ptr(), g.tensors[id].data_ptr());
+    }
   }
   // Saving: a meta graph holds no data; a CPU one loads back onto meta, and onto the CPU.
   TempDir dir("ignis-jit");

@@ -244,7 +244,9 @@ TEST_P(ConvChannelsLast, MatchesNchwWithGradients) {
       const Tensor g = cos(arange(y.numel(), TensorOptions(dt))).reshape(y.sizes());
       (y * g).sum().backward();
       // The gradient is laid out like its leaf (for one channel, a restrided NCHW block).
-      if (cl) EXPECT_EQ(x.grad().suggest_memory_format(), kCL);
+      if (cl) {
+        EXPECT_EQ(x.grad().suggest_memory_format(), kCL);
+      }
       out.push_back(y);
       gx.push_back(x.grad());
       gw.push_back(w.grad());

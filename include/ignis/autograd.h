@@ -61,7 +61,7 @@ variable_list grad(const variable_list& outputs, const variable_list& inputs,
 /// autograd::grad's options by name: `grad({y}, {x}, {}, {.create_graph = true})`.
 struct GradOptions {
   /// Keep the graph for another backward (default: create_graph).
-  std::optional<bool> retain_graph;
+  std::optional<bool> retain_graph = std::nullopt;
   /// Give the results history, so they can be differentiated again.
   bool create_graph = false;
   /// An input the outputs do not depend on gets an undefined gradient instead of an error.
