@@ -148,13 +148,8 @@ std::string jit_cache_dir() {
 namespace {
 
 const char* const kApply =
-    // A mask (a comparison's bool) becomes 1 or 0 by a select, which vectorises (GCC 12 does
-    // not vectorise a bool converted to a float).
-    "template <class A, class B> struct ignis_same { static constexpr bool value = false; };\n"
-    "template <class A> struct ignis_same<A, A> { static constexpr bool value = true; };\n"
-    "template <class T, class R> inline T ignis_value(R r) {\n"
-    "  if constexpr (ignis_same<R, bool>::value) return r ? T(1) : T(0);\n"
-    "  else return r;\n}\n"
+    // A mask (a comparison's bool) becomes 1 or 0 (row_reduce.h).
+    IGNIS_JIT_STRINGIFY(IGNIS_JIT_VALUE_CODE) "\n"
     // A functor with an exact path for rare inputs (see cpu/loops.h) takes it here too.
     "template <class F, class T> inline T ignis_apply(const F& f, T x) {\n"
     "  if constexpr (requires { f.needs_exact(x); }) return f.needs_exact(x) ? f.exact(x) : "

@@ -236,11 +236,11 @@ DType fused_dtype(const std::vector<Tensor>& inputs) {
 Shape fused_output_shape(const std::vector<Tensor>& inputs, const char* op) {
   for (size_t i = 0; i < inputs.size(); ++i)
     IGNIS_CHECK(inputs[i].defined(), op, ": input ", i, " is undefined");
-  const DType dtype = fused_dtype(inputs);
-  size_t first = 0;  // the input giving the dtype
-  while (first + 1 < inputs.size() && inputs[first].dtype() == kBool) ++first;
-  IGNIS_CHECK(dtype != kBool, op,
+  size_t first = 0;  // the input giving the dtype (fused_dtype's)
+  while (first < inputs.size() && inputs[first].dtype() == kBool) ++first;
+  IGNIS_CHECK(first < inputs.size(), op,
               ": every input is bool; a program needs a float32 or float64 one");
+  const DType dtype = inputs[first].dtype();
   Shape shape;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i];

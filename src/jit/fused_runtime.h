@@ -8,7 +8,6 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -17,6 +16,7 @@
 #include "ignis/tensor.h"
 #include "jit/codegen.h"
 #include "jit/fused_program.h"
+#include "jit/row_reduce.h"
 #include "ops/activation_functors.h"
 #include "ops/functors.h"
 
@@ -106,15 +106,8 @@ struct InterpOperand {
   int64_t stride;  // 0: one element for the whole tile
 };
 
-/// A functor's result as T: a mask (a comparison's bool) as 1 or 0 by a select, which
-/// vectorises (GCC 12 does not vectorise a bool converted to a float).
-template <class T, class R>
-inline T as_value(R r) {
-  if constexpr (std::is_same_v<R, bool>)
-    return r ? T(1) : T(0);
-  else
-    return r;
-}
+// ignis_value<T>: a functor's result as T, a mask (a comparison's bool) as 1 or 0.
+IGNIS_JIT_VALUE_CODE
 
 // Contiguous operands take loops of their own, which the compiler vectorises (a runtime stride
 // keeps it from doing so).
@@ -127,9 +120,9 @@ void interp_apply1(const F& f, InterpOperand<T> a, T* __restrict out, int64_t n)
     }
   } else if (a.stride == 1) {
     const T* __restrict p = a.p;
-    for (int64_t i = 0; i < n; ++i) out[i] = as_value<T>(f(p[i]));
+    for (int64_t i = 0; i < n; ++i) out[i] = ignis_value<T>(f(p[i]));
   } else {
-    for (int64_t i = 0; i < n; ++i) out[i] = as_value<T>(f(a.p[i * a.stride]));
+    for (int64_t i = 0; i < n; ++i) out[i] = ignis_value<T>(f(a.p[i * a.stride]));
   }
 }
 template <class T, class F>
@@ -138,13 +131,14 @@ void interp_apply2(const F& f, InterpOperand<T> a, InterpOperand<T> b, T* __rest
   if (a.stride == 1 && b.stride == 1) {
     const T* __restrict p = a.p;
     const T* __restrict q = b.p;
-    for (int64_t i = 0; i < n; ++i) out[i] = as_value<T>(f(p[i], q[i]));
+    for (int64_t i = 0; i < n; ++i) out[i] = ignis_value<T>(f(p[i], q[i]));
   } else if (a.stride == 1 && b.stride == 0) {
     const T* __restrict p = a.p;
     const T y = *b.p;
-    for (int64_t i = 0; i < n; ++i) out[i] = as_value<T>(f(p[i], y));
+    for (int64_t i = 0; i < n; ++i) out[i] = ignis_value<T>(f(p[i], y));
   } else {
-    for (int64_t i = 0; i < n; ++i) out[i] = as_value<T>(f(a.p[i * a.stride], b.p[i * b.stride]));
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = ignis_value<T>(f(a.p[i * a.stride], b.p[i * b.stride]));
   }
 }
 

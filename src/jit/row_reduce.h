@@ -121,6 +121,26 @@
     return acc[0];                                                                                 \
   }
 
+// A functor's result as a value of T: a mask (a comparison's bool) as 1 or 0 by a select, which
+// vectorises (GCC 12 does not vectorise a bool converted to a float). The interpreter
+// (fused_runtime.h) compiles this code and the generated CPU and CUDA kernels embed its text.
+#define IGNIS_JIT_VALUE_CODE                  \
+  template <class A, class B>                 \
+  struct ignis_same {                         \
+    static constexpr bool value = false;      \
+  };                                          \
+  template <class A>                          \
+  struct ignis_same<A, A> {                   \
+    static constexpr bool value = true;       \
+  };                                          \
+  template <class T, class R>                 \
+  inline T ignis_value(R r) {                 \
+    if constexpr (ignis_same<R, bool>::value) \
+      return r ? T(1) : T(0);                 \
+    else                                      \
+      return r;                               \
+  }
+
 #define IGNIS_JIT_STRINGIFY_(...) #__VA_ARGS__
 #define IGNIS_JIT_STRINGIFY(...) IGNIS_JIT_STRINGIFY_(__VA_ARGS__)
 
