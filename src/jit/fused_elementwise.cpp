@@ -31,6 +31,7 @@
 #include "jit/codegen.h"
 #include "jit/fused_program.h"
 #include "jit/fused_runtime.h"
+#include "jit/row_layout.h"
 #include "ops/activation_ops.h"
 #include "ops/random.h"
 #include "ops/unary.h"
@@ -266,52 +267,12 @@ std::shared_ptr<const FusedProgram> parsed_program(const std::string& text, int 
 
 namespace {
 
-/// The inputs as a kernel reads them (codegen.h): the data pointers of dense tensors, one layout
-/// letter each, and the row length.
-struct Layout {
-  std::vector<Tensor> keep;
-  std::vector<const void*> ptrs;
-  std::string layouts;
-  int64_t cols = 1;
-  int64_t n = 1;  // the output's elements
-};
-
-Layout lay_out(const std::vector<Tensor>& inputs, const Shape& shape) {
-  Layout l;
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  // Rows of the output's last dim when an input repeats along them (a bias row, a per-row
-  // value); otherwise one row of everything, so that the loop is one flat vectorised pass.
-  const int64_t last = shape.empty() ? 1 : shape.back();
-  bool rows = false;
-  // (No op call for an input already dense: a profiler sees the fused op alone.)
-  auto dense = [](const Tensor& t) { return t.is_contiguous() ? t : t.contiguous(); };
-  for (const Tensor& t : inputs) {
-    char c = 'f';
-    Tensor d;
-    if (t.numel() == 1) {
-      c = 's';
-      d = t;  // its data pointer is the element, whatever its strides
-    } else if (t.sizes().equals(shape)) {
-      d = dense(t);
-    } else if (t.numel() == last && t.dim() >= 1 && t.size(-1) == last) {
-      c = 'r';  // [..., 1, C]: the same row for every row
-      d = dense(t);
-    } else if (t.dim() == static_cast<int64_t>(shape.size()) && t.size(-1) == 1 &&
-               t.numel() * last == n) {
-      c = 'c';  // [..., 1] against [..., C] with the same leading dims: one value per row
-      d = dense(t);
-    } else {
-      d = t.expand(shape).contiguous();  // any other broadcast: materialised
-    }
-    rows = rows || c == 'r' || c == 'c';
-    l.layouts += detail::layout_letter(c, t.dtype());  // a mask: upper case
-    l.ptrs.push_back(d.data_ptr());
-    l.keep.push_back(std::move(d));
-  }
-  l.cols = rows ? last : n;
-  l.n = n;
-  return l;
+/// The inputs as a kernel reads them (row_layout.h): rows of the output's last dim when an input
+/// repeats along them (a bias row, a value per row, a block of rows); otherwise one row of
+/// everything, so that the loop is one flat vectorised pass. `blocks`: the CPU reads blocks a
+/// chunk at a time (a GPU's kernel gets them materialised).
+detail::RowLayout lay_out(const std::vector<Tensor>& inputs, const Shape& shape, bool blocks) {
+  return detail::lay_out_rows(inputs, shape, 1, blocks, -1, true);
 }
 
 /// The program over the CPU's cores into `outs` (contiguous): its result into outs[0] (`outputs`
@@ -319,9 +280,10 @@ Layout lay_out(const std::vector<Tensor>& inputs, const Shape& shape) {
 /// interpreter. `sums` (a multi-output kernel's; empty: all 'f') says per out what it receives:
 /// 'f' the values (the output's shape), or their sums (sum_outputs): 'r' over the rows (one
 /// row of `lay.cols`), 'c' along each row (one value per row), 's' over everything (one value).
-void run_on_cpu(const FusedProgram& p, const std::vector<int>& outputs, const Layout& lay,
-                const std::string& key, const std::vector<Tensor>& outs,
-                const detail::FusedRng& rng = {}, const std::string& sums = "");
+void run_on_cpu(const FusedProgram& p, const std::vector<int>& outputs,
+                const detail::RowLayout& lay, const std::string& key,
+                const std::vector<Tensor>& outs, const detail::FusedRng& rng = {},
+                const std::string& sums = "");
 
 /// run_on_cpu's multi-output kernel with some outputs summed (`sums`, as run_on_cpu's): blocks
 /// (of whole rows when a sum is per row or per column), each run by `block(b, e, dst)` with the
@@ -406,9 +368,10 @@ void sum_outputs(const std::vector<Tensor>& outs, const std::string& sums, int64
   }
 }
 
-void run_on_cpu(const FusedProgram& p, const std::vector<int>& outputs, const Layout& lay,
-                const std::string& key, const std::vector<Tensor>& outs,
-                const detail::FusedRng& rng, const std::string& sums_) {
+void run_on_cpu(const FusedProgram& p, const std::vector<int>& outputs,
+                const detail::RowLayout& lay, const std::string& key,
+                const std::vector<Tensor>& outs, const detail::FusedRng& rng,
+                const std::string& sums_) {
   const int64_t n = lay.n;
   const std::string sums = sums_.empty() ? std::string(outs.size(), 'f') : sums_;
   const bool any_summed = sums.find_first_not_of('f') != std::string::npos;
@@ -417,11 +380,6 @@ void run_on_cpu(const FusedProgram& p, const std::vector<int>& outputs, const La
   const DType dtype = outs[0].dtype();
   const int64_t grain = std::max<int64_t>(kGrainSize / 4, 1);
   const int64_t cols = lay.cols;
-  // A program with dropout reads its stream's (seed, base, n) through the pointer after the
-  // inputs' (codegen.h).
-  const uint64_t rng_words[3] = {rng.seed, rng.base, rng.n};
-  std::vector<const void*> ptrs = lay.ptrs;
-  if (p.random_streams() > 0) ptrs.push_back(rng_words);
   std::vector<void*> dst;
   for (const Tensor& t : outs) dst.push_back(t.data_ptr());
   void* fn = detail::fused_kernel(
@@ -431,25 +389,42 @@ void run_on_cpu(const FusedProgram& p, const std::vector<int>& outputs, const La
                                : detail::fused_multi_kernel_source(p, outputs, dtype, lay.layouts);
       },
       "fused_elementwise");
-  if (fn != nullptr && outputs.empty()) {
-    auto k = reinterpret_cast<detail::FusedKernelFn>(fn);
-    parallel_for(0, n, grain,
-                 [&](int64_t b, int64_t e) { k(ptrs.data(), dst[0], b, e, cols); });
-    return;
-  }
   auto run = [&]<class T>() {
-    const detail::InterpreterInputs<T> interp(ptrs, lay.layouts, n, cols, fn == nullptr);
-    std::vector<const T*> in;
-    for (const void* q : interp.ptrs) in.push_back(static_cast<const T*>(q));
-    // One block of the program: the kernel, else the interpreter.
+    const detail::InterpreterInputs<T> interp(lay.ptrs, lay.layouts, lay.lens, fn == nullptr);
+    // The program over elements [b, e) into d (element k at d[j][k]): the kernel, else the
+    // interpreter, a chunk of rows at a time (row_layout.h; one piece when the inputs need no
+    // chunks), the inputs' pointers, d and the dropouts' counters moved to the chunk.
     auto block = [&](int64_t b, int64_t e, const std::vector<void*>& d) {
-      if (fn != nullptr) {
-        reinterpret_cast<detail::FusedMultiKernelFn>(fn)(ptrs.data(), d.data(), b, e, cols);
-        return;
-      }
-      std::vector<T*> o;
-      for (void* q : d) o.push_back(static_cast<T*>(q));
-      detail::interpret<T>(p, in, interp.layouts, o[0], b, e, cols, outputs, o, rng);
+      // A program with dropout reads its stream's (seed, base, n) through the pointer after the
+      // inputs' (codegen.h).
+      uint64_t words[3] = {rng.seed, rng.base, rng.n};
+      std::vector<const void*> base = fn != nullptr ? lay.ptrs : interp.ptrs, in;
+      if (fn != nullptr && p.random_streams() > 0) base.push_back(words);
+      std::vector<void*> dc(d.size());
+      std::vector<const T*> tin;
+      std::vector<T*> tout(d.size());
+      lay.for_each_chunk(b, e, cols, [&](int64_t r0, int64_t first, int64_t cb, int64_t ce) {
+        lay.at(base, r0, fn != nullptr ? 0 : sizeof(T), in);
+        for (size_t j = 0; j < d.size(); ++j)  // (an address: a summed output's is moved back)
+          dc[j] = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(d[j]) +
+                                          static_cast<uintptr_t>(first) * sizeof(T));
+        words[1] = rng.base + static_cast<uint64_t>(first);
+        if (fn != nullptr && outputs.empty()) {
+          reinterpret_cast<detail::FusedKernelFn>(fn)(in.data(), dc[0], cb - first, ce - first,
+                                                      cols);
+        } else if (fn != nullptr) {
+          reinterpret_cast<detail::FusedMultiKernelFn>(fn)(in.data(), dc.data(), cb - first,
+                                                           ce - first, cols);
+        } else {
+          tin.clear();
+          for (const void* q : in) tin.push_back(static_cast<const T*>(q));
+          for (size_t j = 0; j < d.size(); ++j) tout[j] = static_cast<T*>(dc[j]);
+          detail::FusedRng at = rng;
+          at.base = words[1];
+          detail::interpret<T>(p, tin, interp.layouts, tout[0], cb - first, ce - first, cols,
+                               outputs, tout, at);
+        }
+      });
     };
     if (any_summed) {
       sum_outputs<T>(outs, sums, n, cols, block);
@@ -485,7 +460,7 @@ Tensor run_program(const FusedProgram& p, const std::string& program,
   }
   Tensor out = make_tensor(shape, dtype, device);
   if (out.numel() == 0) return out;
-  const Layout lay = lay_out(inputs, shape);
+  const detail::RowLayout lay = lay_out(inputs, shape, !on_device);
   const std::string key =
       "fused_elementwise|" + program + "|" + std::string(dtype_name(dtype)) + "|" + lay.layouts;
   if (on_device) {
@@ -556,7 +531,7 @@ TensorList input_grads(const FusedProgram& p, const std::vector<Tensor>& in,
   const std::optional<FusedBackward> b = fused_backward(p, want);
   IGNIS_CHECK(b.has_value(), "fused_elementwise: the program has no backward");
   const Shape shape = fused_output_shape(in, "fused_elementwise");
-  const Layout lay = lay_out(in, shape);
+  const detail::RowLayout lay = lay_out(in, shape, true);
   std::vector<Tensor> outs;
   std::vector<int> values;
   std::vector<size_t> which;
@@ -564,11 +539,12 @@ TensorList input_grads(const FusedProgram& p, const std::vector<Tensor>& in,
   for (size_t j = 0; j < want.size(); ++j) {
     if (b->outputs[j] < 0) continue;  // the result does not depend on this input
     const size_t k = static_cast<size_t>(want[j]);
-    // An input repeated along the output (a weight or bias row 'r', a value per row 'c', one
-    // value 's') gets its gradient summed by the kernel's caller, at its own size; every other
-    // input at the output's (the engine sums a general broadcast).
-    const char l = lay.layouts[k];
-    const bool summed = (l == 'r' || l == 'c' || l == 's') && in[k].numel() < lay.n;
+    // An input repeated along the output as it is (a weight or bias row 'r', a value per row
+    // 'c', one value 's') gets its gradient summed by the kernel's caller, at its own size;
+    // every other input (a block, a broadcast materialised) at the output's: the engine sums it.
+    const char l = lay.native_letter(k);
+    const bool summed =
+        (l == 'r' || l == 'c' || l == 's') && in[k].numel() < lay.n && lay.lens[k] == in[k].numel();
     outs.push_back(make_tensor(summed ? in[k].sizes().shape() : shape, fused_dtype(in)));
     sums += summed ? l : 'f';
     values.push_back(b->outputs[j]);

@@ -37,6 +37,7 @@
 #include "jit/codegen.h"
 #include "jit/fused_runtime.h"
 #include "jit/fused_stat.h"
+#include "jit/row_layout.h"
 #include "jit/row_reduce.h"
 #include "ops/reduce.h"
 
@@ -229,10 +230,10 @@ detail::FusedRng row_rng(const detail::FusedRng& rng, int64_t r, int64_t C) {
   return shifted;
 }
 
-/// The interpreter: rows [r0, r1) one by one.
+/// The interpreter: rows [r0, r1) one by one (the rows `first` on: the dropouts' counters).
 template <class T>
 void interpret_rows(const Spec& s, const std::vector<const void*>& ptrs, const std::string& layouts,
-                    T* out, int64_t r0, int64_t r1, int64_t C) {
+                    T* out, int64_t r0, int64_t r1, int64_t C, int64_t first) {
   const size_t n = ptrs.size();
   std::vector<T> xb(static_cast<size_t>(C)), xe(static_cast<size_t>(C));
   std::vector<const T*> row(n + 1);
@@ -251,7 +252,7 @@ void interpret_rows(const Spec& s, const std::vector<const void*>& ptrs, const s
     if (s.pro) {
       const std::vector<const T*> in(row.begin(), row.begin() + static_cast<int64_t>(n));
       detail::interpret<T>(*s.pro, in, row_layouts, xb.data(), 0, C, C, {}, {},
-                           row_rng(s.pro_rng, r, C));
+                           row_rng(s.pro_rng, first + r, C));
       x = xb.data();
     }
     if (s.reduction == "layer_norm") {
@@ -274,7 +275,8 @@ void interpret_rows(const Spec& s, const std::vector<const void*>& ptrs, const s
     }
     T* o = out + r * C;
     if (s.epi) {
-      detail::interpret<T>(*s.epi, row, epi_layouts, o, 0, C, C, {}, {}, row_rng(s.epi_rng, r, C));
+      detail::interpret<T>(*s.epi, row, epi_layouts, o, 0, C, C, {}, {},
+                           row_rng(s.epi_rng, first + r, C));
     } else {
       std::copy(xe.begin(), xe.end(), o);
     }
@@ -307,45 +309,17 @@ Tensor run_fused(const Spec& s, const std::vector<Tensor>& inputs, const Shape& 
     return composite(s, inputs, shape);
   }
   Tensor out = make_tensor(s.out, dtype, device);
-  // Each input against rows of C: full, a row repeated for every row (a weight), one value per
-  // row, one value; any other broadcast is materialised. Without a prologue, input 0 is the
-  // reduction's input and is read in full.
+  // Each input against rows of C (row_layout.h): full, a row repeated for every row (a weight),
+  // one value per row, one value, or on the CPU a block of rows (a causal mask) read a chunk of
+  // rows at a time; any other broadcast is materialised. Input 0 is read in full by a reduction
+  // or a stage without a prologue.
   const int n = static_cast<int>(inputs.size());
-  // Input 0 is read in full by a reduction or a stage without a prologue.
   bool input0_full = !s.pro;
   for (const auto& p : s.pros) input0_full = input0_full || !p;
-  std::vector<Tensor> keep;
-  std::string layouts;
-  std::vector<const void*> ptrs;
-  for (int i = 0; i < n; ++i) {
-    const Tensor& t = inputs[static_cast<size_t>(i)];
-    const int64_t td = t.dim();
-    bool trailing = td >= dims, leading_ones = true, per_row = true;
-    for (int64_t d = 0; d < dims && trailing; ++d)
-      trailing = t.size(td - 1 - d) == shape[static_cast<size_t>(nd - 1 - d)];
-    // One value per row: every trailing dim it has is 1 (its leading dims broadcast).
-    for (int64_t d = 0; d < dims && d < td && per_row; ++d) per_row = t.size(td - 1 - d) == 1;
-    for (int64_t d = 0; d < td - dims; ++d) leading_ones = leading_ones && t.size(d) == 1;
-    char l = 'f';
-    Tensor c;
-    if (t.sizes().equals(shape) || (i == 0 && input0_full)) {
-      c = t.expand(shape).contiguous();
-    } else if (t.numel() == 1) {
-      l = 's';
-      c = t.reshape({1}).contiguous();
-    } else if (trailing && leading_ones) {
-      l = 'r';
-      c = t.reshape({C}).contiguous();
-    } else if (per_row) {
-      l = 'c';
-      c = t.expand(one_per_row(shape, dims)).contiguous().reshape({R});
-    } else {
-      c = t.expand(shape).contiguous();
-    }
-    layouts += detail::layout_letter(l, t.dtype());  // a mask: upper case
-    ptrs.push_back(c.data_ptr());
-    keep.push_back(std::move(c));
-  }
+  const detail::RowLayout lay =
+      detail::lay_out_rows(inputs, shape, dims, !on_device, input0_full ? 0 : -1);
+  const std::string& layouts = lay.layouts;
+  const std::vector<const void*>& ptrs = lay.ptrs;
   const std::string key = std::string(op) + "|" + s.reduction + "|" + s.prologue + "|" +
                           s.epilogue + "|" + std::string(dtype_name(dtype)) + "|" + layouts +
                           (stat ? (s.full ? "|full" : "|row") : "");
@@ -370,7 +344,7 @@ Tensor run_fused(const Spec& s, const std::vector<Tensor>& inputs, const Shape& 
     }
   }
   if (stat) {
-    detail::run_fused_stat(stages(s), s.epi.get(), ptrs, layouts, out, R, C, s.full, key);
+    detail::run_fused_stat(stages(s), s.epi.get(), lay, out, s.full, key);
     return out;
   }
   const int64_t grain = std::max<int64_t>(kGrainSize / 4 / C, 1);
@@ -381,23 +355,30 @@ Tensor run_fused(const Spec& s, const std::vector<Tensor>& inputs, const Shape& 
                                               layouts);
       },
       op));
-  // The kernel reads the programs' dropout streams (seed, base, n) through the pointers after
-  // the inputs': the prologue's, then the epilogue's (codegen.h).
-  const uint64_t pro_words[3] = {s.pro_rng.seed, s.pro_rng.base, s.pro_rng.n};
-  const uint64_t epi_words[3] = {s.epi_rng.seed, s.epi_rng.base, s.epi_rng.n};
-  std::vector<const void*> kernel_ptrs = ptrs;
-  if (s.pro && s.pro->random_streams() > 0) kernel_ptrs.push_back(pro_words);
-  if (s.epi && s.epi->random_streams() > 0) kernel_ptrs.push_back(epi_words);
   auto run = [&]<class T>() {
     T* dst = out.data_ptr<T>();
-    const detail::InterpreterInputs<T> interp(ptrs, layouts, R * C, C, fn == nullptr);
+    const detail::InterpreterInputs<T> interp(ptrs, layouts, lay.lens, fn == nullptr);
     parallel_for(0, R, grain, [&](int64_t b, int64_t e) {
-      if (fn != nullptr) {
-        std::vector<T> scratch(static_cast<size_t>(2 * C));
-        fn(kernel_ptrs.data(), dst, b, e, C, s.eps, scratch.data());
-      } else {
-        interpret_rows<T>(s, interp.ptrs, interp.layouts, dst, b, e, C);
-      }
+      // The kernel reads the programs' dropout streams (seed, base, n) through the pointers
+      // after the inputs': the prologue's, then the epilogue's (codegen.h).
+      uint64_t pro_words[3] = {s.pro_rng.seed, s.pro_rng.base, s.pro_rng.n};
+      uint64_t epi_words[3] = {s.epi_rng.seed, s.epi_rng.base, s.epi_rng.n};
+      std::vector<const void*> base = fn != nullptr ? ptrs : interp.ptrs, in;
+      if (fn != nullptr && s.pro && s.pro->random_streams() > 0) base.push_back(pro_words);
+      if (fn != nullptr && s.epi && s.epi->random_streams() > 0) base.push_back(epi_words);
+      std::vector<T> scratch(fn != nullptr ? static_cast<size_t>(2 * C) : 0);
+      // A chunk of rows at a time (row_layout.h), the inputs, the output and the dropouts'
+      // counters moved to its first row r0.
+      lay.for_each_chunk(b, e, 1, [&](int64_t r0, int64_t, int64_t cb, int64_t ce) {
+        lay.at(base, r0, fn != nullptr ? 0 : sizeof(T), in);
+        pro_words[1] = s.pro_rng.base + static_cast<uint64_t>(r0 * C);
+        epi_words[1] = s.epi_rng.base + static_cast<uint64_t>(r0 * C);
+        if (fn != nullptr) {
+          fn(in.data(), dst + r0 * C, cb - r0, ce - r0, C, s.eps, scratch.data());
+        } else {
+          interpret_rows<T>(s, in, interp.layouts, dst + r0 * C, cb - r0, ce - r0, C, r0);
+        }
+      });
     });
   };
   if (dtype == kFloat64)

@@ -151,25 +151,23 @@ void interp_apply3(const F& f, InterpOperand<T> a, InterpOperand<T> b, InterpOpe
 
 /// What a fused kernel's inputs are for the interpreter, which reads every input as T: with
 /// `interpreting`, each bool input (a layout letter in upper case, codegen.h) copied as 1 or 0
-/// (its elements: by its layout, against `n` elements in rows of `cols`), its pointer then to
-/// the copy and its letter in lower case; otherwise the pointers and layouts as given.
+/// (its `lens[i]` elements), its pointer then to the copy and its letter in lower case;
+/// otherwise the pointers and layouts as given.
 template <class T>
 struct InterpreterInputs {
   std::vector<const void*> ptrs;
   std::string layouts;
   std::vector<std::vector<T>> copies;
-  InterpreterInputs(std::vector<const void*> p, std::string l, int64_t n, int64_t cols,
+  InterpreterInputs(std::vector<const void*> p, std::string l, const std::vector<int64_t>& lens,
                     bool interpreting)
       : ptrs(std::move(p)), layouts(std::move(l)) {
     for (size_t i = 0; i < layouts.size() && interpreting; ++i) {
       if (!is_bool_layout(layouts[i])) continue;
-      const char f = float_layout(layouts[i]);
-      const int64_t len = f == 'f' ? n : f == 'r' ? cols : f == 'c' ? n / cols : 1;
       const auto* m = static_cast<const unsigned char*>(ptrs[i]);
-      std::vector<T>& v = copies.emplace_back(static_cast<size_t>(len));
-      for (int64_t k = 0; k < len; ++k) v[static_cast<size_t>(k)] = static_cast<T>(m[k] != 0);
+      std::vector<T>& v = copies.emplace_back(static_cast<size_t>(lens[i]));
+      for (int64_t k = 0; k < lens[i]; ++k) v[static_cast<size_t>(k)] = static_cast<T>(m[k] != 0);
       ptrs[i] = v.data();
-      layouts[i] = f;
+      layouts[i] = float_layout(layouts[i]);
     }
   }
 };

@@ -60,22 +60,25 @@ T identity_of(Combine c) {
 template <class T>
 class StatRunner {
  public:
+  /// `ptrs` and `layouts`: the inputs as the kernel reads them (`lay`'s) or, for the interpreter,
+  /// as T.
   StatRunner(const std::vector<FusedStatStage>& stats, const FusedProgram* epi,
-             const std::vector<const void*>& ptrs, const std::string& layouts, T* dst, int64_t R,
-             int64_t C, bool full, FusedStatFn fn)
+             const RowLayout& lay, const std::vector<const void*>& ptrs, const std::string& layouts,
+             T* dst, bool full, FusedStatFn fn)
       : stats_(stats),
         epi_(epi),
+        lay_(lay),
         ptrs_(ptrs),
         layouts_(layouts),
         dst_(dst),
-        R_(R),
-        C_(C),
+        R_(lay.rows),
+        C_(lay.cols),
         K_(static_cast<int64_t>(stats.size())),
-        nc_((C + kStatChunk - 1) / kStatChunk),
+        nc_((C_ + kStatChunk - 1) / kStatChunk),
         full_(full),
         fn_(fn),
-        partial_(static_cast<size_t>(R * nc_)),
-        st_(static_cast<size_t>(R * K_)) {}
+        partial_(static_cast<size_t>(R_ * nc_)),
+        st_(static_cast<size_t>(R_ * K_)) {}
 
   void run() {
     const int64_t parts = R_ * nc_;
@@ -110,23 +113,43 @@ class StatRunner {
   }
 
  private:
+  /// Runs f(in, r0, b', e') over units [b, e) (`per_row` a row) a chunk of rows at a time
+  /// (row_layout.h): `in` the inputs' pointers at the chunk's first row r0, b' and e' within it.
+  template <class F>
+  void by_chunk(int64_t b, int64_t e, int64_t per_row, const F& f) const {
+    std::vector<const void*> in;
+    lay_.for_each_chunk(b, e, per_row, [&](int64_t r0, int64_t first, int64_t cb, int64_t ce) {
+      lay_.at(ptrs_, r0, fn_ != nullptr ? 0 : sizeof(T), in);
+      f(in, r0, cb - first, ce - first);
+    });
+  }
+
   /// Stage k's statistic of parts [b, e).
   void stage(int64_t k, int64_t b, int64_t e) {
-    if (fn_ != nullptr) {
-      fn_(ptrs_.data(), dst_, b, e, C_, kStatChunk, partial_.data(), st_.data(),
-          static_cast<int>(k));
-      return;
-    }
+    by_chunk(b, e, nc_,
+             [&](const std::vector<const void*>& in, int64_t r0, int64_t lb, int64_t le) {
+               if (fn_ != nullptr) {
+                 fn_(in.data(), dst_, lb, le, C_, kStatChunk, partial_.data() + r0 * nc_,
+                     st_.data() + r0 * K_, static_cast<int>(k));
+               } else {
+                 interpret_stage(k, in, r0, lb, le);
+               }
+             });
+  }
+
+  /// The interpreter's stage k over parts [b, e) of the chunk of rows from r0 (`in` there).
+  void interpret_stage(int64_t k, const std::vector<const void*>& in, int64_t r0, int64_t b,
+                       int64_t e) {
     const FusedProgram* pro = stats_[static_cast<size_t>(k)].prologue;
     const Combine comb = combine_of(stats_[static_cast<size_t>(k)].reduction);
-    const size_t n = ptrs_.size();
+    const size_t n = in.size();
     std::vector<const T*> row(n + static_cast<size_t>(k)), part(row.size());
     std::string row_layouts, part_layouts;
     std::vector<T> buf(pro ? static_cast<size_t>(std::min(C_, kStatChunk)) : 0);
     for (int64_t it = b; it < e; ++it) {
       const int64_t r = it / nc_, c0 = (it - r * nc_) * kStatChunk;
       const int64_t c1 = std::min(c0 + kStatChunk, C_);
-      row_pointers<T>(ptrs_, layouts_, r, C_, row, row_layouts);
+      row_pointers<T>(in, layouts_, r, C_, row, row_layouts);
       T acc[16];
       std::fill(acc, acc + 16, identity_of<T>(comb));
       with_combiner(comb, [&](const auto& f) {
@@ -142,11 +165,11 @@ class StatRunner {
             if (part_layouts[i] == 'r') part_layouts[i] = 'f';
             part[i] = part_layouts[i] == 'f' ? row[i] + c0 : row[i];
           }
-          for (int64_t j = 0; j < k; ++j) part[n + static_cast<size_t>(j)] = stat(r, j);
+          for (int64_t j = 0; j < k; ++j) part[n + static_cast<size_t>(j)] = stat(r0 + r, j);
           interpret<T>(*pro, part, part_layouts, buf.data(), 0, c1 - c0, c1 - c0);
           ignis_lanes_add(acc, buf.data(), c1 - c0, f);
         }
-        partial_[static_cast<size_t>(it)] = ignis_lanes_total(acc, f);
+        partial_[static_cast<size_t>(r0 * nc_ + it)] = ignis_lanes_total(acc, f);
       });
     }
   }
@@ -168,12 +191,21 @@ class StatRunner {
   /// The epilogue over parts [b, e) (`full`) or rows [b, e), the row's statistics as its last
   /// inputs (one value each).
   void epilogue(int64_t b, int64_t e) {
-    if (fn_ != nullptr) {
-      fn_(ptrs_.data(), dst_, b, e, C_, kStatChunk, partial_.data(), st_.data(),
-          static_cast<int>(K_));
-      return;
-    }
-    const size_t n = ptrs_.size(), K = static_cast<size_t>(K_);
+    by_chunk(b, e, full_ ? nc_ : 1,
+             [&](const std::vector<const void*>& in, int64_t r0, int64_t lb, int64_t le) {
+               if (fn_ != nullptr) {
+                 fn_(in.data(), dst_ + (full_ ? r0 * C_ : r0), lb, le, C_, kStatChunk,
+                     partial_.data() + r0 * nc_, st_.data() + r0 * K_, static_cast<int>(K_));
+               } else {
+                 interpret_epilogue(in, r0, lb, le);
+               }
+             });
+  }
+
+  /// The interpreter's epilogue over parts (`full`) or rows [b, e) of the chunk of rows from r0
+  /// (`in` there).
+  void interpret_epilogue(const std::vector<const void*>& in, int64_t r0, int64_t b, int64_t e) {
+    const size_t n = in.size(), K = static_cast<size_t>(K_);
     std::vector<const T*> row(n + K);
     std::string row_layouts;
     if (!full_) {
@@ -185,7 +217,7 @@ class StatRunner {
       std::vector<std::vector<T>> gathered;
       gathered.reserve(n + K);
       for (size_t i = 0; i < n; ++i) {
-        const T* p = static_cast<const T*>(ptrs_[i]);
+        const T* p = static_cast<const T*>(in[i]);
         if (layouts_[i] == 'c') {
           row[i] = p + b;
           row_layouts += 'f';
@@ -201,24 +233,25 @@ class StatRunner {
       }
       for (size_t j = 0; j < K; ++j) {
         std::vector<T>& g = gathered.emplace_back(static_cast<size_t>(len));
-        for (int64_t r = 0; r < len; ++r) g[static_cast<size_t>(r)] = *stat(b + r, j);
+        for (int64_t r = 0; r < len; ++r) g[static_cast<size_t>(r)] = *stat(r0 + b + r, j);
         row[n + j] = g.data();
         row_layouts += 'f';
       }
-      interpret<T>(*epi_, row, row_layouts, dst_ + b, 0, len, len);  // (one row of len)
+      interpret<T>(*epi_, row, row_layouts, dst_ + r0 + b, 0, len, len);  // (one row of len)
       return;
     }
     for (int64_t it = b; it < e; ++it) {
       const int64_t r = it / nc_;
-      row_pointers<T>(ptrs_, layouts_, r, C_, row, row_layouts);
-      for (size_t j = 0; j < K; ++j) row[n + j] = stat(r, static_cast<int64_t>(j));
+      row_pointers<T>(in, layouts_, r, C_, row, row_layouts);
+      for (size_t j = 0; j < K; ++j) row[n + j] = stat(r0 + r, static_cast<int64_t>(j));
       const int64_t c0 = (it - r * nc_) * kStatChunk, c1 = std::min(c0 + kStatChunk, C_);
-      interpret<T>(*epi_, row, row_layouts + std::string(K, 's'), dst_ + r * C_, c0, c1, C_);
+      interpret<T>(*epi_, row, row_layouts + std::string(K, 's'), dst_ + (r0 + r) * C_, c0, c1, C_);
     }
   }
 
   const std::vector<FusedStatStage>& stats_;
   const FusedProgram* epi_;
+  const RowLayout& lay_;
   const std::vector<const void*>& ptrs_;
   const std::string& layouts_;
   T* dst_;
@@ -232,19 +265,18 @@ class StatRunner {
 }  // namespace
 
 void run_fused_stat(const std::vector<FusedStatStage>& stats, const FusedProgram* epilogue,
-                    const std::vector<const void*>& ptrs, const std::string& layouts,
-                    const Tensor& out, int64_t R, int64_t C, bool full, const std::string& key) {
+                    const RowLayout& lay, const Tensor& out, bool full, const std::string& key) {
   const DType dtype = out.dtype();
   auto fn = reinterpret_cast<FusedStatFn>(fused_kernel(
       key,
       [&] {
-        return fused_stat_source(stats, epilogue, static_cast<int>(ptrs.size()), dtype, layouts,
-                                 full);
+        return fused_stat_source(stats, epilogue, static_cast<int>(lay.ptrs.size()), dtype,
+                                 lay.layouts, full);
       },
       "fused_reduction"));
   auto run = [&]<class T>() {
-    const InterpreterInputs<T> interp(ptrs, layouts, R * C, C, fn == nullptr);
-    StatRunner<T>(stats, epilogue, interp.ptrs, interp.layouts, out.data_ptr<T>(), R, C, full, fn)
+    const InterpreterInputs<T> interp(lay.ptrs, lay.layouts, lay.lens, fn == nullptr);
+    StatRunner<T>(stats, epilogue, lay, interp.ptrs, interp.layouts, out.data_ptr<T>(), full, fn)
         .run();
   };
   if (dtype == kFloat64)

@@ -10,16 +10,17 @@
 #include "ignis/tensor.h"
 #include "jit/codegen.h"
 #include "jit/fused_program.h"
+#include "jit/row_layout.h"
 
 namespace ignis::jit::detail {
 
 /// s_k = stats[k].reduction of stats[k].prologue(inputs, s_0 .. s_{k-1}) per row (a null
 /// prologue: input 0), then out = epilogue(inputs, s_0 .. s_{K-1}) (null: s_{K-1}), over R rows
-/// of C >= 1 elements: `ptrs` are the inputs' data laid out as `layouts` against those rows
-/// (codegen.h); out is contiguous, with R elements (not `full`: one per row) or R * C (`full`).
-/// `key` names the kernel in the cache (it must tell apart everything the source depends on).
+/// of C >= 1 elements: `lay` holds the inputs laid out against those rows (row_layout.h: its
+/// rows R and cols C, read a chunk of rows at a time); out is contiguous, with R elements (not
+/// `full`: one per row) or R * C (`full`). `key` names the kernel in the cache (it must tell
+/// apart everything the source depends on).
 void run_fused_stat(const std::vector<FusedStatStage>& stats, const FusedProgram* epilogue,
-                    const std::vector<const void*>& ptrs, const std::string& layouts,
-                    const Tensor& out, int64_t R, int64_t C, bool full, const std::string& key);
+                    const RowLayout& lay, const Tensor& out, bool full, const std::string& key);
 
 }  // namespace ignis::jit::detail

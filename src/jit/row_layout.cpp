@@ -1,0 +1,175 @@
+// How fused kernels read their inputs: rows, row maps and chunks (row_layout.h).
+#include "jit/row_layout.h"
+
+#include <numeric>
+#include <optional>
+
+#include "core/tensor_impl.h"
+#include "jit/codegen.h"
+
+namespace ignis::jit::detail {
+
+namespace {
+
+/// A chunk holds at least this many elements: below, a kernel call per chunk would cost more
+/// than writing the block out at the output's shape.
+constexpr int64_t kMinChunkElements = 256;
+
+/// The input's size at the output's dim d (the shapes aligned on the right).
+int64_t size_at(IntArrayRef sizes, const Shape& shape, int64_t d) {
+  const int64_t i = d - (static_cast<int64_t>(shape.size()) - static_cast<int64_t>(sizes.size()));
+  return i >= 0 ? sizes[static_cast<size_t>(i)] : int64_t{1};
+}
+
+/// Whether an input of `sizes` has the output's trailing `dims` dims (a row), or all 1 there (one
+/// value per row), or neither.
+enum class Kind { row, value, neither };
+Kind kind_of(IntArrayRef sizes, const Shape& shape, int64_t dims) {
+  const int64_t nd = static_cast<int64_t>(shape.size());
+  bool same = true, ones = true;
+  for (int64_t d = nd - dims; d < nd; ++d) {
+    same = same && size_at(sizes, shape, d) == shape[static_cast<size_t>(d)];
+    ones = ones && size_at(sizes, shape, d) == 1;
+  }
+  return same ? Kind::row : ones ? Kind::value : Kind::neither;
+}
+
+/// The map of an input of `sizes` against `shape` (rows of its trailing `dims` dims), or none
+/// when the input's trailing dims are neither the row's nor all 1, or its kept leading dims (those
+/// not broadcast, ignoring the output's dims of 1) are not consecutive.
+std::optional<RowMap> map_of(IntArrayRef sizes, const Shape& shape, int64_t dims) {
+  const Kind kind = kind_of(sizes, shape, dims);
+  if (kind == Kind::neither) return std::nullopt;
+  RowMap m;
+  m.row = kind == Kind::row;
+  // From the last leading dim to the first: broadcast dims before the run make q, the run p.
+  enum { before, in_run, after } state = before;
+  for (int64_t d = static_cast<int64_t>(shape.size()) - dims - 1; d >= 0; --d) {
+    const int64_t o = shape[static_cast<size_t>(d)];
+    if (o == 1) continue;
+    if (size_at(sizes, shape, d) == o) {
+      if (state == after) return std::nullopt;
+      state = in_run;
+      m.p *= o;
+    } else if (state == before) {
+      m.q *= o;
+    } else {
+      state = after;
+    }
+  }
+  if (m.p == 1) m.q = 1;
+  return m;
+}
+
+/// A map's letter within a chunk (lower case): a chunk reads consecutive rows (values) of the
+/// input, or the same one. In one row of everything (`rows` 1), a row is full.
+char chunk_letter(const RowMap& m, int64_t rows) {
+  if (rows == 1) return m.row ? 'f' : 's';
+  const bool moves = m.p > 1 && m.q == 1;
+  return m.row ? (moves ? 'f' : 'r') : (moves ? 'c' : 's');
+}
+
+/// How an input is read: in full (its shape the output's, or materialised at it), by its map, or
+/// as one value per row materialised (R values).
+enum class Read { full, map, per_row };
+
+}  // namespace
+
+char RowLayout::native_letter(size_t i) const {
+  return maps[i].native(rows) ? float_layout(layouts[i]) : 'b';
+}
+
+void RowLayout::at(const std::vector<const void*>& p, int64_t r0, size_t esize,
+                   std::vector<const void*>& out) const {
+  out.assign(p.begin(), p.end());
+  for (size_t i = 0; i < maps.size(); ++i) {
+    const size_t off = static_cast<size_t>(maps[i].offset(r0, cols));
+    if (off != 0) out[i] = static_cast<const char*>(p[i]) + off * (esize ? esize : esizes[i]);
+  }
+}
+
+RowLayout lay_out_rows(const std::vector<Tensor>& inputs, const Shape& shape, int64_t dims,
+                       bool blocks, int full_input, bool flat) {
+  RowLayout l;
+  const int64_t nd = static_cast<int64_t>(shape.size());
+  dims = std::min(dims, nd);
+  for (int64_t d = nd - dims; d < nd; ++d) l.cols *= shape[static_cast<size_t>(d)];
+  l.n = shape_numel(shape);
+  l.rows = l.cols == 0 ? 0 : l.n / l.cols;
+  const size_t k = inputs.size();
+  std::vector<Read> read(k, Read::full);
+  std::vector<RowMap> maps(k);
+  for (size_t i = 0; i < k; ++i) {
+    const Tensor& t = inputs[i];
+    if (static_cast<int>(i) == full_input || t.sizes().equals(shape)) continue;
+    if (t.numel() == 1) {  // one value
+      read[i] = Read::map;
+      maps[i] = RowMap{false, 1, 1};
+    } else if (const std::optional<RowMap> m = map_of(t.sizes(), shape, dims)) {
+      read[i] = Read::map;
+      maps[i] = *m;
+    } else if (kind_of(t.sizes(), shape, dims) == Kind::value) {
+      read[i] = Read::per_row;
+    }
+  }
+  // A block (a map that needs chunks) materialised: a row kind's at the output's shape, a value
+  // kind's as one value per row.
+  auto materialise_blocks = [&] {
+    for (size_t i = 0; i < k; ++i)
+      if (read[i] == Read::map && !maps[i].native(l.rows))
+        read[i] = maps[i].row ? Read::full : Read::per_row;
+  };
+  // Rows per chunk: within one, each map's rows advance one by one (q 1: a divisor of p) or
+  // stay (a divisor of q).
+  auto chunk_of = [&] {
+    int64_t c = std::max<int64_t>(l.rows, 1);
+    for (size_t i = 0; i < k; ++i)
+      if (read[i] == Read::map && maps[i].p > 1)
+        c = std::gcd(c, maps[i].q == 1 ? maps[i].p : maps[i].q);
+    return c;
+  };
+  if (!blocks) materialise_blocks();
+  l.chunk = chunk_of();
+  if (l.chunk < l.rows && l.chunk * l.cols < kMinChunkElements) {
+    materialise_blocks();
+    l.chunk = chunk_of();
+  }
+  if (flat && l.rows > 1) {
+    bool rows_needed = false;
+    for (size_t i = 0; i < k; ++i)
+      rows_needed = rows_needed || read[i] == Read::per_row ||
+                    (read[i] == Read::map && (maps[i].row ? maps[i].p < l.rows : maps[i].p > 1));
+    if (!rows_needed) {  // one row of every element: the kernels' flat loop
+      l.cols = l.n;
+      l.rows = l.chunk = 1;
+    }
+  }
+  auto dense = [](const Tensor& t) { return t.is_contiguous() ? t : t.contiguous(); };
+  for (size_t i = 0; i < k; ++i) {
+    const Tensor& t = inputs[i];
+    Tensor d;
+    RowMap m{true, 1, l.rows};
+    if (read[i] == Read::full) {
+      // No op call for an input already dense: a profiler sees the fused op alone.
+      d = t.sizes().equals(shape) ? dense(t) : t.expand(shape).contiguous();
+    } else if (read[i] == Read::per_row) {
+      Shape per_row = shape;
+      for (int64_t j = nd - dims; j < nd; ++j) per_row[static_cast<size_t>(j)] = 1;
+      d = t.expand(per_row).contiguous();
+      m.row = false;
+    } else {
+      d = dense(t);
+      m = maps[i];
+      if (l.rows == 1) m.p = m.q = 1;
+    }
+    l.layouts += layout_letter(chunk_letter(m, l.rows), t.dtype());
+    l.maps.push_back(m);
+    l.ptrs.push_back(d.data_ptr());
+    l.lens.push_back(d.numel());
+    l.esizes.push_back(d.element_size());
+    l.keep.push_back(std::move(d));
+  }
+  return l;
+}
+
+}  // namespace ignis::jit::detail
