@@ -54,7 +54,12 @@ set_tests_properties(cli_bench_jit_rmsnorm_train PROPERTIES PASS_REGULAR_EXPRESS
 # (the mask a bool input) both ways.
 add_test(NAME cli_bench_jit_attention COMMAND ignis_cli bench jit_attention --batch 4 --repeat 1 --threads 1)
 set_tests_properties(cli_bench_jit_attention PROPERTIES PASS_REGULAR_EXPRESSION
-  "shape=4x128x128 threads=1 mode=eager nodes=3 .*mode=compiler nodes=1 .*mode=interpreter nodes=1 ")
+  "shape=4x128x128 threads=1 mode=eager nodes=3 .*mode=compiler nodes=1 .*mode=interpreter nodes=1 .*mode=materialised nodes=1 ")
+# jit_posemb on a batch of 2: eager (3 nodes: add, gelu, mul), one fused_elementwise reading the
+# position table in place both ways, then with the table materialised.
+add_test(NAME cli_bench_jit_posemb COMMAND ignis_cli bench jit_posemb --batch 2 --repeat 1 --threads 1)
+set_tests_properties(cli_bench_jit_posemb PROPERTIES PASS_REGULAR_EXPRESSION
+  "shape=2x128x1024 threads=1 mode=eager nodes=3 .*mode=compiler nodes=1 .*mode=interpreter nodes=1 .*mode=materialised nodes=1 ")
 # jit_layernorm on 64 rows: eager (9 nodes: mean, sub, pow, mean, add, sqrt, div, mul, add), one
 # fused_reduction chaining two statistics both ways, then the two-node form; the same trained.
 add_test(NAME cli_bench_jit_layernorm COMMAND ignis_cli bench jit_layernorm --batch 64 --repeat 1 --threads 1)

@@ -27,7 +27,7 @@ import time
 WORKLOADS = ("op_overhead", "sgemm", "seed_jit_mlp", "mnist_mlp", "mnist_lenet", "train_step",
              "checkpoint", "gcn", "gin", "ddp_mnist_mlp", "jit_fusion", "jit_fusion_train",
              "jit_dropout_train", "jit_norm_train", "jit_inference", "jit_block", "jit_rmsnorm",
-             "jit_rmsnorm_train", "jit_layernorm", "jit_attention")
+             "jit_rmsnorm_train", "jit_layernorm", "jit_attention", "jit_posemb")
 # The CNN training workloads take minutes: run them when asked for.
 DEFAULT_WORKLOADS = ("op_overhead", "sgemm", "seed_jit_mlp", "mnist_mlp")
 
@@ -85,6 +85,11 @@ SPECS = {
                                "[96, 128, 128] float32 scores, a bool causal mask (ignis: its best "
                                "mode, eager or one fused_reduction; PyTorch: eager and scripted) "
                                "(lower is better)", "extra": ("mode",)},
+    "jit_posemb": {"keys": ("shape",), "metric": "ms_per_forward", "higher": False,
+                   "title": "ms per gelu(x + pos) * g on [32, 128, 1024] float32, pos a "
+                            "[128, 1024] position table (ignis: its best mode, eager or one "
+                            "fused_elementwise; PyTorch: eager and scripted) (lower is better)",
+                   "extra": ("mode",)},
     "jit_rmsnorm": {"keys": ("shape",), "metric": "ms_per_forward", "higher": False,
                     "title": "ms per x * rsqrt(mean(x ** 2, -1, keepdim) + 1e-6) * w on [4096, 1024] "
                              "float32, a hand-written RMS norm (ignis: its best mode, eager or one "
@@ -354,6 +359,19 @@ def torch_jit_attention(torch, threads, repeat):
 
     return eager_and_scripted(torch, "jit_attention", block, (s, causal),
                               f"{heads}x{tokens}x{tokens}", threads, repeat)
+
+
+def torch_jit_posemb(torch, threads, repeat):
+    """The position-table block of `ignis bench jit_posemb`, eager and as TorchScript."""
+    batch, tokens, dim = 32, 128, 1024
+    torch.manual_seed(0)
+    x, pos, g = torch.randn(batch, tokens, dim), torch.randn(tokens, dim), torch.randn(dim)
+
+    def block(x, pos, g):
+        return torch.nn.functional.gelu(x + pos) * g
+
+    return eager_and_scripted(torch, "jit_posemb", block, (x, pos, g),
+                              f"{batch}x{tokens}x{dim}", threads, repeat)
 
 
 def torch_jit_rmsnorm_train(torch, threads, repeat):
@@ -1031,7 +1049,8 @@ TORCH_WORKLOADS = {"op_overhead": torch_op_overhead, "sgemm": torch_sgemm,
                    "jit_rmsnorm": torch_jit_rmsnorm,
                    "jit_rmsnorm_train": torch_jit_rmsnorm_train,
                    "jit_layernorm": torch_jit_layernorm,
-                   "jit_attention": torch_jit_attention}
+                   "jit_attention": torch_jit_attention,
+                   "jit_posemb": torch_jit_posemb}
 # Workloads whose PyTorch function also takes this script's options.
 TAKES_ARGS = ("mnist_mlp", "mnist_lenet", "train_step", "checkpoint", "gin", "ddp_mnist_mlp",
               "jit_inference")
@@ -1109,7 +1128,7 @@ def print_table(workload, rows):
                     "ddp_mnist_mlp",
                     "jit_fusion", "jit_fusion_train", "jit_dropout_train", "jit_norm_train",
                     "jit_inference", "jit_block", "seed_jit_mlp", "jit_rmsnorm",
-                    "jit_rmsnorm_train", "jit_layernorm", "jit_attention"):
+                    "jit_rmsnorm_train", "jit_layernorm", "jit_attention", "jit_posemb"):
         cols[-2] = ("ignis", lambda r: f"{fmt(r['ignis'], 3)} ({r['ignis_threads']}T)")
         cols[-1] = ("PyTorch",
                     lambda r: f"{fmt(r.get('pytorch'), 3)} ({r.get('pytorch_threads', '-')}T)")

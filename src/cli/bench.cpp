@@ -51,6 +51,9 @@ constexpr Workload kWorkloads[] = {
     {"jit_attention",
      "softmax(masked_fill(s * c, causal, -inf)) on [96, 128, 128]: eager, one fused_reduction",
      &bench_jit_attention},
+    {"jit_posemb",
+     "gelu(x + pos) * g, pos [128, 1024] against x [32, 128, 1024]: eager, one fused_elementwise",
+     &bench_jit_posemb},
     {"jit_rmsnorm",
      "x * rsqrt(mean(x ** 2, -1) + eps) * w on [4096, 1024]: eager, one fused_reduction (mean)",
      &bench_jit_rmsnorm},
@@ -99,7 +102,7 @@ std::string bench_usage() {
        "                checkpoint: (4); jit_fusion,\n"
        "                jit_fusion_train, jit_dropout_train, jit_norm_train, jit_block,\n"
        "                jit_rmsnorm, jit_rmsnorm_train: the rows (4096); jit_attention: the\n"
-       "                heads (96)\n"
+       "                heads (96); jit_posemb: the batch (32)\n"
        "  --image-size S, --classes C   train_step: the input size and classes (default: the\n"
        "                model's natural ones, e.g. 224 and 1000 for resnet18; `ignis models`)\n"
        "  --max-bytes B allreduce: the largest buffer (default 268435456)\n"

@@ -65,6 +65,7 @@ void bench_jit_inference(const BenchOptions& opts);  // bench_jit.cpp
 void bench_jit_fusion(const BenchOptions& opts);
 void bench_jit_fusion_train(const BenchOptions& opts);
 void bench_jit_attention(const BenchOptions& opts);
+void bench_jit_posemb(const BenchOptions& opts);
 void bench_jit_rmsnorm(const BenchOptions& opts);
 void bench_jit_rmsnorm_train(const BenchOptions& opts);
 void bench_jit_layernorm(const BenchOptions& opts);

@@ -135,7 +135,36 @@ void bench_jit_attention(const BenchOptions& opts) {
     return std::vector<Tensor>{softmax((in[0] * 0.125).masked_fill(in[1], -INFINITY), -1)};
   };
   const double bytes = 2.0 * static_cast<double>(scores.numel()) * 4;  // scores in, probs out
-  bench_fused_inference("jit_attention", block, {scores, causal}, bytes, opts);
+  // The same node with the mask expanded to the scores' shape on each call: how the fused
+  // kernels read a [T, T] mask before they read blocks of rows in place (row_layout.h).
+  const Shape full = scores.sizes().shape();
+  const Variant materialised{"materialised", 1, [&] {
+                               return jit::fused_reduction(
+                                   {scores, causal.expand(full).contiguous()}, "softmax", 1,
+                                   "mul(i0,0.125);where(i1,-inf,v0)", "");
+                             }};
+  bench_fused_inference("jit_attention", block, {scores, causal}, bytes, opts, {materialised});
+}
+
+// A position table added to token embeddings, then an activation and a gate: gelu(x + pos) * g,
+// x [B, 128, 1024] float32 (B = 32), pos [128, 1024] (a block of 128 rows repeated over the
+// batch), g [1024]. Eager runs three ops; the graph one fused_elementwise reading pos in place
+// a chunk of rows at a time; the variant materialises pos at x's shape on each call (how the
+// fused kernels read such a block before).
+void bench_jit_posemb(const BenchOptions& opts) {
+  const int64_t batch = opts.batch > 0 ? opts.batch : 32, tokens = 128, dim = 1024;
+  manual_seed(0);
+  const Tensor x = randn({batch, tokens, dim}), pos = randn({tokens, dim}), g = randn({dim});
+  auto block = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{gelu(in[0] + in[1]) * in[2]};
+  };
+  const double bytes = 2.0 * static_cast<double>(x.numel()) * 4;  // x in, y out
+  const Shape full = x.sizes().shape();
+  const Variant materialised{"materialised", 1, [&] {
+                               return jit::fused_elementwise({x, pos.expand(full).contiguous(), g},
+                                                             "add(i0,i1,1);gelu(v0);mul(v1,i2)");
+                             }};
+  bench_fused_inference("jit_posemb", block, {x, pos, g}, bytes, opts, {materialised});
 }
 
 namespace {
