@@ -381,16 +381,33 @@ std::string fused_reduction_source(const FusedProgram* prologue, const std::stri
   s << "  T* __restrict out = static_cast<T*>(out_);\n"
        "  T* __restrict xb = static_cast<T*>(scratch_);\n"
        "  const T eps = static_cast<T>(eps_);\n"
-       "  (void)eps;\n"
-       "  for (long long r = r0; r < r1; ++r) {\n"
-       "    T* __restrict o = out + r * cols;\n";
-  emit_row_pointers(s, layouts, "    ");
-  // Pass 1: the prologue into the row buffer (without one, the reduction reads input 0).
+       "  (void)eps;\n";
+  // Pass 1: the prologue of a row into half of the scratch (without one, the reduction reads
+  // input 0). Rows of up to 2048 elements run it a row ahead: row r + 1's values are computed
+  // before row r is reduced, so the reduction reads values stored a row earlier; read right
+  // after their stores they cost as much again as the rest of a short row's kernel on an AMD
+  // Zen 5 (a softmax over rows of 128: 1.5x faster ahead; docs/graph-mode.md). Longer rows
+  // (whose two halves would not stay in the L1 cache) run it just before their reduction.
   if (prologue != nullptr) {
+    s << "  auto ignis_prologue = [&](long long r, T* __restrict dst) {\n";
+    emit_row_pointers(s, layouts, "    ");
     s << "    for (long long c = 0; c < cols; ++c) {\n";
     if (pro_rng) s << "      const unsigned long long* rng_ = rng_pro_;\n";
     const std::string v = emit_body(s, *prologue, layouts, "      ");
-    s << "      xb[c] = " << v << ";\n    }\n    const T* x = xb;\n";
+    s << "      dst[c] = " << v
+      << ";\n    }\n  };\n"
+         "  const bool ahead = cols <= 2048;\n"
+         "  if (ahead && r0 < r1) ignis_prologue(r0, xb);\n";
+  }
+  s << "  for (long long r = r0; r < r1; ++r) {\n"
+       "    T* __restrict o = out + r * cols;\n";
+  emit_row_pointers(s, layouts, "    ");
+  if (prologue != nullptr) {
+    s << "    const T* x = xb + (ahead ? ((r - r0) & 1) * cols : 0);\n"
+         "    if (!ahead)\n"
+         "      ignis_prologue(r, xb);\n"
+         "    else if (r + 1 < r1)\n"
+         "      ignis_prologue(r + 1, xb + ((r + 1 - r0) & 1) * cols);\n";
   } else {
     s << "    const T* x = p0;\n";
   }
