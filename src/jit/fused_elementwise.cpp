@@ -389,6 +389,15 @@ void run_on_cpu(const FusedProgram& p, const std::vector<int>& outputs,
                                : detail::fused_multi_kernel_source(p, outputs, dtype, lay.layouts);
       },
       "fused_elementwise");
+  if (fn != nullptr && outputs.empty() && lay.chunk >= lay.rows) {
+    // The common case, one kernel call per part: no chunks (nor their pointers) to prepare.
+    const uint64_t words[3] = {rng.seed, rng.base, rng.n};
+    std::vector<const void*> ptrs = lay.ptrs;
+    if (p.random_streams() > 0) ptrs.push_back(words);
+    auto k = reinterpret_cast<detail::FusedKernelFn>(fn);
+    parallel_for(0, n, grain, [&](int64_t b, int64_t e) { k(ptrs.data(), dst[0], b, e, cols); });
+    return;
+  }
   auto run = [&]<class T>() {
     const detail::InterpreterInputs<T> interp(lay.ptrs, lay.layouts, lay.lens, fn == nullptr);
     // The program over elements [b, e) into d (element k at d[j][k]): the kernel, else the

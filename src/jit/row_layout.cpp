@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "core/tensor_impl.h"
+#include "ignis/small_vector.h"
 #include "jit/codegen.h"
 
 namespace ignis::jit::detail {
@@ -97,8 +98,8 @@ RowLayout lay_out_rows(const std::vector<Tensor>& inputs, const Shape& shape, in
   l.n = shape_numel(shape);
   l.rows = l.cols == 0 ? 0 : l.n / l.cols;
   const size_t k = inputs.size();
-  std::vector<Read> read(k, Read::full);
-  std::vector<RowMap> maps(k);
+  SmallVector<Read, 8> read(k, Read::full);
+  SmallVector<RowMap, 8> maps(k);
   for (size_t i = 0; i < k; ++i) {
     const Tensor& t = inputs[i];
     if (static_cast<int>(i) == full_input || t.sizes().equals(shape)) continue;
@@ -145,6 +146,11 @@ RowLayout lay_out_rows(const std::vector<Tensor>& inputs, const Shape& shape, in
     }
   }
   auto dense = [](const Tensor& t) { return t.is_contiguous() ? t : t.contiguous(); };
+  l.keep.reserve(k);
+  l.ptrs.reserve(k + 2);  // (and a kernel's dropout streams)
+  l.maps.reserve(k);
+  l.lens.reserve(k);
+  l.esizes.reserve(k);
   for (size_t i = 0; i < k; ++i) {
     const Tensor& t = inputs[i];
     Tensor d;
