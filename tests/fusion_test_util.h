@@ -22,6 +22,9 @@ inline void expect_close(const Tensor& a, const Tensor& b, double tol, const std
       << what << ": max |diff| " << (a.to(kFloat64) - b.to(kFloat64)).abs().max().item<double>();
 }
 
+/// The fusion backends a test runs both ways.
+inline constexpr const char* kBackends[] = {"interpreter", "compiler"};
+
 /// Chooses a fusion backend ("compiler", "interpreter") and restores "auto" after.
 struct Backend {
   explicit Backend(const std::string& b) { jit::set_fusion_backend(b); }

@@ -19,12 +19,11 @@ using namespace ignis;
 using ::testing::HasSubstr;
 
 using ignis::testing::Backend;
+using ignis::testing::kBackends;
 using ignis::testing::expect_close;
 using ignis::testing::uniform;
 
 namespace {
-
-const char* const kBackends[] = {"interpreter", "compiler"};
 
 std::vector<int64_t> lens(const jit::detail::RowLayout& l) { return l.lens; }
 

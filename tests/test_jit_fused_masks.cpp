@@ -19,12 +19,11 @@ using namespace ignis;
 using ::testing::HasSubstr;
 
 using ignis::testing::Backend;
+using ignis::testing::kBackends;
 using ignis::testing::expect_close;
 using ignis::testing::uniform;
 
 namespace {
-
-const char* const kBackends[] = {"interpreter", "compiler"};
 
 Tensor random_mask(IntArrayRef shape, double p = 0.3) { return rand(shape, kFloat64) < p; }
 

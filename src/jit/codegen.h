@@ -64,9 +64,11 @@ std::string fused_cuda_reduction_source(const FusedProgram* prologue, const std:
 /// A generated row-wise reduction kernel (fused_reduction): for each row r in [row_begin,
 /// row_end) of `cols` elements, x = prologue(inputs) (or input 0), the reduction of x along the
 /// row (layer_norm: (x - mean) * rsqrt(var + eps); softmax; log_softmax), then
-/// out = epilogue(inputs, that) (or that). `scratch` holds 2 * `cols` elements. A program with
-/// dropout reads its stream (seed, base, n) through the pointer after the inputs' (the
-/// prologue's first, then the epilogue's); element (r, c) draws as element r * cols + c.
+/// out = epilogue(inputs, that) (or that). `scratch` holds 2 * `cols` elements: the prologue's
+/// values, for rows of up to 2048 a row ahead (row r + 1's half written before row r is
+/// reduced). A program with dropout reads its stream (seed, base, n) through the pointer after
+/// the inputs' (the prologue's first, then the epilogue's); element (r, c) draws as element
+/// r * cols + c.
 using FusedReductionFn = void (*)(const void* const* in, void* out, int64_t row_begin,
                                   int64_t row_end, int64_t cols, double eps, void* scratch);
 
