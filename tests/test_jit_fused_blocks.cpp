@@ -25,7 +25,12 @@ using ignis::testing::uniform;
 
 namespace {
 
-std::vector<int64_t> lens(const jit::detail::RowLayout& l) { return l.lens; }
+/// The elements of each dense input the kernel reads.
+std::vector<int64_t> lens(const jit::detail::RowLayout& l) {
+  std::vector<int64_t> n;
+  for (const Tensor& t : l.keep) n.push_back(t.numel());
+  return n;
+}
 
 TEST(RowLayout, BlocksAreReadAChunkOfRowsAtATime) {
   using jit::detail::lay_out_rows;

@@ -399,7 +399,7 @@ void run_on_cpu(const FusedProgram& p, const std::vector<int>& outputs,
     return;
   }
   auto run = [&]<class T>() {
-    const detail::InterpreterInputs<T> interp(lay.ptrs, lay.layouts, lay.lens, fn == nullptr);
+    const detail::InterpreterInputs<T> interp(lay.ptrs, lay.layouts, lay.keep, fn == nullptr);
     // The program over elements [b, e) into d (element k at d[j][k]): the kernel, else the
     // interpreter, a chunk of rows at a time (row_layout.h; one piece when the inputs need no
     // chunks), the inputs' pointers, d and the dropouts' counters moved to the chunk.
@@ -552,8 +552,8 @@ TensorList input_grads(const FusedProgram& p, const std::vector<Tensor>& in,
     // 'c', one value 's') gets its gradient summed by the kernel's caller, at its own size;
     // every other input (a block, a broadcast materialised) at the output's: the engine sums it.
     const char l = lay.native_letter(k);
-    const bool summed =
-        (l == 'r' || l == 'c' || l == 's') && in[k].numel() < lay.n && lay.lens[k] == in[k].numel();
+    const bool summed = (l == 'r' || l == 'c' || l == 's') && in[k].numel() < lay.n &&
+                        lay.keep[k].numel() == in[k].numel();
     outs.push_back(make_tensor(summed ? in[k].sizes().shape() : shape, fused_dtype(in)));
     sums += summed ? l : 'f';
     values.push_back(b->outputs[j]);

@@ -357,7 +357,7 @@ Tensor run_fused(const Spec& s, const std::vector<Tensor>& inputs, const Shape& 
       op));
   auto run = [&]<class T>() {
     T* dst = out.data_ptr<T>();
-    const detail::InterpreterInputs<T> interp(ptrs, layouts, lay.lens, fn == nullptr);
+    const detail::InterpreterInputs<T> interp(ptrs, layouts, lay.keep, fn == nullptr);
     parallel_for(0, R, grain, [&](int64_t b, int64_t e) {
       // The kernel reads the programs' dropout streams (seed, base, n) through the pointers
       // after the inputs': the prologue's, then the epilogue's (codegen.h).

@@ -151,21 +151,22 @@ void interp_apply3(const F& f, InterpOperand<T> a, InterpOperand<T> b, InterpOpe
 
 /// What a fused kernel's inputs are for the interpreter, which reads every input as T: with
 /// `interpreting`, each bool input (a layout letter in upper case, codegen.h) copied as 1 or 0
-/// (its `lens[i]` elements), its pointer then to the copy and its letter in lower case;
-/// otherwise the pointers and layouts as given.
+/// (the elements of `dense[i]`, the tensor it points into), its pointer then to the copy and its
+/// letter in lower case; otherwise the pointers and layouts as given.
 template <class T>
 struct InterpreterInputs {
   std::vector<const void*> ptrs;
   std::string layouts;
   std::vector<std::vector<T>> copies;
-  InterpreterInputs(std::vector<const void*> p, std::string l, const std::vector<int64_t>& lens,
+  InterpreterInputs(std::vector<const void*> p, std::string l, const std::vector<Tensor>& dense,
                     bool interpreting)
       : ptrs(std::move(p)), layouts(std::move(l)) {
     for (size_t i = 0; i < layouts.size() && interpreting; ++i) {
       if (!is_bool_layout(layouts[i])) continue;
       const auto* m = static_cast<const unsigned char*>(ptrs[i]);
-      std::vector<T>& v = copies.emplace_back(static_cast<size_t>(lens[i]));
-      for (int64_t k = 0; k < lens[i]; ++k) v[static_cast<size_t>(k)] = static_cast<T>(m[k] != 0);
+      const int64_t len = dense[i].numel();
+      std::vector<T>& v = copies.emplace_back(static_cast<size_t>(len));
+      for (int64_t k = 0; k < len; ++k) v[static_cast<size_t>(k)] = static_cast<T>(m[k] != 0);
       ptrs[i] = v.data();
       layouts[i] = float_layout(layouts[i]);
     }

@@ -275,7 +275,7 @@ void run_fused_stat(const std::vector<FusedStatStage>& stats, const FusedProgram
       },
       "fused_reduction"));
   auto run = [&]<class T>() {
-    const InterpreterInputs<T> interp(lay.ptrs, lay.layouts, lay.lens, fn == nullptr);
+    const InterpreterInputs<T> interp(lay.ptrs, lay.layouts, lay.keep, fn == nullptr);
     StatRunner<T>(stats, epilogue, lay, interp.ptrs, interp.layouts, out.data_ptr<T>(), full, fn)
         .run();
   };

@@ -85,7 +85,8 @@ void RowLayout::at(const std::vector<const void*>& p, int64_t r0, size_t esize,
   out.assign(p.begin(), p.end());
   for (size_t i = 0; i < maps.size(); ++i) {
     const size_t off = static_cast<size_t>(maps[i].offset(r0, cols));
-    if (off != 0) out[i] = static_cast<const char*>(p[i]) + off * (esize ? esize : esizes[i]);
+    if (off != 0)
+      out[i] = static_cast<const char*>(p[i]) + off * (esize ? esize : keep[i].element_size());
   }
 }
 
@@ -149,8 +150,6 @@ RowLayout lay_out_rows(const std::vector<Tensor>& inputs, const Shape& shape, in
   l.keep.reserve(k);
   l.ptrs.reserve(k + 2);  // (and a kernel's dropout streams)
   l.maps.reserve(k);
-  l.lens.reserve(k);
-  l.esizes.reserve(k);
   for (size_t i = 0; i < k; ++i) {
     const Tensor& t = inputs[i];
     Tensor d;
@@ -171,8 +170,6 @@ RowLayout lay_out_rows(const std::vector<Tensor>& inputs, const Shape& shape, in
     l.layouts += layout_letter(chunk_letter(m, l.rows), t.dtype());
     l.maps.push_back(m);
     l.ptrs.push_back(d.data_ptr());
-    l.lens.push_back(d.numel());
-    l.esizes.push_back(d.element_size());
     l.keep.push_back(std::move(d));
   }
   return l;

@@ -34,12 +34,10 @@ struct RowMap {
 };
 
 struct RowLayout {
-  std::vector<Tensor> keep;       // the dense tensors read
+  std::vector<Tensor> keep;       // the dense tensors read (their elements and element sizes)
   std::vector<const void*> ptrs;  // their data
   std::string layouts;  // a letter each within a chunk (codegen.h; upper case: a bool input)
   std::vector<RowMap> maps;
-  std::vector<int64_t> lens;   // each dense input's elements
-  std::vector<size_t> esizes;  // and their size in bytes
   int64_t rows = 1, cols = 1;  // R, C
   int64_t chunk = 1;           // rows per chunk (R: one chunk)
   int64_t n = 0;               // R C
