@@ -1,6 +1,7 @@
 // Inputs that repeat as blocks of rows in graph mode's fused kernels (jit/row_layout.h): a
-// position table [T, D] against [B, T, D], a causal mask [T, T] and a padding mask [B, 1, 1, T]
-// against attention scores [B, H, T, T], a gate per batch [B, 1, 1]. The CPU's kernels read them
+// position table [T, D] against [B, T, D], a causal mask [T, T], a padding mask [B, 1, 1, T]
+// and a mask per batch [B, 1, T, T] against attention scores [B, H, T, T], a gate per batch
+// [B, 1, 1]. The CPU's kernels read them
 // a chunk of rows at a time instead of materialising them at the output's shape; the results are
 // eager's, and bit for bit those of the same inputs materialised by the caller (dropout included).
 #include <gmock/gmock.h>
@@ -45,8 +46,9 @@ TEST(RowLayout, BlocksAreReadAChunkOfRowsAtATime) {
   EXPECT_EQ(l.chunk, T);
   EXPECT_EQ(l.layouts, "fFRs");
   EXPECT_THAT(lens(l), ::testing::ElementsAre(B * H * T * T, T * T, B * T, 1));
-  EXPECT_EQ(l.maps[2].q, H * T);
-  EXPECT_EQ(l.maps[2].p, B);
+  ASSERT_EQ(l.maps[2].runs, 1);
+  EXPECT_EQ(l.maps[2].run[0].q, H * T);
+  EXPECT_EQ(l.maps[2].run[0].p, B);
   EXPECT_EQ(std::string() + l.native_letter(0) + l.native_letter(1) + l.native_letter(3), "fbs");
   // The chunk from row 2 T: batch 0, head 2 (padding row 0); from row 5 T: batch 1, head 2.
   std::vector<const void*> at;
@@ -88,11 +90,32 @@ TEST(RowLayout, BlocksAreReadAChunkOfRowsAtATime) {
   EXPECT_EQ(l.layouts, "ff");
   EXPECT_THAT(lens(l), ::testing::ElementsAre(1200, 1200));
 
-  // Kept dims that are not consecutive ([B, 1, T, D] against [B, H, T, D]): materialised; a
-  // value per row so kept: one value per row.
+  // Kept dims that are not consecutive: a mask per batch [B, 1, T, T] against [B, H, T, T]
+  // (rows (b, h, i) read row b T + i: two runs, chunks of T rows), and the like with a value
+  // per row ([B, 1, T, 1] against [B, H, T, D]).
+  const Tensor per_batch = zeros({B, 1, T, T}, kBool);
+  l = lay_out_rows({s, per_batch}, {B, H, T, T}, 1, true);
+  EXPECT_EQ(l.chunk, T);
+  EXPECT_EQ(l.layouts, "fF");
+  EXPECT_THAT(lens(l), ::testing::ElementsAre(B * H * T * T, B * T * T));
+  ASSERT_EQ(l.maps[1].runs, 2);
+  EXPECT_EQ(l.maps[1].run[1].q, H * T);
+  EXPECT_EQ(l.maps[1].run[1].s, T);
+  l.at(l.ptrs, (1 * H + 2) * T, 0, at);  // batch 1, head 2: the mask's rows from T
+  EXPECT_EQ(at[1], static_cast<const void*>(per_batch.data_ptr<bool>() + T * T));
   l = lay_out_rows({zeros({B, 1, T, 16}), zeros({B, 1, T, 1})}, {B, H, T, 16}, 1, true);
   EXPECT_EQ(l.layouts, "fc");
-  EXPECT_THAT(lens(l), ::testing::ElementsAre(B * H * T * 16, B * H * T));
+  EXPECT_EQ(l.chunk, T);
+  EXPECT_THAT(lens(l), ::testing::ElementsAre(B * T * 16, B * T));
+  // More than four runs (every other dim of a rank-9 output kept): materialised.
+  l = lay_out_rows({zeros({2, 1, 2, 1, 2, 1, 2, 1, 2, 256})}, {2, 2, 2, 2, 2, 2, 2, 2, 2, 256}, 1,
+                   true);
+  EXPECT_EQ(l.layouts, "f");
+  EXPECT_THAT(lens(l), ::testing::ElementsAre(512 * 256));
+  l = lay_out_rows({zeros({2, 1, 2, 1, 2, 1, 2, 1, 256})}, {2, 2, 2, 2, 2, 2, 2, 2, 256}, 1, true);
+  EXPECT_EQ(l.maps[0].runs, 4);
+  EXPECT_EQ(l.chunk, 2);
+  EXPECT_THAT(lens(l), ::testing::ElementsAre(16 * 256));
 
   // Nothing repeated along rows: one row of everything (the flat loop).
   l = lay_out_rows({zeros({8, 16}), zeros({1, 1})}, {8, 16}, 1, true, -1, true);
@@ -227,6 +250,54 @@ TEST(FusedBlocks, AttentionSoftmaxWithCausalAndPaddingMasksEqualsEager) {
     Backend guard(backend);
     const Tensor gf = autograd::grad({g.run({s, causal, pad0})[0]}, {s}, {gy})[0];
     expect_close(gf, ge, 1e-13, std::string(backend) + " gradient");
+  }
+}
+
+TEST(FusedBlocks, MasksPerBatchReadInPlaceEqualEager) {
+  // Kept dims that are not consecutive: an additive mask per batch [B, 1, T, T] (the extended
+  // attention mask of BERT-style models) and a bool one, against scores [B, H, T, T]; a value
+  // per row [B, 1, T, 1] and a table [B, 1, T, D] against [B, H, T, D]. Bit for bit the same
+  // nodes over caller-materialised inputs; gradients of the blocks (float64) equal eager's.
+  const int64_t B = 2, H = 3, T = 32, D = 16;
+  const Shape scores{B, H, T, T}, rows{B, H, T, D};
+  for (const char* backend : kBackends) {
+    Backend guard(backend);
+    const Tensor s = uniform(scores, -4, 4, kFloat64),
+                 bias = uniform({B, 1, T, T}, -3, 0, kFloat64);
+    const Tensor m = rand({B, 1, T, T}, kFloat64) < 0.2;
+    const std::string pro = "mul(i0,0.25);add(v0,i1,1);where(i2,-inf,v1)";
+    const Tensor out = jit::fused_reduction({s, bias, m}, "softmax", 1, pro, "");
+    expect_close(out, softmax((s * 0.25 + bias).masked_fill(m, -INFINITY), -1), 1e-15,
+                 std::string(backend) + " softmax");
+    const Tensor full =
+        jit::fused_reduction({s, bias.expand(scores).contiguous(), m.expand(scores).contiguous()},
+                             "softmax", 1, pro, "");
+    expect_close(out, full, 0, std::string(backend) + " softmax against the materialised masks");
+
+    const Tensor x = uniform(rows, -2, 2, kFloat64), tab = uniform({B, 1, T, D}, -1, 1, kFloat64);
+    const Tensor v = uniform({B, 1, T, 1}, -1, 1, kFloat64);
+    const std::string prog = "mul(i0,i1);add(v0,i2,1);tanh(v1)";
+    const Tensor y = jit::fused_elementwise({x, tab, v}, prog);
+    expect_close(y, tanh(x * tab + v), 1e-15, std::string(backend) + " elementwise");
+    expect_close(y,
+                 jit::fused_elementwise(
+                     {x, tab.expand(rows).contiguous(), v.expand(rows).contiguous()}, prog),
+                 0, std::string(backend) + " elementwise against the materialised inputs");
+
+    std::vector<Tensor> in = {x.clone(), tab.clone(), v.clone()};
+    for (Tensor& t : in) t.requires_grad_(true);
+    const Tensor gy = uniform(rows, -1, 1, kFloat64);
+    const std::vector<Tensor> gf = autograd::grad({jit::fused_elementwise(in, prog)}, in, {gy});
+    const std::vector<Tensor> ge = autograd::grad({tanh(in[0] * in[1] + in[2])}, in, {gy});
+    for (size_t i = 0; i < in.size(); ++i)
+      expect_close(gf[i], ge[i], 1e-13, std::string(backend) + " gradient " + std::to_string(i));
+    Tensor bg = bias.clone().requires_grad_(true);
+    const Tensor gs = uniform(scores, -1, 1, kFloat64);
+    const Tensor gb =
+        autograd::grad({jit::fused_reduction({s, bg, m}, "softmax", 1, pro, "")}, {bg}, {gs})[0];
+    const Tensor gbe =
+        autograd::grad({softmax((s * 0.25 + bg).masked_fill(m, -INFINITY), -1)}, {bg}, {gs})[0];
+    expect_close(gb, gbe, 1e-13, std::string(backend) + " gradient of the additive mask");
   }
 }
 

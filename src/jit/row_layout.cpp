@@ -37,28 +37,30 @@ Kind kind_of(IntArrayRef sizes, const Shape& shape, int64_t dims) {
 
 /// The map of an input of `sizes` against `shape` (rows of its trailing `dims` dims), or none
 /// when the input's trailing dims are neither the row's nor all 1, or its kept leading dims (those
-/// not broadcast, ignoring the output's dims of 1) are not consecutive.
+/// not broadcast, ignoring the output's dims of 1) make more than RowMap::kMaxRuns runs.
 std::optional<RowMap> map_of(IntArrayRef sizes, const Shape& shape, int64_t dims) {
   const Kind kind = kind_of(sizes, shape, dims);
   if (kind == Kind::neither) return std::nullopt;
   RowMap m;
   m.row = kind == Kind::row;
-  // From the last leading dim to the first: broadcast dims before the run make q, the run p.
-  enum { before, in_run, after } state = before;
+  // From the last leading dim to the first: q counts the output's rows so far, s the input's.
+  int64_t q = 1, s = 1;
+  bool in_run = false;
   for (int64_t d = static_cast<int64_t>(shape.size()) - dims - 1; d >= 0; --d) {
     const int64_t o = shape[static_cast<size_t>(d)];
     if (o == 1) continue;
-    if (size_at(sizes, shape, d) == o) {
-      if (state == after) return std::nullopt;
-      state = in_run;
-      m.p *= o;
-    } else if (state == before) {
-      m.q *= o;
-    } else {
-      state = after;
+    const bool kept = size_at(sizes, shape, d) == o;
+    if (kept && !in_run) {
+      if (m.runs == RowMap::kMaxRuns) return std::nullopt;
+      m.run[m.runs++] = RowMap::Run{q, 1, s};
     }
+    in_run = kept;
+    if (kept) {
+      m.run[m.runs - 1].p *= o;
+      s *= o;
+    }
+    q *= o;
   }
-  if (m.p == 1) m.q = 1;
   return m;
 }
 
@@ -66,8 +68,7 @@ std::optional<RowMap> map_of(IntArrayRef sizes, const Shape& shape, int64_t dims
 /// input, or the same one. In one row of everything (`rows` 1), a row is full.
 char chunk_letter(const RowMap& m, int64_t rows) {
   if (rows == 1) return m.row ? 'f' : 's';
-  const bool moves = m.p > 1 && m.q == 1;
-  return m.row ? (moves ? 'f' : 'r') : (moves ? 'c' : 's');
+  return m.row ? (m.moves() ? 'f' : 'r') : (m.moves() ? 'c' : 's');
 }
 
 /// How an input is read: in full (its shape the output's, or materialised at it), by its map, or
@@ -106,7 +107,8 @@ RowLayout lay_out_rows(const std::vector<Tensor>& inputs, const Shape& shape, in
     if (static_cast<int>(i) == full_input || t.sizes().equals(shape)) continue;
     if (t.numel() == 1) {  // one value
       read[i] = Read::map;
-      maps[i] = RowMap{false, 1, 1};
+      maps[i] = RowMap{};
+      maps[i].row = false;
     } else if (const std::optional<RowMap> m = map_of(t.sizes(), shape, dims)) {
       read[i] = Read::map;
       maps[i] = *m;
@@ -121,13 +123,16 @@ RowLayout lay_out_rows(const std::vector<Tensor>& inputs, const Shape& shape, in
       if (read[i] == Read::map && !maps[i].native(l.rows))
         read[i] = maps[i].row ? Read::full : Read::per_row;
   };
-  // Rows per chunk: within one, each map's rows advance one by one (q 1: a divisor of p) or
+  // Rows per chunk: within one, each run's rows advance one by one (q 1: a divisor of p) or
   // stay (a divisor of q).
   auto chunk_of = [&] {
     int64_t c = std::max<int64_t>(l.rows, 1);
     for (size_t i = 0; i < k; ++i)
-      if (read[i] == Read::map && maps[i].p > 1)
-        c = std::gcd(c, maps[i].q == 1 ? maps[i].p : maps[i].q);
+      if (read[i] == Read::map)
+        for (int j = 0; j < maps[i].runs; ++j) {
+          const RowMap::Run& u = maps[i].run[j];
+          c = std::gcd(c, u.q == 1 ? u.p : u.q);
+        }
     return c;
   };
   if (!blocks) materialise_blocks();
@@ -139,8 +144,9 @@ RowLayout lay_out_rows(const std::vector<Tensor>& inputs, const Shape& shape, in
   if (flat && l.rows > 1) {
     bool rows_needed = false;
     for (size_t i = 0; i < k; ++i)
-      rows_needed = rows_needed || read[i] == Read::per_row ||
-                    (read[i] == Read::map && (maps[i].row ? maps[i].p < l.rows : maps[i].p > 1));
+      rows_needed =
+          rows_needed || read[i] == Read::per_row ||
+          (read[i] == Read::map && (maps[i].row ? !maps[i].full(l.rows) : maps[i].runs > 0));
     if (!rows_needed) {  // one row of every element: the kernels' flat loop
       l.cols = l.n;
       l.rows = l.chunk = 1;
@@ -153,7 +159,9 @@ RowLayout lay_out_rows(const std::vector<Tensor>& inputs, const Shape& shape, in
   for (size_t i = 0; i < k; ++i) {
     const Tensor& t = inputs[i];
     Tensor d;
-    RowMap m{true, 1, l.rows};
+    RowMap m;  // full: one run over all rows
+    m.runs = 1;
+    m.run[0] = RowMap::Run{1, l.rows, 1};
     if (read[i] == Read::full) {
       // No op call for an input already dense: a profiler sees the fused op alone.
       d = t.sizes().equals(shape) ? dense(t) : t.expand(shape).contiguous();
@@ -165,7 +173,7 @@ RowLayout lay_out_rows(const std::vector<Tensor>& inputs, const Shape& shape, in
     } else {
       d = dense(t);
       m = maps[i];
-      if (l.rows == 1) m.p = m.q = 1;
+      if (l.rows == 1) m.runs = 0;
     }
     l.layouts += layout_letter(chunk_letter(m, l.rows), t.dtype());
     l.maps.push_back(m);
