@@ -1,7 +1,9 @@
 // Microbenchmarks of the hot paths: the per-op overhead of a small add (with and without
-// autograd recording), a large add (memory bandwidth), matmul, and the MLP forward of
-// `ignis bench seed_jit_mlp`. Items/s of BM_add are elements; BM_matmul reports FLOP/s. Times
-// are wall-clock (UseRealTime): the large cases run on several threads.
+// autograd recording), a large add (memory bandwidth), matmul, the MLP forward of
+// `ignis bench seed_jit_mlp`, and row reductions over short rows (sum, amax, softmax, layer
+// norm), where folding each row's lanes is a large part of the work (cpu/lane_fold.h). Items/s of
+// BM_add are elements; BM_matmul reports FLOP/s. Times are wall-clock (UseRealTime): the large
+// cases run on several threads.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -77,6 +79,31 @@ BENCHMARK(BM_mlp_forward)
     ->ArgName("batch")
     ->Arg(1)
     ->Arg(64)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+// Row reductions over rows of `cols` (12288 rows: the attention scores of jit_attention at
+// cols 128), one thread: {op, cols}, op 0 sum(-1), 1 amax(-1), 2 softmax(-1), 3 layer_norm.
+void BM_row_reduce(benchmark::State& state) {
+  const int64_t op = state.range(0), cols = state.range(1), rows = 12288;
+  manual_seed(0);
+  const Tensor x = randn({rows, cols});
+  const int threads = get_num_threads();
+  set_num_threads(1);
+  NoGradGuard no_grad;
+  for (auto _ : state) {
+    Tensor y = op == 0   ? x.sum(-1)
+               : op == 1 ? x.amax(-1)
+               : op == 2 ? softmax(x, -1)
+                         : nn::functional::layer_norm(x, {cols});
+    benchmark::DoNotOptimize(y.impl());
+  }
+  set_num_threads(threads);
+  state.SetItemsProcessed(state.iterations() * rows);  // rows per second
+}
+BENCHMARK(BM_row_reduce)
+    ->ArgNames({"op", "cols"})
+    ->ArgsProduct({{0, 1, 2, 3}, {32, 128, 1024}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

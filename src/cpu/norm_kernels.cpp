@@ -10,6 +10,7 @@
 #include <cmath>
 #include <vector>
 
+#include "cpu/lane_fold.h"
 #include "cpu/parallel.h"
 #include "ops/norm.h"
 
@@ -34,10 +35,7 @@ A_<T> block_sum(const T* __restrict p, int64_t m) {
     for (int j = 0; j < kLanes; ++j) acc[j] += static_cast<A>(p[i + j]);
   }
   for (; i < m; ++i) acc[0] += static_cast<A>(p[i]);
-  for (int w = kLanes / 2; w > 0; w /= 2) {
-    for (int j = 0; j < w; ++j) acc[j] += acc[j + w];
-  }
-  return acc[0];
+  return ignis_fold_lanes<kLanes>(acc, [](auto a, auto b) { return a + b; });
 }
 
 /// sum((p - mu)^2) in A, vectorised.
@@ -56,10 +54,7 @@ A_<T> block_sqdev(const T* __restrict p, int64_t m, A_<T> mu) {
     const A d = static_cast<A>(p[i]) - mu;
     acc[0] += d * d;
   }
-  for (int w = kLanes / 2; w > 0; w /= 2) {
-    for (int j = 0; j < w; ++j) acc[j] += acc[j + w];
-  }
-  return acc[0];
+  return ignis_fold_lanes<kLanes>(acc, [](auto a, auto b) { return a + b; });
 }
 
 /// sum(g) and sum(g * (x - mu)) in A, vectorised.
@@ -80,14 +75,8 @@ void block_grad_sums(const T* __restrict g, const T* __restrict x, int64_t m, A_
     a[0] += gv;
     b[0] += gv * (static_cast<A>(x[i]) - mu);
   }
-  for (int w = kLanes / 2; w > 0; w /= 2) {
-    for (int j = 0; j < w; ++j) {
-      a[j] += a[j + w];
-      b[j] += b[j + w];
-    }
-  }
-  sg = a[0];
-  sgx = b[0];
+  sg = ignis_fold_lanes<kLanes>(a, [](auto u, auto v) { return u + v; });
+  sgx = ignis_fold_lanes<kLanes>(b, [](auto u, auto v) { return u + v; });
 }
 
 /// Channels per parallel chunk: enough elements to be worth a thread.

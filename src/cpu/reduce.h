@@ -18,6 +18,7 @@
 
 #include "autograd/node.h"
 #include "core/dispatch.h"
+#include "cpu/lane_fold.h"
 #include "cpu/parallel.h"
 #include "ops/reduce.h"
 #include "ops/reduce_layout.h"
@@ -48,10 +49,15 @@ typename R::acc_type reduce_block(const T* p, int64_t n, const R& r) {
     for (int j = 0; j < kLanes; ++j) acc[j] = r.step(acc[j], static_cast<acc_t<T>>(p[i + j]));
   }
   for (; i < n; ++i) acc[0] = r.step(acc[0], static_cast<acc_t<T>>(p[i]));
-  for (int w = kLanes / 2; w > 0; w /= 2) {
-    for (int j = 0; j < w; ++j) acc[j] = r.merge(acc[j], acc[j + w]);
+  if constexpr (std::is_arithmetic_v<A> && !std::is_same_v<A, bool>) {
+    // The reducers' merges take vectors of A too (ops/reducers.h): the lanes fold in registers.
+    return ignis_fold_lanes<kLanes>(acc, [&](auto a, auto b) { return r.merge(a, b); });
+  } else {
+    for (int w = kLanes / 2; w > 0; w /= 2) {
+      for (int j = 0; j < w; ++j) acc[j] = r.merge(acc[j], acc[j + w]);
+    }
+    return acc[0];
   }
-  return acc[0];
 }
 
 /// A row of any length: blocks of kBlock combined pairwise (a binary counter of partial

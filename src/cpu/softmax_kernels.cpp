@@ -2,6 +2,7 @@
 // Rows (the softmax dim innermost, the training hot case) take three passes: the max, the sum
 // of exp(x - max) (softmax stores the exponentials on the way), and the normalisation. With
 // inner dims the same passes run over tiles of columns, vectorised across them.
+#include "cpu/lane_fold.h"
 #include "cpu/reduce.h"
 #include "cpu/vec_math.h"
 
@@ -19,7 +20,10 @@ struct RowMax {
   using acc_type = A;
   A identity() const { return -std::numeric_limits<A>::infinity(); }
   A step(A a, A v) const { return v > a ? v : a; }
-  A merge(A a, A b) const { return step(a, b); }
+  template <class V>  // A, or a vector of A (cpu/lane_fold.h)
+  V merge(V a, V b) const {
+    return b > a ? b : a;
+  }
   A finish(A a, int64_t) const { return a; }
 };
 
@@ -46,16 +50,14 @@ void softmax_row(const T* __restrict x, T* __restrict y, int64_t n) {
     if constexpr (!Log && kStoreExp<T>) y[i] = e;
     acc[0] += e;
   }
-  for (int w = kLanes / 2; w > 0; w /= 2) {
-    for (int j = 0; j < w; ++j) acc[j] += acc[j + w];
-  }
+  const A total = ignis_fold_lanes<kLanes>(acc, [](auto a, auto b) { return a + b; });
   if constexpr (Log) {
     // (x - max) - log(sum), not x - (max + log(sum)): with large logits max + log(sum) rounds
     // to max's ulp and the result loses its low digits (PyTorch subtracts them separately too).
-    const A ls = std::log(acc[0]);
+    const A ls = std::log(total);
     for (int64_t k = 0; k < n; ++k) y[k] = static_cast<T>((static_cast<A>(x[k]) - m) - ls);
   } else {
-    const A inv = A(1) / acc[0];
+    const A inv = A(1) / total;
     if constexpr (kStoreExp<T>) {
       for (int64_t k = 0; k < n; ++k) y[k] = y[k] * inv;
     } else {
@@ -165,10 +167,7 @@ void softmax_backward_row(const T* __restrict g, const T* __restrict y, T* __res
     const A gv = static_cast<A>(g[i]);
     acc[0] += Log ? gv : gv * static_cast<A>(y[i]);
   }
-  for (int w = kLanes / 2; w > 0; w /= 2) {
-    for (int j = 0; j < w; ++j) acc[j] += acc[j + w];
-  }
-  const A s = acc[0];
+  const A s = ignis_fold_lanes<kLanes>(acc, [](auto a, auto b) { return a + b; });
   for (int64_t k = 0; k < n; ++k) {
     const A gv = static_cast<A>(g[k]), yv = static_cast<A>(y[k]);
     gi[k] = static_cast<T>(Log ? gv - exp_of(yv) * s : yv * (gv - s));

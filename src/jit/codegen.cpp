@@ -361,7 +361,8 @@ std::string fused_reduction_source(const FusedProgram* prologue, const std::stri
                                    const std::string& layouts) {
   std::ostringstream s;
   emit_reduction_header(s, prologue, reduction, epilogue, layouts);
-  s << IGNIS_JIT_STRINGIFY(IGNIS_JIT_ROW_REDUCE_CODE) << "\n";
+  s << IGNIS_JIT_STRINGIFY(IGNIS_LANE_FOLD_CODE) << "\n"
+    << IGNIS_JIT_STRINGIFY(IGNIS_JIT_ROW_REDUCE_CODE) << "\n";
   s << "extern \"C\" void ignis_fused_kernel(const void* const* in, void* out_, long long r0, "
        "long long r1, long long cols, double eps_, void* scratch_) {\n";
   s << "  using T = " << c_type(dtype) << ";\n";
@@ -570,7 +571,8 @@ std::string fused_stat_source(const std::vector<FusedStatStage>& stats,
                               const std::string& layouts, bool full) {
   std::ostringstream s;
   emit_stat_header(s, stats, epilogue, layouts);
-  s << IGNIS_JIT_STRINGIFY(IGNIS_JIT_LANES_CODE) << "\n";
+  s << IGNIS_JIT_STRINGIFY(IGNIS_LANE_FOLD_CODE) << "\n"
+    << IGNIS_JIT_STRINGIFY(IGNIS_JIT_LANES_CODE) << "\n";
   s << "extern \"C\" void ignis_fused_kernel(const void* const* in, void* out_, long long i0, "
        "long long i1, long long cols, long long chunk, void* partial_, const void* stats_, "
        "int pass) {\n";

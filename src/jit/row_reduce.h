@@ -3,11 +3,13 @@
 // library, and the generated kernels (codegen.cpp) embed the same text, so that both sum in the
 // same order and give the same results. Sums use 32 independent partial sums (the compiler turns
 // them into vector lanes; 16 vectorised poorly: a softmax row took 1.4x as long), the tail
-// added to the first, folded as a fixed tree — the order of eager's row reductions
-// (cpu/reduce.h).
+// added to the first, folded as a fixed tree in vector registers (cpu/lane_fold.h) — the order
+// of eager's row reductions (cpu/reduce.h).
 #pragma once
 
 #include <cstdint>
+
+#include "cpu/lane_fold.h"
 
 #define IGNIS_JIT_ROW_REDUCE_CODE                                                                 \
   template <class T>                                                                              \
@@ -17,9 +19,7 @@
     for (; i + 32 <= n; i += 32)                                                                  \
       for (int j = 0; j < 32; ++j) acc[j] += x[i + j];                                            \
     for (; i < n; ++i) acc[0] += x[i];                                                            \
-    for (int w = 16; w > 0; w /= 2)                                                               \
-      for (int j = 0; j < w; ++j) acc[j] += acc[j + w];                                           \
-    return acc[0];                                                                                \
+    return ignis_fold_lanes<32>(acc, [](auto a, auto b) { return a + b; });                       \
   }                                                                                               \
   template <class T>                                                                              \
   inline T ignis_row_sq_dev(const T* __restrict x, long long n, T mean) {                         \
@@ -34,9 +34,7 @@
       const T d = x[i] - mean;                                                                    \
       acc[0] += d * d;                                                                            \
     }                                                                                             \
-    for (int w = 16; w > 0; w /= 2)                                                               \
-      for (int j = 0; j < w; ++j) acc[j] += acc[j + w];                                           \
-    return acc[0];                                                                                \
+    return ignis_fold_lanes<32>(acc, [](auto a, auto b) { return a + b; });                       \
   }                                                                                               \
   /* layer_norm's mean and 1 / sqrt(var + eps) (biased variance, two passes, as the composite) */ \
   template <class T>                                                                              \
@@ -54,9 +52,7 @@
     for (; i + 32 <= n; i += 32)                                                                  \
       for (int j = 0; j < 32; ++j) acc[j] = x[i + j] > acc[j] ? x[i + j] : acc[j];                \
     for (; i < n; ++i) acc[0] = x[i] > acc[0] ? x[i] : acc[0];                                    \
-    for (int w = 16; w > 0; w /= 2)                                                               \
-      for (int j = 0; j < w; ++j) acc[j] = acc[j + w] > acc[j] ? acc[j + w] : acc[j];             \
-    return acc[0];                                                                                \
+    return ignis_fold_lanes<32>(acc, [](auto a, auto b) { return b > a ? b : a; });               \
   }                                                                                               \
   /* e[i] = exp(x[i] - m), and their sum */                                                       \
   template <class T>                                                                              \
@@ -74,9 +70,7 @@
       e[i] = v;                                                                                   \
       acc[0] += v;                                                                                \
     }                                                                                             \
-    for (int w = 16; w > 0; w /= 2)                                                               \
-      for (int j = 0; j < w; ++j) acc[j] += acc[j + w];                                           \
-    return acc[0];                                                                                \
+    return ignis_fold_lanes<32>(acc, [](auto a, auto b) { return a + b; });                       \
   }
 
 // The steps combining the statistics of fused_reduction's sum, mean, amax and amin (the generated
@@ -115,10 +109,8 @@
     for (; i < n; ++i) acc[i & 15] = f(acc[i & 15], x[i]);                                         \
   }                                                                                                \
   template <class T, class F>                                                                      \
-  inline T ignis_lanes_total(T* __restrict acc, const F& f) {                                      \
-    for (int w = 8; w > 0; w /= 2)                                                                 \
-      for (int j = 0; j < w; ++j) acc[j] = f(acc[j], acc[j + w]);                                  \
-    return acc[0];                                                                                 \
+  inline T ignis_lanes_total(const T* __restrict acc, const F& f) {                                \
+    return ignis_fold_lanes<16>(acc, f);                                                           \
   }
 
 // A functor's result as a value of T: a mask (a comparison's bool) as 1 or 0 by a select, which
@@ -145,6 +137,9 @@
 #define IGNIS_JIT_STRINGIFY(...) IGNIS_JIT_STRINGIFY_(__VA_ARGS__)
 
 namespace ignis::jit::detail {
+/// The lanes' fold (cpu/lane_fold.h) the macros above call; the generated kernels embed its text
+/// (IGNIS_LANE_FOLD_CODE) before theirs.
+using ignis::cpu::ignis_fold_lanes;
 /// The stat reductions' parts: a row is split into chunks of kStatChunk elements (whatever the
 /// number of threads, so that results do not depend on it), each fed to its lanes in tiles of
 /// kStatTile.

@@ -24,7 +24,10 @@ struct SumReducer {
   using acc_type = A;
   IGNIS_HD A identity() const { return A(0); }
   IGNIS_HD A step(A a, A v) const { return a + v; }
-  IGNIS_HD A merge(A a, A b) const { return a + b; }
+  template <class V>  // A, or a vector of A (cpu/lane_fold.h)
+  IGNIS_HD V merge(V a, V b) const {
+    return a + b;
+  }
   IGNIS_HD A finish(A a, int64_t) const { return a; }
 };
 
@@ -55,7 +58,15 @@ struct MinMaxReducer {
       return m;
     }
   }
-  IGNIS_HD A merge(A a, A b) const { return step(a, b); }
+  template <class V>  // A, or a vector of A (cpu/lane_fold.h): step's selects lane by lane
+  IGNIS_HD V merge(V a, V b) const {
+    const V m = (IsMax ? (b > a) : (b < a)) ? b : a;
+    if constexpr (std::is_floating_point_v<A>) {
+      return b != b ? b : m;
+    } else {
+      return m;
+    }
+  }
   IGNIS_HD A finish(A a, int64_t) const { return a; }
 };
 
@@ -64,7 +75,10 @@ struct ProdReducer {
   using acc_type = A;
   IGNIS_HD A identity() const { return A(1); }
   IGNIS_HD A step(A a, A v) const { return a * v; }
-  IGNIS_HD A merge(A a, A b) const { return a * b; }
+  template <class V>  // A, or a vector of A (cpu/lane_fold.h)
+  IGNIS_HD V merge(V a, V b) const {
+    return a * b;
+  }
   IGNIS_HD A finish(A a, int64_t) const { return a; }
 };
 
