@@ -236,12 +236,23 @@ void interpret_rows(const Spec& s, const std::vector<const void*>& ptrs, const s
                     T* out, int64_t r0, int64_t r1, int64_t C, int64_t first) {
   const size_t n = ptrs.size();
   std::vector<T> xb(static_cast<size_t>(C)), xe(static_cast<size_t>(C));
-  std::vector<const T*> row(n + 1);
+  // The inputs at row r, then the reduction's values (the epilogue's); the inputs alone (the
+  // prologue's).
+  std::vector<const T*> row(n + 1), in(n);
   std::string row_layouts(layouts);
   for (size_t i = 0; i < n; ++i)
     if (row_layouts[i] == 'c') row_layouts[i] = 's';  // one value for the whole row
   const std::string epi_layouts = row_layouts + 'f';
   const T eps = static_cast<T>(s.eps);
+  enum {
+    layer_norm,
+    rms_norm,
+    softmax,
+    log_softmax
+  } kind = s.reduction == "layer_norm" ? layer_norm
+           : s.reduction == "rms_norm" ? rms_norm
+           : s.reduction == "softmax"  ? softmax
+                                       : log_softmax;
   for (int64_t r = r0; r < r1; ++r) {
     for (size_t i = 0; i < n; ++i) {
       const T* p = static_cast<const T*>(ptrs[i]);
@@ -250,36 +261,35 @@ void interpret_rows(const Spec& s, const std::vector<const void*>& ptrs, const s
     row[n] = xe.data();
     const T* x = row[0];
     if (s.pro) {
-      const std::vector<const T*> in(row.begin(), row.begin() + static_cast<int64_t>(n));
+      std::copy(row.begin(), row.begin() + static_cast<int64_t>(n), in.begin());
       detail::interpret<T>(*s.pro, in, row_layouts, xb.data(), 0, C, C, {}, {},
                            row_rng(s.pro_rng, first + r, C));
       x = xb.data();
     }
-    if (s.reduction == "layer_norm") {
+    // The reduction's values: into the output row when no epilogue reads them.
+    T* o = out + r * C;
+    T* e = s.epi ? xe.data() : o;
+    if (kind == layer_norm) {
       T mean, rstd;
       detail::ignis_layer_norm_stats(x, C, eps, mean, rstd);
-      for (int64_t c = 0; c < C; ++c) xe[c] = (x[c] - mean) * rstd;
-    } else if (s.reduction == "rms_norm") {
+      for (int64_t c = 0; c < C; ++c) e[c] = (x[c] - mean) * rstd;
+    } else if (kind == rms_norm) {
       const T rstd = fn::Rsqrt{}(detail::ignis_row_sq_dev(x, C, T(0)) / static_cast<T>(C) + eps);
-      for (int64_t c = 0; c < C; ++c) xe[c] = x[c] * rstd;
+      for (int64_t c = 0; c < C; ++c) e[c] = x[c] * rstd;
     } else {
       const T m = detail::ignis_row_max(x, C);
-      const T sum = detail::ignis_row_exp_sum(x, xe.data(), C, m);
-      if (s.reduction == "softmax") {
+      const T sum = detail::ignis_row_exp_sum(x, e, C, m);
+      if (kind == softmax) {
         const T inv = T(1) / sum;
-        for (int64_t c = 0; c < C; ++c) xe[c] = xe[c] * inv;
+        for (int64_t c = 0; c < C; ++c) e[c] = e[c] * inv;
       } else {
         const T ls = std::log(sum);
-        for (int64_t c = 0; c < C; ++c) xe[c] = (x[c] - m) - ls;
+        for (int64_t c = 0; c < C; ++c) e[c] = (x[c] - m) - ls;
       }
     }
-    T* o = out + r * C;
-    if (s.epi) {
+    if (s.epi)
       detail::interpret<T>(*s.epi, row, epi_layouts, o, 0, C, C, {}, {},
                            row_rng(s.epi_rng, first + r, C));
-    } else {
-      std::copy(xe.begin(), xe.end(), o);
-    }
   }
 }
 

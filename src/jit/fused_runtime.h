@@ -103,14 +103,19 @@ constexpr int64_t kInterpTile = 512;
 template <class T>
 struct InterpOperand {
   const T* p;
-  int64_t stride;  // 0: one element for the whole tile
+  int64_t stride;  // 1, or 0: one element for the whole tile
 };
 
 // ignis_value<T>: a functor's result as T, a mask (a comparison's bool) as 1 or 0.
 IGNIS_JIT_VALUE_CODE
 
-// Contiguous operands take loops of their own, which the compiler vectorises (a runtime stride
-// keeps it from doing so).
+// Each operand is contiguous (stride 1) or one value (stride 0); the loops take the strides as
+// template arguments, so that each combination is a loop of its own, which the compiler
+// vectorises (a runtime stride keeps it from doing so).
+template <int SA, class T, class F>
+void interp_loop1(const F& f, const T* __restrict a, T* __restrict out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = ignis_value<T>(f(a[i * SA]));
+}
 template <class T, class F>
 void interp_apply1(const F& f, InterpOperand<T> a, T* __restrict out, int64_t n) {
   if constexpr (requires(T x) { f.needs_exact(x); }) {
@@ -119,34 +124,44 @@ void interp_apply1(const F& f, InterpOperand<T> a, T* __restrict out, int64_t n)
       out[i] = f.needs_exact(x) ? f.exact(x) : f(x);
     }
   } else if (a.stride == 1) {
-    const T* __restrict p = a.p;
-    for (int64_t i = 0; i < n; ++i) out[i] = ignis_value<T>(f(p[i]));
+    interp_loop1<1>(f, a.p, out, n);
   } else {
-    for (int64_t i = 0; i < n; ++i) out[i] = ignis_value<T>(f(a.p[i * a.stride]));
+    interp_loop1<0>(f, a.p, out, n);
   }
+}
+template <int SA, int SB, class T, class F>
+void interp_loop2(const F& f, const T* __restrict a, const T* __restrict b, T* __restrict out,
+                  int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = ignis_value<T>(f(a[i * SA], b[i * SB]));
 }
 template <class T, class F>
 void interp_apply2(const F& f, InterpOperand<T> a, InterpOperand<T> b, T* __restrict out,
                    int64_t n) {
-  if (a.stride == 1 && b.stride == 1) {
-    const T* __restrict p = a.p;
-    const T* __restrict q = b.p;
-    for (int64_t i = 0; i < n; ++i) out[i] = ignis_value<T>(f(p[i], q[i]));
-  } else if (a.stride == 1 && b.stride == 0) {
-    const T* __restrict p = a.p;
-    const T y = *b.p;
-    for (int64_t i = 0; i < n; ++i) out[i] = ignis_value<T>(f(p[i], y));
-  } else {
-    for (int64_t i = 0; i < n; ++i)
-      out[i] = ignis_value<T>(f(a.p[i * a.stride], b.p[i * b.stride]));
+  switch (a.stride * 2 + b.stride) {
+    case 3: return interp_loop2<1, 1>(f, a.p, b.p, out, n);
+    case 2: return interp_loop2<1, 0>(f, a.p, b.p, out, n);
+    case 1: return interp_loop2<0, 1>(f, a.p, b.p, out, n);
+    default: return interp_loop2<0, 0>(f, a.p, b.p, out, n);
   }
 }
-
+template <int SA, int SB, int SC, class T, class F>
+void interp_loop3(const F& f, const T* __restrict a, const T* __restrict b, const T* __restrict c,
+                  T* __restrict out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = f(a[i * SA], b[i * SB], c[i * SC]);
+}
 template <class T, class F>
 void interp_apply3(const F& f, InterpOperand<T> a, InterpOperand<T> b, InterpOperand<T> c,
                    T* __restrict out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = f(a.p[i * a.stride], b.p[i * b.stride], c.p[i * c.stride]);
+  switch (a.stride * 4 + b.stride * 2 + c.stride) {
+    case 7: return interp_loop3<1, 1, 1>(f, a.p, b.p, c.p, out, n);
+    case 6: return interp_loop3<1, 1, 0>(f, a.p, b.p, c.p, out, n);
+    case 5: return interp_loop3<1, 0, 1>(f, a.p, b.p, c.p, out, n);
+    case 4: return interp_loop3<1, 0, 0>(f, a.p, b.p, c.p, out, n);
+    case 3: return interp_loop3<0, 1, 1>(f, a.p, b.p, c.p, out, n);
+    case 2: return interp_loop3<0, 1, 0>(f, a.p, b.p, c.p, out, n);
+    case 1: return interp_loop3<0, 0, 1>(f, a.p, b.p, c.p, out, n);
+    default: return interp_loop3<0, 0, 0>(f, a.p, b.p, c.p, out, n);
+  }
 }
 
 /// What a fused kernel's inputs are for the interpreter, which reads every input as T: with

@@ -103,9 +103,15 @@
 #define IGNIS_JIT_LANES_CODE                                                                       \
   template <class T, class F>                                                                      \
   inline void ignis_lanes_add(T* __restrict acc, const T* __restrict x, long long n, const F& f) { \
+    /* the 16 lanes as one vector (cpu/lane_fold.h): GCC 12 left the loop over them scalar */      \
+    typename ignis_lane_vec<T, 16>::type a, v;                                                     \
+    __builtin_memcpy(&a, acc, sizeof a);                                                           \
     long long i = 0;                                                                               \
-    for (; i + 16 <= n; i += 16)                                                                   \
-      for (int j = 0; j < 16; ++j) acc[j] = f(acc[j], x[i + j]);                                   \
+    for (; i + 16 <= n; i += 16) {                                                                 \
+      __builtin_memcpy(&v, x + i, sizeof v);                                                       \
+      a = f(a, v);                                                                                 \
+    }                                                                                              \
+    __builtin_memcpy(acc, &a, sizeof a);                                                           \
     for (; i < n; ++i) acc[i & 15] = f(acc[i & 15], x[i]);                                         \
   }                                                                                                \
   template <class T, class F>                                                                      \
@@ -137,9 +143,10 @@
 #define IGNIS_JIT_STRINGIFY(...) IGNIS_JIT_STRINGIFY_(__VA_ARGS__)
 
 namespace ignis::jit::detail {
-/// The lanes' fold (cpu/lane_fold.h) the macros above call; the generated kernels embed its text
-/// (IGNIS_LANE_FOLD_CODE) before theirs.
+/// The lanes' vectors and fold (cpu/lane_fold.h) the macros above use; the generated kernels embed
+/// its text (IGNIS_LANE_FOLD_CODE) before theirs.
 using ignis::cpu::ignis_fold_lanes;
+using ignis::cpu::ignis_lane_vec;
 /// The stat reductions' parts: a row is split into chunks of kStatChunk elements (whatever the
 /// number of threads, so that results do not depend on it), each fed to its lanes in tiles of
 /// kStatTile.
