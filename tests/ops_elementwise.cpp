@@ -329,6 +329,8 @@ IGNIS_OP_INFO(unary("pow_scalar_-1", [](const Tensor& x) { return pow(x, -1); },
                     [](double x) { return 1 / x; }, 0.2, 3));
 IGNIS_OP_INFO(unary("pow_scalar_2.7", [](const Tensor& x) { return pow(x, 2.7); },
                     [](double x) { return std::pow(x, 2.7); }, 0.1, 3));
+IGNIS_OP_INFO(unary("pow_scalar_1", [](const Tensor& x) { return pow(x, 1); },
+                    [](double x) { return x; }));
 IGNIS_OP_INFO(unary("pow_scalar_0", [](const Tensor& x) { return pow(x, 0); },
                     [](double) { return 1.0; }));
 IGNIS_OP_INFO(unary("pow_scalar_base", [](const Tensor& x) { return pow(1.7, x); },

@@ -196,6 +196,31 @@ TEST(ElementwisePow, FloatExponentsPromote) {
   }
 }
 
+TEST(ElementwisePow, PowersOneAndZeroKeepPowsValuesAtTheEdges) {
+  // x ** 1 and x ** 0 run as a copy and a fill (x ** 1 is x ** 2's backward), with pow's values:
+  // x itself (NaN, the infinities and -0 kept, bit for bit) and 1 everywhere, NaN included.
+  const std::vector<double> xs = {-2.5, -0.0, 0.0, 1e-310, 3.25, INFINITY, -INFINITY, NAN};
+  for (DType dt : {kFloat32, kFloat64}) {
+    const Tensor x = tensor(xs, dt);
+    const std::vector<double> one = vals(pow(x, 1)), zero = vals(x.pow(0));
+    for (size_t k = 0; k < xs.size(); ++k) {
+      const double xk = vals(x)[k];
+      EXPECT_TRUE(std::isnan(xk) ? std::isnan(one[k]) : one[k] == std::pow(xk, 1.0))
+          << dtype_name(dt) << " " << xk << " ** 1 = " << one[k];
+      EXPECT_EQ(std::signbit(one[k]), std::signbit(xk)) << dtype_name(dt) << " " << xk;
+      EXPECT_EQ(zero[k], std::pow(xk, 0.0)) << dtype_name(dt) << " " << xk << " ** 0";
+    }
+  }
+  const Tensor i = tensor({-3, 0, 7});
+  EXPECT_EQ(vals(pow(i, 1)), (std::vector<double>{-3, 0, 7}));
+  EXPECT_EQ(vals(pow(i, 0)), (std::vector<double>{1, 1, 1}));
+  EXPECT_EQ(pow(i, 1).dtype(), kInt64);
+  // In place, and through a view.
+  Tensor y = tensor({{1.5, NAN}, {-0.0, 4.0}}).t();
+  y.pow_(0);
+  EXPECT_EQ(vals(y), (std::vector<double>{1, 1, 1, 1}));
+}
+
 TEST(ElementwisePow, Errors) {
   EXPECT_THAT(error_of([] {
                 pow(tensor({2, 3}), -1);

@@ -320,10 +320,10 @@ TEST(FuseElementwise, ANumberFirstAndSquareJoinTheChain) {
 }
 
 TEST(FusedProgram, PowTakesEagersFormForEveryExponent) {
-  // The exponents eager's kernel computes another way (x*x, x*x*x, sqrt, 1/sqrt, 1/x) and others,
-  // over negatives, signed zeros, infinities and NaN: eager's values; then gradients.
+  // The exponents eager's kernel computes another way (x, 1, x*x, x*x*x, sqrt, 1/sqrt, 1/x) and
+  // others, over negatives, signed zeros, infinities and NaN: eager's values; then gradients.
   const Tensor x = tensor({-2.5, -1.0, -0.0, 0.0, 1e-3, 0.75, 2.0, 3.5, INFINITY, -INFINITY, NAN});
-  for (double e : {2.0, 3.0, 0.5, -0.5, -1.0, 1.0, 1.7, -2.0, 4.0}) {
+  for (double e : {2.0, 3.0, 0.5, -0.5, -1.0, 1.0, 0.0, 1.7, -2.0, 4.0}) {
     const std::string program = "pow(i0," + jit::detail::format_number(e) + ")";
     for (const char* backend : {"interpreter", "compiler"}) {
       Backend guard(backend);
@@ -338,6 +338,42 @@ TEST(FusedProgram, PowTakesEagersFormForEveryExponent) {
     const Tensor gf = autograd::grad({jit::fused_elementwise({a}, program).sum()}, {a})[0];
     expect_close(gf, ge, 0, program + ": gradient");
   }
+}
+
+TEST(FusedProgram, ValuesOnePerRowAreComputedOnceAndGiveTheSameResults) {
+  // The interpreter computes an instruction whose operands are one value in a row segment (a
+  // number, a value per row, values made of those) once per segment: results equal the
+  // generated kernel's and the ops', with rows longer than a tile (512), a per-row chain feeding
+  // full values, and a result that is itself one value per row (broadcast to the output).
+  const Tensor x = uniform({3, 700}, -2, 2, kFloat64), v = uniform({3, 1}, 0.5, 2, kFloat64);
+  const Tensor r = rsqrt(v + 1e-5), w = v * v + 1;
+  const std::pair<const char*, Tensor> cases[] = {
+      {"add(i1,1e-05,1);rsqrt(v0);mul(i0,v1);mul(v2,v1)", x * r * r},
+      {"mul(i1,3);sqrt(v0);neg(v1)", (-sqrt(v * 3)).expand({3, 700})},
+      {"pow(i1,2);add(v0,1,1);lt(i0,v1);where(v2,v1,i0)", where(x < w, w, x)}};
+  for (const auto& [program, want] : cases) {
+    for (const char* backend : {"interpreter", "compiler"}) {
+      Backend guard(backend);
+      // (the generated kernel may contract a product and a sum into one fma)
+      expect_close(jit::fused_elementwise({x, v}, program), want,
+                   std::string(backend) == "compiler" ? 1e-15 : 0,
+                   std::string(program) + " " + backend);
+    }
+  }
+  // Through a reduction's epilogue (an RMS norm: 1 / sqrt(mean + eps) once per row) and the
+  // backward programs (gradients of x and of the per-row input).
+  const Tensor xg = x.clone().requires_grad_(true), vg = v.clone().requires_grad_(true);
+  std::vector<Tensor> got[2];
+  for (int b = 0; b < 2; ++b) {
+    Backend guard(b == 0 ? "interpreter" : "compiler");
+    const Tensor out = jit::fused_reduction({xg, vg}, "mean", 1, "mul(i0,i0)",
+                                            "add(i2,1e-06,1);rsqrt(v0);mul(i0,v1);mul(v2,i1)");
+    got[b] = autograd::grad({(out * out).sum()}, {xg, vg});
+    got[b].push_back(out.detach());
+  }
+  expect_close(got[0][2], got[1][2], 1e-14, "rms norm: interpreter against the compiler");
+  expect_close(got[0][0], got[1][0], 1e-12, "its gradient of x");
+  expect_close(got[0][1], got[1][1], 1e-12, "its gradient of the per-row input");
 }
 
 TEST(FusedProgram, AZeroDerivativeGivesZerosAsEager) {
@@ -689,7 +725,8 @@ TEST(FusedDropout, BackwardRegeneratesTheMaskAndGivesEagersGradients) {
       y.backward(gy);
     }
     // One fused backward kernel: no dropout, rand or mul among the ops called.
-    for (const std::string& n : log.names) EXPECT_TRUE(n.rfind("sum", 0) == 0 || n == "reshape") << n;
+    for (const std::string& n : log.names)
+      EXPECT_TRUE(n.rfind("sum", 0) == 0 || n == "reshape") << n;
     Tensor x2 = x.detach().requires_grad_(true), w2 = w.detach().requires_grad_(true);
     manual_seed(8);
     Tensor y2 = gelu(eager_dropout(x2 * w2, 0.25));

@@ -165,7 +165,9 @@ bool differentiate(const FusedProgram& p, Builder& b,
         break;
       case FusedOp::pow:  // g (x^(e-1) e), as eager's; nothing for e = 0 (a constant)
         if (ins.param != 0) {
-          const FusedOperand d = b.emit(FusedOp::pow, ins.a, {}, ins.param - 1);
+          // x^1 is x (x ** 2's derivative reads x itself: no instruction that copies it)
+          const FusedOperand d =
+              ins.param == 2 ? ins.a : b.emit(FusedOp::pow, ins.a, {}, ins.param - 1);
           add_to(ins.a, b.emit(FusedOp::mul, g, b.emit(FusedOp::mul, d, number(ins.param))));
         }
         break;

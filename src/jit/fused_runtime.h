@@ -118,7 +118,19 @@ void interp_loop1(const F& f, const T* __restrict a, T* __restrict out, int64_t 
 }
 template <class T, class F>
 void interp_apply1(const F& f, InterpOperand<T> a, T* __restrict out, int64_t n) {
-  if constexpr (requires(T x) { f.needs_exact(x); }) {
+  if constexpr (std::is_same_v<F, fn::PowScalarAsEager>) {
+    // The form of x^e picked once for the tile, not per element (as a generated kernel's
+    // constant exponent lets the compiler do): the branches kept the loop from vectorising.
+    const double e = f.p.a;
+    if (e == 1) return interp_apply1<T>(fn::PowOne{f.p}, a, out, n);
+    if (e == 0) return interp_apply1<T>(fn::PowZero{f.p}, a, out, n);
+    if (e == 2) return interp_apply1<T>(fn::Square{f.p}, a, out, n);
+    if (e == 3) return interp_apply1<T>(fn::Cube{f.p}, a, out, n);
+    if (e == 0.5) return interp_apply1<T>(fn::Sqrt{f.p}, a, out, n);
+    if (e == -0.5) return interp_apply1<T>(fn::Rsqrt{f.p}, a, out, n);
+    if (e == -1) return interp_apply1<T>(fn::Reciprocal{f.p}, a, out, n);
+    return interp_apply1<T>(fn::PowScalar{f.p}, a, out, n);
+  } else if constexpr (requires(T x) { f.needs_exact(x); }) {
     for (int64_t i = 0; i < n; ++i) {
       const T x = a.p[i * a.stride];
       out[i] = f.needs_exact(x) ? f.exact(x) : f(x);
@@ -192,19 +204,26 @@ struct InterpreterInputs {
 /// (codegen.h: 'f' full, 'r' a repeated row, 'c' one value per row, 's' one value). With
 /// `outputs` (a multi-output kernel's), outs[j] receives the value outputs[j] instead. `rng`:
 /// where dropouts draw (element k of stream d: counter rng.base + d rng.n + k).
+/// A segment lies within one row, so an instruction whose operands are all one value there
+/// (numbers, one value per row or in all, values computed from those: a norm's 1 / sqrt(var +
+/// eps)) is computed once for the segment, as a generated kernel's compiler hoists it out of
+/// its loop; the same functor on the same operands, so the same values.
 template <class T>
 void interpret(const FusedProgram& p, const std::vector<const T*>& in, const std::string& layouts,
                T* out, int64_t begin, int64_t end, int64_t cols,
                const std::vector<int>& outputs = {}, const std::vector<T*>& outs = {},
                const FusedRng& rng = {}) {
   const size_t m = p.code.size();
-  // The values' tiles and the numbers, kept per thread (a fused reduction calls this per row).
+  // The values' tiles and the numbers, kept per thread (a fused reduction calls this per row);
+  // `single[j]`: value j is one element for the segment (stride 0).
   thread_local std::vector<T> vals, numbers;
+  thread_local std::vector<char> single;
   vals.resize(m * kInterpTile);
   numbers.resize(m * 3);
+  single.resize(m);
   for (int64_t k = begin; k < end;) {
     const int64_t r = k / cols, c0 = k - r * cols;
-    const int64_t len = std::min({kInterpTile, end - k, cols - c0});
+    const int64_t seg = std::min({kInterpTile, end - k, cols - c0});
     for (size_t j = 0; j < m; ++j) {
       const FusedInstr& ins = p.code[j];
       auto operand = [&](const FusedOperand& o, size_t slot) -> InterpOperand<T> {
@@ -216,20 +235,30 @@ void interpret(const FusedProgram& p, const std::vector<const T*>& in, const std
               case 'c': return {in[o.index] + r, 0};
               default: return {in[o.index], 0};
             }
-          case FusedOperand::Kind::Value: return {vals.data() + o.index * kInterpTile, 1};
+          case FusedOperand::Kind::Value:
+            return {vals.data() + o.index * kInterpTile,
+                    single[static_cast<size_t>(o.index)] ? 0 : 1};
           case FusedOperand::Kind::Number:
             numbers[j * 3 + slot] = static_cast<T>(o.number);
             return {numbers.data() + j * 3 + slot, 0};
         }
         return {nullptr, 0};
       };
-      T* dst = j + 1 == m && outputs.empty() ? out + k : vals.data() + j * kInterpTile;
+      const int arity = fused_op_info(ins.op).arity;
+      bool one = ins.op != FusedOp::dropout;  // dropout draws per element
+      if (one) one = operand(ins.a, 0).stride == 0;
+      if (one && arity >= 2) one = operand(operand_at(ins, 1), 1).stride == 0;
+      if (one && arity >= 3) one = operand(operand_at(ins, 2), 2).stride == 0;
+      single[j] = one;
+      const int64_t len = one ? 1 : seg;
+      const bool last = j + 1 == m && outputs.empty();
+      T* dst = last && !one ? out + k : vals.data() + j * kInterpTile;
       const OpArgs args{ins.param, ins.param2, ins.param3};
       switch (ins.op) {
         case FusedOp::dropout: {
           const InterpOperand<T> a = operand(ins.a, 0);
-          const uint64_t c0 = rng.base + static_cast<uint64_t>(ins.b.number) * rng.n +
-                              static_cast<uint64_t>(k);
+          const uint64_t c0 =
+              rng.base + static_cast<uint64_t>(ins.b.number) * rng.n + static_cast<uint64_t>(k);
           const T pr = static_cast<T>(ins.param), scale = static_cast<T>(1.0 / (1.0 - ins.param));
           for (int64_t i = 0; i < len; ++i) {
             dst[i] = a.p[i * a.stride] *
@@ -256,12 +285,17 @@ void interpret(const FusedProgram& p, const std::vector<const T*>& in, const std
     break;
 #include "ignis/float_unary_ops.def"
       }
+      if (last && one) std::fill(out + k, out + k + seg, dst[0]);
     }
     for (size_t j = 0; j < outputs.size(); ++j) {
-      const T* v = vals.data() + static_cast<size_t>(outputs[j]) * kInterpTile;
-      std::copy(v, v + len, outs[j] + k);
+      const size_t v = static_cast<size_t>(outputs[j]);
+      const T* vp = vals.data() + v * kInterpTile;
+      if (single[v])
+        std::fill(outs[j] + k, outs[j] + k + seg, vp[0]);
+      else
+        std::copy(vp, vp + seg, outs[j] + k);
     }
-    k += len;
+    k += seg;
   }
 }
 

@@ -385,6 +385,20 @@ struct PowScalar {  // x^p.a
     else return detail::ipow(x, static_cast<T>(p.a));
   }
 };
+struct PowOne {  // x^1: x itself, as pow gives it (NaN, the infinities and -0 included)
+  OpArgs p;
+  template <class T>
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const {
+    return x;
+  }
+};
+struct PowZero {  // x^0: 1 for every x, NaN included (as pow and PyTorch give it)
+  OpArgs p;
+  template <class T>
+  IGNIS_HD IGNIS_FN_INLINE T operator()(T) const {
+    return T(1);
+  }
+};
 struct Square {
   OpArgs p;
   template <class T>
@@ -402,13 +416,16 @@ struct Reciprocal {
 };
 
 /// x^p.a with the forms the eager pow kernel takes for common exponents (pow_scalar_kernel:
-/// x*x, x*x*x, sqrt, rsqrt, 1/x), so a fused pow gives eager's values; the exponent is a constant,
-/// so a generated kernel keeps one branch.
+/// x, 1, x*x, x*x*x, sqrt, rsqrt, 1/x), so a fused pow gives eager's values; the exponent is a
+/// constant, so a generated kernel keeps one branch (the interpreter picks the form once per
+/// instruction: fused_runtime.h).
 struct PowScalarAsEager {
   OpArgs p;
   template <class T>
   IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const {
     const double e = p.a;
+    if (e == 1) return PowOne{p}(x);
+    if (e == 0) return PowZero{p}(x);
     if (e == 2) return Square{p}(x);
     if (e == 3) return Cube{p}(x);
     if (e == 0.5) return Sqrt{p}(x);
