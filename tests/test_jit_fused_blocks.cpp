@@ -20,8 +20,8 @@ using namespace ignis;
 using ::testing::HasSubstr;
 
 using ignis::testing::Backend;
-using ignis::testing::kBackends;
 using ignis::testing::expect_close;
+using ignis::testing::kBackends;
 using ignis::testing::uniform;
 
 namespace {
@@ -131,6 +131,28 @@ TEST(RowLayout, BlocksAreReadAChunkOfRowsAtATime) {
   EXPECT_THAT(lens(l), ::testing::ElementsAre(5 * T * 16, 5 * T * 16));
   l = lay_out_rows({zeros({5, T, 16}), zeros({T, 16})}, {5, T, 16}, 2, true, 0);
   EXPECT_EQ(l.layouts, "fr");
+
+  // Expanded views are read as what they expand (no copy at the rows' shape): a value per row,
+  // a repeated row, one value; but not input 0 when a reduction reads it in full.
+  const Tensor per_row = arange(5.0).reshape({5, 1}), row = arange(16.0), one = tensor({2.0});
+  l = lay_out_rows(
+      {zeros({5, 16}), per_row.expand({5, 16}), row.expand({5, 16}), one.expand({5, 16})}, {5, 16},
+      1, true);
+  EXPECT_EQ(l.layouts, "fcrs");
+  EXPECT_THAT(lens(l), ::testing::ElementsAre(80, 5, 16, 1));
+  EXPECT_EQ(l.ptrs[1], per_row.data_ptr());
+  EXPECT_EQ(l.ptrs[2], row.data_ptr());
+  l = lay_out_rows({per_row.expand({5, 16})}, {5, 16}, 1, true, 0);
+  EXPECT_EQ(l.layouts, "f");
+  EXPECT_THAT(lens(l), ::testing::ElementsAre(80));
+  // A fused chain over them equals eager, with the interpreter and the generated kernel.
+  const Tensor x = uniform({5, 16}, -1, 1);
+  for (const char* backend : {"interpreter", "compiler"}) {
+    Backend guard(backend);
+    expect_close(jit::fused_elementwise({x, per_row.expand({5, 16}), row.expand({5, 16})},
+                                        "mul(i0,i1);add(v0,i2,1)"),
+                 x * per_row + row, 1e-6, backend);
+  }
 }
 
 TEST(FusedBlocks, ElementwiseChainsEqualEagerAndTheMaterialisedInputs) {
