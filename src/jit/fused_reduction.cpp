@@ -462,18 +462,27 @@ Tensor reduction_with_backward(const Spec& s, const std::vector<Tensor>& inputs,
       if (c.needs_input_grad(static_cast<size_t>(k))) want.push_back(k);
     bool graph = false;  // create_graph: the gradients need history
     for (const Tensor& t : in) graph = graph || (t.requires_grad() && is_grad_enabled());
-    Tensor x = in[0];
-    if (s.pro) {
-      x = graph ? detail::run_fused_composite(*s.pro, in, s.pro_rng)
-                : detail::run_fused_program(*s.pro, s.prologue, in, shape, s.pro_rng);
+    const bool stat = is_stat(s.reduction);
+    Tensor x = in[0], y;
+    if (!graph && s.pro && (s.reduction == "sum" || s.reduction == "mean")) {
+      // A sum's or mean's backward needs only the shape of the prologue's values: y again by
+      // one pass over the inputs (the programs of statistics draw no dropout), the values not
+      // written out and read back.
+      NoGradGuard no_grad;
+      y = fused_reduction(in, s.reduction, s.dims, s.prologue, "", s.eps, s.keepdim);
+      x = zeros({}, TensorOptions(y.dtype()).device(y.device())).expand(shape);
+    } else {
+      if (s.pro) {
+        x = graph ? detail::run_fused_composite(*s.pro, in, s.pro_rng)
+                  : detail::run_fused_program(*s.pro, s.prologue, in, shape, s.pro_rng);
+      }
+      if (!x.sizes().equals(shape)) x = x.expand(shape);
+      // Without history, y by the row kernel (one pass; the ops make several).
+      y = graph ? reduce(s.reduction, s.dims, s.eps, x, s.keepdim)
+                : fused_reduction({x}, s.reduction, s.dims, "", "", s.eps, s.keepdim);
     }
-    if (!x.sizes().equals(shape)) x = x.expand(shape);
-    // Without history, y by the row kernel (one pass; the ops make several).
-    const Tensor y = graph ? reduce(s.reduction, s.dims, s.eps, x, s.keepdim)
-                           : fused_reduction({x}, s.reduction, s.dims, "", "", s.eps, s.keepdim);
     // A statistic's epilogue gives gradients in the output's shape: each input's is summed to
     // its shape (to add the prologue's), y's to one value per row.
-    const bool stat = is_stat(s.reduction);
     Tensor gy = g[0];
     if (s.epi) {
       std::vector<Tensor> ein = in;
