@@ -376,6 +376,29 @@ TEST(FusedProgram, ValuesOnePerRowAreComputedOnceAndGiveTheSameResults) {
   expect_close(got[0][1], got[1][1], 1e-12, "its gradient of the per-row input");
 }
 
+TEST(FusedProgram, AddendsJoinTheBackwardKernelOrAreAdded) {
+  // fused_input_grads adds an addend to an input's gradient: inside the multi-output kernel for
+  // a gradient written at the output's shape (x's), after it for one summed to the input's shape
+  // (w's, a repeated row) and when the gradients need history (one program per input).
+  const auto p = jit::detail::parsed_program("mul(i0,i1);sin(v0)", 2);
+  const Tensor x = uniform({6, 700}, -1, 1, kFloat64), w = uniform({700}, -1, 1, kFloat64);
+  const Tensor g = uniform({6, 700}, -1, 1, kFloat64);
+  const Tensor ax = uniform({6, 700}, -1, 1, kFloat64), aw = uniform({700}, -1, 1, kFloat64);
+  const Tensor c = cos(x * w) * g;
+  const Tensor want_x = c * w + ax, want_w = (c * x).sum({0}) + aw;
+  for (const char* backend : {"interpreter", "compiler"}) {
+    Backend guard(backend);
+    const std::vector<Tensor> r =
+        jit::detail::fused_input_grads(*p, {x, w, g}, {0, 1}, {}, {ax, aw});
+    expect_close(r[0], want_x, 1e-12, std::string("x, in the kernel: ") + backend);
+    expect_close(r[1], want_w, 1e-12, std::string("w, summed then added: ") + backend);
+  }
+  const Tensor xg = x.clone().requires_grad_(true);
+  const std::vector<Tensor> h = jit::detail::fused_input_grads(*p, {xg, w, g}, {0}, {}, {ax});
+  EXPECT_TRUE(h[0].requires_grad());
+  expect_close(h[0].detach(), want_x, 1e-12, "x, with history");
+}
+
 TEST(FusedProgram, AZeroDerivativeGivesZerosAsEager) {
   // The result depends on x only through sign (derivative 0): zeros, as eager's backward gives,
   // not "x was not used". Likewise the second derivative of x ** 1 (its backward program holds

@@ -525,8 +525,11 @@ Tensor run_fused_program(const FusedProgram& p, const std::string& text,
 }
 
 namespace {
+/// `addends` (one per input, undefined for none): tensors the kernel adds to those inputs'
+/// gradients where it writes them at the output's shape; `added[k]` says which it added.
 TensorList input_grads(const FusedProgram& p, const std::vector<Tensor>& in,
-                       const std::vector<int>& want, const FusedRng& rng) {
+                       const std::vector<int>& want, const FusedRng& rng,
+                       const std::vector<Tensor>& addends, std::vector<char>& added) {
   TensorList r(in.size() - 1);
   bool graph = false;  // create_graph: the gradients need history
   for (const Tensor& t : in) graph = graph || (t.requires_grad() && is_grad_enabled());
@@ -559,14 +562,36 @@ TensorList input_grads(const FusedProgram& p, const std::vector<Tensor>& in,
     values.push_back(b->outputs[j]);
     which.push_back(k);
   }
+  // An addend of the output's shape joins the kernel as an input added to its gradient (a
+  // fused reduction's two gradients of one input: one pass fewer over the rows).
+  FusedProgram prog = b->program;
+  std::vector<Tensor> kin;
+  for (size_t j = 0; j < outs.size(); ++j) {
+    const size_t k = which[j];
+    if (k >= addends.size() || !addends[k].defined() || sums[j] != 'f' ||
+        !addends[k].sizes().equals(shape) || addends[k].dtype() != fused_dtype(in) ||
+        !addends[k].device().is_cpu() || prog.code.size() >= static_cast<size_t>(kMaxFusedInstrs))
+      continue;
+    if (kin.empty()) kin = in;
+    kin.push_back(addends[k]);
+    FusedInstr add{FusedOp::add,
+                   {FusedOperand::Kind::Value, values[j], 0},
+                   {FusedOperand::Kind::Input, prog.num_inputs++, 0},
+                   1};
+    prog.code.push_back(add);
+    values[j] = static_cast<int>(prog.code.size()) - 1;
+    added[k] = 1;
+  }
+  const detail::RowLayout lay2 = kin.empty() ? detail::RowLayout{} : lay_out(kin, shape, true);
+  const detail::RowLayout& kl = kin.empty() ? lay : lay2;
   if (!outs.empty() && lay.n > 0) {
-    std::string key = "fused_backward|" + b->program.str() + "|";
+    std::string key = "fused_backward|" + prog.str() + "|";
     for (int v : values) key += std::to_string(v) + ",";
     key += '|';
     key += dtype_name(fused_dtype(in));
     key += '|';
-    key += lay.layouts;
-    run_on_cpu(b->program, values, lay, key, outs, rng, sums);
+    key += kl.layouts;
+    run_on_cpu(prog, values, kl, key, outs, rng, sums);
   } else {
     for (Tensor& t : outs) t.zero_();  // no elements: a summed gradient sums nothing
   }
@@ -576,8 +601,10 @@ TensorList input_grads(const FusedProgram& p, const std::vector<Tensor>& in,
 }  // namespace
 
 TensorList fused_input_grads(const FusedProgram& p, const std::vector<Tensor>& in,
-                             const std::vector<int>& want, const FusedRng& rng) {
-  TensorList r = input_grads(p, in, want, rng);
+                             const std::vector<int>& want, const FusedRng& rng,
+                             const std::vector<Tensor>& addends) {
+  std::vector<char> added(in.size(), 0);
+  TensorList r = input_grads(p, in, want, rng, addends, added);
   // An input the result depends on only through ops of zero derivative (sign, x ** 0 in a
   // second derivative) gets zeros, as eager's backward gives: undefined would mean "not used".
   for (int k : want) {
@@ -585,6 +612,11 @@ TensorList fused_input_grads(const FusedProgram& p, const std::vector<Tensor>& i
     const Tensor& x = in[static_cast<size_t>(k)];
     if (!g.defined() && p.reads_input(k))
       g = zeros(x.sizes(), TensorOptions(x.dtype()).device(x.device()));
+    // The addends the kernel did not take (history to record, a GPU, a gradient summed to the
+    // input's shape): added here.
+    const size_t ku = static_cast<size_t>(k);
+    if (ku < addends.size() && addends[ku].defined() && !added[ku])
+      g = g.defined() ? g + addends[ku] : addends[ku];
   }
   return r;
 }

@@ -525,7 +525,15 @@ Tensor reduction_with_backward(const Spec& s, const std::vector<Tensor>& inputs,
     if (s.pro) {
       std::vector<Tensor> pin = in;
       pin.push_back(gx);
-      const TensorList pg = detail::fused_input_grads(*s.pro, pin, want, s.pro_rng);
+      // The epilogue's gradient of an input of the rows' shape is added by the prologue's
+      // backward kernel as it writes its own (no pass of its own over the rows).
+      std::vector<Tensor> addends(static_cast<size_t>(n));
+      for (int k : want) {
+        const size_t ku = static_cast<size_t>(k);
+        if (r[ku].defined() && r[ku].sizes().equals(shape) && in[ku].sizes().equals(shape))
+          std::swap(addends[ku], r[ku]);
+      }
+      const TensorList pg = detail::fused_input_grads(*s.pro, pin, want, s.pro_rng, addends);
       for (int k : want) add_to(k, pg[static_cast<size_t>(k)]);
     } else if (c.needs_input_grad(0)) {
       add_to(0, gx);

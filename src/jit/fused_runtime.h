@@ -33,8 +33,12 @@ Tensor run_fused_composite(const FusedProgram& p, const std::vector<Tensor>& in,
 /// for inputs not in `want` or that the result does not depend on. On the CPU one multi-output
 /// kernel (fused_backward); with history to record (create_graph) or on a GPU one backward
 /// program per input, differentiable in turn. Throws when the program has no backward.
+/// `addends` (indexed by input; undefined or absent: none): added to those inputs' gradients —
+/// inside the CPU kernel where it writes the gradient at the output's shape and the addend has
+/// that shape (one pass fewer), else by an add.
 std::vector<Tensor> fused_input_grads(const FusedProgram& p, const std::vector<Tensor>& in,
-                                      const std::vector<int>& want, const FusedRng& rng = {});
+                                      const std::vector<int>& want, const FusedRng& rng = {},
+                                      const std::vector<Tensor>& addends = {});
 
 /// Where a program's dropouts draw when it runs over `shape`: n = its elements counters per
 /// stream, reserved from the default generator (as its eager dropouts, in order, would);
