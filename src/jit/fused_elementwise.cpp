@@ -543,11 +543,34 @@ TensorList input_grads(const FusedProgram& p, const std::vector<Tensor>& in,
   const std::optional<FusedBackward> b = fused_backward(p, want);
   IGNIS_CHECK(b.has_value(), "fused_elementwise: the program has no backward");
   const Shape shape = fused_output_shape(in, "fused_elementwise");
-  const detail::RowLayout lay = lay_out(in, shape, true);
+  // An addend of the output's shape, for an input of that shape (whose gradient the kernel
+  // writes at the output's shape), joins the kernel as an input added to that gradient (a fused
+  // reduction's two gradients of one input: one pass fewer over the rows).
+  FusedProgram prog = b->program;
+  std::vector<Tensor> kin = in;
+  std::vector<int> addend_at(in.size(), -1);  // per input: its addend's input index
+  for (size_t j = 0; j < want.size(); ++j) {
+    const size_t k = static_cast<size_t>(want[j]);
+    if (b->outputs[j] >= 0 && k < addends.size() && addends[k].defined() &&
+        in[k].sizes().equals(shape) && addends[k].sizes().equals(shape) &&
+        addends[k].dtype() == fused_dtype(in) && addends[k].device().is_cpu() &&
+        prog.code.size() < static_cast<size_t>(kMaxFusedInstrs)) {
+      addend_at[k] = static_cast<int>(kin.size());
+      kin.push_back(addends[k]);
+      prog.code.push_back({FusedOp::add,
+                           {FusedOperand::Kind::Value, b->outputs[j], 0},
+                           {FusedOperand::Kind::Input, addend_at[k], 0},
+                           1});
+      added[k] = 1;
+    }
+  }
+  prog.num_inputs = static_cast<int>(kin.size());
+  const detail::RowLayout lay = lay_out(kin, shape, true);
   std::vector<Tensor> outs;
   std::vector<int> values;
   std::vector<size_t> which;
   std::string sums;
+  int appended = static_cast<int>(b->program.code.size());  // the adds, in order
   for (size_t j = 0; j < want.size(); ++j) {
     if (b->outputs[j] < 0) continue;  // the result does not depend on this input
     const size_t k = static_cast<size_t>(want[j]);
@@ -559,39 +582,17 @@ TensorList input_grads(const FusedProgram& p, const std::vector<Tensor>& in,
                         lay.keep[k].numel() == in[k].numel();
     outs.push_back(make_tensor(summed ? in[k].sizes().shape() : shape, fused_dtype(in)));
     sums += summed ? l : 'f';
-    values.push_back(b->outputs[j]);
+    values.push_back(addend_at[k] >= 0 ? appended++ : b->outputs[j]);
     which.push_back(k);
   }
-  // An addend of the output's shape joins the kernel as an input added to its gradient (a
-  // fused reduction's two gradients of one input: one pass fewer over the rows).
-  FusedProgram prog = b->program;
-  std::vector<Tensor> kin;
-  for (size_t j = 0; j < outs.size(); ++j) {
-    const size_t k = which[j];
-    if (k >= addends.size() || !addends[k].defined() || sums[j] != 'f' ||
-        !addends[k].sizes().equals(shape) || addends[k].dtype() != fused_dtype(in) ||
-        !addends[k].device().is_cpu() || prog.code.size() >= static_cast<size_t>(kMaxFusedInstrs))
-      continue;
-    if (kin.empty()) kin = in;
-    kin.push_back(addends[k]);
-    FusedInstr add{FusedOp::add,
-                   {FusedOperand::Kind::Value, values[j], 0},
-                   {FusedOperand::Kind::Input, prog.num_inputs++, 0},
-                   1};
-    prog.code.push_back(add);
-    values[j] = static_cast<int>(prog.code.size()) - 1;
-    added[k] = 1;
-  }
-  const detail::RowLayout lay2 = kin.empty() ? detail::RowLayout{} : lay_out(kin, shape, true);
-  const detail::RowLayout& kl = kin.empty() ? lay : lay2;
   if (!outs.empty() && lay.n > 0) {
     std::string key = "fused_backward|" + prog.str() + "|";
     for (int v : values) key += std::to_string(v) + ",";
     key += '|';
     key += dtype_name(fused_dtype(in));
     key += '|';
-    key += kl.layouts;
-    run_on_cpu(prog, values, kl, key, outs, rng, sums);
+    key += lay.layouts;
+    run_on_cpu(prog, values, lay, key, outs, rng, sums);
   } else {
     for (Tensor& t : outs) t.zero_();  // no elements: a summed gradient sums nothing
   }

@@ -125,15 +125,7 @@ void interp_apply1(const F& f, InterpOperand<T> a, T* __restrict out, int64_t n)
   if constexpr (std::is_same_v<F, fn::PowScalarAsEager>) {
     // The form of x^e picked once for the tile, not per element (as a generated kernel's
     // constant exponent lets the compiler do): the branches kept the loop from vectorising.
-    const double e = f.p.a;
-    if (e == 1) return interp_apply1<T>(fn::PowOne{f.p}, a, out, n);
-    if (e == 0) return interp_apply1<T>(fn::PowZero{f.p}, a, out, n);
-    if (e == 2) return interp_apply1<T>(fn::Square{f.p}, a, out, n);
-    if (e == 3) return interp_apply1<T>(fn::Cube{f.p}, a, out, n);
-    if (e == 0.5) return interp_apply1<T>(fn::Sqrt{f.p}, a, out, n);
-    if (e == -0.5) return interp_apply1<T>(fn::Rsqrt{f.p}, a, out, n);
-    if (e == -1) return interp_apply1<T>(fn::Reciprocal{f.p}, a, out, n);
-    return interp_apply1<T>(fn::PowScalar{f.p}, a, out, n);
+    fn::with_pow_form<true>(f.p, [&](auto g) { interp_apply1<T>(g, a, out, n); });
   } else if constexpr (requires(T x) { f.needs_exact(x); }) {
     for (int64_t i = 0; i < n; ++i) {
       const T x = a.p[i * a.stride];

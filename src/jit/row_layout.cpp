@@ -103,17 +103,25 @@ RowLayout lay_out_rows(const std::vector<Tensor>& inputs, const Shape& shape, in
   // An expanded view (a dim of stride 0 and size > 1: a per-row gradient expanded to the rows,
   // a bias expanded by the caller) is read as the tensor it expands, its size-1 dims kept — one
   // value per row, a repeated row, one value — not copied out at the rows' shape.
-  std::vector<Tensor> in(inputs.begin(), inputs.end());
+  // `compact` holds those views (empty when there are none: nothing allocated per call).
+  std::vector<Tensor> compact;
   for (size_t i = 0; i < k; ++i) {
     if (static_cast<int>(i) == full_input) continue;
-    Tensor& t = in[i];
-    for (int64_t d = 0; d < t.dim(); ++d)
-      if (t.stride(d) == 0 && t.size(d) > 1) t = t.narrow(d, 0, 1);
+    const Tensor& t = inputs[i];
+    for (int64_t d = 0; d < t.dim(); ++d) {
+      if (t.stride(d) != 0 || t.size(d) <= 1) continue;
+      if (compact.empty()) compact.resize(k);
+      Tensor& c = compact[i];
+      c = (c.defined() ? c : t).narrow(d, 0, 1);
+    }
   }
+  auto input = [&](size_t i) -> const Tensor& {
+    return !compact.empty() && compact[i].defined() ? compact[i] : inputs[i];
+  };
   SmallVector<Read, 8> read(k, Read::full);
   SmallVector<RowMap, 8> maps(k);
   for (size_t i = 0; i < k; ++i) {
-    const Tensor& t = in[i];
+    const Tensor& t = input(i);
     if (static_cast<int>(i) == full_input || t.sizes().equals(shape)) continue;
     if (t.numel() == 1) {  // one value
       read[i] = Read::map;
@@ -167,7 +175,7 @@ RowLayout lay_out_rows(const std::vector<Tensor>& inputs, const Shape& shape, in
   l.ptrs.reserve(k + 2);  // (and a kernel's dropout streams)
   l.maps.reserve(k);
   for (size_t i = 0; i < k; ++i) {
-    const Tensor& t = in[i];
+    const Tensor& t = input(i);
     Tensor d;
     RowMap m;  // full: one run over all rows
     m.runs = 1;

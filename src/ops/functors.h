@@ -415,23 +415,33 @@ struct Reciprocal {
   IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const { return T(1) / x; }
 };
 
-/// x^p.a with the forms the eager pow kernel takes for common exponents (pow_scalar_kernel:
-/// x, 1, x*x, x*x*x, sqrt, rsqrt, 1/x), so a fused pow gives eager's values; the exponent is a
-/// constant, so a generated kernel keeps one branch (the interpreter picks the form once per
-/// instruction: fused_runtime.h).
+/// Calls v with the functor computing x^p.a as eager's pow kernel does — a cheap exact form for
+/// the common exponents (x, 1, x*x, x*x*x and, for floating types, sqrt, rsqrt, 1/x), pow
+/// otherwise — and returns what v returns. The one list of those forms: eager's
+/// pow_scalar_kernel, PowScalarAsEager (fused programs) and the interpreter (fused_runtime.h),
+/// which picks the form once per instruction rather than per element, pick from it.
+template <bool Floating, class V>
+IGNIS_HD IGNIS_FN_INLINE decltype(auto) with_pow_form(OpArgs p, V&& v) {
+  const double e = p.a;
+  if (e == 1) return v(PowOne{p});
+  if (e == 0) return v(PowZero{p});
+  if (e == 2) return v(Square{p});
+  if (e == 3) return v(Cube{p});
+  if constexpr (Floating) {
+    if (e == 0.5) return v(Sqrt{p});
+    if (e == -0.5) return v(Rsqrt{p});
+    if (e == -1) return v(Reciprocal{p});
+  }
+  return v(PowScalar{p});
+}
+
+/// x^p.a with eager's forms (with_pow_form), so a fused pow gives eager's values; the exponent is
+/// a constant, so a generated kernel keeps one branch.
 struct PowScalarAsEager {
   OpArgs p;
   template <class T>
   IGNIS_HD IGNIS_FN_INLINE T operator()(T x) const {
-    const double e = p.a;
-    if (e == 1) return PowOne{p}(x);
-    if (e == 0) return PowZero{p}(x);
-    if (e == 2) return Square{p}(x);
-    if (e == 3) return Cube{p}(x);
-    if (e == 0.5) return Sqrt{p}(x);
-    if (e == -0.5) return Rsqrt{p}(x);
-    if (e == -1) return Reciprocal{p}(x);
-    return PowScalar{p}(x);
+    return with_pow_form<true>(p, [x](auto f) { return f(x); });
   }
 };
 
