@@ -507,6 +507,18 @@ Tensor run_backward_program(const std::string& text, const std::vector<Tensor>& 
 
 namespace detail {
 
+std::string program_kernel_key(const FusedProgram& p, const std::vector<int>& outputs, DType dtype,
+                               const std::string& layouts) {
+  std::string key = outputs.empty() ? "fused_elementwise|" + p.str() : "fused_backward|" + p.str();
+  key += '|';
+  for (int v : outputs) key += std::to_string(v) + ",";
+  key += '|';
+  key += dtype_name(dtype);
+  key += '|';
+  key += layouts;
+  return key;
+}
+
 FusedRng draw_fused_rng(const FusedProgram& p, const Shape& shape) {
   FusedRng rng;
   const int streams = p.random_streams();
@@ -586,13 +598,8 @@ TensorList input_grads(const FusedProgram& p, const std::vector<Tensor>& in,
     which.push_back(k);
   }
   if (!outs.empty() && lay.n > 0) {
-    std::string key = "fused_backward|" + prog.str() + "|";
-    for (int v : values) key += std::to_string(v) + ",";
-    key += '|';
-    key += dtype_name(fused_dtype(in));
-    key += '|';
-    key += lay.layouts;
-    run_on_cpu(prog, values, lay, key, outs, rng, sums);
+    run_on_cpu(prog, values, lay, program_kernel_key(prog, values, fused_dtype(in), lay.layouts),
+               outs, rng, sums);
   } else {
     for (Tensor& t : outs) t.zero_();  // no elements: a summed gradient sums nothing
   }

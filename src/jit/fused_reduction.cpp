@@ -35,18 +35,15 @@
 #include "ignis/nn/functional.h"
 #include "ignis/ops.h"
 #include "jit/codegen.h"
+#include "jit/fused_reduction_backward.h"
 #include "jit/fused_runtime.h"
 #include "jit/fused_stat.h"
+#include "jit/reduction_rows.h"
 #include "jit/row_layout.h"
-#include "jit/row_reduce.h"
 #include "ops/reduce.h"
 
 namespace ignis {
 namespace jit {
-
-namespace detail {
-IGNIS_JIT_ROW_REDUCE_CODE
-}  // namespace detail
 
 namespace {
 
@@ -87,43 +84,9 @@ Tensor reduce(const std::string& reduction, int64_t dims, double eps, const Tens
   return log_softmax(x, -1);
 }
 
-enum class RowKind { layer_norm, rms_norm, softmax, log_softmax };
-
-/// reduce_backward on the CPU with no history to record: one pass per row (a row of x, y and gy
-/// stays in the cache) instead of one per op. x, y, gy of one shape; rows of the trailing dims.
-template <class T>
-void reduce_backward_row(RowKind kind, const T* x, const T* y, const T* gy, T* gx, int64_t C,
-                         T eps) {
-  T dot = 0;  // sum of gy (log_softmax) or of gy y (the others)
-  if (kind == RowKind::log_softmax) {
-    for (int64_t c = 0; c < C; ++c) dot += gy[c];
-    for (int64_t c = 0; c < C; ++c) gx[c] = gy[c] - std::exp(y[c]) * dot;
-    return;
-  }
-  for (int64_t c = 0; c < C; ++c) dot += gy[c] * y[c];
-  if (kind == RowKind::softmax) {
-    for (int64_t c = 0; c < C; ++c) gx[c] = y[c] * (gy[c] - dot);
-    return;
-  }
-  T rstd, mean_gy = 0;
-  if (kind == RowKind::layer_norm) {
-    T mean;
-    detail::ignis_layer_norm_stats(x, C, eps, mean, rstd);
-    for (int64_t c = 0; c < C; ++c) mean_gy += gy[c];
-    mean_gy /= static_cast<T>(C);
-  } else {
-    rstd = fn::Rsqrt{}(detail::ignis_row_sq_dev(x, C, T(0)) / static_cast<T>(C) + eps);
-  }
-  const T mean_gyy = dot / static_cast<T>(C);
-  for (int64_t c = 0; c < C; ++c) gx[c] = rstd * (gy[c] - mean_gy - y[c] * mean_gyy);
-}
-
 Tensor reduce_backward_rows(const std::string& reduction, int64_t dims, double eps, const Tensor& x,
                             const Tensor& y, const Tensor& gy) {
-  const RowKind kind = reduction == "layer_norm" ? RowKind::layer_norm
-                       : reduction == "rms_norm" ? RowKind::rms_norm
-                       : reduction == "softmax"  ? RowKind::softmax
-                                                 : RowKind::log_softmax;
+  const detail::RowKind kind = detail::row_kind(reduction);
   const Tensor xc = x.contiguous(), yc = y.contiguous(), gc = gy.expand(y.sizes()).contiguous();
   Tensor gx = make_tensor(y.sizes(), y.dtype(), y.device());
   int64_t C = 1;
@@ -134,8 +97,8 @@ Tensor reduce_backward_rows(const std::string& reduction, int64_t dims, double e
     T* op = gx.data_ptr<T>();
     parallel_for(0, R, std::max<int64_t>(kGrainSize / 4 / C, 1), [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r)
-        reduce_backward_row<T>(kind, xp + r * C, yp + r * C, gp + r * C, op + r * C, C,
-                               static_cast<T>(eps));
+        detail::reduce_backward_row<T>(kind, xp + r * C, yp + r * C, gp + r * C, op + r * C, C,
+                                       static_cast<T>(eps));
     });
   };
   if (y.dtype() == kFloat64)
@@ -244,15 +207,7 @@ void interpret_rows(const Spec& s, const std::vector<const void*>& ptrs, const s
     if (row_layouts[i] == 'c') row_layouts[i] = 's';  // one value for the whole row
   const std::string epi_layouts = row_layouts + 'f';
   const T eps = static_cast<T>(s.eps);
-  enum {
-    layer_norm,
-    rms_norm,
-    softmax,
-    log_softmax
-  } kind = s.reduction == "layer_norm" ? layer_norm
-           : s.reduction == "rms_norm" ? rms_norm
-           : s.reduction == "softmax"  ? softmax
-                                       : log_softmax;
+  const detail::RowKind kind = detail::row_kind(s.reduction);
   for (int64_t r = r0; r < r1; ++r) {
     for (size_t i = 0; i < n; ++i) {
       const T* p = static_cast<const T*>(ptrs[i]);
@@ -269,24 +224,7 @@ void interpret_rows(const Spec& s, const std::vector<const void*>& ptrs, const s
     // The reduction's values: into the output row when no epilogue reads them.
     T* o = out + r * C;
     T* e = s.epi ? xe.data() : o;
-    if (kind == layer_norm) {
-      T mean, rstd;
-      detail::ignis_layer_norm_stats(x, C, eps, mean, rstd);
-      for (int64_t c = 0; c < C; ++c) e[c] = (x[c] - mean) * rstd;
-    } else if (kind == rms_norm) {
-      const T rstd = fn::Rsqrt{}(detail::ignis_row_sq_dev(x, C, T(0)) / static_cast<T>(C) + eps);
-      for (int64_t c = 0; c < C; ++c) e[c] = x[c] * rstd;
-    } else {
-      const T m = detail::ignis_row_max(x, C);
-      const T sum = detail::ignis_row_exp_sum(x, e, C, m);
-      if (kind == softmax) {
-        const T inv = T(1) / sum;
-        for (int64_t c = 0; c < C; ++c) e[c] = e[c] * inv;
-      } else {
-        const T ls = std::log(sum);
-        for (int64_t c = 0; c < C; ++c) e[c] = (x[c] - m) - ls;
-      }
-    }
+    detail::normalize_row<T>(kind, x, e, C, eps);
     if (s.epi)
       detail::interpret<T>(*s.epi, row, epi_layouts, o, 0, C, C, {}, {},
                            row_rng(s.epi_rng, first + r, C));
@@ -462,6 +400,12 @@ Tensor reduction_with_backward(const Spec& s, const std::vector<Tensor>& inputs,
       if (c.needs_input_grad(static_cast<size_t>(k))) want.push_back(k);
     bool graph = false;  // create_graph: the gradients need history
     for (const Tensor& t : in) graph = graph || (t.requires_grad() && is_grad_enabled());
+    if (!graph) {  // on the CPU, in one pass over the rows where it applies
+      NoGradGuard no_grad;
+      const detail::ReductionBackwardSpec rs{s.pro.get(), s.epi.get(), s.reduction, s.dims,
+                                             s.eps,       s.full,      s.pro_rng,   s.epi_rng};
+      if (detail::reduction_backward_in_blocks(rs, in, g[0], shape, want, r)) return r;
+    }
     const bool stat = is_stat(s.reduction);
     Tensor x = in[0], y;
     if (!graph && s.pro && (s.reduction == "sum" || s.reduction == "mean")) {

@@ -69,6 +69,11 @@ std::shared_ptr<const FusedProgram> parsed_program(const std::string& text, int 
 void* fused_kernel(const std::string& key, const std::function<std::string()>& source,
                    const char* op);
 
+/// The name of a CPU kernel of `p` in fused_kernel's table: its one result (`outputs` empty) or
+/// the values `outputs` (a multi-output kernel), on `dtype`, its inputs laid out as `layouts`.
+std::string program_kernel_key(const FusedProgram& p, const std::vector<int>& outputs, DType dtype,
+                               const std::string& layouts);
+
 /// The fusion backend set by jit::set_fusion_backend, read without building its description:
 /// 0 auto, 1 compiler, 2 interpreter.
 int fusion_backend_mode();

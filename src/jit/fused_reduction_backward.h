@@ -1,0 +1,44 @@
+// A fused_reduction's training backward on the CPU in one pass over the rows: blocks of rows,
+// each taken through every step of the backward while it is in the cache (fused_reduction.cpp
+// falls back to a pass per step where this does not apply).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ignis/tensor.h"
+#include "jit/fused_program.h"
+
+namespace ignis::jit::detail {
+
+/// What the backward of one fused_reduction call needs of it: its programs (null: none; without
+/// a prologue x is input 0), the reduction (layer_norm, rms_norm, softmax, log_softmax; or one
+/// statistic: sum, mean, amax, amin) over the trailing `dims` dims, and where the programs'
+/// dropouts drew in the forward.
+struct ReductionBackwardSpec {
+  const FusedProgram* pro = nullptr;
+  const FusedProgram* epi = nullptr;
+  std::string reduction;
+  int64_t dims = 1;
+  double eps = 1e-5;
+  bool full = true;  // a statistic's output has the rows' shape (its epilogue runs over them)
+  FusedRng pro_rng, epi_rng;
+};
+
+/// The gradients of the inputs `want` (indices into `in`, the node's inputs) of the fused
+/// reduction over rows of `shape`, given its output's gradient g, into r (r[k] as
+/// fused_input_grads gives them: at the input's shape where the input is a row, a value per row
+/// or one value repeated over the rows, else at the rows' shape for the engine to sum). Blocks
+/// of rows (fixed by the row length, not the threads: the same sums whatever the number of
+/// threads) each go through x = prologue(inputs), y = reduce(x), the epilogue's gradients (one
+/// multi-output kernel: the inputs' and y's), x's by the row math (reduction_rows.h) and the
+/// prologue's (one multi-output kernel), the intermediates in per-thread buffers of a block:
+/// the inputs and g are read from memory once and each gradient written once. The generated
+/// kernels, or the interpreter without them. False, with nothing computed, where it does not
+/// apply: not the CPU, a chain or a statistic's epilogue over one value per row, rows longer
+/// than 65536 elements, programs without a backward.
+bool reduction_backward_in_blocks(const ReductionBackwardSpec& s, const std::vector<Tensor>& in,
+                                  const Tensor& g, const Shape& shape, const std::vector<int>& want,
+                                  TensorList& r);
+
+}  // namespace ignis::jit::detail
