@@ -174,6 +174,7 @@ bool reduction_backward_in_blocks(const ReductionBackwardSpec& s, const std::vec
     }
     targets.push_back(std::move(t));
   }
+  if (targets.empty()) return true;
   const int y_out = through_y && s.epi ? static_cast<int>(epi_values.size()) : -1;
   if (y_out >= 0) epi_values.push_back(epi_b->outputs.back());
 
@@ -253,7 +254,7 @@ bool reduction_backward_in_blocks(const ReductionBackwardSpec& s, const std::vec
             if (extra2 != nullptr) kin.push_back(extra2);
           };
           // x, y
-          const T* x = static_cast<const T*>(at[0]) + eb;
+          const T* x = s.pro || !need_y ? nullptr : static_cast<const T*>(at[0]) + eb;
           if (s.pro && need_y) {
             kin.assign(at.begin(), at.begin() + n);
             kout.assign(1, moved_back(buf(xb), eb));
