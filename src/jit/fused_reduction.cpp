@@ -19,7 +19,8 @@
 // - Training (an input requires grad) on the CPU or a GPU: the same kernel forward, and one node
 //   whose backward recomputes the prologue and the reduction, differentiates the epilogue and
 //   the prologue as programs (fused_autodiff.cpp) and the reduction with ops
-//   (reduction_with_backward).
+//   (reduction_with_backward); on the CPU without create_graph, all of it in one pass over
+//   blocks of rows (fused_reduction_backward.h).
 // - Other devices, and programs without a backward: the composite — the prologue's ops, the
 //   reduction's own op (layer_norm, softmax, log_softmax), the epilogue's ops, through their
 //   front ends, so autograd records each: the fused node's backward is its composite's.
@@ -84,6 +85,8 @@ Tensor reduce(const std::string& reduction, int64_t dims, double eps, const Tens
   return log_softmax(x, -1);
 }
 
+/// reduce_backward on the CPU with no history to record: one pass per row (a row of x, y and gy
+/// stays in the cache) instead of one per op. x, y, gy of one shape; rows of the trailing dims.
 Tensor reduce_backward_rows(const std::string& reduction, int64_t dims, double eps, const Tensor& x,
                             const Tensor& y, const Tensor& gy) {
   const detail::RowKind kind = detail::row_kind(reduction);
