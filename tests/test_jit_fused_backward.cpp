@@ -175,6 +175,89 @@ TEST(FusedReductionBackward, StatisticsWithTiesAndNansGiveTheOpsGradients) {
   }
 }
 
+TEST(FusedReductionBackward, ChainsTrainAsOneNodeInOnePass) {
+  // A layer norm written with two means over h = (x w + col) a + blk (the block and the
+  // per-row value read in place): stage 1's prologue (h - s0)^2, the epilogue
+  // (h - s0) rsqrt(s1 + eps) w + blk; and a softmax written as amax, then a sum of exponentials.
+  // Inputs x, w, col, a, blk; the statistics i5 and i6.
+  const std::string h = "mul(i0,i1);add(v0,i2,1);mul(v1,i3);add(v2,i4,1)";
+  const std::string pro = h + "|" + h + ";sub(v3,i5,1);mul(v4,v4)";
+  const std::string epi = h + ";sub(v3,i5,1);add(i6,1e-05,1);rsqrt(v5);mul(v4,v6);mul(v7,i1);" +
+                          "add(v8,i4,1)";
+  for (const char* backend : ignis::testing::kBackends) {
+    Backend use(backend);
+    for (DType dt : {kFloat32, kFloat64}) {
+      const std::string what = std::string(backend) + " " + std::string(dtype_name(dt));
+      manual_seed(9);
+      const Inputs in(dt);
+      const std::vector<Tensor> inputs = {in.x, in.w, in.col, in.a, in.blk};
+      const Tensor gy = uniform(kRows, -1, 1, dt);
+      CallLog forward, backward;
+      Tensor y;
+      {
+        op::InterposerGuard guard(&forward);
+        y = jit::fused_reduction(inputs, "mean,mean", 1, pro, epi);
+      }
+      // One node: the forward is one call (not a node per statistic) ...
+      EXPECT_EQ(forward.names, std::vector<std::string>{"fused_reduction"}) << what;
+      std::vector<Tensor> g;
+      {
+        op::InterposerGuard guard(&backward);
+        g = autograd::grad({y}, in.grads(), {gy});
+      }
+      // ... and the backward one pass, calling no op but the engine's sums.
+      for (const std::string& name : backward.names)
+        EXPECT_TRUE(name.rfind("sum", 0) == 0 || name == "reshape") << what << ": " << name;
+      const Inputs e = in.detached();
+      const Tensor he = (e.x * e.w + e.col) * e.a + e.blk;
+      const Tensor d = he - he.mean({-1}, true);
+      const Tensor y2 = d * rsqrt((d * d).mean({-1}, true) + 1e-5) * e.w + e.blk;
+      const std::vector<Tensor> ge = autograd::grad({y2}, e.grads(), {gy});
+      const double tol = dt == kFloat64 ? 1e-10 : 5e-4;
+      expect_close(y.detach(), y2.detach(), tol, what + " layer norm forward");
+      const char* names[] = {"d/dx", "d/dw", "d/dcol", "d/da", "d/dblk"};
+      for (size_t k = 0; k < ge.size(); ++k)
+        expect_close(g[k], ge[k], tol, what + " layer norm " + names[k]);
+      // The softmax: amax's gradient reaches x through the second stage's prologue only.
+      Tensor x = in.x.detach().requires_grad_(true);
+      const Tensor sm = jit::fused_reduction({x}, "amax,sum", 1, "|sub(i0,i1,1);exp(v0)",
+                                             "sub(i0,i1,1);exp(v0);div(v1,i2)");
+      Tensor x2 = x.detach().requires_grad_(true);
+      expect_close(autograd::grad({sm}, {x}, {gy})[0],
+                   autograd::grad({softmax(x2, -1)}, {x2}, {gy})[0], tol, what + " softmax");
+    }
+  }
+}
+
+TEST(FusedReductionBackward, LongRowsAndEpiloguesPerRowTakeAPassPerStep) {
+  // Rows of more than 65536 elements, and a statistic's epilogue over one value per row (a
+  // chain's without keepdim): the steps one pass each (a chain: a node per statistic), the
+  // same gradients.
+  manual_seed(10);
+  Tensor x = uniform({2, 70000}, -2, 2, kFloat64).requires_grad_(true);
+  Tensor w = uniform({70000}, 0.5, 1.5, kFloat64).requires_grad_(true);
+  const Tensor gy = uniform({2, 70000}, -1, 1, kFloat64);
+  Tensor x2 = x.detach().requires_grad_(true), w2 = w.detach().requires_grad_(true);
+  const Tensor y = jit::fused_reduction({x, w}, "mean,mean", 1, "|sub(i0,i2,1);mul(v0,v0)",
+                                        "sub(i0,i2,1);add(i3,1e-05,1);rsqrt(v1);mul(v0,v2);"
+                                        "mul(v3,i1)");
+  const Tensor d = x2 - x2.mean({-1}, true);
+  const Tensor y2 = d * rsqrt((d * d).mean({-1}, true) + 1e-5) * w2;
+  const std::vector<Tensor> g = autograd::grad({y}, {x, w}, {gy});
+  const std::vector<Tensor> ge = autograd::grad({y2}, {x2, w2}, {gy});
+  expect_close(g[0], ge[0], 1e-10, "long rows: d/dx");
+  expect_close(g[1], ge[1], 1e-10, "long rows: d/dw");
+  const Tensor lse = jit::fused_reduction({x}, "amax,sum", 1, "|sub(i0,i1,1);exp(v0)",
+                                          "log(i2);add(v0,i1,1)", 1e-5, false);
+  expect_close(autograd::grad({lse.sum()}, {x})[0],
+               autograd::grad({logsumexp(x2, {-1}).sum()}, {x2})[0], 1e-12, "logsumexp");
+  const Tensor m = jit::fused_reduction({x, w}, "mean", 1, "mul(i0,i1)", "mul(i2,i2)", 1e-5,
+                                        false);
+  expect_close(autograd::grad({m.sum()}, {x, w})[1],
+               autograd::grad({((x2 * w2).mean({-1}) * (x2 * w2).mean({-1})).sum()}, {w2})[0],
+               1e-10, "a mean's epilogue per row");
+}
+
 TEST(FusedReductionBackward, TheSameBitsWhateverTheNumberOfThreads) {
   // The blocks are fixed by the row length and their partial sums added in block order.
   const int threads = get_num_threads();

@@ -375,16 +375,33 @@ Tensor chain_with_backward(const Spec& s, const std::vector<Tensor>& inputs) {
 /// program has no backward (the caller then runs the composite).
 Tensor reduction_with_backward(const Spec& s, const std::vector<Tensor>& inputs, const Shape& shape,
                                bool on_device) {
-  if (s.stats.size() > 1) return chain_with_backward(s, inputs);
   const int n = static_cast<int>(inputs.size());
+  const int K = static_cast<int>(std::max<size_t>(s.stats.size(), 1));
   std::vector<int> ks;
   for (int k = 0; k < n; ++k)
     if (inputs[static_cast<size_t>(k)].requires_grad()) ks.push_back(k);
-  std::vector<int> epi_ks = ks;
-  epi_ks.push_back(n);  // y
-  if ((s.pro && !detail::fused_backward(*s.pro, ks)) ||
-      (s.epi && !detail::fused_backward(*s.epi, epi_ks)))
-    return Tensor();
+  // Every program differentiable for the inputs that need gradients and the statistics it
+  // reads (stage k's prologue: those before it; the epilogue: all).
+  auto with_stats = [&](int k) {
+    std::vector<int> w = ks;
+    for (int j = 0; j < k; ++j) w.push_back(n + j);
+    return w;
+  };
+  bool differentiable = !s.epi || detail::fused_backward(*s.epi, with_stats(K)).has_value();
+  for (int k = 0; k < K && differentiable; ++k) {
+    const FusedProgram* p = K > 1 ? s.pros[static_cast<size_t>(k)].get() : s.pro.get();
+    differentiable = !p || detail::fused_backward(*p, with_stats(k)).has_value();
+  }
+  // A chain of statistics is one node where its backward runs in one pass over blocks of rows
+  // (the CPU; rows of at most kMaxBlockedCols; an epilogue over the rows), else a node per stage.
+  if (K > 1) {
+    int64_t C = 1;
+    for (size_t d = shape.size() - static_cast<size_t>(s.dims); d < shape.size(); ++d)
+      C *= shape[d];
+    if (on_device || !differentiable || C > detail::kMaxBlockedCols || (s.epi && !s.full))
+      return chain_with_backward(s, inputs);
+  }
+  if (!differentiable) return Tensor();
   Tensor out;
   {
     NoGradGuard no_grad;
@@ -392,8 +409,8 @@ Tensor reduction_with_backward(const Spec& s, const std::vector<Tensor>& inputs,
   }
   std::vector<autograd::SavedVariable> saved;
   for (const Tensor& t : inputs) saved.emplace_back(t, false);
-  auto fn = [saved = std::move(saved), ks, s, shape, n](autograd::BackwardCtx& c,
-                                                        const TensorList& g) {
+  auto fn = [saved = std::move(saved), ks, s, shape, n, K](autograd::BackwardCtx& c,
+                                                           const TensorList& g) {
     TensorList r(saved.size());
     if (!g[0].defined()) return r;
     std::vector<Tensor> in;
@@ -405,9 +422,32 @@ Tensor reduction_with_backward(const Spec& s, const std::vector<Tensor>& inputs,
     for (const Tensor& t : in) graph = graph || (t.requires_grad() && is_grad_enabled());
     if (!graph) {  // on the CPU, in one pass over the rows where it applies
       NoGradGuard no_grad;
-      const detail::ReductionBackwardSpec rs{s.pro.get(), s.epi.get(), s.reduction, s.dims,
-                                             s.eps,       s.full,      s.pro_rng,   s.epi_rng};
+      detail::ReductionBackwardSpec rs;
+      if (K > 1) {
+        for (int k = 0; k < K; ++k)
+          rs.stages.push_back(
+              {s.pros[static_cast<size_t>(k)].get(), s.stats[static_cast<size_t>(k)]});
+      } else {
+        rs.stages.push_back({s.pro.get(), s.reduction});
+      }
+      rs.epi = s.epi.get();
+      rs.dims = s.dims;
+      rs.eps = s.eps;
+      rs.full = s.full;
+      rs.pro_rng = s.pro_rng;
+      rs.epi_rng = s.epi_rng;
       if (detail::reduction_backward_in_blocks(rs, in, g[0], shape, want, r)) return r;
+    }
+    if (K > 1) {
+      // A chain with create_graph (or where the one pass did not apply): its stages as nodes
+      // over the saved inputs, differentiated with history (second derivatives exist).
+      AutoGradMode grad_mode(true);
+      std::vector<Tensor> wanted;
+      for (int k : want) wanted.push_back(in[static_cast<size_t>(k)]);
+      const Tensor y = chain_with_backward(s, in);
+      const TensorList gs = autograd::grad({y}, wanted, {g[0]}, graph, graph, true);
+      for (size_t j = 0; j < want.size(); ++j) r[static_cast<size_t>(want[j])] = gs[j];
+      return r;
     }
     const bool stat = is_stat(s.reduction);
     Tensor x = in[0], y;
