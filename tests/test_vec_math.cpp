@@ -7,9 +7,11 @@
 //
 // Max errors measured exhaustively (every float in the range, GCC 12, -O3 -march=native):
 //   exp 1, expm1 1, log 1, log1p 1, tanh 2, sigmoid 2, erf 2 (3 without FMA contraction),
-//   sin/cos 2 for |x| <= 1e4 and 3 for |x| <= 1e5.
+//   sin/cos 2 for |x| <= 1e4 and 3 for |x| <= 1e5; pow 1 (sampled: exponents of every kind over
+//   1e-30 to 1e30, and x and y both varying).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -187,6 +189,57 @@ TEST(VecMath, SinCosAccuracy) {
        {uniform(-1e4f, 1e4f), uniform(-6.3f, 6.3f), logspace(1e-30f, 1e5f, true)}) {
     report("sin", measure(kSin, sin_ref, xs), 3);
     report("cos", measure(kCos, cos_ref, xs), 3);
+  }
+}
+
+TEST(VecMath, PowAccuracy) {
+  // Exponents of every kind (the constant of x ** e), over magnitudes from 1e-30 to 1e30, both
+  // signs where the power of a negative number is real; then x and y both varying.
+  Stats s;
+  for (const float e : {1.5f, 2.7f, -0.3f, 0.25f, 0.1f, 3.0f, -2.0f, 7.0f, 11.5f, -13.25f, 100.0f,
+                        -100.0f, 1e-4f}) {
+    const auto f = [e](float x) { return vm::pow(x, e); };
+    const auto ref = [e](double x) { return std::pow(x, double(e)); };
+    s = measure(f, ref, logspace(1e-30f, 1e30f, std::trunc(e) == e, kPoints / 8), s);
+    s = measure(f, ref, uniform(0.5f, 2.0f, kPoints / 8), s);
+  }
+  const std::vector<float> xs = logspace(1e-3f, 1e3f, false, 1024), ys = uniform(-12, 12, 1024);
+  std::vector<float> x2, y2, out(xs.size() * ys.size());
+  for (float x : xs)
+    for (float y : ys) x2.push_back(x), y2.push_back(y);
+  const long n = static_cast<long>(x2.size());
+  for (long i = 0; i < n; ++i) out[i] = vm::pow(x2[i], y2[i]);  // vectorized
+  int64_t worst = 0;
+  for (long i = 0; i < n; ++i) {
+    const double r = std::pow(double(x2[i]), double(y2[i]));
+    if (std::fabs(r) >= FLT_MIN && std::fabs(r) <= FLT_MAX)
+      worst = std::max(worst, ulp_diff(out[i], static_cast<float>(r)));
+  }
+  report("pow", s, 1);
+  EXPECT_LE(worst, 1) << "pow with x and y varying";
+}
+
+TEST(VecMath, PowSpecialCasesAsPowf) {
+  // Every pair of these as base and exponent gives powf's value (C's special cases: zeros,
+  // ones, infinities, NaN, integers odd and even, negative bases; subnormal results), within 1
+  // ulp and with its sign, through the scalar and the vector code paths.
+  const float d = std::numeric_limits<float>::denorm_min();
+  const std::vector<float> v = {0.0f, -0.0f, 1.0f,  -1.0f, 0.5f,    -0.5f,   2.0f,    -2.0f,
+                                3.0f, -3.0f, 2.5f,  -2.5f, kInf,    -kInf,   kNaN,    d,
+                                -d,   1e-3f, 150.0f, -151.0f, FLT_MAX, -FLT_MAX, 1e-20f, 0.75f};
+  for (const float x : v) {
+    for (const float y : v) {
+      const float want = std::pow(x, y);
+      const auto f = [y](float t) { return vm::pow(t, y); };
+      for (const float got : {vm::pow(x, y), vec_eval(f, x)}) {
+        if (std::isnan(want)) {
+          EXPECT_TRUE(std::isnan(got)) << "pow(" << x << ", " << y << ") = " << got;
+          continue;
+        }
+        EXPECT_LE(ulp_diff(got, want), 1) << "pow(" << x << ", " << y << "): " << got << " vs " << want;
+        EXPECT_EQ(std::signbit(got), std::signbit(want)) << "pow(" << x << ", " << y << ")";
+      }
+    }
   }
 }
 
