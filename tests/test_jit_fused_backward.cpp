@@ -258,6 +258,28 @@ TEST(FusedReductionBackward, LongRowsAndEpiloguesPerRowTakeAPassPerStep) {
                1e-10, "a mean's epilogue per row");
 }
 
+TEST(FusedReductionBackward, AnInputGivenTwiceGetsEachSlotsGradient) {
+  // x as the layer norm's input and as its residual (two slots), contiguous and transposed, in
+  // one pass and with create_graph (the stages as nodes): the two slots' gradients add up.
+  manual_seed(11);
+  const Tensor gy = uniform({3, 8}, -1, 1, kFloat64);
+  for (const Tensor& a : {uniform({3, 8}, -2, 2, kFloat64).requires_grad_(true),
+                          uniform({8, 3}, -2, 2, kFloat64).t().detach().requires_grad_(true)}) {
+    for (bool create_graph : {false, true}) {
+      const std::string what = std::string(a.is_contiguous() ? "contiguous" : "transposed") +
+                               (create_graph ? ", create_graph" : "");
+      const Tensor y =
+          jit::fused_reduction({a, a}, "mean,mean", 1, "|sub(i0,i2,1);mul(v0,v0)",
+                               "sub(i0,i2,1);add(i3,1e-05,1);rsqrt(v1);mul(v0,v2);add(v3,i1,1)");
+      const Tensor g = autograd::grad({y}, {a}, {gy}, create_graph, create_graph)[0];
+      Tensor a2 = a.detach().requires_grad_(true);
+      const Tensor d = a2 - a2.mean({-1}, true);
+      const Tensor y2 = d * rsqrt((d * d).mean({-1}, true) + 1e-5) + a2;
+      expect_close(g, autograd::grad({y2}, {a2}, {gy})[0], 1e-12, what);
+    }
+  }
+}
+
 TEST(FusedReductionBackward, TheSameBitsWhateverTheNumberOfThreads) {
   // The blocks are fixed by the row length and their partial sums added in block order.
   const int threads = get_num_threads();

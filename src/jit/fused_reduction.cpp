@@ -442,9 +442,15 @@ Tensor reduction_with_backward(const Spec& s, const std::vector<Tensor>& inputs,
       // A chain with create_graph (or where the one pass did not apply): its stages as nodes
       // over the saved inputs, differentiated with history (second derivatives exist).
       AutoGradMode grad_mode(true);
-      std::vector<Tensor> wanted;
-      for (int k : want) wanted.push_back(in[static_cast<size_t>(k)]);
-      const Tensor y = chain_with_backward(s, in);
+      // Each wanted input through a view of its own, so that an input given twice gets each
+      // slot's gradient (the engine adds them), not the sum in both.
+      std::vector<Tensor> slots = in, wanted;
+      for (int k : want) {
+        Tensor& t = slots[static_cast<size_t>(k)];
+        t = t.expand(t.sizes());
+        wanted.push_back(t);
+      }
+      const Tensor y = chain_with_backward(s, slots);
       const TensorList gs = autograd::grad({y}, wanted, {g[0]}, graph, graph, true);
       for (size_t j = 0; j < want.size(); ++j) r[static_cast<size_t>(want[j])] = gs[j];
       return r;
