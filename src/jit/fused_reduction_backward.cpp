@@ -229,7 +229,6 @@ bool reduction_backward_in_blocks(const ReductionBackwardSpec& s, const std::vec
       auto& outs = f.stage == K ? epi_outs : pro_outs[static_cast<size_t>(f.stage)];
       outs.push_back({f.out, static_cast<int>(targets.size()), static_cast<int>(c), -1, f.buf});
     }
-    t.part_at = 0;
     targets.push_back(std::move(t));
   }
   if (targets.empty()) return true;
