@@ -31,6 +31,7 @@
 #include "jit/codegen.h"
 #include "jit/fused_program.h"
 #include "jit/fused_runtime.h"
+#include "jit/reduction_rows.h"
 #include "jit/row_layout.h"
 #include "ops/activation_ops.h"
 #include "ops/random.h"
@@ -301,7 +302,7 @@ void sum_outputs(const std::vector<Tensor>& outs, const std::string& sums, int64
   size_t ns = 0;
   for (size_t j = 0; j < outs.size(); ++j)
     if (sums[j] != 'f') sum_at[j] = ns++;
-  // Per summed output and block: a partial row ('r') or value ('s'); 'c' writes its rows' sums.
+  // Per summed output and block: a partial row ('r') or value ('s'); 'c' adds its rows' sums.
   // Scratch and partials come from the caching allocator (tensors), so a training loop's steps
   // reuse them instead of faulting in fresh pages.
   auto width = [&](size_t j) -> int64_t { return sums[j] == 'r' ? cols : sums[j] == 's'; };
@@ -315,6 +316,8 @@ void sum_outputs(const std::vector<Tensor>& outs, const std::string& sums, int64
   const Tensor partial_t = make_tensor({std::max<int64_t>(part_len, 1)}, dtype);
   T* const partial = partial_t.data_ptr<T>();
   std::fill(partial, partial + part_len, T(0));
+  for (size_t j = 0; j < outs.size(); ++j)  // a row's sum is added to its value
+    if (sums[j] == 'c') std::fill_n(outs[j].data_ptr<T>(), outs[j].numel(), T(0));
   parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
     const Tensor scratch_t = make_tensor({static_cast<int64_t>(ns) * span}, dtype);
     T* const scratch = scratch_t.data_ptr<T>();
@@ -322,39 +325,17 @@ void sum_outputs(const std::vector<Tensor>& outs, const std::string& sums, int64
     for (int64_t blk = b0; blk < b1; ++blk) {
       const int64_t b = blk * span, e = std::min(n, b + span);
       for (size_t j = 0; j < outs.size(); ++j) {
-        // The kernel writes element k at dst[k]: a summed output's pointer is the scratch moved
-        // back by b, so that elements b..e land in it (computed as an address, never read out
-        // of bounds).
+        // A summed output's values go to the scratch, moved back by b (detail::moved_by).
         dst[j] =
-            sums[j] != 'f'
-                ? reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(scratch + sum_at[j] * span) -
-                                          static_cast<uintptr_t>(b) * sizeof(T))
-                : outs[j].data_ptr();
+            sums[j] != 'f' ? detail::moved_by(scratch + sum_at[j] * span, -b) : outs[j].data_ptr();
       }
       block(b, e, dst);
       for (size_t j = 0; j < outs.size(); ++j) {
         if (sums[j] == 'f') continue;
-        const T* __restrict v = scratch + sum_at[j] * span;
-        const int64_t len = e - b;
-        if (sums[j] == 'r') {  // whole rows: b and e are multiples of cols
-          T* __restrict part = partial + part_at[j] + blk * cols;
-          for (int64_t k = 0; k < len; k += cols) {
-            const T* __restrict row = v + k;
-#pragma GCC ivdep
-            for (int64_t c = 0; c < cols; ++c) part[c] += row[c];
-          }
-        } else if (sums[j] == 'c') {
-          T* __restrict o = outs[j].data_ptr<T>() + b / cols;
-          for (int64_t k = 0; k < len; k += cols) {
-            T acc = 0;
-            for (int64_t c = 0; c < cols; ++c) acc += v[k + c];
-            o[k / cols] = acc;
-          }
-        } else {
-          T acc = 0;
-          for (int64_t k = 0; k < len; ++k) acc += v[k];
-          partial[part_at[j] + blk] = acc;
-        }
+        // 'r' and 'c': whole rows (b and e multiples of cols).
+        T* part = sums[j] == 'c' ? outs[j].data_ptr<T>() + b / cols
+                                 : partial + part_at[j] + blk * width(j);
+        detail::add_block_sums(sums[j], scratch + sum_at[j] * span, e - b, cols, part);
       }
     }
   });
@@ -400,39 +381,18 @@ void run_on_cpu(const FusedProgram& p, const std::vector<int>& outputs,
   }
   auto run = [&]<class T>() {
     const detail::InterpreterInputs<T> interp(lay.ptrs, lay.layouts, lay.keep, fn == nullptr);
-    // The program over elements [b, e) into d (element k at d[j][k]): the kernel, else the
-    // interpreter, a chunk of rows at a time (row_layout.h; one piece when the inputs need no
-    // chunks), the inputs' pointers, d and the dropouts' counters moved to the chunk.
+    const detail::ChunkProgram cp{&p, outputs, interp.layouts, fn, rng};
+    // The program over elements [b, e) into d (element k at d[j][k]): a chunk of rows at a time
+    // (row_layout.h; one piece when the inputs need no chunks), the inputs' pointers and d moved
+    // to the chunk.
     auto block = [&](int64_t b, int64_t e, const std::vector<void*>& d) {
-      // A program with dropout reads its stream's (seed, base, n) through the pointer after the
-      // inputs' (codegen.h).
-      uint64_t words[3] = {rng.seed, rng.base, rng.n};
-      std::vector<const void*> base = fn != nullptr ? lay.ptrs : interp.ptrs, in;
-      if (fn != nullptr && p.random_streams() > 0) base.push_back(words);
-      std::vector<void*> dc(d.size());
-      std::vector<const T*> tin;
-      std::vector<T*> tout(d.size());
+      std::vector<const void*> in;
+      std::vector<T*> dc(d.size());
       lay.for_each_chunk(b, e, cols, [&](int64_t r0, int64_t first, int64_t cb, int64_t ce) {
-        lay.at(base, r0, fn != nullptr ? 0 : sizeof(T), in);
-        for (size_t j = 0; j < d.size(); ++j)  // (an address: a summed output's is moved back)
-          dc[j] = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(d[j]) +
-                                          static_cast<uintptr_t>(first) * sizeof(T));
-        words[1] = rng.base + static_cast<uint64_t>(first);
-        if (fn != nullptr && outputs.empty()) {
-          reinterpret_cast<detail::FusedKernelFn>(fn)(in.data(), dc[0], cb - first, ce - first,
-                                                      cols);
-        } else if (fn != nullptr) {
-          reinterpret_cast<detail::FusedMultiKernelFn>(fn)(in.data(), dc.data(), cb - first,
-                                                           ce - first, cols);
-        } else {
-          tin.clear();
-          for (const void* q : in) tin.push_back(static_cast<const T*>(q));
-          for (size_t j = 0; j < d.size(); ++j) tout[j] = static_cast<T*>(dc[j]);
-          detail::FusedRng at = rng;
-          at.base = words[1];
-          detail::interpret<T>(p, tin, interp.layouts, tout[0], cb - first, ce - first, cols,
-                               outputs, tout, at);
-        }
+        lay.at(interp.ptrs, r0, fn != nullptr ? 0 : sizeof(T), in);
+        for (size_t j = 0; j < d.size(); ++j)
+          dc[j] = detail::moved_by(static_cast<T*>(d[j]), first);
+        detail::run_chunk<T>(cp, in, dc, cb - first, ce - first, cols, first);
       });
     };
     if (any_summed) {

@@ -51,47 +51,6 @@ Stat stat_of(const std::string& reduction) {
                                : Stat::none;
 }
 
-/// `p` moved back by `elements` elements of T, as an address (see above).
-template <class T>
-T* moved_back(T* p, int64_t elements) {
-  return reinterpret_cast<T*>(reinterpret_cast<uintptr_t>(p) -
-                              static_cast<uintptr_t>(elements) * sizeof(T));
-}
-
-/// One program's kernel over the blocks: its result (`outputs` empty) or its values `outputs`,
-/// compiled (fn) or interpreted.
-struct BlockProgram {
-  const FusedProgram* p = nullptr;
-  std::vector<int> outputs;
-  std::string layouts;  // its inputs within a chunk (the interpreter's: lower case)
-  void* fn = nullptr;
-  FusedRng rng;
-};
-
-/// Runs `bp` over elements [b, e) of the chunk whose first element is `first` (its dropouts'
-/// counters start there), reading `in` (moved to the chunk) and writing outs[j][k].
-template <class T>
-void run_block(const BlockProgram& bp, const std::vector<const void*>& in,
-               const std::vector<T*>& outs, int64_t b, int64_t e, int64_t C, int64_t first) {
-  FusedRng rng = bp.rng;
-  rng.base += static_cast<uint64_t>(first);
-  if (bp.fn == nullptr) {
-    std::vector<const T*> tin;
-    for (const void* q : in) tin.push_back(static_cast<const T*>(q));
-    interpret<T>(*bp.p, tin, bp.layouts, outs[0], b, e, C, bp.outputs, outs, rng);
-    return;
-  }
-  std::vector<const void*> ptrs = in;
-  const uint64_t words[3] = {rng.seed, rng.base, rng.n};
-  if (bp.p->random_streams() > 0) ptrs.push_back(words);
-  if (bp.outputs.empty()) {
-    reinterpret_cast<FusedKernelFn>(bp.fn)(ptrs.data(), outs[0], b, e, C);
-  } else {
-    std::vector<void*> o(outs.begin(), outs.end());
-    reinterpret_cast<FusedMultiKernelFn>(bp.fn)(ptrs.data(), o.data(), b, e, C);
-  }
-}
-
 /// One gradient of an input from one program: stage k's prologue (its kernel's output `out`),
 /// or x_k itself (`out` -1: a stage without prologue reduces input 0), or the epilogue's (stage
 /// K); into a block buffer `buf`, or (-1) straight into the input's gradient.
@@ -256,7 +215,7 @@ bool reduction_backward_in_blocks(const ReductionBackwardSpec& s, const std::vec
     const Stat st = stat[static_cast<size_t>(k)];
     return st == Stat::sum || st == Stat::mean ? 'c' : 'f';
   };
-  auto kernel = [&](BlockProgram& bp, const FusedProgram* p, const std::vector<KernelOut>* outs,
+  auto kernel = [&](ChunkProgram& bp, const FusedProgram* p, const std::vector<KernelOut>* outs,
                     const std::string& layouts, const FusedRng& rng) {
     bp.p = p;
     bp.outputs.clear();
@@ -272,8 +231,8 @@ bool reduction_backward_in_blocks(const ReductionBackwardSpec& s, const std::vec
         },
         "fused_reduction");
   };
-  std::vector<BlockProgram> pro_f(static_cast<size_t>(K)), pro_k(static_cast<size_t>(K));
-  BlockProgram epi_k;
+  std::vector<ChunkProgram> pro_f(static_cast<size_t>(K)), pro_k(static_cast<size_t>(K));
+  ChunkProgram epi_k;
   for (int k = 0; k < K; ++k) {
     const FusedProgram* p = s.stages[static_cast<size_t>(k)].pro;
     if (p == nullptr) continue;
@@ -289,11 +248,11 @@ bool reduction_backward_in_blocks(const ReductionBackwardSpec& s, const std::vec
   // Without a compiler every program is interpreted (its bool inputs read as copies in T).
   bool interpreting = epi_k.p && !epi_k.fn;
   for (int k = 0; k < K; ++k) {
-    for (const BlockProgram* bp : {&pro_f[static_cast<size_t>(k)], &pro_k[static_cast<size_t>(k)]})
+    for (const ChunkProgram* bp : {&pro_f[static_cast<size_t>(k)], &pro_k[static_cast<size_t>(k)]})
       interpreting = interpreting || (bp->p && !bp->fn);
   }
   if (interpreting) {
-    auto lower = [](BlockProgram& bp) {
+    auto lower = [](ChunkProgram& bp) {
       bp.fn = nullptr;
       for (char& c : bp.layouts) c = float_layout(c);
     };
@@ -329,18 +288,18 @@ bool reduction_backward_in_blocks(const ReductionBackwardSpec& s, const std::vec
           auto inputs = [&](int k, const void* last) {
             kin.assign(at.begin(), at.begin() + n);
             for (int j = 0; j < k; ++j)
-              kin.push_back(is_stat ? moved_back(buf(sb(j)), cb - r0) : moved_back(buf(sb(j)), eb));
+              kin.push_back(is_stat ? moved_by(buf(sb(j)), -(cb - r0)) : moved_by(buf(sb(j)), -eb));
             if (last != nullptr) kin.push_back(last);
           };
           // A backward kernel's outputs, then the statistics' gradients summed along the rows.
-          auto run_backward = [&](const BlockProgram& bp, const std::vector<KernelOut>& outs) {
+          auto run_backward = [&](const ChunkProgram& bp, const std::vector<KernelOut>& outs) {
             kout.assign(outs.size(), nullptr);
             for (size_t o = 0; o < outs.size(); ++o) {
               const KernelOut& ko = outs[o];
-              kout[o] = ko.buf >= 0 ? moved_back(buf(ko.buf), eb)
+              kout[o] = ko.buf >= 0 ? moved_by(buf(ko.buf), -eb)
                                     : targets[static_cast<size_t>(ko.t)].out.data_ptr<T>() + first;
             }
-            run_block<T>(bp, kin, kout, eb, ee, C, first);
+            run_chunk<T>(bp, kin, kout, eb, ee, C, first);
             for (const KernelOut& ko : outs) {
               if (ko.value < 0 || !is_stat) continue;
               T* const gs = buf(gsb(ko.value));
@@ -352,8 +311,8 @@ bool reduction_backward_in_blocks(const ReductionBackwardSpec& s, const std::vec
             const size_t ku = static_cast<size_t>(k);
             if (s.stages[ku].pro) {
               inputs(k, nullptr);
-              kout.assign(1, moved_back(buf(xb(k)), eb));
-              run_block<T>(pro_f[ku], kin, kout, eb, ee, C, first);
+              kout.assign(1, moved_by(buf(xb(k)), -eb));
+              run_chunk<T>(pro_f[ku], kin, kout, eb, ee, C, first);
               x[ku] = buf(xb(k));
             } else {
               x[ku] = static_cast<const T*>(at[0]) + eb;
@@ -428,7 +387,7 @@ bool reduction_backward_in_blocks(const ReductionBackwardSpec& s, const std::vec
               }
             }
             if (pro_k[ku].p) {
-              inputs(k, gx_letter(k) == 'c' ? moved_back(gx[ku], cb - r0) : moved_back(gx[ku], eb));
+              inputs(k, gx_letter(k) == 'c' ? moved_by(gx[ku], -(cb - r0)) : moved_by(gx[ku], -eb));
               run_backward(pro_k[ku], pro_outs[ku]);
             }
           }
@@ -462,22 +421,11 @@ bool reduction_backward_in_blocks(const ReductionBackwardSpec& s, const std::vec
               }
               continue;
             }
-            for (const Contribution& f : t.from) {
-              const T* v = buf(f.buf);
-              if (t.sum == 'r') {
-                T* __restrict part = partial + t.part_at + blk * C;
-                for (int64_t i = 0; i < rows; ++i) {
-                  const T* __restrict row = v + i * C;
-                  for (int64_t c = 0; c < C; ++c) part[c] += row[c];
-                }
-              } else if (t.sum == 'c') {
-                for (int64_t i = 0; i < rows; ++i) o[cb + i] += ignis_row_sum(v + i * C, C);
-              } else {
-                T acc = 0;
-                for (int64_t i = 0; i < rows; ++i) acc += ignis_row_sum(v + i * C, C);
-                partial[t.part_at + blk] += acc;
-              }
-            }
+            T* const part = t.sum == 'c'   ? o + cb
+                            : t.sum == 'r' ? partial + t.part_at + blk * C
+                                           : partial + t.part_at + blk;
+            for (const Contribution& f : t.from)
+              add_block_sums(t.sum, buf(f.buf), rows * C, C, part);
           }
         });
       }

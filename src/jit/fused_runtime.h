@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -297,6 +298,57 @@ void interpret(const FusedProgram& p, const std::vector<const T*>& in, const std
         std::copy(vp, vp + seg, outs[j] + k);
     }
     k += seg;
+  }
+}
+
+/// `p` moved by `elements` elements of T (negative: back), computed as an address: a kernel writes
+/// element k of its range at dst[k], so a buffer holding elements [b, e) alone is passed moved
+/// back by b (the kernel never touches outside [b, e)).
+template <class T>
+T* moved_by(T* p, int64_t elements) {
+  return reinterpret_cast<T*>(reinterpret_cast<uintptr_t>(p) +
+                              static_cast<uintptr_t>(elements) * sizeof(T));
+}
+
+/// A program's CPU kernel over ranges of a chunk of rows (row_layout.h): its result (`outputs`
+/// empty) or its values `outputs`; compiled (`fn`), or interpreted (`fn` null: `layouts` in
+/// lower case, bool inputs read as copies in T: InterpreterInputs); its dropouts draw from
+/// `rng`.
+struct ChunkProgram {
+  const FusedProgram* p = nullptr;
+  std::vector<int> outputs;
+  std::string layouts;
+  void* fn = nullptr;
+  FusedRng rng;
+};
+
+/// Runs `cp` over elements [b, e) of the chunk whose first element is `first` (its dropouts'
+/// counters start there), reading `in` (the inputs' pointers moved to the chunk) and writing
+/// element k of value j at outs[j][k].
+template <class T>
+void run_chunk(const ChunkProgram& cp, const std::vector<const void*>& in,
+               const std::vector<T*>& outs, int64_t b, int64_t e, int64_t cols, int64_t first) {
+  FusedRng rng = cp.rng;
+  rng.base += static_cast<uint64_t>(first);
+  if (cp.fn == nullptr) {
+    thread_local std::vector<const T*> tin;
+    tin.clear();
+    for (const void* q : in) tin.push_back(static_cast<const T*>(q));
+    interpret<T>(*cp.p, tin, cp.layouts, outs[0], b, e, cols, cp.outputs, outs, rng);
+    return;
+  }
+  // A program with dropout reads its stream's (seed, base, n) through the pointer after the
+  // inputs' (codegen.h).
+  thread_local std::vector<const void*> ptrs;
+  ptrs.assign(in.begin(), in.end());
+  const uint64_t words[3] = {rng.seed, rng.base, rng.n};
+  if (cp.p->random_streams() > 0) ptrs.push_back(words);
+  if (cp.outputs.empty()) {
+    reinterpret_cast<FusedKernelFn>(cp.fn)(ptrs.data(), outs[0], b, e, cols);
+  } else {
+    thread_local std::vector<void*> o;
+    o.assign(outs.begin(), outs.end());
+    reinterpret_cast<FusedMultiKernelFn>(cp.fn)(ptrs.data(), o.data(), b, e, cols);
   }
 }
 

@@ -37,6 +37,25 @@ T row_dot(const T* __restrict a, const T* __restrict b, int64_t n) {
   return ignis_fold_lanes<32>(acc, [](auto u, auto v) { return u + v; });
 }
 
+/// Adds a block's `len` values v (whole rows of `cols` for 'r' and 'c') to their sums at `part`:
+/// 'r' over the rows (a row of cols), 'c' along each row (a value per row), 's' all of them (one
+/// value). Blocks fixed by the row length, their partial sums added in block order, give the
+/// same sums on any number of threads.
+template <class T>
+void add_block_sums(char how, const T* __restrict v, int64_t len, int64_t cols,
+                    T* __restrict part) {
+  if (how == 'r') {
+    for (int64_t k = 0; k < len; k += cols) {
+      const T* __restrict row = v + k;
+      for (int64_t c = 0; c < cols; ++c) part[c] += row[c];
+    }
+  } else if (how == 'c') {
+    for (int64_t k = 0; k < len; k += cols) part[k / cols] += ignis_row_sum(v + k, cols);
+  } else {
+    part[0] += ignis_row_sum(v, len);
+  }
+}
+
 /// y = the row x of C elements normalised (layer_norm, rms_norm without the affine part) or
 /// soft-maxed; y may not alias x.
 template <class T>
