@@ -31,6 +31,10 @@
 
 namespace ignis::jit {
 
+namespace detail {
+class PlannedArena;
+}
+
 /// What a value of the graph is.
 enum class ValueKind {
   Input,      // a graph input, "%x0"
@@ -154,6 +158,32 @@ struct ExecutorOptions {
   /// the thread count at construction (Executor::schedule()). Off: every level of several nodes
   /// runs together.
   bool branch_cost_model = true;
+  /// Serves the CPU memory that nodes allocate (their results and their temporaries, blocks of
+  /// more than 4 KiB) from one arena planned by liveness, like ONNX Runtime's memory patterns:
+  /// the second run is recorded (each allocation named by its node and its order there, with its
+  /// size and lifetime), the allocations it freed are placed in one block (allocations that never
+  /// live together share bytes), and later runs take their memory from it. What the recording
+  /// does not cover, or whose bytes are still in use (a result kept longer than in the recorded
+  /// run), comes from the caching allocator as before, so results never share memory they should
+  /// not; a run that missed is recorded again (at most three recordings). Graph outputs never
+  /// come from the arena. The arena is held between runs (it is the runs' memory: the caching
+  /// allocator's blocks for them are not needed). See Executor::arena_stats().
+  bool memory_arena = true;
+};
+
+/// The planned arena's counts (ExecutorOptions::memory_arena).
+struct ArenaStats {
+  int64_t arena_bytes = 0;          // the arena's block (0 before a plan)
+  int64_t planned_bytes = 0;        // the planned allocations' bytes added up (no reuse)
+  int64_t recorded_peak_bytes = 0;  // the most of them alive at once in the recorded run
+  int64_t planned = 0;              // allocations with a place in the arena
+  // The last run's allocations: served from the arena; planned but not served (another size,
+  // or bytes still in use); not planned (the recorded run kept them past its end: results,
+  // tensors saved for backward). The last two come from the caching allocator.
+  int64_t served = 0;
+  int64_t missed = 0;
+  int64_t unplanned = 0;
+  int recordings = 0;  // runs recorded so far
 };
 
 /// Runs a graph many times: prepares each node's arguments once (hot ops are called unboxed,
@@ -171,9 +201,14 @@ class Executor {
   /// nodes run concurrently (the levels as the cost model splits them; the levels themselves
   /// without it).
   const std::vector<std::vector<int>>& schedule() const { return schedule_; }
+  /// The planned arena's counts (all zero without ExecutorOptions::memory_arena).
+  ArenaStats arena_stats() const;
 
  private:
   void run_step(size_t i);
+  /// The planned arena to run with (recording or serving), or null.
+  detail::PlannedArena* arena_for_run();
+  void arena_after_run(bool ok);
   struct Step {
     const op::Record* op;
     /// The op's front end called with the node's arguments unboxed (hot ops), else null.
@@ -192,6 +227,11 @@ class Executor {
   std::vector<std::vector<int>> schedule_;
   std::vector<std::vector<int>> level_release_;  // values freed after each group of schedule_
   std::vector<Tensor> env_;
+  std::shared_ptr<detail::PlannedArena> arena_;  // released, not deleted: storages may hold it
+  int runs_ = 0;
+  int recordings_ = 0;
+  bool arena_grad_ = false;    // the grad mode the arena was recorded in
+  bool arena_missed_ = false;  // the last served run missed: record again
 };
 
 /// Traces fn(example_inputs): records the registry ops it calls (at the top level; an op's inner
@@ -387,6 +427,8 @@ struct CompileOptions {
   /// model plans (ExecutorOptions::branch_cost_model).
   bool parallel_branches = false;
   bool branch_cost_model = true;
+  /// Serve each graph's allocations from a planned arena (ExecutorOptions::memory_arena).
+  bool memory_arena = true;
 };
 
 /// A module run through graphs: forward traces the wrapped module on the first call and on
@@ -405,6 +447,8 @@ class CompiledModule : public nn::Module {
   int traces() const { return traces_; }
   /// The graph used for the most recent call (throws before the first).
   const Graph& graph() const;
+  /// The planned arena's counts of that graph's executor.
+  ArenaStats arena_stats() const;
   std::shared_ptr<nn::Module> module() const { return module_; }
 
  private:

@@ -1,12 +1,14 @@
 // `ignis bench jit_inference`: a zoo model's inference (no autograd, eval mode) eager and as a
 // frozen graph (jit::freeze: batch norm folded, conv/linear + relu and residual ends fused,
-// convolution weights pre-packed by the executor), same input, ms per forward.
+// convolution weights pre-packed by the executor, allocations from the planned arena), same
+// input, ms per forward; then the memory each needs besides the weights.
 #include <cmath>
 #include <cstdio>
 #include <functional>
 #include <string>
 
 #include "cli/bench.h"
+#include "ignis/allocator.h"
 #include "ignis/autograd.h"
 #include "ignis/cuda.h"
 #include "ignis/jit.h"
@@ -45,6 +47,23 @@ void bench_jit_inference(const BenchOptions& opts) {
         g ? graph->nodes.size() : traced_nodes, g ? frozen : eager);
   }
   std::printf("workload=jit_inference model=%s speedup=%.2f\n", name.c_str(), eager / frozen);
+  // The memory a forward needs besides the weights: the blocks the caching allocator reserves
+  // for one forward from an empty cache, plus the planned arena's block (held between runs).
+  jit::Executor unplanned(graph, {.memory_arena = false});
+  for (int i = 0; i < 2; ++i) unplanned.run({x});  // pre-packs its weights
+  auto activation_mib = [](const auto& forward, int64_t held) {
+    empty_cache();
+    const int64_t before = memory_stats().reserved;
+    forward();
+    return static_cast<double>(memory_stats().reserved - before + held) / (1 << 20);
+  };
+  std::printf(
+      "workload=jit_inference model=%s batch=%lld memory_format=%s activation_mib_eager=%.1f "
+      "activation_mib_graph=%.1f activation_mib_graph_unplanned=%.1f\n",
+      name.c_str(), static_cast<long long>(batch), memory_format_name(opts.memory_format),
+      activation_mib([&] { model->forward(x); }, 0),
+      activation_mib([&] { exec.run({x}); }, exec.arena_stats().arena_bytes),
+      activation_mib([&] { unplanned.run({x}); }, 0));
   std::fflush(stdout);
 }
 

@@ -7,8 +7,13 @@
 
 namespace ignis {
 
+namespace detail {
+thread_local constinit StorageHook tls_storage_hook __attribute__((tls_model("initial-exec"))) = {};
+}
+
 StorageImpl::StorageImpl(size_t n, Device d) : nbytes(n), device(d) {
-  allocator = &allocator_for(d);
+  Allocator* hook = detail::tls_storage_hook.allocator;
+  allocator = hook != nullptr && n > detail::kHookMinBytes && d.is_cpu() ? hook : &allocator_for(d);
   data = allocator->allocate(n, d);
 }
 

@@ -29,6 +29,20 @@ struct StorageImpl {
   StorageImpl& operator=(const StorageImpl&) = delete;
 };
 
+namespace detail {
+/// Where CPU storages of more than kHookMinBytes made on this thread allocate: graph mode's
+/// planned arena (src/jit/planned_arena.h) sets it around each node it runs, with the node's
+/// index; the arena numbers the node's allocations in `seq`. Null: the device's allocator.
+struct StorageHook {
+  Allocator* allocator;
+  int node;
+  int seq;
+};
+constexpr size_t kHookMinBytes = 4096;  // smaller blocks stay in the allocator's per-thread cache
+extern thread_local constinit StorageHook tls_storage_hook
+    __attribute__((tls_model("initial-exec")));
+}  // namespace detail
+
 namespace autograd {
 class Node;
 }

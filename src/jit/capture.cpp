@@ -334,9 +334,10 @@ std::vector<Tensor> CompiledModule::forward(const std::vector<Tensor>& inputs) {
     optimize(*g);
   }
   ++traces_;
-  auto ex = std::make_unique<Executor>(
-      std::move(g), ExecutorOptions{.parallel_branches = opts_.parallel_branches,
-                                    .branch_cost_model = opts_.branch_cost_model});
+  auto ex = std::make_unique<Executor>(std::move(g),
+                                       ExecutorOptions{.parallel_branches = opts_.parallel_branches,
+                                                       .branch_cost_model = opts_.branch_cost_model,
+                                                       .memory_arena = opts_.memory_arena});
   last_ = ex.get();
   last_training_ = module_->is_training();
   cache_[key] = std::move(ex);
@@ -348,6 +349,11 @@ Tensor CompiledModule::forward(const Tensor& x) { return forward(std::vector<Ten
 const Graph& CompiledModule::graph() const {
   IGNIS_CHECK(last_ != nullptr, "jit::compile: no graph yet (the module has not been called)");
   return last_->graph();
+}
+
+ArenaStats CompiledModule::arena_stats() const {
+  IGNIS_CHECK(last_ != nullptr, "jit::compile: no graph yet (the module has not been called)");
+  return last_->arena_stats();
 }
 
 std::shared_ptr<CompiledModule> compile(std::shared_ptr<nn::Module> module, CompileOptions opts) {

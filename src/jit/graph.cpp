@@ -17,6 +17,7 @@
 #include "jit/direct.h"
 #include "jit/host_read.h"
 #include "jit/passes.h"
+#include "jit/planned_arena.h"
 
 namespace ignis::jit {
 
@@ -444,6 +445,12 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& in) {
         " (trace again for new shapes: jit::compile does)");
     env_[static_cast<size_t>(g.inputs[i])] = in[i];
   }
+  detail::PlannedArena* arena = arena_for_run();
+  struct AfterRun {  // after Clear (declared first): the run's values are gone by then
+    Executor* e;
+    bool ok = false;
+    ~AfterRun() { e->arena_after_run(ok); }
+  } after_run{this};
   struct Clear {  // on an error, no tensor of this run stays referenced
     Executor* e;
     bool done = false;
@@ -466,7 +473,10 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& in) {
                         !autograd::saved_hooks_active();
   if (!parallel) {
     for (size_t i = 0; i < steps_.size(); ++i) {
-      run_step(i);
+      {
+        detail::ArenaScope scope(arena, static_cast<int>(i));
+        run_step(i);
+      }
       for (int v : steps_[i].release) env_[static_cast<size_t>(v)] = Tensor();
     }
   } else {
@@ -474,6 +484,7 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& in) {
     for (size_t li = 0; li < schedule_.size(); ++li) {
       const std::vector<int>& level = schedule_[li];
       if (level.size() == 1) {
+        detail::ArenaScope scope(arena, level[0]);
         run_step(static_cast<size_t>(level[0]));
       } else {
         std::exception_ptr error;
@@ -482,6 +493,7 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& in) {
         for (int k = 0; k < nodes; ++k) {
           try {
             AutoGradMode mode(grad);  // grad mode is per thread
+            detail::ArenaScope scope(arena, level[static_cast<size_t>(k)]);
             run_step(static_cast<size_t>(level[static_cast<size_t>(k)]));
           } catch (...) {
 #pragma omp critical(ignis_jit_executor_error)
@@ -501,7 +513,49 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& in) {
   for (int o : g.outputs)
     if (!g.values[static_cast<size_t>(o)].held()) env_[static_cast<size_t>(o)] = Tensor();
   clear.done = true;
+  after_run.ok = true;
   return result;
+}
+
+detail::PlannedArena* Executor::arena_for_run() {
+  if (!opts_.memory_arena) return nullptr;
+  constexpr int kMaxRecordings = 3;
+  ++runs_;
+  const bool grad = is_grad_enabled();
+  const bool planned = arena_ != nullptr && !arena_->recording();
+  // The first run warms up (pre-packed weights, compiled kernels, primitive caches): what it
+  // allocates once is not the pattern of the runs after it.
+  if (runs_ >= 2 && recordings_ < kMaxRecordings &&
+      (!planned || arena_missed_ || arena_grad_ != grad)) {
+    arena_ = std::shared_ptr<detail::PlannedArena>(detail::PlannedArena::create(),
+                                                   [](detail::PlannedArena* a) { a->release(); });
+    arena_grad_ = grad;
+    arena_missed_ = false;
+    ++recordings_;
+    return arena_.get();
+  }
+  if (!planned) return nullptr;
+  arena_->begin_run();
+  return arena_.get();
+}
+
+void Executor::arena_after_run(bool ok) {
+  if (arena_ == nullptr) return;
+  if (arena_->recording()) {
+    if (ok) {
+      arena_->finish_recording();
+    } else {
+      arena_.reset();  // a failed run's pattern is not planned; the next run records
+    }
+    return;
+  }
+  arena_missed_ = arena_->stats().missed > 0;
+}
+
+ArenaStats Executor::arena_stats() const {
+  ArenaStats s = arena_ != nullptr ? arena_->stats() : ArenaStats{};
+  s.recordings = recordings_;
+  return s;
 }
 
 }  // namespace ignis::jit

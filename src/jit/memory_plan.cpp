@@ -1,6 +1,7 @@
-// Liveness-based memory planning of a graph's intermediate buffers (an analysis: the executor
-// frees each value after its last use through the caching allocator; ops cannot yet write into
-// an arena the plan assigns).
+// Liveness-based memory planning: the analysis of a graph's intermediate buffers (plan_memory)
+// and the placement by liveness it shares with the executor's planned arena.
+#include "jit/memory_plan.h"
+
 #include <algorithm>
 
 #include "ignis/jit.h"
@@ -24,6 +25,48 @@ int first_tensor_input(const Node& n) {
 }
 
 }  // namespace
+
+namespace detail {
+
+Placement place_by_liveness(const std::vector<int64_t>& bytes,
+                            const std::vector<std::pair<int64_t, int64_t>>& life, int64_t align) {
+  const size_t n = bytes.size();
+  Placement p;
+  p.offsets.assign(n, 0);
+  auto overlap = [&](size_t a, size_t b) {
+    return life[a].first <= life[b].second && life[b].first <= life[a].second;
+  };
+  // The peak: the live bytes just after each buffer's start (the sum only grows at starts).
+  for (size_t a = 0; a < n; ++a) {
+    int64_t live = 0;
+    for (size_t b = 0; b < n; ++b)
+      if (life[b].first <= life[a].first && life[a].first <= life[b].second) live += bytes[b];
+    p.peak_live = std::max(p.peak_live, live);
+  }
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return bytes[a] > bytes[b]; });
+  std::vector<size_t> placed;
+  std::vector<std::pair<int64_t, int64_t>> taken;  // [begin, end) of overlapping buffers
+  for (size_t b : order) {
+    taken.clear();
+    for (size_t q : placed)
+      if (overlap(b, q)) taken.emplace_back(p.offsets[q], p.offsets[q] + bytes[q]);
+    std::sort(taken.begin(), taken.end());
+    int64_t offset = 0;
+    for (const auto& [lo, hi] : taken) {
+      if (offset + bytes[b] <= lo) break;
+      offset = std::max(offset, (hi + align - 1) / align * align);
+    }
+    p.offsets[b] = offset;
+    p.bytes = std::max(p.bytes, offset + bytes[b]);
+    placed.push_back(b);
+  }
+  return p;
+}
+
+}  // namespace detail
 
 MemoryPlan plan_memory(const Graph& g) {
   g.lint();
@@ -57,52 +100,25 @@ MemoryPlan plan_memory(const Graph& g) {
   for (size_t i = 0; i < g.nodes.size(); ++i)
     for (int v : g.nodes[i].inputs()) extend(v, static_cast<int>(i));
   for (int o : g.outputs) extend(o, end);
-  // Bytes per buffer; the unplanned total and the peak of the live ones.
+  // Bytes per buffer; the unplanned total, the peak of the live ones and their places.
   std::vector<int> buffers;
-  std::vector<int64_t> bytes(nv, 0);
+  std::vector<int64_t> bytes;
+  std::vector<std::pair<int64_t, int64_t>> life;
   for (size_t v = 0; v < nv; ++v) {
     if (plan.buffer_of[v] != static_cast<int>(v)) continue;
     const Value& val = g.values[v];
     int64_t numel = 1;
     for (int64_t d : val.sizes) numel *= d;
-    bytes[v] = numel * static_cast<int64_t>(element_size(val.dtype));
-    plan.unplanned_bytes += bytes[v];
+    bytes.push_back(numel * static_cast<int64_t>(element_size(val.dtype)));
+    life.push_back(plan.lifetime[v]);
+    plan.unplanned_bytes += bytes.back();
     buffers.push_back(static_cast<int>(v));
   }
-  for (int t = 0; t <= end; ++t) {
-    int64_t live = 0;
-    for (int b : buffers) {
-      const auto& lt = plan.lifetime[static_cast<size_t>(b)];
-      if (lt.first <= t && t <= lt.second) live += bytes[static_cast<size_t>(b)];
-    }
-    plan.peak_live_bytes = std::max(plan.peak_live_bytes, live);
-  }
-  // Greedy by size: each buffer at the lowest offset free of every placed buffer it overlaps in
-  // time.
-  std::stable_sort(buffers.begin(), buffers.end(), [&](int a, int b) {
-    return bytes[static_cast<size_t>(a)] > bytes[static_cast<size_t>(b)];
-  });
-  std::vector<int> placed;
-  for (int b : buffers) {
-    const auto& lb = plan.lifetime[static_cast<size_t>(b)];
-    std::vector<std::pair<int64_t, int64_t>> taken;  // [begin, end) of overlapping buffers
-    for (int p : placed) {
-      const auto& lp = plan.lifetime[static_cast<size_t>(p)];
-      if (lp.first <= lb.second && lb.first <= lp.second) {
-        const int64_t at = plan.offsets[static_cast<size_t>(p)];
-        taken.emplace_back(at, at + bytes[static_cast<size_t>(p)]);
-      }
-    }
-    std::sort(taken.begin(), taken.end());
-    int64_t offset = 0;
-    for (const auto& [lo, hi] : taken) {
-      if (offset + bytes[static_cast<size_t>(b)] <= lo) break;
-      offset = std::max(offset, hi);
-    }
-    plan.offsets[static_cast<size_t>(b)] = offset;
-    plan.arena_bytes = std::max(plan.arena_bytes, offset + bytes[static_cast<size_t>(b)]);
-    placed.push_back(b);
-  }
+  const detail::Placement placed = detail::place_by_liveness(bytes, life, 1);
+  for (size_t b = 0; b < buffers.size(); ++b)
+    plan.offsets[static_cast<size_t>(buffers[b])] = placed.offsets[b];
+  plan.peak_live_bytes = placed.peak_live;
+  plan.arena_bytes = placed.bytes;
   return plan;
 }
 
