@@ -534,7 +534,9 @@ detail::PlannedArena* Executor::arena_for_run() {
     ++recordings_;
     return arena_.get();
   }
-  if (!planned) return nullptr;
+  // An arena that planned nothing (every allocation kept past the run: a training step of
+  // linear layers saves all it makes) is not worth its bookkeeping.
+  if (!planned || arena_->stats().planned == 0) return nullptr;
   arena_->begin_run();
   return arena_.get();
 }
