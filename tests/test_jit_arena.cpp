@@ -214,6 +214,45 @@ TEST(JitArena, TrainingRunsKeepWhatTheySaveForBackward) {
   EXPECT_EQ(planned.arena_stats().recordings, 2);
 }
 
+namespace {
+// Throws from the op named `name` while armed.
+struct FailOn final : op::Interposer {
+  std::string name;
+  bool armed = false;
+  void around(op::Call& call, const std::function<void()>& next) override {
+    IGNIS_CHECK(!armed || call.op.schema.full_name() != name, "injected failure in ", name);
+    next();
+  }
+};
+}  // namespace
+
+// A recorded run that fails plans nothing; the next run records again.
+TEST(JitArena, AFailedRecordingIsDropped) {
+  Tensor w = randn({64, 64});
+  auto g = std::make_shared<jit::Graph>(jit::trace(
+      [&](const TensorList& in) { return TensorList{(in[0].matmul(w).relu() + 1).sum()}; },
+      {randn({64, 64})}));
+  jit::Executor ex(g);
+  const Tensor x = randn({64, 64});
+  const Tensor want = ex.run({x})[0];
+  FailOn fail;
+  fail.name = "add.Scalar";
+  {
+    op::InterposerGuard guard(&fail);
+    fail.armed = true;
+    EXPECT_THAT(error_of([&] { ex.run({x}); }), HasSubstr("injected failure in add.Scalar"));
+  }
+  EXPECT_EQ(ex.arena_stats().recordings, 1);
+  EXPECT_EQ(ex.arena_stats().arena_bytes, 0);
+  EXPECT_TRUE(equal(ex.run({x})[0], want));  // recorded again
+  EXPECT_TRUE(equal(ex.run({x})[0], want));  // served
+  const jit::ArenaStats s = ex.arena_stats();
+  EXPECT_EQ(s.recordings, 2);
+  EXPECT_EQ(s.planned, 3);  // the product, relu's and add's results (16 KiB each)
+  EXPECT_EQ(s.served, 3);
+  EXPECT_EQ(s.arena_bytes, 2 * 16 * 1024);  // the product's bytes taken again by add's result
+}
+
 TEST(JitArena, CompiledModulesTakeTheOption) {
   manual_seed(5);
   auto m = models::resnet18({3, 32, 10});
