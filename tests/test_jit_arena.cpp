@@ -35,6 +35,15 @@ void record_pattern(PlannedArena* arena) {
   Tensor small = empty({16});  // 64 bytes: not the arena's
 }
 
+// An arena that recorded the pattern and planned it, ready to serve a run.
+PlannedArena* planned_pattern() {
+  PlannedArena* arena = PlannedArena::create();
+  record_pattern(arena);
+  arena->finish_recording();
+  arena->begin_run();
+  return arena;
+}
+
 }  // namespace
 
 TEST(PlannedArena, PlacesTheRecordedAllocationsByLiveness) {
@@ -70,10 +79,7 @@ TEST(PlannedArena, PlacesTheRecordedAllocationsByLiveness) {
 }
 
 TEST(PlannedArena, BytesStillInUseOrAnotherSizeComeFromTheCachingAllocator) {
-  PlannedArena* arena = PlannedArena::create();
-  record_pattern(arena);
-  arena->finish_recording();
-  arena->begin_run();
+  PlannedArena* arena = planned_pattern();
   {
     ArenaScope scope(arena, 0);
     Tensor a = kib8(), b = kib16();  // A is kept this time: C cannot have its bytes
@@ -100,9 +106,7 @@ TEST(PlannedArena, BytesStillInUseOrAnotherSizeComeFromTheCachingAllocator) {
 }
 
 TEST(PlannedArena, OutlivesItsOwnerWhileItsMemoryIsHeld) {
-  PlannedArena* arena = PlannedArena::create();
-  record_pattern(arena);
-  arena->finish_recording();
+  PlannedArena* arena = planned_pattern();
   Tensor kept;
   {
     ArenaScope scope(arena, 0);

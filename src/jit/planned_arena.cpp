@@ -69,6 +69,20 @@ ArenaStats PlannedArena::stats() const {
   return stats_;
 }
 
+int PlannedArena::slot_for(int node, int seq) const {
+  const auto n = static_cast<size_t>(node), k = static_cast<size_t>(seq);
+  return n < slots_by_node_.size() && k < slots_by_node_[n].size() ? slots_by_node_[n][k] : -1;
+}
+
+bool PlannedArena::clear_of_served(const Slot& slot) const {
+  const int64_t end = slot.offset + rounded(slot.bytes);
+  for (const auto& [ptr, l] : served_live_) {
+    const Slot& o = slots_[static_cast<size_t>(l)];
+    if (o.offset < end && slot.offset < o.offset + rounded(o.bytes)) return false;
+  }
+  return true;
+}
+
 void* PlannedArena::allocate(size_t nbytes, Device device, void* stream) {
   auto& hook = ignis::detail::tls_storage_hook;
   const int node = hook.node, seq = hook.seq++;
@@ -77,29 +91,15 @@ void* PlannedArena::allocate(size_t nbytes, Device device, void* stream) {
   {
     std::lock_guard<std::mutex> g(mu_);
     if (!recording_) {
-      const int s =
-          static_cast<size_t>(node) < slots_by_node_.size() &&
-                  static_cast<size_t>(seq) < slots_by_node_[static_cast<size_t>(node)].size()
-              ? slots_by_node_[static_cast<size_t>(node)][static_cast<size_t>(seq)]
-              : -1;
+      const int s = slot_for(node, seq);
       if (s < 0) {
         ++stats_.unplanned;
-      } else if (slots_[static_cast<size_t>(s)].bytes == n) {
-        const Slot& slot = slots_[static_cast<size_t>(s)];
-        const int64_t end = slot.offset + rounded(slot.bytes);
-        bool clear = true;
-        for (int l : live_slots_) {
-          const Slot& o = slots_[static_cast<size_t>(l)];
-          clear &= o.offset + rounded(o.bytes) <= slot.offset || end <= o.offset;
-        }
-        if (clear) {
-          live_slots_.push_back(s);
-          void* p = base_ + slot.offset;
-          served_live_.emplace(p, s);
-          ++stats_.served;
-          return p;
-        }
-        ++stats_.missed;
+      } else if (slots_[static_cast<size_t>(s)].bytes == n &&
+                 clear_of_served(slots_[static_cast<size_t>(s)])) {
+        void* p = base_ + slots_[static_cast<size_t>(s)].offset;
+        served_live_.emplace(p, s);
+        ++stats_.served;
+        return p;
       } else {
         ++stats_.missed;
       }
@@ -123,26 +123,19 @@ void* PlannedArena::allocate(size_t nbytes, Device device, void* stream) {
 }
 
 void PlannedArena::deallocate(void* ptr, size_t nbytes, Device device) {
-  if (in_block(ptr)) {
+  bool served = false;
+  {
     std::lock_guard<std::mutex> g(mu_);
-    auto it = served_live_.find(ptr);
-    if (it != served_live_.end()) {
-      live_slots_.erase(std::find(live_slots_.begin(), live_slots_.end(), it->second));
-      served_live_.erase(it);
-    }
-  } else {
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      if (recording_) {
-        auto it = recorded_live_.find(ptr);
-        if (it != recorded_live_.end()) {
-          events_[it->second].freed = tick_++;
-          recorded_live_.erase(it);
-        }
+    served = served_live_.erase(ptr) > 0;
+    if (!served && recording_) {
+      auto it = recorded_live_.find(ptr);
+      if (it != recorded_live_.end()) {
+        events_[it->second].freed = tick_++;
+        recorded_live_.erase(it);
       }
     }
-    cpu().deallocate(ptr, nbytes, device);
   }
+  if (!served) cpu().deallocate(ptr, nbytes, device);
   release();
 }
 

@@ -51,10 +51,6 @@ class PlannedArena final : public Allocator {
   PlannedArena() = default;
   ~PlannedArena() override;
   static Allocator& cpu() { return allocator_for(kCPU); }
-  bool in_block(const void* p) const {
-    return base_ != nullptr && static_cast<const char*>(p) >= base_ &&
-           static_cast<const char*>(p) < base_ + bytes_;
-  }
   struct Event {  // one recorded allocation
     int node, seq;
     int64_t bytes, made, freed;  // ticks; freed -1 while alive
@@ -62,6 +58,10 @@ class PlannedArena final : public Allocator {
   struct Slot {  // one planned allocation
     int64_t offset, bytes;
   };
+  /// The slot planned for the node's seq-th allocation, or -1 (under mu_, as below).
+  int slot_for(int node, int seq) const;
+  /// True when no served allocation alive now holds any of the slot's bytes.
+  bool clear_of_served(const Slot& slot) const;
   std::atomic<int64_t> refs_{1};
   mutable std::mutex mu_;
   bool recording_ = true;
@@ -70,8 +70,7 @@ class PlannedArena final : public Allocator {
   std::unordered_map<const void*, size_t> recorded_live_;  // pointer -> event
   std::vector<std::vector<int>> slots_by_node_;            // [node][seq] -> slot, -1: none
   std::vector<Slot> slots_;
-  std::vector<int> live_slots_;
-  std::unordered_map<const void*, int> served_live_;  // pointer -> slot
+  std::unordered_map<const void*, int> served_live_;  // pointer -> slot, alive now
   char* base_ = nullptr;
   int64_t bytes_ = 0;
   ArenaStats stats_;
