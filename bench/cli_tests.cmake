@@ -86,7 +86,7 @@ foreach(f contiguous channels_last)
            COMMAND ignis_cli bench train_step --model lenet --batch 4 --repeat 1 --threads 1
                    --memory-format ${f})
   set_tests_properties(cli_bench_train_step_${f} PROPERTIES PASS_REGULAR_EXPRESSION
-                       "workload=train_step model=lenet batch=4 .*memory_format=${f} device=cpu dtype=float32 s_per_step=")
+                       "workload=train_step model=lenet batch=4 .*memory_format=${f} device=cpu dtype=float32 mode=eager s_per_step=")
 endforeach()
 # --device and --dtype (train_step, gpu_matmul): bad values are usage errors; without a GPU the
 # GPU workloads name the reason.
@@ -110,7 +110,18 @@ add_test(NAME cli_bench_train_step_cudnn_legacy
          COMMAND ignis_cli bench train_step --model lenet --batch 4 --repeat 1 --threads 1
                  --cudnn-api legacy)
 set_tests_properties(cli_bench_train_step_cudnn_legacy PROPERTIES PASS_REGULAR_EXPRESSION
-                     "workload=train_step model=lenet .*dtype=float32 cudnn_api=legacy s_per_step=")
+                     "workload=train_step model=lenet .*dtype=float32 mode=eager cudnn_api=legacy s_per_step=")
+# --compile trains through graph mode (mode=graph); it takes no value.
+add_test(NAME cli_bench_train_step_compile
+         COMMAND ignis_cli bench train_step --model resnet18 --image-size 32 --classes 10 --batch 4
+                 --repeat 1 --threads 1 --compile)
+set_tests_properties(cli_bench_train_step_compile PROPERTIES PASS_REGULAR_EXPRESSION
+                     "workload=train_step model=resnet18 batch=4 .*mode=graph s_per_step=")
+add_test(NAME cli_bench_compile_value
+         COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:ignis_cli> "-DARGS=bench;train_step;--compile=yes"
+                 -P ${CMAKE_CURRENT_LIST_DIR}/expect_usage_error.cmake)
+set_tests_properties(cli_bench_compile_value PROPERTIES PASS_REGULAR_EXPRESSION
+                     "exit status 2, .*--compile takes no value")
 add_test(NAME cli_bench_gpu_matmul COMMAND ignis_cli bench gpu_matmul --repeat 1)
 set_tests_properties(cli_bench_gpu_matmul PROPERTIES PASS_REGULAR_EXPRESSION
                      "gpu_matmul: no GPU is available \\(|workload=gpu_matmul device=cuda:0 dtype=bfloat16 n=8192 ")

@@ -1,4 +1,5 @@
-// Op-table entries of the normalisation and resampling ops: batch_norm (training and eval),
+// Op-table entries of the normalisation and resampling ops: batch_norm and batch_norm_relu
+// (training and eval),
 // group_norm, local_response_norm, interpolate (nearest and bilinear). Settings that vary per
 // sample (num_groups) are 0-d int64 inputs; the others are bound in the entry's name. The
 // references are plain loops in float64 over row-major values.
@@ -84,6 +85,47 @@ std::vector<OpSample> batch_norm_samples() {
   };
 }
 
+// Channels-last rows run in tiles of whole rows (1024 / 48 = 21 rows of 48 channels: one tile
+// and 4 rows left over), and more than 256 channels in blocks of channels, each row a span of
+// its own. Too large for a second-order gradcheck (which runs the backward written in ops, not
+// these kernels).
+std::vector<OpSample> batch_norm_tile_samples() {
+  return {
+      {"channels-last [1, 48, 5, 5] (a tile of rows and 4 more)",
+       {in({1, 5, 5, 48}, 39).permute({0, 3, 1, 2}), in({48}, 40), in({48}, 41),
+        in({1, 48, 5, 5}, 44)}},
+      {"[4, 300] (BatchNorm1d, two channel blocks)",
+       {in({4, 300}, 42), in({300}, 43), Tensor(), in({4, 300}, 45)}},
+  };
+}
+
+/// relu(y + other) over the values of y (other undefined: relu(y)).
+Tensor ref_add_relu(const Tensor& y, const Tensor& other) {
+  Values v = values(y);
+  const Values o = other.defined() ? values(other) : Values(v.size(), 0.0);
+  for (size_t k = 0; k < v.size(); ++k) v[k] = std::max(v[k] + o[k], 0.0);
+  return from_values(v, y.sizes());
+}
+
+// batch_norm_relu: x, weight, bias, other; the residual in x's shape (for channels-last x, also
+// as a plain NCHW tensor: the op brings it to x's layout).
+std::vector<OpSample> batch_norm_relu_samples() {
+  Tensor cl = in({3, 4, 5, 2}, 56).permute({0, 3, 1, 2});
+  return {
+      {"[4, 3, 2, 2] affine, residual",
+       {in({4, 3, 2, 2}, 50), in({3}, 51), in({3}, 52), in({4, 3, 2, 2}, 53)}},
+      {"[6, 4] no residual", {in({6, 4}, 54), in({4}, 55), in({4}, 57), Tensor()}},
+      {"[2, 2, 4, 5] long rows, no affine",
+       {in({2, 2, 4, 5}, 58), Tensor(), Tensor(), in({2, 2, 4, 5}, 59)}},
+      {"channels-last [3, 2, 4, 5], NCHW residual",
+       {cl, in({2}, 60), in({2}, 61), in({3, 2, 4, 5}, 62)}},
+      {"channels-last, channels-last residual",
+       {cl, in({2}, 63), in({2}, 64), in({3, 4, 5, 2}, 65).permute({0, 3, 1, 2})}},
+      {"noncontiguous [3, 2, 3, 4], no residual",
+       {make_noncontiguous({3, 2, 3, 4}, 66), in({2}, 67), in({2}, 68), Tensor()}},
+  };
+}
+
 IGNIS_OP_INFO(OpInfo{
     .name = "batch_norm(training)",
     .fn =
@@ -140,6 +182,93 @@ IGNIS_OP_INFO(OpInfo{
     .rtol_bf16 = 5e-2,
     .grad_inputs = {0, 3, 4},
     .ops = {"batch_norm"}});
+
+IGNIS_OP_INFO(OpInfo{
+    .name = "batch_norm_relu(training)",
+    .fn =
+        [](const TL& x) {
+          const TensorOptions o = TensorOptions(x[0].dtype()).device(x[0].device());
+          Tensor rm = zeros({x[0].size(1)}, o), rv = ones({x[0].size(1)}, o);
+          return batch_norm_relu(x[0], x[3], rm, rv, x[1], x[2], true, 0.1, 1e-5);
+        },
+    .ref =
+        [](const TL& x) {
+          return ref_add_relu(ref_batch_norm(x[0], nullptr, nullptr, x[1], x[2], 1e-5), x[3]);
+        },
+    .samples = batch_norm_relu_samples,
+    .dtypes = kFloats,
+    .atol32 = 1e-4,
+    .rtol32 = 1e-4,
+    .atol_bf16 = 5e-2,
+    .rtol_bf16 = 5e-2,
+    .ops = {"batch_norm_relu"}});
+
+IGNIS_OP_INFO(OpInfo{
+    .name = "batch_norm(training, tiles)",
+    .fn =
+        [](const TL& x) {
+          const TensorOptions o = TensorOptions(x[0].dtype()).device(x[0].device());
+          Tensor rm = zeros({x[0].size(1)}, o), rv = ones({x[0].size(1)}, o);
+          return batch_norm(x[0], rm, rv, x[1], x[2], true, 0.1, 1e-5);
+        },
+    .ref = [](const TL& x) { return ref_batch_norm(x[0], nullptr, nullptr, x[1], x[2], 1e-5); },
+    .samples = batch_norm_tile_samples,
+    .atol32 = 1e-4,
+    .rtol32 = 1e-4,
+    .grad_inputs = {0, 1, 2},
+    .twice_differentiable = false,
+    .ops = {"batch_norm"}});
+
+IGNIS_OP_INFO(OpInfo{
+    .name = "batch_norm_relu(training, tiles)",
+    .fn =
+        [](const TL& x) {
+          const TensorOptions o = TensorOptions(x[0].dtype()).device(x[0].device());
+          Tensor rm = zeros({x[0].size(1)}, o), rv = ones({x[0].size(1)}, o);
+          return batch_norm_relu(x[0], x[3], rm, rv, x[1], x[2], true, 0.1, 1e-5);
+        },
+    .ref =
+        [](const TL& x) {
+          return ref_add_relu(ref_batch_norm(x[0], nullptr, nullptr, x[1], x[2], 1e-5), x[3]);
+        },
+    .samples = batch_norm_tile_samples,
+    .atol32 = 1e-4,
+    .rtol32 = 1e-4,
+    .twice_differentiable = false,
+    .ops = {"batch_norm_relu"}});
+
+IGNIS_OP_INFO(OpInfo{
+    .name = "batch_norm_relu(eval)",
+    .fn =
+        [](const TL& x) {
+          return batch_norm_relu(x[0], x[5], x[1], x[2], x[3], x[4], false, 0.1, 1e-5);
+        },
+    .ref =
+        [](const TL& x) {
+          const Values mean = values(x[1]), var = values(x[2]);
+          return ref_add_relu(ref_batch_norm(x[0], &mean, &var, x[3], x[4], 1e-5), x[5]);
+        },
+    .samples =
+        [] {
+          return std::vector<OpSample>{
+              {"[2, 3, 2, 2] residual",
+               {in({2, 3, 2, 2}, 70), in({3}, 71), in({3}, 72, 0.5, 2), in({3}, 73), in({3}, 74),
+                in({2, 3, 2, 2}, 75)}},
+              {"[5, 3] no affine, no residual",
+               {in({5, 3}, 76), in({3}, 77), in({3}, 78, 0.5, 2), Tensor(), Tensor(), Tensor()}},
+              {"channels-last [2, 4, 3, 3] residual",
+               {in({2, 3, 3, 4}, 79).permute({0, 3, 1, 2}), in({4}, 80), in({4}, 81, 0.5, 2),
+                in({4}, 82), in({4}, 83), in({2, 4, 3, 3}, 84)}},
+              {"empty batch",
+               {in({0, 3, 2}, 85), in({3}, 86), in({3}, 87, 0.5, 2), in({3}, 88), in({3}, 89),
+                in({0, 3, 2}, 90)}},
+          };
+        },
+    .dtypes = kFloats,
+    .atol_bf16 = 5e-2,
+    .rtol_bf16 = 5e-2,
+    .grad_inputs = {0, 3, 4, 5},
+    .ops = {"batch_norm_relu"}});
 
 // ---- group_norm
 

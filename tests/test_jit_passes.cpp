@@ -254,6 +254,69 @@ TEST(JitPasses, FuseResidualAddIntoTheConvolution) {
               HasSubstr("conv2d_add_relu: other is undefined"));
 }
 
+// A training graph: each batch norm and its ReLU, and at a block's end the residual add, become
+// one batch_norm_relu; the downsample branches' batch norms stay. Same bits before and after,
+// forward, gradients and running statistics.
+TEST(JitPasses, FuseBatchNormReluInATrainingResNet) {
+  manual_seed(12);
+  auto m = models::resnet18({3, 32, 10});
+  m->train();
+  Tensor x = randn({2, 3, 32, 32}).contiguous(MemoryFormat::ChannelsLast);
+  jit::Graph g = jit::trace(m, {x});
+  EXPECT_EQ(g.count("batch_norm"), 20);
+  jit::Graph fused = g;
+  // The stem and the first batch norm of each block with their ReLU (9), each block's end (8).
+  EXPECT_EQ(jit::fuse_ops(fused), 17);
+  EXPECT_EQ(fused.count("batch_norm_relu"), 17) << fused.str();
+  EXPECT_EQ(fused.count("batch_norm"), 3) << fused.str();  // the downsample branches'
+  EXPECT_EQ(fused.count("add.Tensor"), 0);
+  EXPECT_THAT(fused.str(), HasSubstr("batch_norm_relu(%"));
+  auto run = [&](jit::Graph& graph) {
+    auto sd = m->state_dict();
+    std::vector<Tensor> saved;
+    for (auto& [k, v] : sd) saved.push_back(v.clone());
+    m->zero_grad();
+    Tensor y = graph.run({x})[0];
+    y.pow(2).sum().backward();
+    std::vector<Tensor> out{y.detach()};
+    for (const Tensor& p : m->parameters()) out.push_back(p.grad().clone());
+    NoGradGuard ng;
+    for (size_t i = 0; i < sd.size(); ++i) {
+      out.push_back(sd[i].second.clone());  // the updated running statistics
+      sd[i].second.copy_(saved[i]);
+    }
+    return out;
+  };
+  auto before = run(g), after = run(fused);
+  ASSERT_EQ(before.size(), after.size());
+  for (size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(equal(after[i], before[i])) << i;
+}
+
+// The residual fusion moves the batch norm to the ReLU's place, past the nodes between: not when
+// one of them reads its running statistics, nor past a node writing into a tensor.
+TEST(JitPasses, BatchNormResidualFusionStopsAtReadersOfItsStatistics) {
+  Tensor rm = zeros({3}), rv = ones({3}), w = ones({3}), b = zeros({3});
+  auto traced = [&](bool read_stats, bool write_between) {
+    return jit::trace(
+        [&, read_stats, write_between](const TensorList& in) {
+          Tensor y = batch_norm(in[0], rm, rv, w, b, true, 0.1, 1e-5);
+          Tensor other = in[1] * 2;
+          if (read_stats) other = other + rm.view({1, 3, 1, 1});
+          if (write_between) other.relu_();
+          return TensorList{relu(y + other)};
+        },
+        {randn({2, 3, 4, 4}), randn({2, 3, 4, 4})});
+  };
+  jit::Graph plain = traced(false, false), reads = traced(true, false),
+             writes = traced(false, true);
+  EXPECT_EQ(jit::fuse_ops(plain), 1);
+  EXPECT_EQ(plain.count("batch_norm_relu"), 1) << plain.str();
+  EXPECT_EQ(jit::fuse_ops(reads), 0) << reads.str();
+  EXPECT_EQ(reads.count("batch_norm"), 1);
+  EXPECT_EQ(jit::fuse_ops(writes), 0) << writes.str();
+  EXPECT_EQ(writes.count("batch_norm"), 1);
+}
+
 TEST(JitRun, FrozenConvolutionsKeepTheirPackedWeightUntilItChanges) {
   manual_seed(6);
   Tensor w = randn({8, 4, 3, 3}), b = randn({8}), other = randn({2, 8, 6, 6});

@@ -1,7 +1,8 @@
 // Normalisation layers, dropout2d and interpolate: running statistics checked against hand computed
 // values, train/eval switching, the fused batch-norm backward against the composite one and
-// float64, dropout2d's channel pattern, interpolate against hand values, and every error path with
-// its message. (Forward values and gradchecks: tests/ops_norm.cpp.)
+// float64, batch_norm_relu against the three ops, dropout2d's channel pattern, interpolate against
+// hand values, and every error path with its message. (Forward values and gradchecks:
+// tests/ops_norm.cpp.)
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -261,6 +262,84 @@ TEST(BatchNorm, RowsOfManyChannelsSplitOverThreadsWithTheSameBits) {
     const Tensor want = (x64 - mu) / (var + 1e-5).sqrt() * w.detach().to(kFloat64).reshape(keep);
     EXPECT_LE((one[0].to(kFloat64) - want).abs().max().item<double>(), 1e-4);
   }
+}
+
+namespace {
+// relu(batch_norm(x) + other) as one op or as three, with `threads` threads: the output, the
+// running statistics and the gradients of x, weight, bias (and other).
+std::vector<Tensor> bn_relu_run(bool fused, int threads, const Tensor& x, const Tensor& other,
+                                const Tensor& w, const Tensor& b, bool training, const Tensor& g) {
+  const int before = get_num_threads();
+  set_num_threads(threads);
+  Tensor rm = linspace(-1, 1, x.size(1)), rv = linspace(0.5, 2, x.size(1));
+  Tensor y = fused ? batch_norm_relu(x, other, rm, rv, w, b, training, 0.1, 1e-5)
+                   : relu(other.defined() ? batch_norm(x, rm, rv, w, b, training, 0.1, 1e-5) + other
+                                          : batch_norm(x, rm, rv, w, b, training, 0.1, 1e-5));
+  std::vector<Tensor> inputs{x, w, b};
+  if (other.defined()) inputs.push_back(other);
+  std::vector<Tensor> out{y.detach(), rm, rv};
+  for (const Tensor& t : autograd::grad({y}, inputs, {g})) out.push_back(t);
+  set_num_threads(before);
+  return out;
+}
+}  // namespace
+
+// The fused op computes what the three ops do, in the same order: the same bits, forward and
+// backward, in both layouts and on [R, C] rows of several channel blocks, training and eval,
+// with and without the residual, for any thread count.
+TEST(BatchNormRelu, SameBitsAsTheThreeOps) {
+  manual_seed(11);
+  // NCHW long rows; channels-last in tiles of 21 rows of 48 channels over two chunks of rows;
+  // BatchNorm1d rows of 600 channels (three blocks); short NCHW rows.
+  for (const Shape& s :
+       {Shape{4, 6, 10, 10}, Shape{4, 48, 10, 10}, Shape{300, 600}, Shape{5, 3, 2, 3}}) {
+    const bool cl = s[1] == 48;
+    auto make = [&] {
+      Tensor t = randn(s);
+      return (cl ? t.contiguous(MemoryFormat::ChannelsLast) : t).requires_grad_(true);
+    };
+    Tensor x = make(), other = make(), g = make().detach();
+    Tensor w = randn({s[1]}).requires_grad_(true), b = randn({s[1]}).requires_grad_(true);
+    for (bool training : {true, false}) {
+      for (bool residual : {true, false}) {
+        SCOPED_TRACE(testing::PrintToString(s) + (training ? " training" : " eval") +
+                     (residual ? " residual" : ""));
+        const Tensor o = residual ? other : Tensor();
+        auto want = bn_relu_run(false, 2, x, o, w, b, training, g);
+        auto got = bn_relu_run(true, 2, x, o, w, b, training, g);
+        auto one = bn_relu_run(true, 1, x, o, w, b, training, g);
+        ASSERT_EQ(got.size(), want.size());
+        EXPECT_EQ(got[0].suggest_memory_format(), want[0].suggest_memory_format());
+        for (size_t i = 0; i < want.size(); ++i) {
+          EXPECT_TRUE(equal(got[i], want[i])) << "result " << i;
+          EXPECT_TRUE(equal(one[i], got[i])) << "result " << i << " on one thread";
+        }
+      }
+    }
+  }
+}
+
+TEST(BatchNormRelu, ErrorsNameTheOpAndTheResidual) {
+  Tensor x = randn({2, 3, 4, 4}), w = ones({3}), b = zeros({3});
+  EXPECT_THAT(error_of([&] {
+                batch_norm_relu(x, randn({2, 3, 4}), {}, {}, w, b, true, 0.1, 1e-5);
+              }),
+              HasSubstr("batch_norm_relu: other must have the input's shape and dtype "
+                        "float32[2, 3, 4, 4], but got float32[2, 3, 4]"));
+  EXPECT_THAT(error_of([&] {
+                batch_norm_relu(x, randn({2, 3, 4, 4}, kFloat64), {}, {}, w, b, true, 0.1, 1e-5);
+              }),
+              HasSubstr("but got float64[2, 3, 4, 4]"));
+  EXPECT_THAT(error_of([&] {
+                batch_norm_relu(x, empty({2, 3, 4, 4}, TensorOptions().device(kMeta)), {}, {}, w, b,
+                                true, 0.1, 1e-5);
+              }),
+              HasSubstr("batch_norm_relu: other is on meta but the input is on cpu"));
+  // The checks batch_norm makes, named for this op.
+  EXPECT_THAT(error_of([&] { batch_norm_relu(x, {}, {}, {}, ones({4}), b, true, 0.1, 1e-5); }),
+              HasSubstr("batch_norm_relu: weight must have shape [3]"));
+  EXPECT_THAT(error_of([&] { batch_norm_relu(x, {}, {}, {}, w, b, false, 0.1, 1e-5); }),
+              HasSubstr("batch_norm_relu: running_mean and running_var are required"));
 }
 
 TEST(BatchNorm, RunningStatsFollowBFloat16Input) {

@@ -21,6 +21,13 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
                   const Tensor& weight, const Tensor& bias, bool training, double momentum,
                   double eps);
 
+/// relu(batch_norm(x, ...) + other), other (x's shape) optional: the normalisation, the residual
+/// and the ReLU in one pass over memory on the CPU (graph mode's fuse_ops makes it from
+/// batch_norm -> relu and batch_norm -> add -> relu; other devices run the three ops).
+Tensor batch_norm_relu(const Tensor& x, const Tensor& other, const Tensor& running_mean,
+                       const Tensor& running_var, const Tensor& weight, const Tensor& bias,
+                       bool training, double momentum, double eps);
+
 /// Normalises x [N, C, *] over groups of C / num_groups channels (and the spatial dims), then
 /// applies the per-channel weight and bias ([C], optional).
 Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight = {},

@@ -24,7 +24,9 @@ constexpr Workload kWorkloads[] = {
      &bench_seed_jit_mlp},
     {"mnist_mlp", "one training epoch of the demo MLP on MNIST (s per epoch, test accuracy)",
      &bench_mnist_mlp},
-    {"batch_norm", "float32 batch_norm (training) on 64x64x32x32: forward, forward + backward",
+    {"batch_norm",
+     "float32 batch_norm (training) on 64x64x32x32, NCHW and channels-last: forward, forward + "
+     "backward, relu(bn(x) + r) as three ops and fused",
      &bench_batch_norm},
     {"mnist_lenet", "one epoch of LeNet-5 on MNIST (SGD, batch 64): s/epoch, test accuracy",
      &bench_mnist_lenet},
@@ -116,6 +118,8 @@ std::string bench_usage() {
        "                timed whole)\n"
        "  --dtype T     train_step: the parameters' and inputs' dtype, float32 (default) or\n"
        "                bfloat16\n"
+       "  --compile     train_step: the model trains through graph mode (jit::compile; the\n"
+       "                warm-up steps trace it and record its memory plan)\n"
        "  --cudnn-benchmark   on a GPU, convolutions time cuDNN's algorithms once per shape\n"
        "                and keep the fastest (torch.backends.cudnn.benchmark); default: cuDNN's\n"
        "                heuristic choice\n"
@@ -212,6 +216,9 @@ int bench_main(const Args& args) {
       } else if (key == "--cudnn-benchmark") {
         if (!value.empty()) throw UsageError("--cudnn-benchmark takes no value", usage);
         opts.cudnn_benchmark = true;
+      } else if (key == "--compile") {
+        if (!value.empty()) throw UsageError("--compile takes no value", usage);
+        opts.compile = true;
       } else if (key == "--cudnn-api") {
         if (value != "graph" && value != "legacy") {
           throw UsageError("--cudnn-api expects graph or legacy, got '" + value + "'", usage);

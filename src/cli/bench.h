@@ -34,6 +34,8 @@ struct BenchOptions {
   // --cudnn-api legacy: convolutions on a GPU use cuDNN's legacy API only
   // (cuda::set_cudnn_graph_api(false)).
   bool cudnn_legacy = false;
+  // --compile: train_step trains through graph mode (jit::compile).
+  bool compile = false;
 };
 
 /// "contiguous" or "channels_last", as --memory-format spells it.

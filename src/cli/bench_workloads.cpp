@@ -316,14 +316,18 @@ void bench_train_step(const BenchOptions& opts) {
   const Tensor x =
       synthetic_images(cfg, batch).to(opts.device, opts.dtype).contiguous(opts.memory_format);
   const Tensor y = synthetic_labels(cfg, batch).to(opts.device);
+  // --compile: the same parameters through graph mode (the optimizer keeps the model's own).
+  std::shared_ptr<nn::Module> net = model;
+  if (opts.compile) net = jit::compile(model);
   auto step = [&] {
     opt.zero_grad();
-    Tensor loss = nn::functional::cross_entropy(model->forward(x), y);
+    Tensor loss = nn::functional::cross_entropy(net->forward(x), y);
     loss.backward();
     opt.step();
     if (opts.device.is_cuda()) cuda::synchronize(opts.device.index);  // the step, done
   };
-  for (int i = 0; i < 2; ++i) step();
+  // Compiled, the first step traces, the third records the memory plan, the fourth runs it.
+  for (int i = 0; i < (opts.compile ? 4 : 2); ++i) step();
   std::vector<double> times;
   for (int r = 0; r < opts.repeat; ++r) {
     const double t0 = now_s();
@@ -333,12 +337,12 @@ void bench_train_step(const BenchOptions& opts) {
   const double s = median(times);
   std::printf(
       "workload=train_step model=%s batch=%lld image_size=%lld classes=%lld threads=%d "
-      "memory_format=%s device=%s dtype=%s%s%s s_per_step=%.4f img_per_s=%.1f "
+      "memory_format=%s device=%s dtype=%s mode=%s%s%s s_per_step=%.4f img_per_s=%.1f "
       "peak_rss_mb=%.0f\n",
       name.c_str(), static_cast<long long>(batch), static_cast<long long>(cfg.image_size),
       static_cast<long long>(cfg.num_classes), get_num_threads(),
       memory_format_name(opts.memory_format), opts.device.str().c_str(),
-      std::string(dtype_name(opts.dtype)).c_str(),
+      std::string(dtype_name(opts.dtype)).c_str(), opts.compile ? "graph" : "eager",
       opts.cudnn_benchmark ? " cudnn_benchmark=on" : "",
       opts.cudnn_legacy ? " cudnn_api=legacy" : "", s, static_cast<double>(batch) / s,
       peak_rss_mb());

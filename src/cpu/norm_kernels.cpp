@@ -10,8 +10,10 @@
 #include <cmath>
 #include <vector>
 
+#include "core/tensor_impl.h"
 #include "cpu/lane_fold.h"
 #include "cpu/parallel.h"
+#include "ops/functors.h"
 #include "ops/norm.h"
 
 namespace ignis::cpu {
@@ -161,160 +163,306 @@ void stats_cols(const T* x, int64_t n, int64_t ch, int64_t m, A_<T>* mean, A_<T>
 
 // ---- m == 1: x is [R, C] rows with the channels contiguous (BatchNorm1d on [N, C], or a
 // channels-last [N, C, H, W] as [N*H*W, C, 1]). The rows are cut into fixed chunks of kChunk
-// (the result does not depend on the thread count); within a chunk each channel is summed in A
-// across rows (vectorised over the channels), the chunks' sums in double, in order.
+// (the result does not depend on the thread count). A task is a chunk and a block of at most
+// kChanBlock channels, so few rows with many channels (BatchNorm1d on [16, 8192]) still split
+// over the threads; it sweeps its rows in memory order, vectorised over the channels, and sweeps
+// them again while they are in cache when a statistic needs the first sweep's result. The
+// chunks' results are merged per channel in double, in chunk order.
+// A row of 64 channels is four vectors: too short a loop to pay its call and set-up. So every
+// m == 1 pass runs over tiles of whole rows (kTile / C of them, when a task spans all the
+// channels) as one flat loop, against per-channel vectors repeated once per row of the tile.
 constexpr int64_t kChunk = 256;
-
-/// Per chunk of rows, the per-channel sums of f into part[chunk * C + c] (double). The tasks are
-/// (chunk, block of kChanBlock channels) pairs, so few rows with many channels (BatchNorm1d on
-/// [16, 8192]) still split over the threads; each channel's sum runs over its chunk's rows in
-/// order whatever the split. f(acc, r, c0, c1) adds row r's terms of channels [c0, c1) to acc[c].
 constexpr int64_t kChanBlock = 256;
+constexpr int64_t kTile = 1024;
 
-template <class T, class F>
-void chunk_sums(int64_t R, int64_t C, std::vector<double>& part, F f) {
-  using A = A_<T>;
+/// Rows per tile for a task over w of the C channels (one row unless it spans them all).
+inline int64_t tile_rows(int64_t w, int64_t C) {
+  return w == C ? std::max<int64_t>(1, kTile / C) : 1;
+}
+
+/// Calls f(r, len) over rows [r0, r1): tiles of b rows as spans of len = b * w elements, then
+/// the rows left over one at a time (len = w).
+template <class F>
+void for_each_span(int64_t r0, int64_t r1, int64_t b, int64_t w, F f) {
+  int64_t r = r0;
+  for (; r + b <= r1; r += b) f(r, b * w);
+  for (; r < r1; ++r) f(r, w);
+}
+
+/// v[0..w) repeated b times.
+template <class A>
+std::vector<A> tiled(const A* v, int64_t w, int64_t b) {
+  std::vector<A> t(static_cast<size_t>(w * b));
+  for (int64_t j = 0; j < b; ++j) std::copy(v, v + w, t.begin() + j * w);
+  return t;
+}
+
+/// out[c] = sum over the b rows of a tile of acc[j * w + c], in order.
+template <class A>
+void fold_tile(const A* acc, int64_t w, int64_t b, A* out) {
+  std::copy(acc, acc + w, out);
+  for (int64_t j = 1; j < b; ++j)
+    for (int64_t c = 0; c < w; ++c) out[c] += acc[j * w + c];
+}
+
+/// Runs f(r, len) over the R rows of an [R, C] block on the threads, as tiles of whole rows.
+template <class F>
+void for_each_row_span(int64_t R, int64_t C, F f) {
+  const int64_t b = tile_rows(C, C);
+  const int64_t tiles = (R + b - 1) / b;
+  parallel_for(
+      0, tiles, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(b * C, 1)),
+      [&](int64_t t0, int64_t t1) { for_each_span(t0 * b, std::min(R, t1 * b), b, C, f); });
+}
+
+// Row helpers: restrict-qualified parameters so that GCC vectorises over the channels.
+template <class T>
+void add_row(A_<T>* __restrict acc, const T* __restrict x, int64_t n) {
+  for (int64_t c = 0; c < n; ++c) acc[c] += static_cast<A_<T>>(x[c]);
+}
+
+template <class T>
+void add_sqdev_row(A_<T>* __restrict acc, const T* __restrict x, const A_<T>* __restrict mu,
+                   int64_t n) {
+  for (int64_t c = 0; c < n; ++c) {
+    const A_<T> d = static_cast<A_<T>>(x[c]) - mu[c];
+    acc[c] += d * d;
+  }
+}
+
+template <class T>
+void add_grad_row(A_<T>* __restrict sg, A_<T>* __restrict sgx, const T* __restrict g,
+                  const T* __restrict x, const A_<T>* __restrict mu, int64_t n) {
+  for (int64_t c = 0; c < n; ++c) sg[c] += static_cast<A_<T>>(g[c]);
+  for (int64_t c = 0; c < n; ++c) {
+    sgx[c] += static_cast<A_<T>>(g[c]) * (static_cast<A_<T>>(x[c]) - mu[c]);
+  }
+}
+
+/// Runs f(k, r0, r1, c0, c1) for every (chunk k of rows [r0, r1), channel block [c0, c1)) of an
+/// [R, C] block, over the threads; returns the number of chunks.
+template <class F>
+int64_t for_each_chunk(int64_t R, int64_t C, F f) {
   const int64_t chunks = (R + kChunk - 1) / kChunk;
   const int64_t blocks = (C + kChanBlock - 1) / kChanBlock;
-  part.assign(static_cast<size_t>(chunks * C), 0.0);
   const int64_t task_work = kChunk * std::min(C, kChanBlock);
   parallel_for(0, chunks * blocks, std::max<int64_t>(1, kGrainSize / task_work),
                [&](int64_t b, int64_t e) {
-                 std::vector<A> acc(static_cast<size_t>(C));
-                 A* __restrict ap = acc.data();
                  for (int64_t t = b; t < e; ++t) {
                    const int64_t k = t / blocks;
                    const int64_t c0 = (t % blocks) * kChanBlock, c1 = std::min(C, c0 + kChanBlock);
-                   std::fill(ap + c0, ap + c1, A(0));
-                   for (int64_t r = k * kChunk; r < std::min(R, (k + 1) * kChunk); ++r) {
-                     f(ap, r, c0, c1);
-                   }
-                   for (int64_t c = c0; c < c1; ++c) part[k * C + c] = ap[c];
+                   f(k, k * kChunk, std::min(R, (k + 1) * kChunk), c0, c1);
                  }
                });
+  return chunks;
 }
 
-/// Sums the chunks' partial sums per channel, in chunk order.
-void fold_chunks(const std::vector<double>& part, int64_t C, std::vector<double>& out) {
-  out.assign(static_cast<size_t>(C), 0.0);
-  for (size_t i = 0; i < part.size(); ++i) out[i % static_cast<size_t>(C)] += part[i];
-}
-
+/// Per channel, the mean and biased variance: per chunk a mean and a sum of squared deviations
+/// from it (two sweeps over the chunk, the second from cache), then merged in double: the mean
+/// weighted by the chunks' rows, and M2 = sum(m2_k) + sum(n_k * (mean_k - mean)^2). The merge
+/// runs over chunks in order, vectorised over the channels.
 template <class T>
 void stats_one(const T* x, int64_t R, int64_t C, A_<T>* mean, A_<T>* var) {
   using A = A_<T>;
-  std::vector<double> part, tot;
-  chunk_sums<T>(R, C, part, [&](A* __restrict acc, int64_t r, int64_t c0, int64_t c1) {
-    const T* __restrict row = x + r * C;
-    for (int64_t c = c0; c < c1; ++c) acc[c] += static_cast<A>(row[c]);
-  });
-  fold_chunks(part, C, tot);
-  for (int64_t c = 0; c < C; ++c) mean[c] = static_cast<A>(tot[c] / static_cast<double>(R));
-  chunk_sums<T>(R, C, part, [&](A* __restrict acc, int64_t r, int64_t c0, int64_t c1) {
-    const T* __restrict row = x + r * C;
-    for (int64_t c = c0; c < c1; ++c) {
-      const A d = static_cast<A>(row[c]) - mean[c];
-      acc[c] += d * d;
+  const int64_t chunks = (R + kChunk - 1) / kChunk;
+  // Every entry is written by its chunk's task. (From the caching allocator: a fresh heap
+  // block of this size would page-fault on every call.)
+  const Tensor parts = make_tensor({2 * chunks * C}, kFloat64);
+  double* part_mean = parts.data_ptr<double>();
+  double* part_m2 = part_mean + chunks * C;
+  for_each_chunk(R, C, [&](int64_t k, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    const int64_t w = c1 - c0, b = tile_rows(w, C);
+    A acc[kTile], mu[kChanBlock], m2[kChanBlock];
+    std::fill(acc, acc + b * w, A(0));
+    for_each_span(r0, r1, b, w, [&](int64_t r, int64_t len) { add_row(acc, x + r * C + c0, len); });
+    fold_tile(acc, w, b, mu);
+    for (int64_t c = 0; c < w; ++c) mu[c] /= static_cast<A>(r1 - r0);
+    const std::vector<A> mu_t = tiled(mu, w, b);
+    std::fill(acc, acc + b * w, A(0));
+    for_each_span(r0, r1, b, w, [&](int64_t r, int64_t len) {
+      add_sqdev_row(acc, x + r * C + c0, mu_t.data(), len);
+    });
+    fold_tile(acc, w, b, m2);
+    for (int64_t c = 0; c < w; ++c) {
+      part_mean[k * C + c0 + c] = mu[c];
+      part_m2[k * C + c0 + c] = m2[c];
     }
   });
-  fold_chunks(part, C, tot);
-  for (int64_t c = 0; c < C; ++c) var[c] = static_cast<A>(tot[c] / static_cast<double>(R));
+  auto rows_of = [&](int64_t k) {
+    return static_cast<double>(std::min(R, (k + 1) * kChunk) - k * kChunk);
+  };
+  std::vector<double> mu(static_cast<size_t>(C), 0.0), m2(mu.size(), 0.0);
+  for (int64_t k = 0; k < chunks; ++k) {
+    const double nk = rows_of(k);
+    for (int64_t c = 0; c < C; ++c) mu[c] += nk * part_mean[k * C + c];
+  }
+  const double inv_r = 1.0 / static_cast<double>(R);
+  for (int64_t c = 0; c < C; ++c) mu[c] *= inv_r;
+  for (int64_t k = 0; k < chunks; ++k) {
+    const double nk = rows_of(k);
+    for (int64_t c = 0; c < C; ++c) {
+      const double d = part_mean[k * C + c] - mu[c];
+      m2[c] += part_m2[k * C + c] + nk * d * d;
+    }
+  }
+  for (int64_t c = 0; c < C; ++c) {
+    mean[c] = static_cast<A>(mu[c]);
+    var[c] = static_cast<A>(m2[c] * inv_r);
+  }
 }
 
-/// y[r] = x[r] * s + t over the m elements of one row.
-template <class T>
-void affine_row(T* __restrict y, const T* __restrict x, int64_t m, A_<T> s, A_<T> t) {
-  for (int64_t k = 0; k < m; ++k) y[k] = static_cast<T>(static_cast<A_<T>>(x[k]) * s + t);
+// ---- the normalisation pass: y = x * scale[c] + shift[c], then the epilogue of the fused
+// batch_norm_relu: + other (the residual, x's shape and layout) and a ReLU.
+
+/// One value of the pass, in the compute type.
+template <bool kOther, bool kRelu, class T>
+inline T affine_value(T x, T s, T t, T other) {
+  T v = x * s + t;
+  if constexpr (kOther) v += other;
+  if constexpr (kRelu) v = fn::Relu{}(v);
+  return v;
 }
 
-/// Short rows: y = x * scale[c] + shift[c] over [n, ch * m], rows split over threads.
-// kOne: m == 1 ([R, C] rows: BatchNorm1d, or channels-last NHWC as [N*H*W, C, 1]), j is the
-// channel without a division.
-template <class T, bool kOne = false>
-void affine_cols(T* y, const T* x, int64_t n, int64_t ch, int64_t m, const A_<T>* scale,
+/// A row of m elements of one channel (long rows).
+template <bool kOther, bool kRelu, class T>
+void affine_row(T* __restrict y, const T* __restrict x, const T* __restrict o, int64_t m, A_<T> s,
+                A_<T> t) {
+  using A = A_<T>;
+  for (int64_t k = 0; k < m; ++k) {
+    y[k] = static_cast<T>(affine_value<kOther, kRelu>(static_cast<A>(x[k]), s, t,
+                                                      kOther ? static_cast<A>(o[k]) : A(0)));
+  }
+}
+
+/// A row of C channels side by side (m == 1).
+template <bool kOther, bool kRelu, class T>
+void affine_row_one(T* __restrict y, const T* __restrict x, const T* __restrict o,
+                    const A_<T>* __restrict s, const A_<T>* __restrict t, int64_t C) {
+  using A = A_<T>;
+  for (int64_t c = 0; c < C; ++c) {
+    y[c] = static_cast<T>(affine_value<kOther, kRelu>(static_cast<A>(x[c]), s[c], t[c],
+                                                      kOther ? static_cast<A>(o[c]) : A(0)));
+  }
+}
+
+/// The pass over x as [n, ch, m] in memory order, split over the threads: rows of a channel
+/// (m >= kShortRow), rows of channels side by side (m == 1), or [n, ch * m] rows (short rows).
+template <bool kOther, bool kRelu, class T>
+void affine_pass(T* y, const T* x, const T* o, int64_t n, int64_t ch, int64_t m, const A_<T>* scale,
                  const A_<T>* shift) {
   using A = A_<T>;
+  if (m >= kShortRow) {
+    parallel_for(0, n * ch, std::max<int64_t>(1, kGrainSize / m), [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        affine_row<kOther, kRelu>(y + r * m, x + r * m, kOther ? o + r * m : nullptr, m,
+                                  scale[r % ch], shift[r % ch]);
+      }
+    });
+    return;
+  }
+  if (m == 1) {
+    const int64_t b = tile_rows(ch, ch);
+    const std::vector<A> s = tiled(scale, ch, b), t = tiled(shift, ch, b);
+    for_each_row_span(n, ch, [&](int64_t r, int64_t len) {
+      const int64_t at = r * ch;
+      affine_row_one<kOther, kRelu>(y + at, x + at, kOther ? o + at : nullptr, s.data(), t.data(),
+                                    len);
+    });
+    return;
+  }
   const int64_t width = ch * m;
   parallel_for(0, n, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(width, 1)),
                [&](int64_t b, int64_t e) {
                  for (int64_t i = b; i < e; ++i) {
+                   const int64_t at = i * width;
                    for (int64_t j = 0; j < width; ++j) {
-                     const int64_t c = kOne ? j : j / m;
-                     y[i * width + j] =
-                         static_cast<T>(static_cast<A>(x[i * width + j]) * scale[c] + shift[c]);
+                     y[at + j] = static_cast<T>(affine_value<kOther, kRelu>(
+                         static_cast<A>(x[at + j]), scale[j / m], shift[j / m],
+                         kOther ? static_cast<A>(o[at + j]) : A(0)));
                    }
                  }
                });
 }
 
-// Training forward: the statistics, then y = x * scale[c] + shift[c] with the scale and shift
-// folded from them, the weight, the bias and eps (two passes over x, one over y).
-void train_kernel(const Tensor& y, const Tensor& mean, const Tensor& var, const Tensor& invstd,
-                  const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+/// affine_pass with the epilogue chosen at run time (o null: no residual).
+template <class T>
+void affine_pass(T* y, const T* x, const T* o, bool relu, int64_t n, int64_t ch, int64_t m,
+                 const A_<T>* scale, const A_<T>* shift) {
+  if (o != nullptr) {
+    if (relu)
+      affine_pass<true, true>(y, x, o, n, ch, m, scale, shift);
+    else
+      affine_pass<true, false>(y, x, o, n, ch, m, scale, shift);
+  } else {
+    if (relu)
+      affine_pass<false, true>(y, x, o, n, ch, m, scale, shift);
+    else
+      affine_pass<false, false>(y, x, o, n, ch, m, scale, shift);
+  }
+}
+
+// Training forward: the statistics (one pass over x), then the normalisation pass with the
+// scale and shift folded from them, the weight, the bias and eps.
+void train_impl(const Tensor& y, const Tensor& mean, const Tensor& var, const Tensor& invstd,
+                const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
+                const Tensor& other, bool relu) {
   dispatch_floating(x.dtype(), "batch_norm", [&]<class T>() {
     using A = A_<T>;
     const int64_t n = x.size(0), ch = x.size(1), m = x.size(2);
     const T* px = x.data_ptr<T>();
-    T* py = y.data_ptr<T>();
     A* pm = mean.data_ptr<A>();
     A* pv = var.data_ptr<A>();
     A* pi = invstd.data_ptr<A>();
     const A* pw = weight.defined() ? weight.data_ptr<A>() : nullptr;
     const A* pb = bias.defined() ? bias.data_ptr<A>() : nullptr;
-    auto coef = [&](int64_t c, A& s, A& t) {
+    if (m == 1) {
+      stats_one(px, n, ch, pm, pv);
+    } else if (m < kShortRow) {
+      stats_cols(px, n, ch, m, pm, pv);
+    } else {
+      stats_rows(px, n, ch, m, pm, pv);
+    }
+    std::vector<A> scale(static_cast<size_t>(ch)), shift(scale.size());
+    for (int64_t c = 0; c < ch; ++c) {
       const A inv = A(1) / std::sqrt(pv[c] + static_cast<A>(eps));
       pi[c] = inv;
-      s = pw ? pw[c] * inv : inv;
-      t = (pb ? pb[c] : A(0)) - pm[c] * s;
-    };
-    if (m < kShortRow) {
-      if (m == 1) {
-        stats_one(px, n, ch, pm, pv);
-      } else {
-        stats_cols(px, n, ch, m, pm, pv);
-      }
-      std::vector<A> scale(static_cast<size_t>(ch)), shift(scale.size());
-      for (int64_t c = 0; c < ch; ++c) coef(c, scale[c], shift[c]);
-      if (m == 1) {
-        affine_cols<T, true>(py, px, n, ch, m, scale.data(), shift.data());
-      } else {
-        affine_cols(py, px, n, ch, m, scale.data(), shift.data());
-      }
-      return;
+      scale[c] = pw ? pw[c] * inv : inv;
+      shift[c] = (pb ? pb[c] : A(0)) - pm[c] * scale[c];
     }
-    stats_rows(px, n, ch, m, pm, pv);
-    std::vector<A> scale(static_cast<size_t>(ch)), shift(scale.size());
-    for (int64_t c = 0; c < ch; ++c) coef(c, scale[c], shift[c]);
-    parallel_for(0, n * ch, std::max<int64_t>(1, kGrainSize / m), [&](int64_t b, int64_t e) {
-      for (int64_t r = b; r < e; ++r) {
-        affine_row(py + r * m, px + r * m, m, scale[r % ch], shift[r % ch]);
-      }
-    });
+    affine_pass(y.data_ptr<T>(), px, other.defined() ? other.data_ptr<T>() : nullptr, relu, n, ch,
+                m, scale.data(), shift.data());
   });
 }
 
-// ---- eval: y = x * scale[c] + shift[c]
+void train_kernel(const Tensor& y, const Tensor& mean, const Tensor& var, const Tensor& invstd,
+                  const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+  train_impl(y, mean, var, invstd, x, weight, bias, eps, Tensor(), false);
+}
 
-void affine_kernel(const Tensor& y, const Tensor& x, const Tensor& scale, const Tensor& shift) {
+void train_relu_kernel(const Tensor& y, const Tensor& mean, const Tensor& var, const Tensor& invstd,
+                       const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
+                       const Tensor& other) {
+  train_impl(y, mean, var, invstd, x, weight, bias, eps, other, true);
+}
+
+// ---- eval: the normalisation pass with the given scale and shift
+
+void affine_impl(const Tensor& y, const Tensor& x, const Tensor& scale, const Tensor& shift,
+                 const Tensor& other, bool relu) {
   dispatch_floating(x.dtype(), "batch_norm", [&]<class T>() {
     using A = A_<T>;
-    const int64_t n = x.size(0), ch = x.size(1), m = x.size(2);
-    const T* px = x.data_ptr<T>();
-    T* py = y.data_ptr<T>();
-    const A* ps = scale.data_ptr<A>();
-    const A* pt = shift.data_ptr<A>();
-    if (m < kShortRow) {
-      if (m == 1) {
-        affine_cols<T, true>(py, px, n, ch, m, ps, pt);
-      } else {
-        affine_cols(py, px, n, ch, m, ps, pt);
-      }
-      return;
-    }
-    parallel_for(0, n * ch, std::max<int64_t>(1, kGrainSize / m), [&](int64_t b, int64_t e) {
-      for (int64_t r = b; r < e; ++r) affine_row(py + r * m, px + r * m, m, ps[r % ch], pt[r % ch]);
-    });
+    affine_pass(y.data_ptr<T>(), x.data_ptr<T>(), other.defined() ? other.data_ptr<T>() : nullptr,
+                relu, x.size(0), x.size(1), x.size(2), scale.data_ptr<A>(), shift.data_ptr<A>());
   });
+}
+
+void affine_kernel(const Tensor& y, const Tensor& x, const Tensor& scale, const Tensor& shift) {
+  affine_impl(y, x, scale, shift, Tensor(), false);
+}
+
+void affine_relu_kernel(const Tensor& y, const Tensor& x, const Tensor& scale, const Tensor& shift,
+                        const Tensor& other) {
+  affine_impl(y, x, scale, shift, other, true);
 }
 
 // ---- backward
@@ -354,25 +502,58 @@ void apply_grad_row(T* __restrict gx, const T* __restrict g, const T* __restrict
   }
 }
 
-// Long rows: per-row sums in one pass in memory order, summed per channel in double, then the
-// gradient in a second pass in memory order.
+/// The gradient reaching the normalisation: g, or for batch_norm_relu g where the output y > 0
+/// (ReLU's backward), which is also the residual's gradient go when that is wanted. The first
+/// pass writes go; the second reads it back, or masks g again into a buffer.
 template <class T>
-void backward_rows(T* gx, A_<T>* gw, A_<T>* gb, const T* g, const T* x, int64_t n, int64_t ch,
-                   int64_t m, const A_<T>* mean, const A_<T>* invstd, const A_<T>* w,
+struct GradIn {
+  const T* g;
+  const T* y = nullptr;  // the fused node's output: the ReLU's mask
+  T* go = nullptr;       // the residual's gradient, written by the first pass
+  bool needs_first_pass(bool need_sums) const { return need_sums || go != nullptr; }
+  /// len elements from offset at: g itself, or masked into go (first pass) or buf.
+  const T* at(int64_t off, int64_t len, T* buf, bool first_pass) const {
+    if (y == nullptr) return g + off;
+    if (go != nullptr && !first_pass) return go + off;
+    T* dst = go != nullptr ? go + off : buf;
+    mask_row(dst, g + off, y + off, len);
+    return dst;
+  }
+  static void mask_row(T* __restrict dst, const T* __restrict g, const T* __restrict y,
+                       int64_t len) {
+    using A = A_<T>;
+    for (int64_t i = 0; i < len; ++i) {
+      dst[i] = static_cast<T>(fn::ThresholdBackward{}(static_cast<A>(g[i]), static_cast<A>(y[i])));
+    }
+  }
+  /// A buffer for at(): empty when nothing is masked into one.
+  std::vector<T> buffer(int64_t len) const {
+    return std::vector<T>(y != nullptr ? static_cast<size_t>(len) : 0);
+  }
+};
+
+// Long rows: per-row sums in one pass in memory order, summed per channel in double, then the
+// gradient in a second pass in memory order; both in blocks of kBlock.
+template <class T>
+void backward_rows(T* gx, A_<T>* gw, A_<T>* gb, const GradIn<T>& gi, const T* x, int64_t n,
+                   int64_t ch, int64_t m, const A_<T>* mean, const A_<T>* invstd, const A_<T>* w,
                    bool batch_stats) {
   using A = A_<T>;
   const double count = static_cast<double>(n * m);
   const bool need_sums = gw != nullptr || gb != nullptr || (gx != nullptr && batch_stats);
   const int64_t grain = std::max<int64_t>(1, kGrainSize / (2 * m));
   std::vector<double> row_g(static_cast<size_t>(n * ch), 0.0), row_gx(row_g.size(), 0.0);
-  if (need_sums) {
+  if (gi.needs_first_pass(need_sums)) {
     parallel_for(0, n * ch, grain, [&](int64_t b, int64_t e) {
+      std::vector<T> buf = gi.buffer(std::min(kBlock, m));
       for (int64_t r = b; r < e; ++r) {
         double sg = 0, sgx = 0;
         for (int64_t k = 0; k < m; k += kBlock) {
+          const int64_t len = std::min(kBlock, m - k);
+          const T* g = gi.at(r * m + k, len, buf.data(), true);
+          if (!need_sums) continue;
           A a, bb;
-          block_grad_sums(g + r * m + k, x + r * m + k, std::min(kBlock, m - k), mean[r % ch], a,
-                          bb);
+          block_grad_sums(g, x + r * m + k, len, mean[r % ch], a, bb);
           sg += a;
           sgx += bb;
         }
@@ -394,24 +575,39 @@ void backward_rows(T* gx, A_<T>* gw, A_<T>* gb, const T* g, const T* x, int64_t 
   }
   if (gx == nullptr) return;
   parallel_for(0, n * ch, grain, [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r)
-      apply_grad_row(gx + r * m, g + r * m, x + r * m, m, coef[r % ch]);
+    std::vector<T> buf = gi.buffer(std::min(kBlock, m));
+    for (int64_t r = b; r < e; ++r) {
+      for (int64_t k = 0; k < m; k += kBlock) {
+        const int64_t len = std::min(kBlock, m - k);
+        apply_grad_row(gx + r * m + k, gi.at(r * m + k, len, buf.data(), false), x + r * m + k, len,
+                       coef[r % ch]);
+      }
+    }
   });
 }
 
 template <class T>
-void backward_cols(T* gx, A_<T>* gw, A_<T>* gb, const T* g, const T* x, int64_t n, int64_t ch,
-                   int64_t m, const A_<T>* mean, const A_<T>* invstd, const A_<T>* w,
+void backward_cols(T* gx, A_<T>* gw, A_<T>* gb, const GradIn<T>& gi, const T* x, int64_t n,
+                   int64_t ch, int64_t m, const A_<T>* mean, const A_<T>* invstd, const A_<T>* w,
                    bool batch_stats) {
   using A = A_<T>;
   const double count = static_cast<double>(n * m);
   const int64_t width = ch * m;
+  // The masked gradient at i (and the residual's, written once).
+  auto grad = [&](int64_t i, bool first_pass) {
+    if (gi.y == nullptr) return static_cast<double>(gi.g[i]);
+    if (gi.go != nullptr && !first_pass) return static_cast<double>(gi.go[i]);
+    const T v =
+        static_cast<T>(fn::ThresholdBackward{}(static_cast<A>(gi.g[i]), static_cast<A>(gi.y[i])));
+    if (gi.go != nullptr) gi.go[i] = v;
+    return static_cast<double>(v);
+  };
   parallel_for(0, ch, channel_grain(2 * n * m), [&](int64_t b, int64_t e) {
     const int64_t c0 = b * m, c1 = e * m;
     std::vector<double> sg(static_cast<size_t>(c1 - c0), 0.0), sgx(sg.size(), 0.0);
     for (int64_t i = 0; i < n; ++i) {
       for (int64_t j = c0; j < c1; ++j) {
-        const double gv = static_cast<double>(g[i * width + j]);
+        const double gv = grad(i * width + j, true);
         sg[j - c0] += gv;
         sgx[j - c0] += gv * (static_cast<double>(x[i * width + j]) - mean[j / m]);
       }
@@ -431,66 +627,101 @@ void backward_cols(T* gx, A_<T>* gw, A_<T>* gb, const T* g, const T* x, int64_t 
     for (int64_t i = 0; i < n; ++i) {
       for (int64_t j = c0; j < c1; ++j) {
         const GradCoef& k = coef[j / m - b];
-        const double gi = k.k1 * static_cast<double>(g[i * width + j]);
+        const double gk = k.k1 * grad(i * width + j, false);
         gx[i * width + j] = static_cast<T>(
-            k.x_free ? gi : gi + k.k2 * static_cast<double>(x[i * width + j]) + k.k0);
+            k.x_free ? gk : gk + k.k2 * static_cast<double>(x[i * width + j]) + k.k0);
       }
     }
   });
 }
 
-/// m == 1 (see stats_one): the gradient sums per chunk of rows, then gx = k1 g + k2 x + k0 over
-/// the rows, vectorised over the channels.
+/// gx = k1 * g + k2 * x + k0 over one [C] row (k2 and k0 null: running statistics, gx = k1 * g).
 template <class T>
-void backward_one(T* gx, A_<T>* gw, A_<T>* gb, const T* g, const T* x, int64_t R, int64_t C,
-                  int64_t /*m*/, const A_<T>* mean, const A_<T>* invstd, const A_<T>* w,
+void grad_row_one(T* __restrict gx, const T* __restrict g, const T* __restrict x,
+                  const A_<T>* __restrict k1, const A_<T>* __restrict k2,
+                  const A_<T>* __restrict k0, int64_t n) {
+  using A = A_<T>;
+  if (k2 == nullptr) {
+    for (int64_t c = 0; c < n; ++c) gx[c] = static_cast<T>(k1[c] * static_cast<A>(g[c]));
+    return;
+  }
+  for (int64_t c = 0; c < n; ++c) {
+    gx[c] = static_cast<T>(k1[c] * static_cast<A>(g[c]) + k2[c] * static_cast<A>(x[c]) + k0[c]);
+  }
+}
+
+/// m == 1 (see stats_one): the gradient sums per chunk of rows in one sweep over g and x, then
+/// gx = k1 g + k2 x + k0 over the rows, vectorised over the channels.
+template <class T>
+void backward_one(T* gx, A_<T>* gw, A_<T>* gb, const GradIn<T>& gi, const T* x, int64_t R,
+                  int64_t C, int64_t /*m*/, const A_<T>* mean, const A_<T>* invstd, const A_<T>* w,
                   bool batch_stats) {
   using A = A_<T>;
-  std::vector<double> part, sg, sgx;
-  chunk_sums<T>(R, C, part, [&](A* __restrict acc, int64_t r, int64_t c0, int64_t c1) {
-    const T* __restrict gr = g + r * C;
-    for (int64_t c = c0; c < c1; ++c) acc[c] += static_cast<A>(gr[c]);
-  });
-  fold_chunks(part, C, sg);
-  chunk_sums<T>(R, C, part, [&](A* __restrict acc, int64_t r, int64_t c0, int64_t c1) {
-    const T* __restrict gr = g + r * C;
-    const T* __restrict xr = x + r * C;
-    for (int64_t c = c0; c < c1; ++c) {
-      acc[c] += static_cast<A>(gr[c]) * (static_cast<A>(xr[c]) - mean[c]);
+  const bool need_sums = gw != nullptr || gb != nullptr || (gx != nullptr && batch_stats);
+  const int64_t chunks = (R + kChunk - 1) / kChunk;
+  // Written by every chunk's task when the sums are needed, read only then.
+  const Tensor parts = make_tensor({need_sums ? 2 * chunks * C : 0}, kFloat64);
+  double* part_g = parts.data_ptr<double>();
+  double* part_gx = part_g + (need_sums ? chunks * C : 0);
+  if (gi.needs_first_pass(need_sums)) {
+    for_each_chunk(R, C, [&](int64_t k, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+      const int64_t wd = c1 - c0, b = tile_rows(wd, C);
+      A acc_g[kTile], acc_gx[kTile], sg[kChanBlock], sgx[kChanBlock];
+      T buf[kTile];
+      std::fill(acc_g, acc_g + b * wd, A(0));
+      std::fill(acc_gx, acc_gx + b * wd, A(0));
+      const std::vector<A> mean_t = tiled(mean + c0, wd, b);
+      for_each_span(r0, r1, b, wd, [&](int64_t r, int64_t len) {
+        const T* g = gi.at(r * C + c0, len, buf, true);
+        if (need_sums) add_grad_row(acc_g, acc_gx, g, x + r * C + c0, mean_t.data(), len);
+      });
+      if (!need_sums) return;
+      fold_tile(acc_g, wd, b, sg);
+      fold_tile(acc_gx, wd, b, sgx);
+      for (int64_t c = 0; c < wd; ++c) {
+        part_g[k * C + c0 + c] = sg[c];
+        part_gx[k * C + c0 + c] = sgx[c];
+      }
+    });
+  }
+  std::vector<double> sg(static_cast<size_t>(C), 0.0), sgx(sg.size(), 0.0);
+  if (need_sums) {
+    for (int64_t k = 0; k < chunks; ++k) {
+      for (int64_t c = 0; c < C; ++c) {
+        sg[c] += part_g[k * C + c];
+        sgx[c] += part_gx[k * C + c];
+      }
     }
-  });
-  fold_chunks(part, C, sgx);
+  }
   std::vector<A> k1(static_cast<size_t>(C)), k2(k1.size()), k0(k1.size());
   for (int64_t c = 0; c < C; ++c) {
     if (gb != nullptr) gb[c] = static_cast<A>(sg[c]);
     if (gw != nullptr) gw[c] = static_cast<A>(sgx[c] * invstd[c]);
-    const GradCoef k = grad_coef(sg[c], sgx[c], mean[c], invstd[c], w ? w[c] : 1.0,
-                                 static_cast<double>(R), batch_stats);
-    k1[c] = static_cast<A>(k.k1);
-    k2[c] = static_cast<A>(k.k2);
-    k0[c] = static_cast<A>(k.k0);
+    const GradCoef kc = grad_coef(sg[c], sgx[c], mean[c], invstd[c], w ? w[c] : 1.0,
+                                  static_cast<double>(R), batch_stats);
+    k1[c] = static_cast<A>(kc.k1);
+    k2[c] = static_cast<A>(kc.k2);
+    k0[c] = static_cast<A>(kc.k0);
   }
   if (gx == nullptr) return;
-  const A* __restrict p1 = k1.data();
-  const A* __restrict p2 = k2.data();
-  const A* __restrict p0 = k0.data();
-  parallel_for(0, R, std::max<int64_t>(1, kGrainSize / C), [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) {
-      T* __restrict o = gx + r * C;
-      const T* __restrict gr = g + r * C;
-      const T* __restrict xr = x + r * C;
-      for (int64_t c = 0; c < C; ++c) {
-        o[c] = static_cast<T>(batch_stats ? p1[c] * static_cast<A>(gr[c]) +
-                                                p2[c] * static_cast<A>(xr[c]) + p0[c]
-                                          : p1[c] * static_cast<A>(gr[c]));
-      }
-    }
+  const int64_t b = tile_rows(C, C);
+  const std::vector<A> k1_t = tiled(k1.data(), C, b), k2_t = tiled(k2.data(), C, b),
+                       k0_t = tiled(k0.data(), C, b);
+  const A* p2 = batch_stats ? k2_t.data() : nullptr;
+  const A* p0 = batch_stats ? k0_t.data() : nullptr;
+  for_each_row_span(R, C, [&](int64_t r, int64_t len) {
+    T buf[kTile];
+    std::vector<T> big = len > kTile ? gi.buffer(len) : std::vector<T>();
+    const T* g = gi.at(r * C, len, len > kTile ? big.data() : buf, false);
+    grad_row_one(gx + r * C, g, x + r * C, k1_t.data(), p2, p0, len);
   });
 }
 
-void backward_kernel(const Tensor& gx, const Tensor& gw, const Tensor& gb, const Tensor& g,
-                     const Tensor& x, const Tensor& mean, const Tensor& invstd,
-                     const Tensor& weight, bool batch_stats) {
+// The backward of batch_norm (y and go undefined) and of batch_norm_relu (y its output, go the
+// residual's gradient when wanted).
+void backward_impl(const Tensor& gx, const Tensor& gw, const Tensor& gb, const Tensor& g,
+                   const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& weight,
+                   bool batch_stats, const Tensor& y, const Tensor& go) {
   dispatch_floating(x.dtype(), "batch_norm_backward", [&]<class T>() {
     using A = A_<T>;
     const int64_t n = x.size(0), ch = x.size(1), m = x.size(2);
@@ -498,10 +729,24 @@ void backward_kernel(const Tensor& gx, const Tensor& gw, const Tensor& gb, const
     A* pgw = gw.defined() ? gw.data_ptr<A>() : nullptr;
     A* pgb = gb.defined() ? gb.data_ptr<A>() : nullptr;
     const A* pw = weight.defined() ? weight.data_ptr<A>() : nullptr;
+    GradIn<T> gi{g.data_ptr<T>(), y.defined() ? y.data_ptr<T>() : nullptr,
+                 go.defined() ? go.data_ptr<T>() : nullptr};
     auto run = m == 1 ? &backward_one<T> : m < kShortRow ? &backward_cols<T> : &backward_rows<T>;
-    run(pgx, pgw, pgb, g.data_ptr<T>(), x.data_ptr<T>(), n, ch, m, mean.data_ptr<A>(),
-        invstd.data_ptr<A>(), pw, batch_stats);
+    run(pgx, pgw, pgb, gi, x.data_ptr<T>(), n, ch, m, mean.data_ptr<A>(), invstd.data_ptr<A>(), pw,
+        batch_stats);
   });
+}
+
+void backward_kernel(const Tensor& gx, const Tensor& gw, const Tensor& gb, const Tensor& g,
+                     const Tensor& x, const Tensor& mean, const Tensor& invstd,
+                     const Tensor& weight, bool batch_stats) {
+  backward_impl(gx, gw, gb, g, x, mean, invstd, weight, batch_stats, Tensor(), Tensor());
+}
+
+void backward_relu_kernel(const Tensor& gx, const Tensor& gw, const Tensor& gb, const Tensor& go,
+                          const Tensor& g, const Tensor& y, const Tensor& x, const Tensor& mean,
+                          const Tensor& invstd, const Tensor& weight, bool batch_stats) {
+  backward_impl(gx, gw, gb, g, x, mean, invstd, weight, batch_stats, y, go);
 }
 
 }  // namespace
@@ -509,5 +754,8 @@ void backward_kernel(const Tensor& gx, const Tensor& gw, const Tensor& gb, const
 IGNIS_REGISTER_KERNEL(batch_norm_train_stub, CPU, &train_kernel);
 IGNIS_REGISTER_KERNEL(channel_affine_stub, CPU, &affine_kernel);
 IGNIS_REGISTER_KERNEL(batch_norm_backward_stub, CPU, &backward_kernel);
+IGNIS_REGISTER_KERNEL(batch_norm_relu_train_stub, CPU, &train_relu_kernel);
+IGNIS_REGISTER_KERNEL(channel_affine_relu_stub, CPU, &affine_relu_kernel);
+IGNIS_REGISTER_KERNEL(batch_norm_relu_backward_stub, CPU, &backward_relu_kernel);
 
 }  // namespace ignis::cpu

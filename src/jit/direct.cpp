@@ -96,6 +96,11 @@ Tensor d_batch_norm(const Node& n, const std::vector<Tensor>& e, void*) {
                     n.args[5].attr.get<bool>(), n.args[6].attr.get<double>(),
                     n.args[7].attr.get<double>());
 }
+Tensor d_batch_norm_relu(const Node& n, const std::vector<Tensor>& e, void*) {
+  return batch_norm_relu(in(n, e, 0), in(n, e, 1), in(n, e, 2), in(n, e, 3), in(n, e, 4),
+                         in(n, e, 5), n.args[6].attr.get<bool>(), n.args[7].attr.get<double>(),
+                         n.args[8].attr.get<double>());
+}
 Tensor d_max_pool2d(const Node& n, const std::vector<Tensor>& e, void*) {
   return max_pool2d(in(n, e, 0), ints(n, 1), ints(n, 2), ints(n, 3), ints(n, 4),
                     n.args[5].attr.get<bool>());
@@ -119,6 +124,7 @@ DirectFn find_direct(const op::Record& rec) {
       {"add.Tensor", &d_add},
       {"flatten.using_ints", &d_flatten},
       {"batch_norm", &d_batch_norm},
+      {"batch_norm_relu", &d_batch_norm_relu},
       {"max_pool2d", &d_max_pool2d},
       {"adaptive_avg_pool2d", &d_adaptive_avg_pool2d},
   };

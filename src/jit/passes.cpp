@@ -20,8 +20,8 @@ namespace detail {
 bool writes_inputs(const Node& n) {
   for (const std::string& r : n.op->schema.returns)
     if (r.find('!') != std::string::npos) return true;
-  // batch_norm in training mode updates its running statistics in place.
-  if (n.op->schema.name == "batch_norm") {
+  // batch_norm (and batch_norm_relu) in training mode updates its running statistics in place.
+  if (n.op->schema.name == "batch_norm" || n.op->schema.name == "batch_norm_relu") {
     const int t = n.op->schema.index_of("training");
     return t >= 0 && n.args[static_cast<size_t>(t)].attr.is<bool>() &&
            n.args[static_cast<size_t>(t)].attr.get<bool>();
@@ -408,13 +408,94 @@ bool fuse_residual(Graph& g, size_t relu_i, size_t add_i, const std::vector<int>
   return false;
 }
 
+/// batch_norm's arguments as batch_norm_relu's, with `other` (a value id, or -1 for none).
+std::vector<Arg> batch_norm_relu_args(const Node& bn, int other) {
+  std::vector<Arg> args = bn.args;
+  args.insert(args.begin() + 1, Arg::tensor(other));  // -1: None
+  return args;
+}
+
+/// Can batch norm node `bi` run at `to` instead (later)? Its running statistics (which it
+/// updates in training) must be read by nothing else, and a node between that writes into a
+/// tensor may write only module buffers the batch norm does not read: another batch norm's
+/// statistics, or the counter of batches (`num_batches_tracked.add_(1)`) the BatchNorm modules
+/// update in training.
+bool can_move_batch_norm(const Graph& g, size_t bi, size_t to, const std::vector<int>& uses,
+                         const std::vector<char>& dead) {
+  const Node& bn = g.nodes[bi];
+  for (const char* stat : {"running_mean", "running_var"}) {
+    const int v = arg(bn, stat).value;
+    if (v >= 0 && uses[static_cast<size_t>(v)] != 1) return false;
+  }
+  auto foreign_buffer = [&](int v) {
+    if (v < 0) return true;
+    if (g.values[static_cast<size_t>(v)].kind != ValueKind::Buffer) return false;
+    for (const Arg& a : bn.args)
+      if (a.kind == Arg::Kind::Tensor && a.value == v) return false;
+    return true;
+  };
+  for (size_t k = bi + 1; k < to; ++k) {
+    const Node& n = g.nodes[k];
+    if (dead[k] || !writes_inputs(n)) continue;
+    const std::string name = n.name();
+    if (name == "batch_norm" || name == "batch_norm_relu") {
+      // It writes its running statistics only.
+      if (!foreign_buffer(arg(n, "running_mean").value) ||
+          !foreign_buffer(arg(n, "running_var").value))
+        return false;
+      continue;
+    }
+    // Any tensor it reads may be what it writes.
+    for (const Arg& a : n.args) {
+      if (a.kind == Arg::Kind::Tensor && !foreign_buffer(a.value)) return false;
+      if (a.kind == Arg::Kind::TensorList)
+        for (int v : a.values)
+          if (!foreign_buffer(v)) return false;
+    }
+  }
+  return true;
+}
+
+/// relu(batch_norm(x) + other) -> batch_norm_relu(x, other, ...) at the relu's place (the
+/// residual may be computed after the batch norm, as a ResNet block's downsample branch is).
+bool fuse_batch_norm_residual(Graph& g, size_t relu_i, size_t add_i, const std::vector<int>& uses,
+                              const std::vector<int>& prod, std::vector<char>& dead,
+                              const op::Record* fused_op) {
+  const Node& add = g.nodes[add_i];
+  const op::IValue& alpha = arg(add, "alpha").attr;
+  if (!alpha.is<Scalar>() || alpha.get<Scalar>().to<double>() != 1.0) return false;
+  for (int side = 0; side < 2; ++side) {
+    const int c = add.args[static_cast<size_t>(side)].value;
+    const int other = add.args[static_cast<size_t>(1 - side)].value;
+    const int bp = c >= 0 ? prod[static_cast<size_t>(c)] : -1;
+    if (bp < 0 || dead[static_cast<size_t>(bp)] || uses[static_cast<size_t>(c)] != 1 || other < 0)
+      continue;
+    if (g.nodes[static_cast<size_t>(bp)].name() != "batch_norm") continue;
+    // The kernels read `other` at the output's shape and dtype (no broadcasting).
+    const Value& ov = g.values[static_cast<size_t>(other)];
+    const Value& cv = g.values[static_cast<size_t>(c)];
+    if (!IntArrayRef(ov.sizes).equals(cv.sizes) || ov.dtype != cv.dtype) continue;
+    if (!can_move_batch_norm(g, static_cast<size_t>(bp), relu_i, uses, dead)) continue;
+    Node fused;
+    fused.op = fused_op;
+    fused.args = batch_norm_relu_args(g.nodes[static_cast<size_t>(bp)], other);
+    fused.outputs = g.nodes[relu_i].outputs;
+    g.nodes[relu_i] = std::move(fused);
+    dead[add_i] = 1;
+    dead[static_cast<size_t>(bp)] = 1;
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 int fuse_ops(Graph& g) {
   const op::Record* conv_relu = op::find("conv2d_relu");
   const op::Record* linear_relu = op::find("linear_relu");
   const op::Record* conv_add_relu = op::find("conv2d_add_relu");
-  IGNIS_CHECK(conv_relu && linear_relu && conv_add_relu,
+  const op::Record* bn_relu = op::find("batch_norm_relu");
+  IGNIS_CHECK(conv_relu && linear_relu && conv_add_relu && bn_relu,
               "jit::fuse_ops: the fused ops are not registered");
   std::vector<int> uses = g.use_counts();
   std::vector<int> prod = producers(g);
@@ -434,10 +515,16 @@ int fuse_ops(Graph& g) {
     if (relu && pname == "add.Tensor") {
       // relu(conv2d(...) + other) -> conv2d_add_relu, at the relu's place (other may be
       // computed after the convolution, as a ResNet block's downsample branch is).
-      if (fuse_residual(g, i, static_cast<size_t>(p), uses, prod, dead, conv_add_relu)) ++fused;
+      if (fuse_residual(g, i, static_cast<size_t>(p), uses, prod, dead, conv_add_relu) ||
+          fuse_batch_norm_residual(g, i, static_cast<size_t>(p), uses, prod, dead, bn_relu))
+        ++fused;
       continue;
     }
-    if (relu && (pname == "conv2d" || pname == "linear")) {
+    if (relu && pname == "batch_norm") {
+      // relu(batch_norm(x)) -> batch_norm_relu(x, None, ...) at the batch norm's place.
+      prev.args = batch_norm_relu_args(prev, -1);
+      prev.op = bn_relu;
+    } else if (relu && (pname == "conv2d" || pname == "linear")) {
       // Same schema: the fused record takes the producer's arguments as they are.
       prev.op = pname == "conv2d" ? conv_relu : linear_relu;
     } else if (relu && pname == "conv2d.int_padding") {

@@ -1,4 +1,5 @@
-// batch_norm, group_norm, local_response_norm and dropout2d.
+// batch_norm (and batch_norm_relu, its fusion with a residual add and a ReLU), group_norm,
+// local_response_norm and dropout2d.
 // batch_norm runs fused kernels (training: each channel's statistics and normalisation in one
 // kernel; a one-kernel backward giving grad_input, grad_weight and grad_bias). When a graph of
 // the backward is being built (create_graph) the backward is written in ignis ops instead,
@@ -13,6 +14,7 @@
 #include "ignis/autograd.h"
 #include "ignis/ops.h"
 #include "ops/elementwise.h"
+#include "ops/unary.h"
 
 namespace ignis {
 
@@ -22,6 +24,9 @@ using autograd::SavedVariable;
 IGNIS_DEFINE_STUB(batch_norm_train_stub, BatchNormTrainFn);
 IGNIS_DEFINE_STUB(channel_affine_stub, ChannelAffineFn);
 IGNIS_DEFINE_STUB(batch_norm_backward_stub, BatchNormBackwardFn);
+IGNIS_DEFINE_STUB(batch_norm_relu_train_stub, BatchNormReluTrainFn);
+IGNIS_DEFINE_STUB(channel_affine_relu_stub, ChannelAffineReluFn);
+IGNIS_DEFINE_STUB(batch_norm_relu_backward_stub, BatchNormReluBackwardFn);
 
 namespace {
 
@@ -101,6 +106,16 @@ IGNIS_OP(batch_norm,
          batch_norm,
          {.differentiable = true,
           .stubs = {&batch_norm_train_stub, &channel_affine_stub, &batch_norm_backward_stub}});
+IGNIS_OP(batch_norm_relu,
+         "batch_norm_relu(Tensor input, Tensor? other, Tensor(a!)? running_mean, "
+         "Tensor(b!)? running_var, Tensor? weight, Tensor? bias, bool training, float momentum, "
+         "float eps) -> Tensor",
+         Tensor(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                const Tensor&, bool, double, double),
+         batch_norm_relu,
+         {.differentiable = true,
+          .stubs = {&batch_norm_relu_train_stub, &channel_affine_relu_stub,
+                    &batch_norm_relu_backward_stub}});
 IGNIS_OP(group_norm,
          "group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, "
          "float eps=1e-05) -> Tensor",
@@ -116,12 +131,12 @@ IGNIS_OP(feature_dropout, "feature_dropout(Tensor input, float p=0.5, bool train
          Tensor(const Tensor&, double, bool), dropout2d,
          {.differentiable = true, .kind = "random"});
 
-Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
-                  const Tensor& weight, const Tensor& bias, bool training, double momentum,
-                  double eps) {
-  IGNIS_DISPATCH(batch_norm, batch_norm, x, running_mean, running_var, weight, bias, training,
-                 momentum, eps);
-  const char* op = "batch_norm";
+namespace {
+
+/// batch_norm, and with relu set batch_norm_relu: relu(batch_norm(x) + other), other optional.
+Tensor batch_norm_impl(const char* op, const Tensor& x, const Tensor& other,
+                       const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                       const Tensor& bias, bool training, double momentum, double eps, bool relu) {
   IGNIS_CHECK(x.dim() >= 2, op, ": expected an input of at least 2 dims [N, C, *], but got shape ",
               x.sizes());
   IGNIS_CHECK(x.is_floating_point(), op, ": expected a floating point input, but got ", x.dtype());
@@ -141,11 +156,19 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
               ": expected more than 1 value per channel when training, but got "
               "input of shape ",
               x.sizes());
+  if (other.defined()) {
+    IGNIS_CHECK(other.sizes() == x.sizes() && other.dtype() == x.dtype(), op,
+                ": other must have the input's shape and dtype ", x.dtype(), x.sizes(),
+                ", but got ", other.dtype(), other.sizes());
+    IGNIS_CHECK(other.device() == x.device(), op, ": other is on ", other.device().str(),
+                " but the input is on ", x.device().str());
+  }
 
   const DType sd = norm_stat_dtype(x.dtype());
   const bool cl = is_channels_last(x);  // kept channels-last
   const MemoryFormat fmt = cl ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
   const Tensor x3 = ncm_view(x.contiguous(fmt), cl);
+  const Tensor other3 = other.defined() ? ncm_view(other.contiguous(fmt), cl) : Tensor();
   Tensor out = make_tensor(x.sizes(), x.dtype(), x.device(), fmt);
   const Tensor out3 = ncm_view(out, cl);
   Tensor mean, invstd;
@@ -157,8 +180,13 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
       mean = make_tensor({channels}, sd, x.device());
       Tensor var = make_tensor({channels}, sd, x.device());
       invstd = make_tensor({channels}, sd, x.device());
-      batch_norm_train_stub[x.device()](out3, mean, var, invstd, x3, stat_vector(weight),
-                                        stat_vector(bias), eps);
+      if (relu) {
+        batch_norm_relu_train_stub[x.device()](out3, mean, var, invstd, x3, stat_vector(weight),
+                                               stat_vector(bias), eps, other3);
+      } else {
+        batch_norm_train_stub[x.device()](out3, mean, var, invstd, x3, stat_vector(weight),
+                                          stat_vector(bias), eps);
+      }
       if (running_mean.defined()) {
         Tensor rm = running_mean, rv = running_var;
         update_running(rm, mean, momentum);
@@ -171,36 +199,83 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
       invstd = rsqrt(cast(running_var, sd) + eps);
       const Tensor scale = weight.defined() ? invstd * cast(weight, sd) : invstd;
       const Tensor shift = bias.defined() ? cast(bias, sd) - mean * scale : -(mean * scale);
-      channel_affine_stub[x.device()](out3, x3, scale, shift);
+      if (relu) {
+        channel_affine_relu_stub[x.device()](out3, x3, scale, shift, other3);
+      } else {
+        channel_affine_stub[x.device()](out3, x3, scale, shift);
+      }
     }
   }
 
-  if (autograd::any_needs_grad({&x, &weight, &bias})) {
-    autograd::record(
-        op, {&x, &weight, &bias}, {&out},
-        [sx = SavedVariable(x, false), sw = SavedVariable(weight, false),
-         sm = SavedVariable(mean, false), si = SavedVariable(invstd, false), training, eps, cl,
-         fmt](BackwardCtx& c, const TensorList& g) -> TensorList {
-          const Tensor xs = c.unpack(sx);
-          const Tensor w = c.unpack(sw);
-          const Tensor mean = c.unpack(sm), invstd = c.unpack(si);
-          if (is_grad_enabled()) {
-            return batch_norm_backward_composite(g[0], xs, w, mean, invstd, training, eps);
-          }
-          const int64_t ch = xs.size(1);
-          const DType sdt = norm_stat_dtype(xs.dtype());
-          Tensor gx, gw, gb;
-          if (c.needs_input_grad(0)) gx = make_tensor(xs.sizes(), xs.dtype(), xs.device(), fmt);
-          if (c.needs_input_grad(1)) gw = make_tensor({ch}, sdt, xs.device());
-          if (c.needs_input_grad(2)) gb = make_tensor({ch}, sdt, xs.device());
-          const Tensor g3 = ncm_view(cast(g[0], xs.dtype()).contiguous(fmt), cl);
-          batch_norm_backward_stub[xs.device()](
-              gx.defined() ? ncm_view(gx, cl) : gx, gw, gb, g3, ncm_view(xs.contiguous(fmt), cl),
-              mean, invstd, w.defined() ? cast(w, sdt).contiguous() : w, training);
-          return {gx, gw, gb};
-        });
+  if (autograd::any_needs_grad({&x, &weight, &bias, &other})) {
+    const bool has_other = other.defined();
+    auto backward = [sx = SavedVariable(x, false), sw = SavedVariable(weight, false),
+                     sm = SavedVariable(mean, false), si = SavedVariable(invstd, false),
+                     so = relu ? save_output(out) : SavedVariable(), training, eps, cl, fmt, relu,
+                     has_other](BackwardCtx& c, const TensorList& g) -> TensorList {
+      const Tensor xs = c.unpack(sx);
+      const Tensor w = c.unpack(sw);
+      const Tensor mean = c.unpack(sm), invstd = c.unpack(si);
+      if (is_grad_enabled()) {
+        // The ReLU's backward, then batch norm's, in ops (differentiable again).
+        const Tensor gy = relu ? threshold_backward(g[0], c.unpack(so), 0) : g[0];
+        TensorList r = batch_norm_backward_composite(gy, xs, w, mean, invstd, training, eps);
+        if (relu) r.push_back(has_other ? gy : Tensor());
+        return r;
+      }
+      const int64_t ch = xs.size(1);
+      const DType sdt = norm_stat_dtype(xs.dtype());
+      const Device dev = xs.device();
+      Tensor gx, gw, gb, go;
+      if (c.needs_input_grad(0)) gx = make_tensor(xs.sizes(), xs.dtype(), dev, fmt);
+      if (c.needs_input_grad(1)) gw = make_tensor({ch}, sdt, dev);
+      if (c.needs_input_grad(2)) gb = make_tensor({ch}, sdt, dev);
+      if (has_other && c.needs_input_grad(3)) go = make_tensor(xs.sizes(), xs.dtype(), dev, fmt);
+      const Tensor g3 = ncm_view(cast(g[0], xs.dtype()).contiguous(fmt), cl);
+      const Tensor gx3 = gx.defined() ? ncm_view(gx, cl) : gx;
+      const Tensor x3 = ncm_view(xs.contiguous(fmt), cl);
+      const Tensor wv = w.defined() ? cast(w, sdt).contiguous() : w;
+      if (!relu) {
+        batch_norm_backward_stub[dev](gx3, gw, gb, g3, x3, mean, invstd, wv, training);
+        return {gx, gw, gb};
+      }
+      const Tensor y3 = ncm_view(c.unpack(so).contiguous(fmt), cl);
+      batch_norm_relu_backward_stub[dev](gx3, gw, gb, go.defined() ? ncm_view(go, cl) : go, g3, y3,
+                                         x3, mean, invstd, wv, training);
+      return {gx, gw, gb, go};
+    };
+    if (relu) {
+      autograd::record(op, {&x, &weight, &bias, &other}, {&out}, std::move(backward));
+    } else {
+      autograd::record(op, {&x, &weight, &bias}, {&out}, std::move(backward));
+    }
   }
   return out;
+}
+
+}  // namespace
+
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& weight, const Tensor& bias, bool training, double momentum,
+                  double eps) {
+  IGNIS_DISPATCH(batch_norm, batch_norm, x, running_mean, running_var, weight, bias, training,
+                 momentum, eps);
+  return batch_norm_impl("batch_norm", x, Tensor(), running_mean, running_var, weight, bias,
+                         training, momentum, eps, false);
+}
+
+Tensor batch_norm_relu(const Tensor& x, const Tensor& other, const Tensor& running_mean,
+                       const Tensor& running_var, const Tensor& weight, const Tensor& bias,
+                       bool training, double momentum, double eps) {
+  IGNIS_DISPATCH(batch_norm_relu, batch_norm_relu, x, other, running_mean, running_var, weight,
+                 bias, training, momentum, eps);
+  if (!batch_norm_relu_train_stub.has_kernel(x.device().type)) {
+    // No fused kernels on this device: the three ops.
+    Tensor y = batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps);
+    return relu(other.defined() ? add(y, other) : y);
+  }
+  return batch_norm_impl("batch_norm_relu", x, other, running_mean, running_var, weight, bias,
+                         training, momentum, eps, true);
 }
 
 Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, const Tensor& bias,

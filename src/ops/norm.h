@@ -35,4 +35,25 @@ using BatchNormBackwardFn = void (*)(const Tensor& grad_input, const Tensor& gra
                                      bool batch_stats);
 IGNIS_DECLARE_STUB(batch_norm_backward_stub, BatchNormBackwardFn);
 
+// batch_norm_relu, relu(batch_norm(x) + other) with other optional (x's shape and layout, seen
+// as [N, C, M] the same way): the same kernels with the residual and the ReLU in the pass that
+// writes y. CPU only; on other devices the op runs its composite.
+using BatchNormReluTrainFn = void (*)(const Tensor& y, const Tensor& mean, const Tensor& var,
+                                      const Tensor& invstd, const Tensor& x, const Tensor& weight,
+                                      const Tensor& bias, double eps, const Tensor& other);
+IGNIS_DECLARE_STUB(batch_norm_relu_train_stub, BatchNormReluTrainFn);
+
+using ChannelAffineReluFn = void (*)(const Tensor& y, const Tensor& x, const Tensor& scale,
+                                     const Tensor& shift, const Tensor& other);
+IGNIS_DECLARE_STUB(channel_affine_relu_stub, ChannelAffineReluFn);
+
+/// The backward with the ReLU's mask from the output y: the gradient reaching the normalisation
+/// is g where y > 0, written to grad_other (the residual's gradient) when that is defined.
+using BatchNormReluBackwardFn = void (*)(const Tensor& grad_input, const Tensor& grad_weight,
+                                         const Tensor& grad_bias, const Tensor& grad_other,
+                                         const Tensor& g, const Tensor& y, const Tensor& x,
+                                         const Tensor& mean, const Tensor& invstd,
+                                         const Tensor& weight, bool batch_stats);
+IGNIS_DECLARE_STUB(batch_norm_relu_backward_stub, BatchNormReluBackwardFn);
+
 }  // namespace ignis
