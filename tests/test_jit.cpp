@@ -143,6 +143,31 @@ TEST(JitTrace, ModuleWithSeveralInputsNeedsAFunction) {
                         "were given"));
 }
 
+// The tracers keep no intermediate alive: tracing needs the memory running eagerly does (a
+// compiled module's first call, which traces, is not its peak). Before, every traced tensor was
+// held until the trace ended: ResNet-50's first training step through jit::compile took
+// 1,433 MB of RSS against eager's 1,077.
+TEST(JitTrace, TracingFreesIntermediatesAsEagerDoes) {
+  auto fn = [](const TensorList& in) {
+    Tensor h = in[0];
+    for (int i = 0; i < 8; ++i) h = (h * 2).relu();  // 4 MB each; the previous one dropped
+    return TensorList{h.sum()};
+  };
+  Tensor x = randn({1 << 20});
+  auto peak_of = [&](const std::function<void()>& f) {
+    const int64_t base = memory_stats().allocated;
+    reset_peak_memory_stats();
+    f();
+    return memory_stats().peak_allocated - base;
+  };
+  const int64_t eager = peak_of([&] { fn({x}); });
+  const int64_t traced = peak_of([&] { jit::trace(fn, {x}); });
+  const int64_t ops = peak_of([&] { jit::trace_ops(fn, {x}); });
+  EXPECT_GE(eager, int64_t{8} << 20);  // two 4 MB tensors at once
+  EXPECT_LE(traced, eager + (int64_t{1} << 20)) << "eager peak " << eager;
+  EXPECT_LE(ops, eager + (int64_t{1} << 20)) << "eager peak " << eager;
+}
+
 TEST(JitRun, InputsMustMatchTheTrace) {
   auto m = models::mlp();
   m->eval();

@@ -273,7 +273,8 @@ int fold_batch_norm(Graph& g);
 /// (oneDNN's post-op for the convolution; the relu in place on the product for linear);
 /// conv2d -> add -> relu (a residual block's end) becomes conv2d_add_relu (oneDNN's sum and
 /// relu post-ops); a linear without bias followed by the add of a constant vector takes it as
-/// its bias.
+/// its bias; batch_norm -> relu and batch_norm -> add -> relu (a training graph's) become
+/// batch_norm_relu (normalisation, residual and ReLU in one pass).
 int fuse_ops(Graph& g);
 
 /// Elementwise fusion: each maximal chain of elementwise ops (add, sub, mul, div, maximum,

@@ -1,5 +1,6 @@
 // Capture: the graph tracer (an interposer on the registry's call path, plus a hook on host
 // reads) and jit::compile's guarded cache of traced graphs.
+#include <memory>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
@@ -130,7 +131,14 @@ class GraphTracer final : public op::Interposer, public detail::HostReadHook {
   }
 
   void note_version(const Tensor& t) {
-    if (t.defined()) versions_[t.impl()->storage().get()] = t.impl()->version();
+    if (!t.defined()) return;
+    const std::shared_ptr<StorageImpl>& s = t.impl()->storage();
+    auto [it, fresh] = versions_.try_emplace(s.get(), t.impl()->version());
+    if (fresh) {
+      alive_storages_.push_back(s);  // keys versions_: its address must not be reused either
+    } else {
+      it->second = t.impl()->version();
+    }
   }
 
   /// Whether `t` depends on the graph's inputs, parameters, buffers or random draws (a value
@@ -200,7 +208,11 @@ class GraphTracer final : public op::Interposer, public detail::HostReadHook {
     if (kind == ValueKind::Input || kind == ValueKind::Parameter || kind == ValueKind::Buffer)
       dynamic_.insert(id);
     note_version(t);
-    alive_.push_back(t);  // so that no later tensor reuses this one's address while tracing
+    // So that no later tensor reuses this one's address while tracing. A weak reference: the
+    // impl is freed with its last user, as in eager, and with it its storage (a trace's peak
+    // memory is eager's), but not its memory, which holds the control block too (tensors are
+    // made by allocate_shared).
+    alive_.push_back(t.impl_ptr());
     return id;
   }
 
@@ -214,7 +226,8 @@ class GraphTracer final : public op::Interposer, public detail::HostReadHook {
   std::unordered_map<int, std::string> producer_;
   std::unordered_set<int> dynamic_;
   std::unordered_map<const StorageImpl*, uint32_t> versions_;  // as last seen by the tracer
-  std::vector<Tensor> alive_;
+  std::vector<std::weak_ptr<TensorImpl>> alive_;
+  std::vector<std::weak_ptr<StorageImpl>> alive_storages_;
 };
 
 // Installs the tracer's host-read hook for a scope.

@@ -2,6 +2,7 @@
 #include "ignis/trace.h"
 
 #include <cstdio>
+#include <memory>
 #include <sstream>
 #include <unordered_map>
 
@@ -76,7 +77,10 @@ class Tracer final : public op::Interposer {
     const int id = static_cast<int>(t_.values.size());
     t_.values.push_back(std::move(v));
     ids_[t.impl()] = id;
-    alive_.push_back(t);  // so that no later tensor reuses this one's address while tracing
+    // So that no later tensor reuses this one's address while tracing. A weak reference: the
+    // impl is freed with its last user, as in eager (its storage with it), but not its memory,
+    // which holds the control block too (tensors are made by allocate_shared).
+    alive_.push_back(t.impl_ptr());
     return id;
   }
 
@@ -84,7 +88,7 @@ class Tracer final : public op::Interposer {
   int depth_ = 0;
   int results_ = 0;
   std::unordered_map<const TensorImpl*, int> ids_;
-  std::vector<Tensor> alive_;
+  std::vector<std::weak_ptr<TensorImpl>> alive_;
 };
 
 std::string value_type(const TraceValue& v) {
