@@ -335,6 +335,8 @@ TEST(BatchNormRelu, ErrorsNameTheOpAndTheResidual) {
                                 true, 0.1, 1e-5);
               }),
               HasSubstr("batch_norm_relu: other is on meta but the input is on cpu"));
+  EXPECT_THAT(error_of([&] { batch_norm_relu(Tensor(), {}, {}, {}, w, b, true, 0.1, 1e-5); }),
+              HasSubstr("batch_norm_relu: the input is undefined"));
   // The checks batch_norm makes, named for this op.
   EXPECT_THAT(error_of([&] { batch_norm_relu(x, {}, {}, {}, ones({4}), b, true, 0.1, 1e-5); }),
               HasSubstr("batch_norm_relu: weight must have shape [3]"));

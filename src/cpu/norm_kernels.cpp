@@ -177,7 +177,7 @@ constexpr int64_t kTile = 1024;
 
 /// Rows per tile for a task over w of the C channels (one row unless it spans them all).
 inline int64_t tile_rows(int64_t w, int64_t C) {
-  return w == C ? std::max<int64_t>(1, kTile / C) : 1;
+  return w == C && C > 0 ? std::max<int64_t>(1, kTile / C) : 1;
 }
 
 /// Calls f(r, len) over rows [r0, r1): tiles of b rows as spans of len = b * w elements, then
@@ -245,7 +245,7 @@ template <class F>
 int64_t for_each_chunk(int64_t R, int64_t C, F f) {
   const int64_t chunks = (R + kChunk - 1) / kChunk;
   const int64_t blocks = (C + kChanBlock - 1) / kChanBlock;
-  const int64_t task_work = kChunk * std::min(C, kChanBlock);
+  const int64_t task_work = kChunk * std::max<int64_t>(1, std::min(C, kChanBlock));
   parallel_for(0, chunks * blocks, std::max<int64_t>(1, kGrainSize / task_work),
                [&](int64_t b, int64_t e) {
                  for (int64_t t = b; t < e; ++t) {

@@ -133,7 +133,18 @@ IGNIS_OP(feature_dropout, "feature_dropout(Tensor input, float p=0.5, bool train
 
 namespace {
 
-/// batch_norm, and with relu set batch_norm_relu: relu(batch_norm(x) + other), other optional.
+/// batch_norm_relu's residual: x's shape, dtype and device (no broadcasting, on any device).
+void check_residual(const Tensor& x, const Tensor& other) {
+  if (!other.defined()) return;
+  IGNIS_CHECK(other.sizes() == x.sizes() && other.dtype() == x.dtype(),
+              "batch_norm_relu: other must have the input's shape and dtype ", x.dtype(), x.sizes(),
+              ", but got ", other.dtype(), other.sizes());
+  IGNIS_CHECK(other.device() == x.device(), "batch_norm_relu: other is on ", other.device().str(),
+              " but the input is on ", x.device().str());
+}
+
+/// batch_norm, and with relu set batch_norm_relu: relu(batch_norm(x) + other), other optional
+/// (checked by check_residual).
 Tensor batch_norm_impl(const char* op, const Tensor& x, const Tensor& other,
                        const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
                        const Tensor& bias, bool training, double momentum, double eps, bool relu) {
@@ -156,13 +167,6 @@ Tensor batch_norm_impl(const char* op, const Tensor& x, const Tensor& other,
               ": expected more than 1 value per channel when training, but got "
               "input of shape ",
               x.sizes());
-  if (other.defined()) {
-    IGNIS_CHECK(other.sizes() == x.sizes() && other.dtype() == x.dtype(), op,
-                ": other must have the input's shape and dtype ", x.dtype(), x.sizes(),
-                ", but got ", other.dtype(), other.sizes());
-    IGNIS_CHECK(other.device() == x.device(), op, ": other is on ", other.device().str(),
-                " but the input is on ", x.device().str());
-  }
 
   const DType sd = norm_stat_dtype(x.dtype());
   const bool cl = is_channels_last(x);  // kept channels-last
@@ -269,6 +273,8 @@ Tensor batch_norm_relu(const Tensor& x, const Tensor& other, const Tensor& runni
                        bool training, double momentum, double eps) {
   IGNIS_DISPATCH(batch_norm_relu, batch_norm_relu, x, other, running_mean, running_var, weight,
                  bias, training, momentum, eps);
+  IGNIS_CHECK(x.defined(), "batch_norm_relu: the input is undefined");
+  check_residual(x, other);
   if (!batch_norm_relu_train_stub.has_kernel(x.device().type)) {
     // No fused kernels on this device: the three ops.
     Tensor y = batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps);
