@@ -311,13 +311,24 @@ void stats_one(const T* x, int64_t R, int64_t C, A_<T>* mean, A_<T>* var) {
   }
 }
 
-// ---- the normalisation pass: y = x * scale[c] + shift[c], then the epilogue of the fused
-// batch_norm_relu: + other (the residual, x's shape and layout) and a ReLU.
+// ---- the normalisation pass: y = (x - center[c]) * scale[c] + shift[c], then the epilogue of
+// the fused batch_norm_relu: + other (the residual, x's shape and layout) and a ReLU. Training
+// centres on the batch mean and shifts by the bias: a channel of equal values gives exactly the
+// bias, where x * scale + (bias - mean * scale) would leave the rounding error of two products
+// of mean's size (1e25 for values of 1e30). Eval passes its folded shift and a centre of 0.
+
+/// Per-channel vectors of the pass.
+template <class A>
+struct ChannelAffine {
+  const A* center;
+  const A* scale;
+  const A* shift;
+};
 
 /// One value of the pass, in the compute type.
 template <bool kOther, bool kRelu, class T>
-inline T affine_value(T x, T s, T t, T other) {
-  T v = x * s + t;
+inline T affine_value(T x, T c, T s, T t, T other) {
+  T v = (x - c) * s + t;
   if constexpr (kOther) v += other;
   if constexpr (kRelu) v = fn::Relu{}(v);
   return v;
@@ -325,11 +336,11 @@ inline T affine_value(T x, T s, T t, T other) {
 
 /// A row of m elements of one channel (long rows).
 template <bool kOther, bool kRelu, class T>
-void affine_row(T* __restrict y, const T* __restrict x, const T* __restrict o, int64_t m, A_<T> s,
-                A_<T> t) {
+void affine_row(T* __restrict y, const T* __restrict x, const T* __restrict o, int64_t m, A_<T> c,
+                A_<T> s, A_<T> t) {
   using A = A_<T>;
   for (int64_t k = 0; k < m; ++k) {
-    y[k] = static_cast<T>(affine_value<kOther, kRelu>(static_cast<A>(x[k]), s, t,
+    y[k] = static_cast<T>(affine_value<kOther, kRelu>(static_cast<A>(x[k]), c, s, t,
                                                       kOther ? static_cast<A>(o[k]) : A(0)));
   }
 }
@@ -337,36 +348,39 @@ void affine_row(T* __restrict y, const T* __restrict x, const T* __restrict o, i
 /// A row of C channels side by side (m == 1).
 template <bool kOther, bool kRelu, class T>
 void affine_row_one(T* __restrict y, const T* __restrict x, const T* __restrict o,
-                    const A_<T>* __restrict s, const A_<T>* __restrict t, int64_t C) {
+                    const A_<T>* __restrict c, const A_<T>* __restrict s, const A_<T>* __restrict t,
+                    int64_t C) {
   using A = A_<T>;
-  for (int64_t c = 0; c < C; ++c) {
-    y[c] = static_cast<T>(affine_value<kOther, kRelu>(static_cast<A>(x[c]), s[c], t[c],
-                                                      kOther ? static_cast<A>(o[c]) : A(0)));
+  for (int64_t j = 0; j < C; ++j) {
+    y[j] = static_cast<T>(affine_value<kOther, kRelu>(static_cast<A>(x[j]), c[j], s[j], t[j],
+                                                      kOther ? static_cast<A>(o[j]) : A(0)));
   }
 }
 
 /// The pass over x as [n, ch, m] in memory order, split over the threads: rows of a channel
 /// (m >= kShortRow), rows of channels side by side (m == 1), or [n, ch * m] rows (short rows).
 template <bool kOther, bool kRelu, class T>
-void affine_pass(T* y, const T* x, const T* o, int64_t n, int64_t ch, int64_t m, const A_<T>* scale,
-                 const A_<T>* shift) {
+void affine_pass(T* y, const T* x, const T* o, int64_t n, int64_t ch, int64_t m,
+                 const ChannelAffine<A_<T>>& k) {
   using A = A_<T>;
   if (m >= kShortRow) {
     parallel_for(0, n * ch, std::max<int64_t>(1, kGrainSize / m), [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) {
+        const int64_t c = r % ch;
         affine_row<kOther, kRelu>(y + r * m, x + r * m, kOther ? o + r * m : nullptr, m,
-                                  scale[r % ch], shift[r % ch]);
+                                  k.center[c], k.scale[c], k.shift[c]);
       }
     });
     return;
   }
   if (m == 1) {
     const int64_t b = tile_rows(ch, ch);
-    const std::vector<A> s = tiled(scale, ch, b), t = tiled(shift, ch, b);
+    const std::vector<A> c = tiled(k.center, ch, b), s = tiled(k.scale, ch, b),
+                         t = tiled(k.shift, ch, b);
     for_each_row_span(n, ch, [&](int64_t r, int64_t len) {
       const int64_t at = r * ch;
-      affine_row_one<kOther, kRelu>(y + at, x + at, kOther ? o + at : nullptr, s.data(), t.data(),
-                                    len);
+      affine_row_one<kOther, kRelu>(y + at, x + at, kOther ? o + at : nullptr, c.data(), s.data(),
+                                    t.data(), len);
     });
     return;
   }
@@ -376,8 +390,9 @@ void affine_pass(T* y, const T* x, const T* o, int64_t n, int64_t ch, int64_t m,
                  for (int64_t i = b; i < e; ++i) {
                    const int64_t at = i * width;
                    for (int64_t j = 0; j < width; ++j) {
+                     const int64_t c = j / m;
                      y[at + j] = static_cast<T>(affine_value<kOther, kRelu>(
-                         static_cast<A>(x[at + j]), scale[j / m], shift[j / m],
+                         static_cast<A>(x[at + j]), k.center[c], k.scale[c], k.shift[c],
                          kOther ? static_cast<A>(o[at + j]) : A(0)));
                    }
                  }
@@ -387,22 +402,22 @@ void affine_pass(T* y, const T* x, const T* o, int64_t n, int64_t ch, int64_t m,
 /// affine_pass with the epilogue chosen at run time (o null: no residual).
 template <class T>
 void affine_pass(T* y, const T* x, const T* o, bool relu, int64_t n, int64_t ch, int64_t m,
-                 const A_<T>* scale, const A_<T>* shift) {
+                 const ChannelAffine<A_<T>>& k) {
   if (o != nullptr) {
     if (relu)
-      affine_pass<true, true>(y, x, o, n, ch, m, scale, shift);
+      affine_pass<true, true>(y, x, o, n, ch, m, k);
     else
-      affine_pass<true, false>(y, x, o, n, ch, m, scale, shift);
+      affine_pass<true, false>(y, x, o, n, ch, m, k);
   } else {
     if (relu)
-      affine_pass<false, true>(y, x, o, n, ch, m, scale, shift);
+      affine_pass<false, true>(y, x, o, n, ch, m, k);
     else
-      affine_pass<false, false>(y, x, o, n, ch, m, scale, shift);
+      affine_pass<false, false>(y, x, o, n, ch, m, k);
   }
 }
 
-// Training forward: the statistics (one pass over x), then the normalisation pass with the
-// scale and shift folded from them, the weight, the bias and eps.
+// Training forward: the statistics (one pass over x), then the normalisation pass centred on the
+// mean, with the scale from the variance, eps and the weight, and the bias as the shift.
 void train_impl(const Tensor& y, const Tensor& mean, const Tensor& var, const Tensor& invstd,
                 const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
                 const Tensor& other, bool relu) {
@@ -427,10 +442,10 @@ void train_impl(const Tensor& y, const Tensor& mean, const Tensor& var, const Te
       const A inv = A(1) / std::sqrt(pv[c] + static_cast<A>(eps));
       pi[c] = inv;
       scale[c] = pw ? pw[c] * inv : inv;
-      shift[c] = (pb ? pb[c] : A(0)) - pm[c] * scale[c];
+      shift[c] = pb ? pb[c] : A(0);
     }
     affine_pass(y.data_ptr<T>(), px, other.defined() ? other.data_ptr<T>() : nullptr, relu, n, ch,
-                m, scale.data(), shift.data());
+                m, ChannelAffine<A>{pm, scale.data(), shift.data()});
   });
 }
 
@@ -451,8 +466,10 @@ void affine_impl(const Tensor& y, const Tensor& x, const Tensor& scale, const Te
                  const Tensor& other, bool relu) {
   dispatch_floating(x.dtype(), "batch_norm", [&]<class T>() {
     using A = A_<T>;
+    const std::vector<A> zero(static_cast<size_t>(x.size(1)), A(0));
     affine_pass(y.data_ptr<T>(), x.data_ptr<T>(), other.defined() ? other.data_ptr<T>() : nullptr,
-                relu, x.size(0), x.size(1), x.size(2), scale.data_ptr<A>(), shift.data_ptr<A>());
+                relu, x.size(0), x.size(1), x.size(2),
+                ChannelAffine<A>{zero.data(), scale.data_ptr<A>(), shift.data_ptr<A>()});
   });
 }
 
