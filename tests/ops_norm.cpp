@@ -99,12 +99,32 @@ std::vector<OpSample> batch_norm_tile_samples() {
   };
 }
 
+// Training batch norm (x, weight, bias[, other]) with fresh running statistics each call: their
+// update must not disturb the output.
+Tensor batch_norm_train(const TL& x) {
+  const TensorOptions o = TensorOptions(x[0].dtype()).device(x[0].device());
+  Tensor rm = zeros({x[0].size(1)}, o), rv = ones({x[0].size(1)}, o);
+  return batch_norm(x[0], rm, rv, x[1], x[2], true, 0.1, 1e-5);
+}
+Tensor batch_norm_train_ref(const TL& x) {
+  return ref_batch_norm(x[0], nullptr, nullptr, x[1], x[2], 1e-5);
+}
+
 /// relu(y + other) over the values of y (other undefined: relu(y)).
 Tensor ref_add_relu(const Tensor& y, const Tensor& other) {
   Values v = values(y);
   const Values o = other.defined() ? values(other) : Values(v.size(), 0.0);
   for (size_t k = 0; k < v.size(); ++k) v[k] = std::max(v[k] + o[k], 0.0);
   return from_values(v, y.sizes());
+}
+
+Tensor batch_norm_relu_train(const TL& x) {
+  const TensorOptions o = TensorOptions(x[0].dtype()).device(x[0].device());
+  Tensor rm = zeros({x[0].size(1)}, o), rv = ones({x[0].size(1)}, o);
+  return batch_norm_relu(x[0], x[3], rm, rv, x[1], x[2], true, 0.1, 1e-5);
+}
+Tensor batch_norm_relu_train_ref(const TL& x) {
+  return ref_add_relu(batch_norm_train_ref(x), x[3]);
 }
 
 // batch_norm_relu: x, weight, bias, other; the residual in x's shape (for channels-last x, also
@@ -126,23 +146,16 @@ std::vector<OpSample> batch_norm_relu_samples() {
   };
 }
 
-IGNIS_OP_INFO(OpInfo{
-    .name = "batch_norm(training)",
-    .fn =
-        [](const TL& x) {
-          // Fresh running statistics each call: their update must not disturb the output.
-          const TensorOptions o = TensorOptions(x[0].dtype()).device(x[0].device());
-          Tensor rm = zeros({x[0].size(1)}, o), rv = ones({x[0].size(1)}, o);
-          return batch_norm(x[0], rm, rv, x[1], x[2], true, 0.1, 1e-5);
-        },
-    .ref = [](const TL& x) { return ref_batch_norm(x[0], nullptr, nullptr, x[1], x[2], 1e-5); },
-    .samples = batch_norm_samples,
-    .dtypes = kFloats,
-    .atol32 = 1e-4,
-    .rtol32 = 1e-4,
-    .atol_bf16 = 5e-2,
-    .rtol_bf16 = 5e-2,
-    .ops = {"batch_norm"}});
+IGNIS_OP_INFO(OpInfo{.name = "batch_norm(training)",
+                     .fn = batch_norm_train,
+                     .ref = batch_norm_train_ref,
+                     .samples = batch_norm_samples,
+                     .dtypes = kFloats,
+                     .atol32 = 1e-4,
+                     .rtol32 = 1e-4,
+                     .atol_bf16 = 5e-2,
+                     .rtol_bf16 = 5e-2,
+                     .ops = {"batch_norm"}});
 
 IGNIS_OP_INFO(OpInfo{
     .name = "batch_norm(training, no running stats)",
@@ -183,59 +196,35 @@ IGNIS_OP_INFO(OpInfo{
     .grad_inputs = {0, 3, 4},
     .ops = {"batch_norm"}});
 
-IGNIS_OP_INFO(OpInfo{
-    .name = "batch_norm_relu(training)",
-    .fn =
-        [](const TL& x) {
-          const TensorOptions o = TensorOptions(x[0].dtype()).device(x[0].device());
-          Tensor rm = zeros({x[0].size(1)}, o), rv = ones({x[0].size(1)}, o);
-          return batch_norm_relu(x[0], x[3], rm, rv, x[1], x[2], true, 0.1, 1e-5);
-        },
-    .ref =
-        [](const TL& x) {
-          return ref_add_relu(ref_batch_norm(x[0], nullptr, nullptr, x[1], x[2], 1e-5), x[3]);
-        },
-    .samples = batch_norm_relu_samples,
-    .dtypes = kFloats,
-    .atol32 = 1e-4,
-    .rtol32 = 1e-4,
-    .atol_bf16 = 5e-2,
-    .rtol_bf16 = 5e-2,
-    .ops = {"batch_norm_relu"}});
+IGNIS_OP_INFO(OpInfo{.name = "batch_norm_relu(training)",
+                     .fn = batch_norm_relu_train,
+                     .ref = batch_norm_relu_train_ref,
+                     .samples = batch_norm_relu_samples,
+                     .dtypes = kFloats,
+                     .atol32 = 1e-4,
+                     .rtol32 = 1e-4,
+                     .atol_bf16 = 5e-2,
+                     .rtol_bf16 = 5e-2,
+                     .ops = {"batch_norm_relu"}});
 
-IGNIS_OP_INFO(OpInfo{
-    .name = "batch_norm(training, tiles)",
-    .fn =
-        [](const TL& x) {
-          const TensorOptions o = TensorOptions(x[0].dtype()).device(x[0].device());
-          Tensor rm = zeros({x[0].size(1)}, o), rv = ones({x[0].size(1)}, o);
-          return batch_norm(x[0], rm, rv, x[1], x[2], true, 0.1, 1e-5);
-        },
-    .ref = [](const TL& x) { return ref_batch_norm(x[0], nullptr, nullptr, x[1], x[2], 1e-5); },
-    .samples = batch_norm_tile_samples,
-    .atol32 = 1e-4,
-    .rtol32 = 1e-4,
-    .grad_inputs = {0, 1, 2},
-    .twice_differentiable = false,
-    .ops = {"batch_norm"}});
+IGNIS_OP_INFO(OpInfo{.name = "batch_norm(training, tiles)",
+                     .fn = batch_norm_train,
+                     .ref = batch_norm_train_ref,
+                     .samples = batch_norm_tile_samples,
+                     .atol32 = 1e-4,
+                     .rtol32 = 1e-4,
+                     .grad_inputs = {0, 1, 2},
+                     .twice_differentiable = false,
+                     .ops = {"batch_norm"}});
 
-IGNIS_OP_INFO(OpInfo{
-    .name = "batch_norm_relu(training, tiles)",
-    .fn =
-        [](const TL& x) {
-          const TensorOptions o = TensorOptions(x[0].dtype()).device(x[0].device());
-          Tensor rm = zeros({x[0].size(1)}, o), rv = ones({x[0].size(1)}, o);
-          return batch_norm_relu(x[0], x[3], rm, rv, x[1], x[2], true, 0.1, 1e-5);
-        },
-    .ref =
-        [](const TL& x) {
-          return ref_add_relu(ref_batch_norm(x[0], nullptr, nullptr, x[1], x[2], 1e-5), x[3]);
-        },
-    .samples = batch_norm_tile_samples,
-    .atol32 = 1e-4,
-    .rtol32 = 1e-4,
-    .twice_differentiable = false,
-    .ops = {"batch_norm_relu"}});
+IGNIS_OP_INFO(OpInfo{.name = "batch_norm_relu(training, tiles)",
+                     .fn = batch_norm_relu_train,
+                     .ref = batch_norm_relu_train_ref,
+                     .samples = batch_norm_tile_samples,
+                     .atol32 = 1e-4,
+                     .rtol32 = 1e-4,
+                     .twice_differentiable = false,
+                     .ops = {"batch_norm_relu"}});
 
 IGNIS_OP_INFO(OpInfo{
     .name = "batch_norm_relu(eval)",

@@ -375,9 +375,14 @@ bool list_padding_args(const Node& conv, std::vector<Arg>& args) {
   return true;
 }
 
+/// relu(p(...) + other) -> one fused node at the relu's place (the residual may be computed after
+/// p, as a ResNet block's downsample branch is): the add has alpha 1, p's output is used only
+/// there, `other` has its shape and dtype (the fused kernels do not broadcast), and
+/// fused_args(p's node index, other) gives the fused node's arguments (nullopt: p does not fuse).
+template <class F>
 bool fuse_residual(Graph& g, size_t relu_i, size_t add_i, const std::vector<int>& uses,
                    const std::vector<int>& prod, std::vector<char>& dead,
-                   const op::Record* fused_op) {
+                   const op::Record* fused_op, const F& fused_args) {
   const Node& add = g.nodes[add_i];
   const op::IValue& alpha = arg(add, "alpha").attr;
   if (!alpha.is<Scalar>() || alpha.get<Scalar>().to<double>() != 1.0) return false;
@@ -387,18 +392,14 @@ bool fuse_residual(Graph& g, size_t relu_i, size_t add_i, const std::vector<int>
     const int cp = c >= 0 ? prod[static_cast<size_t>(c)] : -1;
     if (cp < 0 || dead[static_cast<size_t>(cp)] || uses[static_cast<size_t>(c)] != 1 || other < 0)
       continue;
-    const Node& conv = g.nodes[static_cast<size_t>(cp)];
-    if (conv.name() != "conv2d" && conv.name() != "conv2d.int_padding") continue;
-    // The sum post-op needs `other` of the convolution's output shape (no broadcasting).
     const Value& ov = g.values[static_cast<size_t>(other)];
     const Value& cv = g.values[static_cast<size_t>(c)];
     if (!IntArrayRef(ov.sizes).equals(cv.sizes) || ov.dtype != cv.dtype) continue;
-    std::vector<Arg> cargs;
-    if (!list_padding_args(conv, cargs)) continue;
+    std::optional<std::vector<Arg>> args = fused_args(static_cast<size_t>(cp), other);
+    if (!args) continue;
     Node fused;
     fused.op = fused_op;
-    fused.args = {cargs[0], cargs[1], cargs[2], Arg::tensor(other),
-                  cargs[3], cargs[4], cargs[5], cargs[6]};
+    fused.args = std::move(*args);
     fused.outputs = g.nodes[relu_i].outputs;
     g.nodes[relu_i] = std::move(fused);
     dead[add_i] = 1;
@@ -456,38 +457,6 @@ bool can_move_batch_norm(const Graph& g, size_t bi, size_t to, const std::vector
   return true;
 }
 
-/// relu(batch_norm(x) + other) -> batch_norm_relu(x, other, ...) at the relu's place (the
-/// residual may be computed after the batch norm, as a ResNet block's downsample branch is).
-bool fuse_batch_norm_residual(Graph& g, size_t relu_i, size_t add_i, const std::vector<int>& uses,
-                              const std::vector<int>& prod, std::vector<char>& dead,
-                              const op::Record* fused_op) {
-  const Node& add = g.nodes[add_i];
-  const op::IValue& alpha = arg(add, "alpha").attr;
-  if (!alpha.is<Scalar>() || alpha.get<Scalar>().to<double>() != 1.0) return false;
-  for (int side = 0; side < 2; ++side) {
-    const int c = add.args[static_cast<size_t>(side)].value;
-    const int other = add.args[static_cast<size_t>(1 - side)].value;
-    const int bp = c >= 0 ? prod[static_cast<size_t>(c)] : -1;
-    if (bp < 0 || dead[static_cast<size_t>(bp)] || uses[static_cast<size_t>(c)] != 1 || other < 0)
-      continue;
-    if (g.nodes[static_cast<size_t>(bp)].name() != "batch_norm") continue;
-    // The kernels read `other` at the output's shape and dtype (no broadcasting).
-    const Value& ov = g.values[static_cast<size_t>(other)];
-    const Value& cv = g.values[static_cast<size_t>(c)];
-    if (!IntArrayRef(ov.sizes).equals(cv.sizes) || ov.dtype != cv.dtype) continue;
-    if (!can_move_batch_norm(g, static_cast<size_t>(bp), relu_i, uses, dead)) continue;
-    Node fused;
-    fused.op = fused_op;
-    fused.args = batch_norm_relu_args(g.nodes[static_cast<size_t>(bp)], other);
-    fused.outputs = g.nodes[relu_i].outputs;
-    g.nodes[relu_i] = std::move(fused);
-    dead[add_i] = 1;
-    dead[static_cast<size_t>(bp)] = 1;
-    return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 int fuse_ops(Graph& g) {
@@ -515,8 +484,22 @@ int fuse_ops(Graph& g) {
     if (relu && pname == "add.Tensor") {
       // relu(conv2d(...) + other) -> conv2d_add_relu, at the relu's place (other may be
       // computed after the convolution, as a ResNet block's downsample branch is).
-      if (fuse_residual(g, i, static_cast<size_t>(p), uses, prod, dead, conv_add_relu) ||
-          fuse_batch_norm_residual(g, i, static_cast<size_t>(p), uses, prod, dead, bn_relu))
+      auto conv_args = [&](size_t cp, int other) -> std::optional<std::vector<Arg>> {
+        const Node& conv = g.nodes[cp];
+        std::vector<Arg> a;
+        if (conv.name() != "conv2d" && conv.name() != "conv2d.int_padding") return std::nullopt;
+        if (!list_padding_args(conv, a)) return std::nullopt;
+        return std::vector<Arg>{a[0], a[1], a[2], Arg::tensor(other), a[3], a[4], a[5], a[6]};
+      };
+      // relu(batch_norm(x) + other) -> batch_norm_relu(x, other, ...), the batch norm moved.
+      auto bn_args = [&](size_t bp, int other) -> std::optional<std::vector<Arg>> {
+        if (g.nodes[bp].name() != "batch_norm" || !can_move_batch_norm(g, bp, i, uses, dead))
+          return std::nullopt;
+        return batch_norm_relu_args(g.nodes[bp], other);
+      };
+      const size_t add_i = static_cast<size_t>(p);
+      if (fuse_residual(g, i, add_i, uses, prod, dead, conv_add_relu, conv_args) ||
+          fuse_residual(g, i, add_i, uses, prod, dead, bn_relu, bn_args))
         ++fused;
       continue;
     }
