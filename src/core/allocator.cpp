@@ -11,6 +11,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/cpu_suballoc.h"
 #include "ignis/error.h"
 
 namespace ignis {
@@ -183,6 +184,33 @@ class CpuCachingAllocator final : public Allocator {
 
   static thread_local bool in_teardown __attribute__((tls_model("initial-exec")));
 
+  // A sub-allocator's block (reserved) and the storages it hands out (allocated): see
+  // core/cpu_suballoc.h.
+  void* reserve_block(size_t nbytes) {
+    const size_t size = round_size(nbytes);
+    void* p = std::aligned_alloc(kAlign, size);
+    if (p == nullptr) {
+      empty_cache();
+      p = std::aligned_alloc(kAlign, size);
+    }
+    IGNIS_CHECK(p != nullptr, "CPU allocator: out of memory reserving a block of ", nbytes,
+                " bytes (", reserved_.load(), " bytes reserved)");
+    reserved_.fetch_add(static_cast<int64_t>(size), std::memory_order_relaxed);
+    return p;
+  }
+  void release_block(void* p, size_t nbytes) {
+    std::free(p);
+    reserved_.fetch_sub(static_cast<int64_t>(round_size(nbytes)), std::memory_order_relaxed);
+  }
+  void count_suballocation(size_t nbytes, bool handed_back) {
+    const auto size = static_cast<int64_t>((nbytes + kAlign - 1) / kAlign * kAlign);
+    if (handed_back) {
+      out_.fetch_sub(size, std::memory_order_relaxed);
+    } else {
+      take_out(size);
+    }
+  }
+
  private:
   static LocalCache& local() {
     // initial-exec: a direct TLS access, not a __tls_get_addr call, on the per-op path.
@@ -268,6 +296,14 @@ Allocator* find_allocator(Device device) {
 }
 
 }  // namespace
+
+namespace detail {
+void* cpu_reserve_block(size_t nbytes) { return cpu_allocator().reserve_block(nbytes); }
+void cpu_release_block(void* ptr, size_t nbytes) { cpu_allocator().release_block(ptr, nbytes); }
+void cpu_count_suballocation(size_t nbytes, bool handed_back) {
+  cpu_allocator().count_suballocation(nbytes, handed_back);
+}
+}  // namespace detail
 
 Allocator& allocator_for(Device device) {
   Allocator* a = find_allocator(device);

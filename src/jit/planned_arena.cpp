@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/cpu_suballoc.h"
 #include "jit/memory_plan.h"
 
 namespace ignis::jit::detail {
@@ -19,7 +20,7 @@ void PlannedArena::release() {
 }
 
 PlannedArena::~PlannedArena() {
-  if (base_ != nullptr) cpu().deallocate(base_, static_cast<size_t>(bytes_), kCPU);
+  if (base_ != nullptr) ignis::detail::cpu_release_block(base_, static_cast<size_t>(bytes_));
 }
 
 void PlannedArena::finish_recording() {
@@ -49,7 +50,8 @@ void PlannedArena::finish_recording() {
   stats_.planned = static_cast<int64_t>(slots_.size());
   stats_.recorded_peak_bytes = p.peak_live;
   if (p.bytes > 0) {
-    base_ = static_cast<char*>(cpu().allocate(static_cast<size_t>(p.bytes), kCPU));
+    // Reserved, not allocated: the storages served from it count as allocated.
+    base_ = static_cast<char*>(ignis::detail::cpu_reserve_block(static_cast<size_t>(p.bytes)));
     bytes_ = p.bytes;
   }
   stats_.arena_bytes = bytes_;
@@ -99,6 +101,7 @@ void* PlannedArena::allocate(size_t nbytes, Device device, void* stream) {
         void* p = base_ + slots_[static_cast<size_t>(s)].offset;
         served_live_.emplace(p, s);
         ++stats_.served;
+        ignis::detail::cpu_count_suballocation(nbytes, false);
         return p;
       } else {
         ++stats_.missed;
@@ -135,7 +138,11 @@ void PlannedArena::deallocate(void* ptr, size_t nbytes, Device device) {
       }
     }
   }
-  if (!served) cpu().deallocate(ptr, nbytes, device);
+  if (served) {
+    ignis::detail::cpu_count_suballocation(nbytes, true);
+  } else {
+    cpu().deallocate(ptr, nbytes, device);
+  }
   release();
 }
 
