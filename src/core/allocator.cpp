@@ -94,6 +94,13 @@ class CpuCachingAllocator final : public Allocator {
         }
       }
     }
+    void* p = from_system(size, nbytes);
+    take_out(static_cast<int64_t>(size));
+    return p;
+  }
+
+  /// A new block of `size` bytes (`nbytes` rounded) from the system, counted as reserved.
+  void* from_system(size_t size, size_t nbytes) {
     void* p = std::aligned_alloc(kAlign, size);
     if (p == nullptr) {
       empty_cache();  // give the cache back to the system and retry once
@@ -102,7 +109,6 @@ class CpuCachingAllocator final : public Allocator {
     IGNIS_CHECK(p != nullptr, "CPU allocator: out of memory allocating ", nbytes, " bytes (",
                 reserved_.load(), " bytes reserved)");
     reserved_.fetch_add(static_cast<int64_t>(size), std::memory_order_relaxed);
-    take_out(static_cast<int64_t>(size));
     return p;
   }
 
@@ -186,18 +192,7 @@ class CpuCachingAllocator final : public Allocator {
 
   // A sub-allocator's block (reserved) and the storages it hands out (allocated): see
   // core/cpu_suballoc.h.
-  void* reserve_block(size_t nbytes) {
-    const size_t size = round_size(nbytes);
-    void* p = std::aligned_alloc(kAlign, size);
-    if (p == nullptr) {
-      empty_cache();
-      p = std::aligned_alloc(kAlign, size);
-    }
-    IGNIS_CHECK(p != nullptr, "CPU allocator: out of memory reserving a block of ", nbytes,
-                " bytes (", reserved_.load(), " bytes reserved)");
-    reserved_.fetch_add(static_cast<int64_t>(size), std::memory_order_relaxed);
-    return p;
-  }
+  void* reserve_block(size_t nbytes) { return from_system(round_size(nbytes), nbytes); }
   void release_block(void* p, size_t nbytes) {
     std::free(p);
     reserved_.fetch_sub(static_cast<int64_t>(round_size(nbytes)), std::memory_order_relaxed);

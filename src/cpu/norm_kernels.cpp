@@ -240,9 +240,9 @@ void add_grad_row(A_<T>* __restrict sg, A_<T>* __restrict sgx, const T* __restri
 }
 
 /// Runs f(k, r0, r1, c0, c1) for every (chunk k of rows [r0, r1), channel block [c0, c1)) of an
-/// [R, C] block, over the threads; returns the number of chunks.
+/// [R, C] block, over the threads.
 template <class F>
-int64_t for_each_chunk(int64_t R, int64_t C, F f) {
+void for_each_chunk(int64_t R, int64_t C, F f) {
   const int64_t chunks = (R + kChunk - 1) / kChunk;
   const int64_t blocks = (C + kChanBlock - 1) / kChanBlock;
   const int64_t task_work = kChunk * std::max<int64_t>(1, std::min(C, kChanBlock));
@@ -254,7 +254,6 @@ int64_t for_each_chunk(int64_t R, int64_t C, F f) {
                    f(k, k * kChunk, std::min(R, (k + 1) * kChunk), c0, c1);
                  }
                });
-  return chunks;
 }
 
 /// Per channel, the mean and biased variance: per chunk a mean and a sum of squared deviations
@@ -610,14 +609,10 @@ void backward_cols(T* gx, A_<T>* gw, A_<T>* gb, const GradIn<T>& gi, const T* x,
   using A = A_<T>;
   const double count = static_cast<double>(n * m);
   const int64_t width = ch * m;
-  // The masked gradient at i (and the residual's, written once).
+  // The gradient reaching the normalisation at i (GradIn::at, one element).
   auto grad = [&](int64_t i, bool first_pass) {
-    if (gi.y == nullptr) return static_cast<double>(gi.g[i]);
-    if (gi.go != nullptr && !first_pass) return static_cast<double>(gi.go[i]);
-    const T v =
-        static_cast<T>(fn::ThresholdBackward{}(static_cast<A>(gi.g[i]), static_cast<A>(gi.y[i])));
-    if (gi.go != nullptr) gi.go[i] = v;
-    return static_cast<double>(v);
+    T one;
+    return static_cast<double>(*gi.at(i, 1, &one, first_pass));
   };
   parallel_for(0, ch, channel_grain(2 * n * m), [&](int64_t b, int64_t e) {
     const int64_t c0 = b * m, c1 = e * m;

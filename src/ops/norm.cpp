@@ -145,9 +145,10 @@ void check_residual(const Tensor& x, const Tensor& other) {
 
 /// batch_norm, and with relu set batch_norm_relu: relu(batch_norm(x) + other), other optional
 /// (checked by check_residual).
-Tensor batch_norm_impl(const char* op, const Tensor& x, const Tensor& other,
-                       const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
-                       const Tensor& bias, bool training, double momentum, double eps, bool relu) {
+Tensor batch_norm_impl(const Tensor& x, const Tensor& other, const Tensor& running_mean,
+                       const Tensor& running_var, const Tensor& weight, const Tensor& bias,
+                       bool training, double momentum, double eps, bool relu) {
+  const char* op = relu ? "batch_norm_relu" : "batch_norm";
   IGNIS_CHECK(x.dim() >= 2, op, ": expected an input of at least 2 dims [N, C, *], but got shape ",
               x.sizes());
   IGNIS_CHECK(x.is_floating_point(), op, ": expected a floating point input, but got ", x.dtype());
@@ -264,8 +265,8 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
                   double eps) {
   IGNIS_DISPATCH(batch_norm, batch_norm, x, running_mean, running_var, weight, bias, training,
                  momentum, eps);
-  return batch_norm_impl("batch_norm", x, Tensor(), running_mean, running_var, weight, bias,
-                         training, momentum, eps, false);
+  return batch_norm_impl(x, Tensor(), running_mean, running_var, weight, bias, training, momentum,
+                         eps, false);
 }
 
 Tensor batch_norm_relu(const Tensor& x, const Tensor& other, const Tensor& running_mean,
@@ -280,8 +281,8 @@ Tensor batch_norm_relu(const Tensor& x, const Tensor& other, const Tensor& runni
     Tensor y = batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps);
     return relu(other.defined() ? add(y, other) : y);
   }
-  return batch_norm_impl("batch_norm_relu", x, other, running_mean, running_var, weight, bias,
-                         training, momentum, eps, true);
+  return batch_norm_impl(x, other, running_mean, running_var, weight, bias, training, momentum, eps,
+                         true);
 }
 
 Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, const Tensor& bias,
