@@ -28,6 +28,10 @@ foreach(w op_overhead seed_jit_mlp)
   add_test(NAME cli_bench_${w} COMMAND ignis_cli bench ${w} --repeat 1 --threads 1)
   set_tests_properties(cli_bench_${w} PROPERTIES PASS_REGULAR_EXPRESSION "workload=${w} ")
 endforeach()
+# bf16_gemm: every size, both bfloat16 paths and float32 (each checked against float32 first).
+add_test(NAME cli_bench_bf16_gemm COMMAND ignis_cli bench bf16_gemm --repeat 1 --threads 1)
+set_tests_properties(cli_bench_bf16_gemm PROPERTIES PASS_REGULAR_EXPRESSION
+  "workload=bf16_gemm n=256 .*copies_gflops=.*f32_gflops=.*workload=bf16_gemm n=2048 ")
 # jit_fusion on 64 rows: eager, the compiled kernel and the interpreter each report.
 add_test(NAME cli_bench_jit_fusion COMMAND ignis_cli bench jit_fusion --batch 64 --repeat 1 --threads 1)
 set_tests_properties(cli_bench_jit_fusion PROPERTIES PASS_REGULAR_EXPRESSION

@@ -24,12 +24,12 @@ import subprocess
 import sys
 import time
 
-WORKLOADS = ("op_overhead", "sgemm", "seed_jit_mlp", "mnist_mlp", "mnist_lenet", "train_step",
+WORKLOADS = ("op_overhead", "sgemm", "bf16_gemm", "seed_jit_mlp", "mnist_mlp", "mnist_lenet", "train_step",
              "checkpoint", "gcn", "gin", "ddp_mnist_mlp", "jit_fusion", "jit_fusion_train",
              "jit_dropout_train", "jit_norm_train", "jit_inference", "jit_block", "jit_rmsnorm",
              "jit_rmsnorm_train", "jit_layernorm", "jit_attention", "jit_posemb")
 # The CNN training workloads take minutes: run them when asked for.
-DEFAULT_WORKLOADS = ("op_overhead", "sgemm", "seed_jit_mlp", "mnist_mlp")
+DEFAULT_WORKLOADS = ("op_overhead", "sgemm", "bf16_gemm", "seed_jit_mlp", "mnist_mlp")
 
 # Per workload: the keys that identify a measurement, its metric, and whether higher is better.
 SPECS = {
@@ -37,6 +37,8 @@ SPECS = {
                     "title": "ns per op (lower is better)"},
     "sgemm": {"keys": ("n",), "metric": "gflops", "higher": True,
               "title": "GFLOP/s (higher is better)"},
+    "bf16_gemm": {"keys": ("n",), "metric": "gflops", "higher": True,
+                  "title": "bfloat16 GFLOP/s (higher is better)"},
     "seed_jit_mlp": {"keys": ("batch",), "metric": "us_per_forward", "higher": False,
                      "title": "us per forward (ignis: its best mode, eager or frozen graph; "
                               "PyTorch: eager and frozen TorchScript) (lower is better)",
@@ -251,6 +253,25 @@ def torch_sgemm(torch, threads, repeat):
                 s = seconds_per_iter(fn, repeat, 0.2)
             out.append({"workload": "sgemm", "n": n, "threads": threads, "variant": name,
                         "ms": s * 1e3, "gflops": 2.0 * n ** 3 / s * 1e-9})
+    return out
+
+
+def torch_bf16_gemm(torch, threads, repeat):
+    """torch.matmul of bfloat16 matrices (PyTorch's CPU bfloat16 matmul goes to its oneDNN)."""
+    out = []
+    gen = torch.Generator().manual_seed(1)
+    for n in (256, 512, 1024, 2048):
+        a = (torch.rand((n, n), generator=gen) * 2 - 1).to(torch.bfloat16)
+        b = (torch.rand((n, n), generator=gen) * 2 - 1).to(torch.bfloat16)
+
+        def body(iters, a=a, b=b):
+            for _ in range(iters):
+                torch.matmul(a, b)
+
+        with torch.no_grad():
+            s = seconds_per_iter(body, repeat, 0.2)
+        out.append({"workload": "bf16_gemm", "n": n, "threads": threads, "variant": "matmul",
+                    "ms": s * 1e3, "gflops": 2.0 * n ** 3 / s * 1e-9})
     return out
 
 
@@ -676,9 +697,11 @@ def zoo_model(torch, name, in_channels, image_size, classes):
     return m
 
 
-def torch_train_step_one(name, threads, repeat, batch, image_size, classes, channels_last):
+def torch_train_step_one(name, threads, repeat, batch, image_size, classes, channels_last,
+                         dtype="float32"):
     """One model's train_step measurement (run in a fresh process, so that its peak RSS is this
-    model's alone), in contiguous or channels_last memory format."""
+    model's alone), in contiguous or channels_last memory format, the parameters and the input in
+    `dtype` (as `ignis bench train_step --dtype`)."""
     import torch
     torch.set_num_threads(threads)
     natural = (1, 28, 10) if name == "lenet" else (3, 224, 1000)
@@ -687,9 +710,10 @@ def torch_train_step_one(name, threads, repeat, batch, image_size, classes, chan
     k = classes or natural[2]
     torch.manual_seed(0)
     fmt = torch.channels_last if channels_last else torch.contiguous_format
-    model = zoo_model(torch, name, c, s, k).train().to(memory_format=fmt)
+    dt = getattr(torch, dtype)
+    model = zoo_model(torch, name, c, s, k).train().to(dtype=dt, memory_format=fmt)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    x = (torch.rand(batch, c, s, s) * 2 - 1).contiguous(memory_format=fmt)
+    x = (torch.rand(batch, c, s, s) * 2 - 1).to(dt).contiguous(memory_format=fmt)
     y = torch.tensor([(i * 7919) % k for i in range(batch)])
 
     def step():
@@ -715,7 +739,8 @@ def torch_train_step(torch, threads, repeat, args):
         for name in args.train_step_models.split(","):
             for cl in (False, True):
                 out.append(pool.apply(torch_train_step_one, (name, threads, repeat, args.batch,
-                                                             args.image_size, args.classes, cl)))
+                                                             args.image_size, args.classes, cl,
+                                                             args.dtype)))
     return out
 
 
@@ -1031,12 +1056,15 @@ def ignis_extra_args(workload, args):
                 extra += ["--image-size", str(args.image_size)]
             if args.classes:
                 extra += ["--classes", str(args.classes)]
+            if args.dtype != "float32":
+                extra += ["--dtype", args.dtype]
             runs.append(extra)
         return runs
     return [[]]
 
 
 TORCH_WORKLOADS = {"op_overhead": torch_op_overhead, "sgemm": torch_sgemm,
+                   "bf16_gemm": torch_bf16_gemm,
                    "seed_jit_mlp": torch_seed_jit_mlp, "mnist_mlp": torch_mnist_mlp,
                    "mnist_lenet": torch_mnist_lenet, "train_step": torch_train_step,
                    "checkpoint": torch_checkpoint,
@@ -1174,6 +1202,8 @@ def main():
                     choices=("channels_last", "contiguous"),
                     help="mnist_lenet, train_step: ignis's input layout (PyTorch runs both "
                          "and its faster one is compared)")
+    ap.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"),
+                    help="train_step: the parameters' and inputs' dtype (default float32)")
     ap.add_argument("--image-size", type=int, default=0,
                     help="train_step: image size (default: the model's, 224 or 28 for lenet)")
     ap.add_argument("--classes", type=int, default=0,

@@ -269,7 +269,9 @@ INSTANTIATE_TEST_SUITE_P(Cases, ConvChannelsLast,
 
 TEST(MemoryFormat, MaxPoolChannelsLastMatchesNchw) {
   manual_seed(4);
-  for (DType dt : {kFloat32, kFloat64}) {
+  // bfloat16 too: its output stays channels-last (before, it fell back to NCHW, and every later
+  // layer of a bfloat16 network with it), its gradient summed in float32 in both layouts.
+  for (DType dt : {kFloat32, kFloat64, kBFloat16}) {
     // 2x2/2 (LeNet) and 3x3/2 with padding (the ResNet stem: windows clipped at the borders).
     for (auto [k, s, pd] : {std::tuple{2, 2, 0}, std::tuple{3, 2, 1}}) {
       const Tensor x0 = randn({2, 5, 7, 6}, TensorOptions(dt));

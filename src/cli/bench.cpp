@@ -20,6 +20,10 @@ constexpr Workload kWorkloads[] = {
      &bench_op_overhead},
     {"sgemm", "square float32 matmul, n = 256..2048: GFLOP/s of ignis::matmul vs raw dnnl_sgemm",
      &bench_sgemm},
+    {"bf16_gemm",
+     "square bfloat16 matmul, n = 256..2048: GFLOP/s native (oneDNN's bfloat16 matmul), on "
+     "float32 copies, and float32's",
+     &bench_bf16_gemm},
     {"seed_jit_mlp", "inference of a 512-256-128-2 ReLU MLP on one sample (us per forward)",
      &bench_seed_jit_mlp},
     {"mnist_mlp", "one training epoch of the demo MLP on MNIST (s per epoch, test accuracy)",

@@ -51,6 +51,7 @@ struct Workload {
 void bench_op_overhead(const BenchOptions& opts);
 void bench_gpu_matmul(const BenchOptions& opts);
 void bench_sgemm(const BenchOptions& opts);
+void bench_bf16_gemm(const BenchOptions& opts);
 void bench_seed_jit_mlp(const BenchOptions& opts);
 void bench_mnist_mlp(const BenchOptions& opts);
 void bench_batch_norm(const BenchOptions& opts);

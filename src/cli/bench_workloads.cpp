@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cli/bench.h"
+#include "cpu/onednn_util.h"
 #include "cuda/backend.h"
 #include "ignis/autograd.h"
 #include "ignis/cuda.h"
@@ -97,6 +98,60 @@ void bench_sgemm(const BenchOptions& opts) {
         "workload=sgemm n=%lld threads=%d ms=%.3f gflops=%.1f onednn_gflops=%.1f ratio=%.3f\n",
         static_cast<long long>(n), get_num_threads(), median(t_ignis) * 1e3, g_ignis, g_onednn,
         g_ignis / g_onednn);
+    std::fflush(stdout);
+  }
+}
+
+// C = A @ B for square bfloat16 matrices through ignis::matmul: natively (oneDNN's bfloat16
+// matmul, where the CPU has AVX512-BF16 or AMX), on float32 copies (the path elsewhere), and the
+// float32 product of the same values, batches of the three alternating.
+void bench_bf16_gemm(const BenchOptions& opts) {
+  const bool native = cpu::onednn::native_bf16();
+  for (int64_t n : {int64_t{256}, int64_t{512}, int64_t{1024}, int64_t{2048}}) {
+    const Tensor a = uniform_tensor({n, n}, 1.0f, 1).to(kBFloat16);
+    const Tensor b = uniform_tensor({n, n}, 1.0f, 2).to(kBFloat16);
+    const Tensor a32 = a.to(kFloat32), b32 = b.to(kFloat32);
+    auto run = [](const Tensor& x, const Tensor& y) {
+      return [&x, &y](int64_t iters) {
+        for (int64_t i = 0; i < iters; ++i) Tensor c = matmul(x, y);
+      };
+    };
+    auto copies = [&](int64_t iters) {
+      const bool before = cpu::onednn::set_native_bf16_enabled(false);
+      run(a, b)(iters);
+      cpu::onednn::set_native_bf16_enabled(before);
+    };
+    // Both bfloat16 paths round the float32 product once: check them against it before timing.
+    const Tensor want = matmul(a32, b32);
+    for (bool on : {true, false}) {
+      const bool before = cpu::onednn::set_native_bf16_enabled(on);
+      const double err = (matmul(a, b).to(kFloat32) - want).abs().max().item<double>();
+      cpu::onednn::set_native_bf16_enabled(before);
+      const double scale = want.abs().max().item<double>();
+      IGNIS_CHECK(err <= 1e-2 * scale,
+                  "bench bf16_gemm: the bfloat16 product differs from the "
+                  "float32 one at n=",
+                  n, " (max abs difference ", err, ", max abs value ", scale, ")");
+    }
+    const double target = 0.2;
+    const auto bf16 = run(a, b), f32 = run(a32, b32);
+    const int64_t it_bf16 = calibrate(bf16, target), it_f32 = calibrate(f32, target);
+    const int64_t it_copies = calibrate(copies, target);
+    std::vector<double> t_bf16, t_copies, t_f32;
+    for (int r = 0; r < opts.repeat; ++r) {
+      t_bf16.push_back(time_once(bf16, it_bf16) / static_cast<double>(it_bf16));
+      t_copies.push_back(time_once(copies, it_copies) / static_cast<double>(it_copies));
+      t_f32.push_back(time_once(f32, it_f32) / static_cast<double>(it_f32));
+    }
+    const double flop =
+        2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
+    const double g = flop / median(t_bf16) * 1e-9, g_copies = flop / median(t_copies) * 1e-9;
+    const double g_f32 = flop / median(t_f32) * 1e-9;
+    std::printf(
+        "workload=bf16_gemm n=%lld threads=%d native=%d ms=%.3f gflops=%.1f copies_gflops=%.1f "
+        "f32_gflops=%.1f ratio_to_f32=%.3f\n",
+        static_cast<long long>(n), get_num_threads(), native ? 1 : 0, median(t_bf16) * 1e3, g,
+        g_copies, g_f32, g / g_f32);
     std::fflush(stdout);
   }
 }

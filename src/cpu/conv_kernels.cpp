@@ -7,7 +7,9 @@
 //    pass, so a channels-last network runs without activation reorders.
 //  * float64 (gradcheck) and any shape oneDNN refuses: direct loops, one output, input or
 //    filter plane per task, so no two threads write the same element.
-//  * bfloat16: converted to float32, computed, converted back.
+//  * bfloat16: on CPUs with native bfloat16 (AVX512-BF16, AMX), the same oneDNN primitives in
+//    bfloat16 (float32 accumulation, rounded once), unless oneDNN has only its reference code for
+//    the case; otherwise converted to float32, computed, converted back.
 #include <optional>
 
 #include "core/tensor_impl.h"
@@ -155,17 +157,23 @@ memory::dims dims4(const Tensor& t) { return {t.size(0), t.size(1), t.size(2), t
 bool channels_last(const Tensor& t) {
   return t.suggest_memory_format() == MemoryFormat::ChannelsLast;
 }
+/// oneDNN's data type for a float32 or bfloat16 tensor (the dtypes the primitives run).
+memory::data_type data_type(const Tensor& t) {
+  return t.dtype() == kBFloat16 ? memory::data_type::bf16 : memory::data_type::f32;
+}
 memory::desc plain_act(const Tensor& t) {
-  return memory::desc(dims4(t), memory::data_type::f32, channels_last(t) ? Tag::nhwc : Tag::nchw);
+  return memory::desc(dims4(t), data_type(t), channels_last(t) ? Tag::nhwc : Tag::nchw);
 }
 memory::desc any_like(const memory::desc& d) {
-  return memory::desc(d.dims(), memory::data_type::f32, Tag::any);
+  return memory::desc(d.dims(), d.data_type(), Tag::any);
 }
 memory::desc plain_weights(const Tensor& w, int64_t groups) {
-  if (groups == 1) return memory::desc(dims4(w), memory::data_type::f32, Tag::oihw);
-  return memory::desc({groups, w.size(0) / groups, w.size(1), w.size(2), w.size(3)},
-                      memory::data_type::f32, Tag::goihw);
+  if (groups == 1) return memory::desc(dims4(w), data_type(w), Tag::oihw);
+  return memory::desc({groups, w.size(0) / groups, w.size(1), w.size(2), w.size(3)}, data_type(w),
+                      Tag::goihw);
 }
+/// The primitives run float32, and bfloat16 where the CPU has it natively.
+bool onednn_dtype(DType dt) { return dt == kFloat32 || (dt == kBFloat16 && onednn::native_bf16()); }
 
 Prim::Arg make_arg(int id, const memory::desc& user, const memory::desc& inner, bool output) {
   Prim::Arg a{id, user, inner, std::nullopt, output};
@@ -177,14 +185,17 @@ Prim::Arg make_arg(int id, const memory::desc& user, const memory::desc& inner, 
   return a;
 }
 
-/// The primitive for a conv of kind `kind` on these float32 operands (x/gx, w/gw, y/gy).
+/// The primitive for a conv of kind `kind` on these float32 or bfloat16 operands (x/gx, w/gw,
+/// y/gy; one dtype). A bfloat16 case that only oneDNN's reference code implements is refused.
 std::shared_ptr<const Prim> get_prim(Kind kind, const Tensor& x, const Tensor& w, const Tensor& y,
                                      bool bias, const ConvParams& p, bool relu) {
-  const std::string key = onednn::make_key(
-      {kind,          x.size(0),  x.size(1),  x.size(2),  x.size(3),  w.size(0),
-       w.size(1),     w.size(2),  w.size(3),  y.size(2),  y.size(3),  p.stride[0],
-       p.stride[1],   p.pad_l[0], p.pad_l[1], p.pad_r[0], p.pad_r[1], p.dilation[0],
-       p.dilation[1], p.groups,   bias,       relu,       channels_last(x), channels_last(y)});
+  const int64_t dt = static_cast<int64_t>(x.dtype());
+  const std::string key =
+      onednn::make_key({kind,       x.size(0),   x.size(1),        x.size(2),        x.size(3),
+                        w.size(0),  w.size(1),   w.size(2),        w.size(3),        y.size(2),
+                        y.size(3),  p.stride[0], p.stride[1],      p.pad_l[0],       p.pad_l[1],
+                        p.pad_r[0], p.pad_r[1],  p.dilation[0],    p.dilation[1],    p.groups,
+                        bias,       relu,        channels_last(x), channels_last(y), dt});
   return cache().get(key, [&] {
     Prim r;
     try {
@@ -199,7 +210,12 @@ std::shared_ptr<const Prim> get_prim(Kind kind, const Tensor& x, const Tensor& w
       const memory::dims dil{p.dilation[0] - 1, p.dilation[1] - 1};
       const memory::dims pl{p.pad_l[0], p.pad_l[1]}, pr{p.pad_r[0], p.pad_r[1]};
       const auto alg = dnnl::algorithm::convolution_direct;
-      const memory::desc bu({w.size(0)}, memory::data_type::f32, Tag::x);
+      const memory::desc bu({w.size(0)}, data_type(x), Tag::x);
+      // Only the bfloat16 paths have another way (the float32 copies) to take.
+      auto accept = [&](const auto& pd) {
+        if (x.dtype() == kBFloat16 && onednn::is_reference_impl(pd.impl_info_str()))
+          throw dnnl::error(dnnl_unimplemented, "reference bfloat16 convolution");
+      };
       if (kind == kForward) {
         auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg, xa,
                                                         wa, bu, ya, strides, dil, pl, pr)
@@ -212,6 +228,7 @@ std::shared_ptr<const Prim> get_prim(Kind kind, const Tensor& x, const Tensor& w
           attr.set_post_ops(ops);
         }
         dnnl::convolution_forward::primitive_desc pd(d, attr, eng);
+        accept(pd);
         r.prim = dnnl::convolution_forward(pd);
         r.args.push_back(make_arg(DNNL_ARG_SRC, xu, pd.src_desc(), false));
         r.args.push_back(make_arg(DNNL_ARG_WEIGHTS, wu, pd.weights_desc(), false));
@@ -224,6 +241,7 @@ std::shared_ptr<const Prim> get_prim(Kind kind, const Tensor& x, const Tensor& w
         if (kind == kBackwardData) {
           dnnl::convolution_backward_data::desc d(alg, xa, wa, ya, strides, dil, pl, pr);
           dnnl::convolution_backward_data::primitive_desc pd(d, eng, hint);
+          accept(pd);
           r.prim = dnnl::convolution_backward_data(pd);
           r.args.push_back(make_arg(DNNL_ARG_DIFF_DST, yu, pd.diff_dst_desc(), false));
           r.args.push_back(make_arg(DNNL_ARG_WEIGHTS, wu, pd.weights_desc(), false));
@@ -231,6 +249,7 @@ std::shared_ptr<const Prim> get_prim(Kind kind, const Tensor& x, const Tensor& w
         } else {
           dnnl::convolution_backward_weights::desc d(alg, xa, wa, ya, strides, dil, pl, pr);
           dnnl::convolution_backward_weights::primitive_desc pd(d, eng, hint);
+          accept(pd);
           r.prim = dnnl::convolution_backward_weights(pd);
           r.args.push_back(make_arg(DNNL_ARG_SRC, xu, pd.src_desc(), false));
           r.args.push_back(make_arg(DNNL_ARG_DIFF_DST, yu, pd.diff_dst_desc(), false));
@@ -314,7 +333,7 @@ const T* ptr(const Tensor& t) {
 void forward_kernel(const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b,
                     const ConvParams& p, bool relu) {
   const DType dt = x.dtype();
-  if (dt == kFloat32) {
+  if (onednn_dtype(dt)) {
     auto pr = get_prim(kForward, x, w, y, b.defined(), p, relu);
     if (pr->ok) {
       std::vector<void*> ptrs{x.data_ptr(), w.data_ptr()};
@@ -339,7 +358,7 @@ void forward_kernel(const Tensor& y, const Tensor& x, const Tensor& w, const Ten
 
 void input_grad_kernel(const Tensor& gx, const Tensor& gy, const Tensor& w, const ConvParams& p) {
   const DType dt = gx.dtype();
-  if (dt == kFloat32) {
+  if (onednn_dtype(dt)) {
     auto pr = get_prim(kBackwardData, gx, w, gy, false, p, false);
     if (pr->ok) return execute(*pr, {gy.data_ptr(), w.data_ptr(), gx.data_ptr()});
   }
@@ -359,7 +378,7 @@ void input_grad_kernel(const Tensor& gx, const Tensor& gy, const Tensor& w, cons
 
 void weight_grad_kernel(const Tensor& gw, const Tensor& x, const Tensor& gy, const ConvParams& p) {
   const DType dt = gw.dtype();
-  if (dt == kFloat32) {
+  if (onednn_dtype(dt)) {
     auto pr = get_prim(kBackwardWeights, x, gw, gy, false, p, false);
     if (pr->ok) return execute(*pr, {x.data_ptr(), gy.data_ptr(), gw.data_ptr()});
   }

@@ -6,9 +6,11 @@
 //    core's cache from one call to the next. For 2-4 rows and row-major B oneDNN was faster.
 //  * float64: the small-M kernels for 1-4 rows, else a blocked loop kernel (gradcheck runs in
 //    float64); integers: the blocked loop kernel.
-//  * bfloat16: converted to float32, multiplied, converted back.
+//  * bfloat16: on CPUs with native bfloat16 (AVX512-BF16, AMX), oneDNN's bfloat16 matmul on the
+//    operands in place (float32 accumulation, rounded once); elsewhere converted to float32,
+//    multiplied, converted back.
 // Every output element is computed by one thread in a fixed order, so results do not depend on
-// the number of threads except inside oneDNN's sgemm.
+// the number of threads except inside oneDNN's sgemm and matmul.
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "core/tensor_impl.h"
+#include "cpu/onednn_util.h"
 #include "cpu/parallel.h"
 #include "ops/copy.h"
 #include "ops/linalg.h"
@@ -420,6 +423,9 @@ void gemm_kernel(const Tensor& out, const Tensor& a, const Tensor& b, double alp
   const int64_t work = M * N * std::max<int64_t>(K, 1);
   const DType dt = oi.dtype();
   if (dt == kBFloat16) {
+    if (onednn::gemm_bf16(nbatch, M, N, K, static_cast<float>(alpha), ai.data(), sab, rsa, csa,
+                          bi.data(), sbb, rsb, csb, static_cast<float>(beta), oi.data()))
+      return;
     // float32 copies (contiguous; beta needs out's values too), then round back once.
     Tensor a32 = make_tensor(a.sizes(), kFloat32), b32 = make_tensor(b.sizes(), kFloat32);
     Tensor o32 = make_tensor(out.sizes(), kFloat32);

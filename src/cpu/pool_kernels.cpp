@@ -1,12 +1,14 @@
 // CPU pooling kernels: direct loops over the windows of ops/pool.h, one N*C plane per task.
 // (oneDNN's pooling keeps its argmax in an opaque workspace, while max_pool2d_with_indices must
 // return PyTorch's flat indices, and pooling is memory-bound: one pass over x either way.) float32
-// and float64 run natively; bfloat16 is accumulated in float32.
+// and float64 run natively; bfloat16 is compared and accumulated in float32. Channels-last inputs
+// of every floating dtype run NHWC kernels.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "core/tensor_impl.h"
 #include "cpu/parallel.h"
@@ -105,20 +107,29 @@ void max_pool_dense_f32(const Tensor& out, int64_t* ip, const Tensor& x, const C
 
 /// Max pooling of a channels-last (NHWC) input into channels-last out and indices: for each
 /// output position, a scan of its window in row-major order with the C channels as the vector
-/// dim (contiguous in x, out and indices). Same ties and NaN rule as the NCHW kernels.
+/// dim (contiguous in x, out and indices). Same ties and NaN rule as the NCHW kernels. bfloat16
+/// keeps the running maxima in float32 (exact: its values are float32's upper halves), so that
+/// the scan vectorises as float32's does.
 template <class T>
 void max_pool_nhwc(const Tensor& out, int64_t* ip, const Tensor& x, const Clipped& ch,
                    const Clipped& cw, int64_t H, int64_t W) {
+  using A = acc_t<T>;
   const int64_t N = x.size(0), C = x.size(1);
   const int64_t OH = static_cast<int64_t>(ch.n.size()), OW = static_cast<int64_t>(cw.n.size());
   const T* const xp = static_cast<const T*>(x.data_ptr());
   T* const op = static_cast<T*>(out.data_ptr());
   parallel_for(0, N * OH, plane_grain(OW * C * 4), [&](int64_t r0, int64_t r1) {
+    std::vector<A> scratch(std::is_same_v<A, T> ? 0 : static_cast<size_t>(C));
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t n = r / OH, oh = r % OH;
       const T* const xn = xp + n * H * W * C;
       for (int64_t ow = 0; ow < OW; ++ow) {
-        T* __restrict const bp = op + (r * OW + ow) * C;
+        A* __restrict bp;
+        if constexpr (std::is_same_v<A, T>) {
+          bp = op + (r * OW + ow) * C;
+        } else {
+          bp = scratch.data();
+        }
         int64_t* __restrict const ap = ip + (r * OW + ow) * C;
         bool first = true;
         for (int64_t i = 0; i < ch.n[oh]; ++i) {
@@ -128,7 +139,7 @@ void max_pool_nhwc(const Tensor& out, int64_t* ip, const Tensor& x, const Clippe
             const T* __restrict const v = xn + at * C;
             if (first) {
               for (int64_t c = 0; c < C; ++c) {
-                bp[c] = v[c];
+                bp[c] = static_cast<A>(v[c]);
                 ap[c] = at;
               }
               first = false;
@@ -136,11 +147,16 @@ void max_pool_nhwc(const Tensor& out, int64_t* ip, const Tensor& x, const Clippe
             }
 #pragma omp simd
             for (int64_t c = 0; c < C; ++c) {
-              const bool take = (v[c] > bp[c]) | (v[c] != v[c]);
-              bp[c] = take ? v[c] : bp[c];
+              const A vc = static_cast<A>(v[c]);
+              const bool take = (vc > bp[c]) | (vc != vc);
+              bp[c] = take ? vc : bp[c];
               ap[c] = take ? at : ap[c];
             }
           }
+        }
+        if constexpr (!std::is_same_v<A, T>) {
+          T* const o = op + (r * OW + ow) * C;
+          for (int64_t c = 0; c < C; ++c) o[c] = static_cast<T>(bp[c]);
         }
       }
     }
@@ -156,8 +172,9 @@ void max_pool_kernel(const Tensor& out, const Tensor& indices, const Tensor& x,
   const int64_t H = g.h.in, W = g.w.in, OH = g.h.out(), OW = g.w.out();
   const Clipped ch(g.h), cw(g.w);
   int64_t* const ip = indices.defined() ? indices.data_ptr<int64_t>() : nullptr;
-  if (!x.is_contiguous()) {  // channels-last float: out and indices are too (ops/pool.cpp)
+  if (!x.is_contiguous()) {  // channels-last: out and indices are too (ops/pool.cpp)
     if (x.dtype() == DType::Float32) return max_pool_nhwc<float>(out, ip, x, ch, cw, H, W);
+    if (x.dtype() == DType::BFloat16) return max_pool_nhwc<BFloat16>(out, ip, x, ch, cw, H, W);
     return max_pool_nhwc<double>(out, ip, x, ch, cw, H, W);
   }
   if (x.dtype() == DType::Float32 && H * W <= INT32_MAX && ch.step == 1 && cw.step == 1 &&
@@ -226,24 +243,36 @@ void max_pool_kernel(const Tensor& out, const Tensor& indices, const Tensor& x,
 }
 
 /// The gradient of channels-last max pooling: one sample per task (windows of one sample may
-/// overlap), the C channels of each output position as the vector dim.
+/// overlap), the C channels of each output position as the vector dim. bfloat16 sums a sample in
+/// float32 scratch and rounds once, as the NCHW kernel does.
 template <class T>
 void max_pool_backward_nhwc(const Tensor& gx, const Tensor& gy, const Tensor& indices) {
+  using A = acc_t<T>;
   const int64_t N = gx.size(0), C = gx.size(1), HW = gx.size(2) * gx.size(3);
   const int64_t OHW = gy.size(2) * gy.size(3);
   const int64_t* const ip = indices.data_ptr<int64_t>();
   const T* const gp = static_cast<const T*>(gy.data_ptr());
   T* const xp = static_cast<T*>(gx.data_ptr());
   parallel_for(0, N, 1, [&](int64_t n0, int64_t n1) {
-    std::fill(xp + n0 * HW * C, xp + n1 * HW * C, T(0));
+    Tensor scratch;  // bfloat16: one sample's sums (the caching allocator's)
+    if constexpr (!std::is_same_v<A, T>) scratch = make_tensor({HW * C}, kFloat32);
     for (int64_t n = n0; n < n1; ++n) {
-      T* __restrict const gxn = xp + n * HW * C;
+      A* __restrict gxn;
+      if constexpr (std::is_same_v<A, T>) {
+        gxn = xp + n * HW * C;
+      } else {
+        gxn = scratch.data_ptr<float>();
+      }
+      std::fill(gxn, gxn + HW * C, A(0));
       for (int64_t o = 0; o < OHW; ++o) {
         const int64_t* __restrict const a = ip + (n * OHW + o) * C;
         const T* __restrict const g = gp + (n * OHW + o) * C;
         for (int64_t c = 0; c < C; ++c) {
-          if (a[c] >= 0) gxn[a[c] * C + c] += g[c];
+          if (a[c] >= 0) gxn[a[c] * C + c] += static_cast<A>(g[c]);
         }
+      }
+      if constexpr (!std::is_same_v<A, T>) {
+        std::copy(gxn, gxn + HW * C, xp + n * HW * C);  // rounds to bfloat16
       }
     }
   });
@@ -256,6 +285,7 @@ void max_pool_backward_kernel(const Tensor& gx, const Tensor& gy, const Tensor& 
   const int64_t* ip = indices.data_ptr<int64_t>();
   if (!gx.is_contiguous()) {  // channels-last, as gy and the indices (ops/pool.cpp)
     if (gx.dtype() == DType::Float32) return max_pool_backward_nhwc<float>(gx, gy, indices);
+    if (gx.dtype() == DType::BFloat16) return max_pool_backward_nhwc<BFloat16>(gx, gy, indices);
     return max_pool_backward_nhwc<double>(gx, gy, indices);
   }
   dispatch_floating(gx.dtype(), "max_pool2d_backward", [&]<class T>() {
