@@ -530,12 +530,14 @@ def torch_jit_block(torch, threads, repeat):
 
 def torch_jit_inference(torch, threads, repeat, args):
     """ResNet inference at batch 1, 224x224, channels-last (PyTorch's best CPU inference here),
-    eager and frozen TorchScript, for the models of --jit-models."""
+    eager and frozen TorchScript, for the models of --jit-models, in --dtype."""
     out = []
+    dt = getattr(torch, args.dtype)
     for name in args.jit_models.split(","):
         torch.manual_seed(0)
-        model = zoo_model(torch, name, 3, 224, 1000).eval().to(memory_format=torch.channels_last)
-        x = torch.rand(1, 3, 224, 224).contiguous(memory_format=torch.channels_last)
+        model = zoo_model(torch, name, 3, 224, 1000).eval().to(dtype=dt,
+                                                                memory_format=torch.channels_last)
+        x = torch.rand(1, 3, 224, 224).to(dt).contiguous(memory_format=torch.channels_last)
         variants = [("eager", model)]
         with torch.no_grad():
             try:
@@ -1042,8 +1044,8 @@ def ignis_extra_args(workload, args):
     if workload == "ddp_mnist_mlp":  # ignis launches itself under mpirun -np N
         return [["--data", args.data, "--ranks", "1"], ["--data", args.data, "--ranks", "2"]]
     if workload == "jit_inference":  # ignis reports eager and graph; the best is compared
-        return [["--model", name, "--batch", "1", "--memory-format", "channels_last"]
-                for name in args.jit_models.split(",")]
+        return [["--model", name, "--batch", "1", "--memory-format", "channels_last",
+                 "--dtype", args.dtype] for name in args.jit_models.split(",")]
     if workload == "checkpoint":
         return [["--model", name, "--batch", str(args.checkpoint_batch)]
                 for name in args.checkpoint_models.split(",")]
@@ -1203,7 +1205,8 @@ def main():
                     help="mnist_lenet, train_step: ignis's input layout (PyTorch runs both "
                          "and its faster one is compared)")
     ap.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"),
-                    help="train_step: the parameters' and inputs' dtype (default float32)")
+                    help="train_step, jit_inference: the parameters' and inputs' dtype (default "
+                         "float32)")
     ap.add_argument("--image-size", type=int, default=0,
                     help="train_step: image size (default: the model's, 224 or 28 for lenet)")
     ap.add_argument("--classes", type=int, default=0,

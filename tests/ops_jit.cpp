@@ -275,8 +275,8 @@ IGNIS_OP_INFO(OpInfo{
 // activation(x w^T + b + other). Inputs: x, w, b (or none), other (or none), and the host
 // parameters: the activation's index (none, relu, gelu, gelu_tanh, silu) and add_first (0 when
 // left out). Float32 samples of 8 rows or more with `other` of the output's shape
-// (or none) run one oneDNN matmul with post-ops; float64, gradchecks, fewer rows and broadcast
-// residuals the ops one by one.
+// (or none) run one oneDNN matmul with post-ops (bfloat16 ones too, on CPUs with native
+// bfloat16); float64, gradchecks, fewer rows and broadcast residuals the ops one by one.
 Tensor ref_linear_pointwise(const Inputs& in) {
   const Tensor &x = in[0], &w = in[1], &b = in[2], &other = in[3];
   const auto p = ints(in[4]);
@@ -332,9 +332,10 @@ IGNIS_OP_INFO(OpInfo{
                {n({3, 4}, 58), n({2, 4}, 59), none, n({2}, 60), params({1, 1})}},
           };
         },
-    .dtypes = {kFloat32, kFloat64},
+    .dtypes = {kFloat32, kFloat64, kBFloat16},
     .atol32 = 1e-4,
     .rtol32 = 1e-4,
+    .atol_bf16 = 5e-2,
     .host_params = {-1},
 });
 

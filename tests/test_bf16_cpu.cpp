@@ -193,5 +193,67 @@ TEST(NativeBFloat16, ConvolutionsRunOneDnnsBFloat16Primitives) {
   EXPECT_EQ(conv_primitive_cache_stats().misses, after);
 }
 
+// Graph mode's fused nodes in bfloat16: the convolution or product, its residual and its
+// activation in one oneDNN primitive, rounded once. The values make the rounding visible: every
+// output is 1 + 2^-8 (a tie between two bfloat16 values) before the residual 2^-8 is added. The
+// ops one by one round it to 1 (to even), then 1 + 2^-8 to 1 again; the fused node gives 1 + 2^-7.
+constexpr double kTie = 1.0 + 1.0 / 256, kOnce = 1.0 + 1.0 / 128;
+
+/// x [1, 16, 4, 4] channels-last with channels 0 and 1 all ones; w [16, 16, 1, 1] with
+/// w[o][0] = 1 and w[o][1] = 2^-8: the convolution is 1 + 2^-8 everywhere.
+std::pair<Tensor, Tensor> tie_conv() {
+  Tensor x = zeros({1, 16, 4, 4}, kBFloat16).contiguous(MemoryFormat::ChannelsLast);
+  x.narrow(1, 0, 2).fill_(1.0);
+  Tensor w = zeros({16, 16, 1, 1}, kBFloat16);
+  w.select(1, 0).fill_(1.0);
+  w.select(1, 1).fill_(1.0 / 256);
+  return {x, w};
+}
+
+void expect_all(const Tensor& t, double v, const std::string& what) {
+  for (double e : vals(t)) ASSERT_EQ(e, v) << what;
+}
+
+TEST(NativeBFloat16, FusedConvolutionsAndProductsRoundOnce) {
+  REQUIRE_NATIVE_BF16();
+  auto [x, w] = tie_conv();
+  const Tensor r = full({1, 16, 4, 4}, 1.0 / 256, kBFloat16);
+  NoGradGuard ng;
+  expect_all(conv2d_add_relu(x, w, Tensor(), r), kOnce, "conv2d_add_relu");
+  expect_all(relu(conv2d(x, w) + r), 1.0, "the ops one by one");
+  expect_all(jit::conv2d_pointwise(x, w, Tensor(), r, {1}, {0}, {1}, 1, "relu", true), kOnce,
+             "conv2d_pointwise");
+  // linear_pointwise on 8 rows (the composite runs below 8).
+  Tensor a = zeros({8, 16}, kBFloat16), wl = zeros({16, 16}, kBFloat16);
+  a.narrow(1, 0, 2).fill_(1.0);
+  wl.select(1, 0).fill_(1.0);
+  wl.select(1, 1).fill_(1.0 / 256);
+  const Tensor rl = full({8, 16}, 1.0 / 256, kBFloat16);
+  expect_all(jit::linear_pointwise(a, wl, Tensor(), rl, "none", true), kOnce, "linear_pointwise");
+  expect_all(linear(a, wl) + rl, 1.0, "linear, add");
+}
+
+TEST(NativeBFloat16, FrozenGraphsPackTheirBFloat16Weights) {
+  auto [x, w] = tie_conv();
+  const Tensor r = full({1, 16, 4, 4}, 1.0 / 256, kBFloat16);
+  NoGradGuard ng;
+  // The weight is a constant of the graph: the executor packs it on its first run.
+  auto g = std::make_shared<jit::Graph>(jit::trace(
+      [&](const TensorList& in) {
+        return TensorList{conv2d_add_relu(in[0], w, Tensor(), r, {1}, {0})};
+      },
+      {x}));
+  ASSERT_EQ(g->count("conv2d_add_relu"), 1);
+  jit::Executor ex(g);
+  const double fused = onednn::native_bf16() ? kOnce : 1.0;
+  for (int run = 0; run < 3; ++run) expect_all(ex.run({x})[0], fused, "run " + std::to_string(run));
+  // A write into the weight (its version changes): the next run packs it again. The convolution
+  // is now 1, plus the residual 2^-8: a tie, rounded to 1 by either path.
+  w.select(1, 1).zero_();
+  expect_all(ex.run({x})[0], 1.0, "after a write into the weight");
+  w.select(1, 1).fill_(1.0 / 256);
+  expect_all(ex.run({x})[0], fused, "after writing it back");
+}
+
 }  // namespace
 }  // namespace ignis

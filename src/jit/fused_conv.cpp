@@ -3,11 +3,11 @@
 //   conv2d -> add -> relu into it);
 // - conv2d_pointwise: a convolution with the other activations (GELU, SiLU) and an optional
 //   residual, added before or after the activation (fuse_conv_pointwise).
-// For float32 CPU inference (no input requiring grad) each is one oneDNN convolution with
-// post-ops: a sum (the output buffer holds `other` and the convolution accumulates into it) and an
-// eltwise activation, so the residual is read and the result written in the convolution's own
-// pass. Otherwise (other dtypes, autograd, the meta device, broadcasting, groups) it is the
-// composite, whose ops carry the checks and the backward.
+// For float32 CPU inference (no input requiring grad), and bfloat16 on CPUs with native bfloat16,
+// each is one oneDNN convolution with post-ops: a sum (the output buffer holds `other` and the
+// convolution accumulates into it) and an eltwise activation, so the residual is read and the
+// result written in the convolution's own pass. Otherwise (other dtypes, autograd, the meta device,
+// broadcasting, groups) it is the composite, whose ops carry the checks and the backward.
 #include "jit/fused_conv.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -49,10 +49,14 @@ memory::dims dims4(const Tensor& t) { return {t.size(0), t.size(1), t.size(2), t
 
 std::string prim_key(const Tensor& x, IntArrayRef w, bool bias, const Tensor& y,
                      const ConvParams& p, Activation act, bool sum, bool add_first) {
-  return onednn::make_key({x.size(0), x.size(1), x.size(2), x.size(3), w[0], w[2], w[3],
-                           y.size(2), y.size(3), p.stride[0], p.stride[1], p.pad_l[0], p.pad_l[1],
-                           p.pad_r[0], p.pad_r[1], p.dilation[0], p.dilation[1], bias, is_cl(x),
-                           is_cl(y), static_cast<int64_t>(act), sum, add_first});
+  return onednn::make_key({x.size(0),     x.size(1),     x.size(2),
+                           x.size(3),     w[0],          w[2],
+                           w[3],          y.size(2),     y.size(3),
+                           p.stride[0],   p.stride[1],   p.pad_l[0],
+                           p.pad_l[1],    p.pad_r[0],    p.pad_r[1],
+                           p.dilation[0], p.dilation[1], bias,
+                           is_cl(x),      is_cl(y),      static_cast<int64_t>(act),
+                           sum,           add_first,     static_cast<int64_t>(x.dtype())});
 }
 
 std::shared_ptr<const FusedPrim> get_prim(const std::string& key, const Tensor& x, IntArrayRef ws,
@@ -62,15 +66,14 @@ std::shared_ptr<const FusedPrim> get_prim(const std::string& key, const Tensor& 
     FusedPrim r;
     try {
       auto& eng = onednn::engine();
-      r.xu = memory::desc(dims4(x), memory::data_type::f32, is_cl(x) ? Tag::nhwc : Tag::nchw);
-      r.yu = memory::desc(dims4(y), memory::data_type::f32, is_cl(y) ? Tag::nhwc : Tag::nchw);
-      r.wu = memory::desc({ws[0], ws[1], ws[2], ws[3]}, memory::data_type::f32, Tag::oihw);
-      r.bu = memory::desc({ws[0]}, memory::data_type::f32, Tag::x);
+      const auto dt = x.dtype() == kBFloat16 ? memory::data_type::bf16 : memory::data_type::f32;
+      r.xu = memory::desc(dims4(x), dt, is_cl(x) ? Tag::nhwc : Tag::nchw);
+      r.yu = memory::desc(dims4(y), dt, is_cl(y) ? Tag::nhwc : Tag::nchw);
+      r.wu = memory::desc({ws[0], ws[1], ws[2], ws[3]}, dt, Tag::oihw);
+      r.bu = memory::desc({ws[0]}, dt, Tag::x);
       // Channels-last activations stay NHWC; NCHW ones let the primitive pick its layout.
       const bool cl = is_cl(x) && is_cl(y);
-      auto any = [](const memory::desc& d) {
-        return memory::desc(d.dims(), memory::data_type::f32, Tag::any);
-      };
+      auto any = [dt](const memory::desc& d) { return memory::desc(d.dims(), dt, Tag::any); };
       const memory::desc xa = cl ? r.xu : any(r.xu), ya = cl ? r.yu : any(r.yu);
       const memory::dims strides{p.stride[0], p.stride[1]};
       const memory::dims dil{p.dilation[0] - 1, p.dilation[1] - 1};
@@ -87,6 +90,9 @@ std::shared_ptr<const FusedPrim> get_prim(const std::string& key, const Tensor& 
       dnnl::primitive_attr attr;
       attr.set_post_ops(ops);
       dnnl::convolution_forward::primitive_desc pd(d, attr, eng);
+      // bfloat16 on oneDNN's reference code would be slower than the composite's primitives.
+      if (dt == memory::data_type::bf16 && onednn::is_reference_impl(pd.impl_info_str()))
+        return FusedPrim();
       r.prim = dnnl::convolution_forward(pd);
       r.xi = pd.src_desc();
       r.wi = pd.weights_desc();
@@ -145,8 +151,10 @@ Tensor conv_forward_onednn(const Tensor& x, const Tensor& w, const Tensor& b, co
   const bool sum = other.defined();
   add_first = add_first && sum;  // without a residual the order means nothing
   if (autograd::any_needs_grad({&x, &w, &b, &other}) || groups != 1) return Tensor();
+  const DType dt = x.dtype();
+  if (dt != kFloat32 && !(dt == kBFloat16 && onednn::native_bf16())) return Tensor();
   for (const Tensor* t : {&x, &w, &b, &other}) {
-    if (t->defined() && (t->dtype() != kFloat32 || !t->device().is_cpu())) return Tensor();
+    if (t->defined() && (t->dtype() != dt || !t->device().is_cpu())) return Tensor();
   }
   if (x.dim() != 4 || w.dim() != 4 || w.size(1) != x.size(1)) return Tensor();
   if (sum && other.dim() != 4) return Tensor();
@@ -162,7 +170,7 @@ Tensor conv_forward_onednn(const Tensor& x, const Tensor& w, const Tensor& b, co
   // The layout of the unfused ops' result: channels-last when an operand is.
   const MemoryFormat fmt =
       is_cl(x) || (sum && is_cl(other)) ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
-  Tensor out = make_tensor(out_size, kFloat32, kCPU, fmt);
+  Tensor out = make_tensor(out_size, dt, kCPU, fmt);
   const std::string key = prim_key(x, w.sizes(), b.defined(), out, p, act, sum, add_first);
   auto prim = get_prim(key, x, w.sizes(), b.defined(), out, p, act, sum, add_first);
   if (!prim->ok) return Tensor();

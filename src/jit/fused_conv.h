@@ -22,9 +22,9 @@ struct PackedConvWeight {
 };
 
 /// act(conv2d(x, w, b, ...)) + other? (act(conv2d(...) + other) with `add_first`) as one oneDNN
-/// primitive (sum and eltwise post-ops), float32 on the CPU without autograd; an undefined tensor
-/// when the case is not one it handles (the caller then runs the ops). `packed` (may be null) keeps
-/// the reordered weight between calls.
+/// primitive (sum and eltwise post-ops), float32 (bfloat16 where the CPU has it natively) on the
+/// CPU without autograd; an undefined tensor when the case is not one it handles (the caller then
+/// runs the ops). `packed` (may be null) keeps the reordered weight between calls.
 Tensor conv_forward_onednn(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& other,
                            IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
                            int64_t groups, Activation act, bool add_first,

@@ -1,15 +1,14 @@
 // linear_pointwise: activation(linear(x, w, b)) + other, or activation(linear(x, w, b) + other)
 // with add_first, as one op: what graph mode's fuse_linear_pointwise makes of a linear followed by
 // gelu / silu / relu and a residual add (a transformer block's MLP and output projection). For
-// float32 CPU inference it is one oneDNN matmul whose post-ops apply the activation (eltwise
-// gelu_erf, gelu_tanh, swish, relu) and add `other` (a binary add) to each tile of the product
-// while it is in cache, so neither costs a pass over memory of its own. Otherwise (autograd, other
-// dtypes, the meta device, broadcasting `other`, fewer than 8 rows, no oneDNN implementation
-// other than the reference one) it is the composite (jit/pointwise.h), whose ops carry the checks
-// and the backward.
+// float32 CPU inference (and bfloat16 on CPUs with native bfloat16) it is one oneDNN matmul whose
+// post-ops apply the activation (eltwise gelu_erf, gelu_tanh, swish, relu) and add `other` (a
+// binary add) to each tile of the product while it is in cache, so neither costs a pass over memory
+// of its own. Otherwise (autograd, other dtypes, the meta device, broadcasting `other`, fewer than
+// 8 rows, no oneDNN implementation other than the reference one) it is the composite
+// (jit/pointwise.h), whose ops carry the checks and the backward.
 #include "jit/fused_linear.h"
 
-#include <cstring>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "autograd/node.h"
@@ -45,18 +44,18 @@ using detail::Activation;
 
 std::shared_ptr<const MatmulPrim> get_prim(const std::string& key, int64_t M, int64_t K, int64_t N,
                                            bool bias, Activation act, bool sum, bool add_first,
-                                           bool any_weight) {
+                                           bool any_weight, DType dtype) {
   return cache().get(key, [&] {
     MatmulPrim r;
     try {
-      const auto f32 = memory::data_type::f32;
-      r.x = memory::desc({M, K}, f32, Tag::ab);
-      r.w = memory::desc({K, N}, f32, Tag::ba);  // the [N, K] row-major weight, transposed
-      r.b = memory::desc({1, N}, f32, Tag::ab);
-      r.y = memory::desc({M, N}, f32, Tag::ab);
+      const auto dt = dtype == kBFloat16 ? memory::data_type::bf16 : memory::data_type::f32;
+      r.x = memory::desc({M, K}, dt, Tag::ab);
+      r.w = memory::desc({K, N}, dt, Tag::ba);  // the [N, K] row-major weight, transposed
+      r.b = memory::desc({1, N}, dt, Tag::ab);
+      r.y = memory::desc({M, N}, dt, Tag::ab);
       r.other = r.y;
       // With a pre-packed weight the primitive picks the weight's layout.
-      const memory::desc wa = any_weight ? memory::desc({K, N}, f32, Tag::any) : r.w;
+      const memory::desc wa = any_weight ? memory::desc({K, N}, dt, Tag::any) : r.w;
       auto d = bias ? dnnl::matmul::desc(r.x, wa, r.b, r.y) : dnnl::matmul::desc(r.x, wa, r.y);
       dnnl::post_ops ops;
       r.other_slot = detail::append_post_ops(ops, act, sum, add_first, [&](dnnl::post_ops& o) {
@@ -66,7 +65,7 @@ std::shared_ptr<const MatmulPrim> get_prim(const std::string& key, int64_t M, in
       attr.set_post_ops(ops);
       dnnl::matmul::primitive_desc pd(d, attr, onednn::engine());
       // The reference implementation is far slower than the ops run one by one.
-      if (std::strncmp(pd.impl_info_str(), "ref", 3) == 0) return r;
+      if (onednn::is_reference_impl(pd.impl_info_str())) return r;
       r.prim = dnnl::matmul(pd);
       r.wi = pd.weights_desc();
       r.ok = true;
@@ -81,8 +80,10 @@ std::shared_ptr<const MatmulPrim> get_prim(const std::string& key, int64_t M, in
 Tensor linear_onednn(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& other,
                      Activation act, bool add_first, detail::PackedLinearWeight* packed) {
   if (autograd::any_needs_grad({&x, &w, &b, &other})) return Tensor();
+  const DType dt = x.dtype();
+  if (dt != kFloat32 && !(dt == kBFloat16 && onednn::native_bf16())) return Tensor();
   for (const Tensor* t : {&x, &w, &b, &other}) {
-    if (t->defined() && (t->dtype() != kFloat32 || !t->device().is_cpu())) return Tensor();
+    if (t->defined() && (t->dtype() != dt || !t->device().is_cpu())) return Tensor();
   }
   if (x.dim() < 1 || w.dim() != 2 || x.size(-1) != w.size(1) || !w.is_contiguous()) return Tensor();
   if (b.defined() && (b.dim() != 1 || b.size(0) != w.size(0) || !b.is_contiguous()))
@@ -99,14 +100,14 @@ Tensor linear_onednn(const Tensor& x, const Tensor& w, const Tensor& b, const Te
   const bool pack = packed != nullptr;
   const bool sum = other.defined();
   add_first = add_first && sum;  // without a residual the order means nothing
-  const std::string key =
-      onednn::make_key({M, K, N, b.defined(), static_cast<int64_t>(act), sum, add_first, pack});
-  auto prim = get_prim(key, M, K, N, b.defined(), act, sum, add_first, pack);
+  const std::string key = onednn::make_key({M, K, N, b.defined(), static_cast<int64_t>(act), sum,
+                                            add_first, pack, int64_t{dt == kBFloat16}});
+  auto prim = get_prim(key, M, K, N, b.defined(), act, sum, add_first, pack, dt);
   if (!prim->ok) return Tensor();
   // (Not through the dispatcher when already contiguous: a profiler sees the one fused op.)
   const Tensor xc = x.is_contiguous() ? x : x.contiguous();
   const Tensor oc = !other.defined() || other.is_contiguous() ? other : other.contiguous();
-  Tensor out = make_tensor(out_shape, kFloat32, kCPU);
+  Tensor out = make_tensor(out_shape, dt, kCPU);
   auto& eng = onednn::engine();
   auto& s = onednn::stream();
   std::unordered_map<int, memory> args;

@@ -21,7 +21,7 @@ struct PackedLinearWeight {
 };
 
 /// activation(x w^T + b) + other (activation(x w^T + b + other) with `add_first`) as one oneDNN
-/// matmul with post-ops, float32 on the CPU without
+/// matmul with post-ops, float32 (bfloat16 where the CPU has it natively) on the CPU without
 /// autograd, 8 rows or more; an undefined tensor when the case is not one it handles (the caller
 /// then runs the ops). With `packed` (may be null) the primitive picks its weight layout and the
 /// reordered weight is kept between calls.
