@@ -159,3 +159,10 @@ add_test(NAME cli_bench_checkpoint_bad_model
          COMMAND ignis_cli bench checkpoint --model lenet --repeat 1 --threads 1)
 set_tests_properties(cli_bench_checkpoint_bad_model PROPERTIES PASS_REGULAR_EXPRESSION
   "bench checkpoint: --model expects a ResNet or a VGG of the zoo, got Sequential")
+# jit_inference in bfloat16 (a CIFAR-sized ResNet-18): the frozen graph checked against eager, then
+# both timed; each line names the dtype.
+add_test(NAME cli_bench_jit_inference_bfloat16
+         COMMAND ignis_cli bench jit_inference --model resnet18 --image-size 32 --classes 10
+                 --dtype bfloat16 --repeat 1 --threads 1)
+set_tests_properties(cli_bench_jit_inference_bfloat16 PROPERTIES PASS_REGULAR_EXPRESSION
+                     "dtype=bfloat16 threads=1 mode=eager .*dtype=bfloat16 threads=1 mode=graph nodes=")
