@@ -187,13 +187,25 @@ struct ArenaStats {
 };
 
 /// Runs a graph many times: prepares each node's arguments once (hot ops are called unboxed,
-/// frozen convolutions keep their weights pre-packed), frees each intermediate value after its
-/// last use. Not thread-safe: one Executor per thread.
+/// frozen convolutions and linear_pointwise nodes keep their weights pre-packed), frees each
+/// intermediate value after its last use. Not thread-safe: one Executor per thread.
+///
+/// A pre-packed weight that nothing else can reach — the executor holds the only reference to
+/// the graph (it was moved in, as `jit::compile` and `jit::load` + `Executor` do) and the weight
+/// tensor is held by that graph alone (batch norm folded into it, or loaded from a file) — is
+/// released after a run: the packed copy is then the weight, so a frozen graph holds its weights
+/// once, not twice. Where the plain weight is needed again (a profiled run, autograd, another
+/// input layout, `graph()`), it is rebuilt from the packed copy, exactly, and kept.
 class Executor {
  public:
   explicit Executor(std::shared_ptr<const Graph> graph, ExecutorOptions opts = {});
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
-  const Graph& graph() const { return *graph_; }
+  /// The graph it runs (weights it released are rebuilt first).
+  const Graph& graph() const;
+  /// Whether run() takes these inputs: their number, shapes, dtypes and devices as traced.
+  bool accepts(const std::vector<Tensor>& inputs) const;
+  /// The bytes of plain weights released so far (and not rebuilt since).
+  int64_t released_weight_bytes() const;
   /// The levels of the dependency DAG, in execution order: each the node indices that may run
   /// together.
   const std::vector<std::vector<int>>& levels() const { return levels_; }
@@ -206,6 +218,10 @@ class Executor {
 
  private:
   void run_step(size_t i);
+  /// Releases the plain copies of packed weights nothing else holds (see the class comment).
+  void release_packed_weights();
+  /// Rebuilds step i's released weight from its packed copy and keeps it.
+  void rebuild_weight(size_t i) const;
   /// The planned arena to run with (recording or serving), or null.
   detail::PlannedArena* arena_for_run();
   void arena_after_run(bool ok);
@@ -215,18 +231,21 @@ class Executor {
     Tensor (*direct)(const Node& n, const std::vector<Tensor>& env, void* state) = nullptr;
     /// What the direct call keeps between runs (a convolution's pre-packed weight), or null.
     std::shared_ptr<void> state;
+    /// The constant the state packs (used by this node alone), which may be released; else -1.
+    int weight = -1;
     std::vector<op::IValue> frame;  // the boxed arguments; tensor slots filled per run
     std::vector<int> frame_values;  // per argument: its value id (Tensor args), else -1
     std::vector<int> outputs;
     std::vector<int> release;  // values whose last use is this node
   };
   std::shared_ptr<const Graph> graph_;
+  std::shared_ptr<Graph> own_;  // graph_'s own copy, once a weight was released from it
   ExecutorOptions opts_;
   std::vector<Step> steps_;
   std::vector<std::vector<int>> levels_;
   std::vector<std::vector<int>> schedule_;
   std::vector<std::vector<int>> level_release_;  // values freed after each group of schedule_
-  std::vector<Tensor> env_;
+  mutable std::vector<Tensor> env_;              // (graph() may rebuild released weights into it)
   std::shared_ptr<detail::PlannedArena> arena_;  // released, not deleted: storages may hold it
   int runs_ = 0;
   int recordings_ = 0;

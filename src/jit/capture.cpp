@@ -312,16 +312,7 @@ std::string CompiledModule::signature(const std::vector<Tensor>& inputs) const {
 }
 
 bool CompiledModule::matches_last(const std::vector<Tensor>& inputs) const {
-  if (last_ == nullptr || last_training_ != module_->is_training()) return false;
-  const Graph& g = last_->graph();
-  if (inputs.size() != g.inputs.size()) return false;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const Value& v = g.values[static_cast<size_t>(g.inputs[i])];
-    if (!inputs[i].defined() || inputs[i].dtype() != v.dtype || inputs[i].device() != v.device ||
-        !inputs[i].sizes().equals(v.sizes))
-      return false;
-  }
-  return true;
+  return last_ != nullptr && last_training_ == module_->is_training() && last_->accepts(inputs);
 }
 
 std::vector<Tensor> CompiledModule::forward(const std::vector<Tensor>& inputs) {

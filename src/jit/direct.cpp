@@ -48,19 +48,27 @@ Tensor packed_conv(const Node& n, const std::vector<Tensor>& e, void* state, Act
                              ints(n, a + 1), ints(n, a + 2), integer(n, a + 3), act, add_first,
                              static_cast<PackedConvWeight*>(state));
 }
+// A released weight (jit/packed_weight.h) serves only its packed path: where that cannot run, the
+// direct call returns nothing and the executor rebuilds the weight and calls again.
+bool released(void* state) {
+  return state != nullptr && static_cast<PackedWeight*>(state)->released;
+}
 
 Tensor d_conv2d(const Node& n, const std::vector<Tensor>& e, void* state) {
   if (Tensor r = packed_conv(n, e, state, Activation::none, 0, false); r.defined()) return r;
+  if (released(state)) return Tensor();
   return conv2d(in(n, e, 0), in(n, e, 1), in(n, e, 2), ints(n, 3), ints(n, 4), ints(n, 5),
                 integer(n, 6));
 }
 Tensor d_conv2d_relu(const Node& n, const std::vector<Tensor>& e, void* state) {
   if (Tensor r = packed_conv(n, e, state, Activation::relu, 0, false); r.defined()) return r;
+  if (released(state)) return Tensor();
   return conv2d_relu(in(n, e, 0), in(n, e, 1), in(n, e, 2), ints(n, 3), ints(n, 4), ints(n, 5),
                      integer(n, 6));
 }
 Tensor d_conv2d_add_relu(const Node& n, const std::vector<Tensor>& e, void* state) {
   if (Tensor r = packed_conv(n, e, state, Activation::relu, 3, true); r.defined()) return r;
+  if (released(state)) return Tensor();
   return conv2d_add_relu(in(n, e, 0), in(n, e, 1), in(n, e, 2), in(n, e, 3), ints(n, 4), ints(n, 5),
                          ints(n, 6), integer(n, 7));
 }
@@ -70,6 +78,7 @@ Tensor d_conv2d_pointwise(const Node& n, const std::vector<Tensor>& e, void* sta
   if (Tensor r = packed_conv(n, e, state, activation_named("conv2d_pointwise", act), 3, add_first);
       r.defined())
     return r;
+  if (released(state)) return Tensor();
   return conv2d_pointwise(in(n, e, 0), in(n, e, 1), in(n, e, 2), in(n, e, 3), ints(n, 4),
                           ints(n, 5), ints(n, 6), integer(n, 7), act, add_first);
 }
@@ -83,6 +92,7 @@ Tensor d_linear_pointwise(const Node& n, const std::vector<Tensor>& e, void* sta
                                        add_first, static_cast<PackedLinearWeight*>(state));
     if (r.defined()) return r;
   }
+  if (released(state)) return Tensor();
   return linear_pointwise(in(n, e, 0), in(n, e, 1), in(n, e, 2), in(n, e, 3), act, add_first);
 }
 Tensor d_add(const Node& n, const std::vector<Tensor>& e, void*) {
@@ -132,19 +142,19 @@ DirectFn find_direct(const op::Record& rec) {
   return it == table.end() ? nullptr : it->second;
 }
 
-std::shared_ptr<void> make_direct_state(const Graph& g, const Node& n) {
+std::shared_ptr<PackedWeight> make_direct_state(const Graph& g, const Node& n) {
   const std::string name = n.name();
   if (name == "linear_pointwise") {
     const int w = n.args[1].value;
     if (w < 0 || g.values[static_cast<size_t>(w)].kind != ValueKind::Constant) return nullptr;
-    return std::make_shared<PackedLinearWeight>();
+    return std::make_shared<PackedWeight>();
   }
   if (name != "conv2d" && name != "conv2d_relu" && name != "conv2d_add_relu" &&
       name != "conv2d_pointwise")
     return nullptr;
   const int w = n.args[1].value;
   if (w < 0 || g.values[static_cast<size_t>(w)].kind != ValueKind::Constant) return nullptr;
-  return std::make_shared<PackedConvWeight>();
+  return std::make_shared<PackedWeight>();
 }
 
 }  // namespace ignis::jit::detail

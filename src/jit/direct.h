@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ignis/jit.h"
+#include "jit/packed_weight.h"
 
 namespace ignis::jit::detail {
 
@@ -15,8 +16,10 @@ using DirectFn = Tensor (*)(const Node& n, const std::vector<Tensor>& env, void*
 /// have the schema's types (the tracer and the loader guarantee it).
 DirectFn find_direct(const op::Record& rec);
 /// State a node's direct call keeps between runs: a pre-packed weight for a convolution
-/// (conv2d, conv2d_relu, conv2d_add_relu) or a linear_pointwise whose weight is a constant of
-/// the graph; else null.
-std::shared_ptr<void> make_direct_state(const Graph& g, const Node& n);
+/// (conv2d, conv2d_relu, conv2d_add_relu, conv2d_pointwise) or a linear_pointwise whose weight
+/// (argument 1) is a constant of the graph; else null. A direct call whose weight the executor
+/// released returns an undefined tensor where only the plain weight would do (the executor then
+/// rebuilds it and calls again).
+std::shared_ptr<PackedWeight> make_direct_state(const Graph& g, const Node& n);
 
 }  // namespace ignis::jit::detail

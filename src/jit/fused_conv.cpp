@@ -143,53 +143,48 @@ namespace jit::detail {
 // before or after it) as one oneDNN primitive, or an undefined tensor when the case is not one it
 // handles (autograd, dtypes other than float32, groups, broadcasting, ...). With `packed`, the
 // weight is reordered into the primitive's layout once and reused while the weight's data and
-// version stay the same.
+// version stay the same; a released weight (w undefined) is its packed bytes, usable only by the
+// primitive they were packed for.
 Tensor conv_forward_onednn(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& other,
                            IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
                            int64_t groups, Activation act, bool add_first,
                            PackedConvWeight* packed) {
   const bool sum = other.defined();
+  const bool released = packed != nullptr && packed->released;
   add_first = add_first && sum;  // without a residual the order means nothing
   if (autograd::any_needs_grad({&x, &w, &b, &other}) || groups != 1) return Tensor();
   const DType dt = x.dtype();
   if (dt != kFloat32 && !(dt == kBFloat16 && onednn::native_bf16())) return Tensor();
+  if (released ? packed->dtype != dt : !w.defined() || !w.is_contiguous()) return Tensor();
   for (const Tensor* t : {&x, &w, &b, &other}) {
     if (t->defined() && (t->dtype() != dt || !t->device().is_cpu())) return Tensor();
   }
-  if (x.dim() != 4 || w.dim() != 4 || w.size(1) != x.size(1)) return Tensor();
+  const IntArrayRef ws = released ? IntArrayRef(packed->sizes) : w.sizes();
+  if (x.dim() != 4 || ws.size() != 4 || ws[1] != x.size(1)) return Tensor();
   if (sum && other.dim() != 4) return Tensor();
-  if (b.defined() && (b.dim() != 1 || b.size(0) != w.size(0) || !b.is_contiguous()))
-    return Tensor();
-  if (!(x.is_contiguous() || is_cl(x)) || !w.is_contiguous()) return Tensor();
+  if (b.defined() && (b.dim() != 1 || b.size(0) != ws[0] || !b.is_contiguous())) return Tensor();
+  if (!(x.is_contiguous() || is_cl(x))) return Tensor();
   ConvParams p;
   if (!params_of(stride, padding, dilation, p)) return Tensor();
-  const Shape out_size{x.size(0), w.size(0), conv_out_size(x.size(2), w.size(2), p, 0),
-                       conv_out_size(x.size(3), w.size(3), p, 1)};
+  const Shape out_size{x.size(0), ws[0], conv_out_size(x.size(2), ws[2], p, 0),
+                       conv_out_size(x.size(3), ws[3], p, 1)};
   if (out_size[2] <= 0 || out_size[3] <= 0 || x.numel() == 0) return Tensor();
   if (sum && !other.sizes().equals(out_size)) return Tensor();
   // The layout of the unfused ops' result: channels-last when an operand is.
   const MemoryFormat fmt =
       is_cl(x) || (sum && is_cl(other)) ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
   Tensor out = make_tensor(out_size, dt, kCPU, fmt);
-  const std::string key = prim_key(x, w.sizes(), b.defined(), out, p, act, sum, add_first);
-  auto prim = get_prim(key, x, w.sizes(), b.defined(), out, p, act, sum, add_first);
+  const std::string key = prim_key(x, ws, b.defined(), out, p, act, sum, add_first);
+  if (released && packed->key != key) return Tensor();  // another primitive: the plain weight
+  auto prim = get_prim(key, x, ws, b.defined(), out, p, act, sum, add_first);
   if (!prim->ok) return Tensor();
   if (sum) copy_into(out, other);  // the sum post-op accumulates the convolution into it
   std::vector<Tensor> temps;
   std::unordered_map<int, memory> args;
   args.emplace(DNNL_ARG_SRC, in_layout(prim->xu, prim->xi, x.data_ptr(), true, temps));
-  if (packed != nullptr && prim->wu != prim->wi) {
-    const void* data = w.data_ptr();
-    if (packed->key != key || packed->data != data || packed->version != w._version() ||
-        !packed->weight.defined()) {
-      std::vector<Tensor> fresh;
-      in_layout(prim->wu, prim->wi, w.data_ptr(), true, fresh);
-      packed->weight = fresh.back();
-      packed->key = key;
-      packed->data = data;
-      packed->version = w._version();
-      ++packed->packs;
-    }
+  if (packed != nullptr && (released || prim->wu != prim->wi)) {
+    if (!released && (packed->key != key || !packed->packs_plain(w)))
+      packed->pack(key, w, prim->wu, prim->wi);
     args.emplace(DNNL_ARG_WEIGHTS, memory(prim->wi, onednn::engine(), packed->weight.data_ptr()));
   } else {
     args.emplace(DNNL_ARG_WEIGHTS, in_layout(prim->wu, prim->wi, w.data_ptr(), true, temps));

@@ -6,20 +6,13 @@
 #include <string>
 
 #include "ignis/tensor.h"
+#include "jit/packed_weight.h"
 #include "jit/pointwise.h"
 
 namespace ignis::jit::detail {
 
-/// A convolution weight reordered into the layout oneDNN's primitive wants, kept by the graph
-/// executor per node: valid while the primitive (its key), the weight's data and its version
-/// are those it was made for.
-struct PackedConvWeight {
-  std::string key;
-  const void* data = nullptr;
-  uint32_t version = 0;
-  Tensor weight;
-  int64_t packs = 0;  // how many times the weight was reordered
-};
+/// A convolution weight reordered into the layout oneDNN's primitive wants (jit/packed_weight.h).
+using PackedConvWeight = PackedWeight;
 
 /// act(conv2d(x, w, b, ...)) + other? (act(conv2d(...) + other) with `add_first`) as one oneDNN
 /// primitive (sum and eltwise post-ops), float32 (bfloat16 where the CPU has it natively) on the

@@ -76,22 +76,26 @@ std::shared_ptr<const MatmulPrim> get_prim(const std::string& key, int64_t M, in
   });
 }
 
-/// The fused product, or an undefined tensor when the case is not one oneDNN runs here.
+/// The fused product, or an undefined tensor when the case is not one oneDNN runs here. A released
+/// weight (w undefined: jit/packed_weight.h) is its packed bytes, usable only by the primitive
+/// they were packed for.
 Tensor linear_onednn(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& other,
                      Activation act, bool add_first, detail::PackedLinearWeight* packed) {
   if (autograd::any_needs_grad({&x, &w, &b, &other})) return Tensor();
+  const bool released = packed != nullptr && packed->released;
   const DType dt = x.dtype();
   if (dt != kFloat32 && !(dt == kBFloat16 && onednn::native_bf16())) return Tensor();
+  if (released ? packed->dtype != dt : !w.defined() || !w.is_contiguous()) return Tensor();
   for (const Tensor* t : {&x, &w, &b, &other}) {
     if (t->defined() && (t->dtype() != dt || !t->device().is_cpu())) return Tensor();
   }
-  if (x.dim() < 1 || w.dim() != 2 || x.size(-1) != w.size(1) || !w.is_contiguous()) return Tensor();
-  if (b.defined() && (b.dim() != 1 || b.size(0) != w.size(0) || !b.is_contiguous()))
-    return Tensor();
+  const IntArrayRef ws = released ? IntArrayRef(packed->sizes) : w.sizes();
+  if (x.dim() < 1 || ws.size() != 2 || x.size(-1) != ws[1]) return Tensor();
+  if (b.defined() && (b.dim() != 1 || b.size(0) != ws[0] || !b.is_contiguous())) return Tensor();
   Shape out_shape(x.sizes().begin(), x.sizes().end() - 1);
-  out_shape.push_back(w.size(0));
+  out_shape.push_back(ws[0]);
   if (other.defined() && !other.sizes().equals(out_shape)) return Tensor();
-  const int64_t K = w.size(1), N = w.size(0), M = x.numel() / std::max<int64_t>(K, 1);
+  const int64_t K = ws[1], N = ws[0], M = x.numel() / std::max<int64_t>(K, 1);
   // A few rows (inference on a few samples) are a stream over the weight, which ignis's own
   // small-M kernel (cpu/matmul_kernels.cpp) does with no call overhead; measured at 512 x 512,
   // oneDNN's matmul took 50 us where linear + gelu took 18 us for one row (40 vs 58 us for 4 rows,
@@ -102,6 +106,7 @@ Tensor linear_onednn(const Tensor& x, const Tensor& w, const Tensor& b, const Te
   add_first = add_first && sum;  // without a residual the order means nothing
   const std::string key = onednn::make_key({M, K, N, b.defined(), static_cast<int64_t>(act), sum,
                                             add_first, pack, int64_t{dt == kBFloat16}});
+  if (released && packed->key != key) return Tensor();  // another primitive: the plain weight
   auto prim = get_prim(key, M, K, N, b.defined(), act, sum, add_first, pack, dt);
   if (!prim->ok) return Tensor();
   // (Not through the dispatcher when already contiguous: a profiler sees the one fused op.)
@@ -112,20 +117,9 @@ Tensor linear_onednn(const Tensor& x, const Tensor& w, const Tensor& b, const Te
   auto& s = onednn::stream();
   std::unordered_map<int, memory> args;
   args.emplace(DNNL_ARG_SRC, memory(prim->x, eng, const_cast<void*>(xc.data_ptr())));
-  if (pack && prim->wi != prim->w) {
-    const void* data = w.data_ptr();
-    if (packed->key != key || packed->data != data || packed->version != w._version() ||
-        !packed->weight.defined()) {
-      packed->weight =
-          make_tensor({static_cast<int64_t>((prim->wi.get_size() + 3) / 4)}, kFloat32, kCPU);
-      memory user(prim->w, eng, const_cast<void*>(data));
-      memory inner(prim->wi, eng, packed->weight.data_ptr());
-      dnnl::reorder(user, inner).execute(s, user, inner);
-      packed->key = key;
-      packed->data = data;
-      packed->version = w._version();
-      ++packed->packs;
-    }
+  if (pack && (released || prim->wi != prim->w)) {
+    if (!released && (packed->key != key || !packed->packs_plain(w)))
+      packed->pack(key, w, prim->w, prim->wi);
     args.emplace(DNNL_ARG_WEIGHTS, memory(prim->wi, eng, packed->weight.data_ptr()));
   } else if (prim->wi == prim->w) {
     args.emplace(DNNL_ARG_WEIGHTS, memory(prim->w, eng, const_cast<void*>(w.data_ptr())));

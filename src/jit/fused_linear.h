@@ -6,19 +6,13 @@
 #include <string>
 
 #include "ignis/tensor.h"
+#include "jit/packed_weight.h"
 
 namespace ignis::jit::detail {
 
-/// A linear weight reordered into the blocked layout oneDNN's matmul primitive picks, kept by the
-/// graph executor per node: valid while the primitive (its key), the weight's data and its
-/// version are those it was made for.
-struct PackedLinearWeight {
-  std::string key;
-  const void* data = nullptr;
-  uint32_t version = 0;
-  Tensor weight;
-  int64_t packs = 0;  // how many times the weight was reordered
-};
+/// A linear weight reordered into the blocked layout oneDNN's matmul primitive picks
+/// (jit/packed_weight.h).
+using PackedLinearWeight = PackedWeight;
 
 /// activation(x w^T + b) + other (activation(x w^T + b + other) with `add_first`) as one oneDNN
 /// matmul with post-ops, float32 (bfloat16 where the CPU has it natively) on the CPU without

@@ -10,6 +10,7 @@
 #include "autograd/saved_hooks.h"
 #include "core/op_call.h"
 #include "core/tensor_impl.h"
+#include "ignis/allocator.h"
 #include "ignis/autograd.h"
 #include "ignis/error.h"
 #include "ignis/jit.h"
@@ -328,6 +329,7 @@ Executor::Executor(std::shared_ptr<const Graph> graph, ExecutorOptions opts)
     for (int v : g.nodes[i].inputs()) last[static_cast<size_t>(v)] = static_cast<int>(i);
   std::vector<char> keep(g.values.size(), 0);
   for (int o : g.outputs) keep[static_cast<size_t>(o)] = 1;
+  const std::vector<int> uses = g.use_counts();
   for (size_t id = 0; id < g.values.size(); ++id) keep[id] |= g.values[id].held();
   steps_.reserve(g.nodes.size());
   for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -335,7 +337,14 @@ Executor::Executor(std::shared_ptr<const Graph> graph, ExecutorOptions opts)
     Step s;
     s.op = n.op;
     if (n.outputs.size() == 1) s.direct = detail::find_direct(*n.op);
-    if (s.direct != nullptr) s.state = detail::make_direct_state(g, n);
+    if (s.direct != nullptr) {
+      s.state = detail::make_direct_state(g, n);
+      // A packed weight this node alone reads (not an output) may be released after a run.
+      const int w = s.state != nullptr ? n.args[1].value : -1;
+      if (w >= 0 && uses[static_cast<size_t>(w)] == 1 &&
+          g.values[static_cast<size_t>(w)].kind == ValueKind::Constant)
+        s.weight = w;
+    }
     s.outputs = n.outputs;
     for (const Arg& a : n.args) {
       s.frame_values.push_back(a.kind == Arg::Kind::Tensor ? a.value : -1);
@@ -392,7 +401,12 @@ void Executor::run_step(size_t i) {
   Step& s = steps_[i];
   const Node& n = g.nodes[i];
   if (s.direct != nullptr) {
-    env_[static_cast<size_t>(s.outputs[0])] = s.direct(n, env_, s.state.get());
+    Tensor r = s.direct(n, env_, s.state.get());
+    if (!r.defined() && s.weight >= 0) {  // a released weight that only its plain form serves
+      rebuild_weight(i);
+      r = s.direct(n, env_, s.state.get());
+    }
+    env_[static_cast<size_t>(s.outputs[0])] = std::move(r);
     return;
   }
   for (size_t k = 0; k < s.frame.size(); ++k) {
@@ -514,7 +528,93 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& in) {
     if (!g.values[static_cast<size_t>(o)].held()) env_[static_cast<size_t>(o)] = Tensor();
   clear.done = true;
   after_run.ok = true;
+  release_packed_weights();
   return result;
+}
+
+namespace {
+detail::PackedWeight* packed_of(const std::shared_ptr<void>& state) {
+  return static_cast<detail::PackedWeight*>(state.get());
+}
+}  // namespace
+
+void Executor::release_packed_weights() {
+  // The graph must be this executor's alone (nobody can read its tensors), and each weight held
+  // by the graph and env_ only, its storage by nothing else (no view of it elsewhere).
+  if (own_ == nullptr && graph_.use_count() != 1) return;
+  int64_t freed = 0;
+  for (Step& s : steps_) {
+    if (s.weight < 0) continue;
+    detail::PackedWeight* pw = packed_of(s.state);
+    Tensor& t = env_[static_cast<size_t>(s.weight)];
+    if (pw->released || pw->keep_plain || !pw->unpack || !pw->packs_plain(t)) continue;
+    if (t.impl_ptr().use_count() != 2 || t.impl()->storage().use_count() != 1) continue;
+    if (own_ == nullptr) {
+      own_ = std::make_shared<Graph>(*graph_);
+      graph_ = own_;  // the caller's graph (ours alone) and its handles go
+    }
+    freed += static_cast<int64_t>(t.impl()->storage()->nbytes);
+    own_->tensors[static_cast<size_t>(s.weight)] = Tensor();
+    t = Tensor();
+    pw->released = true;
+    pw->data = nullptr;
+  }
+  // The weights' blocks would stay in the caching allocator, which holds them for reuse: give
+  // them back to the system (once: weights are released after the first runs).
+  if (freed > 0) empty_cache(kCPU);
+}
+
+void Executor::rebuild_weight(size_t i) const {
+  const Step& s = steps_[i];
+  detail::PackedWeight* pw = packed_of(s.state);
+  if (!pw->released) return;
+  // Not from the planned arena: the weight outlives the run.
+  const ignis::detail::StorageHook saved = ignis::detail::tls_storage_hook;
+  ignis::detail::tls_storage_hook = {nullptr, 0, 0};
+  Tensor plain;
+  try {
+    plain = pw->unpack();
+  } catch (...) {
+    ignis::detail::tls_storage_hook = saved;
+    throw;
+  }
+  ignis::detail::tls_storage_hook = saved;
+  own_->tensors[static_cast<size_t>(s.weight)] = plain;
+  env_[static_cast<size_t>(s.weight)] = plain;
+  pw->released = false;
+  pw->keep_plain = true;  // needed plain once: kept (a profiled run would rebuild it every run)
+  pw->data = plain.data_ptr();
+  pw->version = plain._version();
+}
+
+const Graph& Executor::graph() const {
+  for (size_t i = 0; i < steps_.size(); ++i)
+    if (steps_[i].weight >= 0) rebuild_weight(i);
+  return *graph_;
+}
+
+bool Executor::accepts(const std::vector<Tensor>& inputs) const {
+  const Graph& g = *graph_;
+  if (inputs.size() != g.inputs.size()) return false;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Value& v = g.values[static_cast<size_t>(g.inputs[i])];
+    if (!inputs[i].defined() || inputs[i].dtype() != v.dtype || inputs[i].device() != v.device ||
+        !inputs[i].sizes().equals(v.sizes))
+      return false;
+  }
+  return true;
+}
+
+int64_t Executor::released_weight_bytes() const {
+  int64_t bytes = 0;
+  for (const Step& s : steps_) {
+    if (s.weight < 0 || !packed_of(s.state)->released) continue;
+    const detail::PackedWeight& pw = *packed_of(s.state);
+    int64_t n = 1;
+    for (int64_t d : pw.sizes) n *= d;
+    bytes += n * static_cast<int64_t>(element_size(pw.dtype));
+  }
+  return bytes;
 }
 
 detail::PlannedArena* Executor::arena_for_run() {
