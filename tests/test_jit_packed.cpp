@@ -171,11 +171,17 @@ TEST(PackedWeights, LinearPointwiseWeightsAreReleasedToo) {
     want = m->forward(x);
   }
   ASSERT_EQ(g.count("linear_pointwise"), 1) << g.str();
+  const int w = g.nodes[0].args[1].value;
+  const Tensor plain = g.tensors[static_cast<size_t>(w)].clone();
   NoGradGuard ng;
   jit::Executor ex(std::make_shared<jit::Graph>(std::move(g)));
   const Tensor first = ex.run({x})[0];
   EXPECT_EQ(ex.released_weight_bytes(), 128 * 64 * 4);  // the fused product's weight
   EXPECT_TRUE(allclose(first, want, 1e-4, 1e-4));
+  EXPECT_TRUE(equal(ex.run({x})[0], first));
+  // Rebuilt from its packed bytes, it is the weight it was.
+  EXPECT_TRUE(equal(ex.graph().tensors[static_cast<size_t>(w)], plain));
+  EXPECT_EQ(ex.released_weight_bytes(), 0);
   EXPECT_TRUE(equal(ex.run({x})[0], first));
 }
 
