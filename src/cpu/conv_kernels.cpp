@@ -157,23 +157,18 @@ memory::dims dims4(const Tensor& t) { return {t.size(0), t.size(1), t.size(2), t
 bool channels_last(const Tensor& t) {
   return t.suggest_memory_format() == MemoryFormat::ChannelsLast;
 }
-/// oneDNN's data type for a float32 or bfloat16 tensor (the dtypes the primitives run).
-memory::data_type data_type(const Tensor& t) {
-  return t.dtype() == kBFloat16 ? memory::data_type::bf16 : memory::data_type::f32;
-}
 memory::desc plain_act(const Tensor& t) {
-  return memory::desc(dims4(t), data_type(t), channels_last(t) ? Tag::nhwc : Tag::nchw);
+  return memory::desc(dims4(t), onednn::data_type(t.dtype()),
+                      channels_last(t) ? Tag::nhwc : Tag::nchw);
 }
 memory::desc any_like(const memory::desc& d) {
   return memory::desc(d.dims(), d.data_type(), Tag::any);
 }
 memory::desc plain_weights(const Tensor& w, int64_t groups) {
-  if (groups == 1) return memory::desc(dims4(w), data_type(w), Tag::oihw);
-  return memory::desc({groups, w.size(0) / groups, w.size(1), w.size(2), w.size(3)}, data_type(w),
-                      Tag::goihw);
+  if (groups == 1) return memory::desc(dims4(w), onednn::data_type(w.dtype()), Tag::oihw);
+  return memory::desc({groups, w.size(0) / groups, w.size(1), w.size(2), w.size(3)},
+                      onednn::data_type(w.dtype()), Tag::goihw);
 }
-/// The primitives run float32, and bfloat16 where the CPU has it natively.
-bool onednn_dtype(DType dt) { return dt == kFloat32 || (dt == kBFloat16 && onednn::native_bf16()); }
 
 Prim::Arg make_arg(int id, const memory::desc& user, const memory::desc& inner, bool output) {
   Prim::Arg a{id, user, inner, std::nullopt, output};
@@ -210,7 +205,7 @@ std::shared_ptr<const Prim> get_prim(Kind kind, const Tensor& x, const Tensor& w
       const memory::dims dil{p.dilation[0] - 1, p.dilation[1] - 1};
       const memory::dims pl{p.pad_l[0], p.pad_l[1]}, pr{p.pad_r[0], p.pad_r[1]};
       const auto alg = dnnl::algorithm::convolution_direct;
-      const memory::desc bu({w.size(0)}, data_type(x), Tag::x);
+      const memory::desc bu({w.size(0)}, onednn::data_type(x.dtype()), Tag::x);
       // Only the bfloat16 paths have another way (the float32 copies) to take.
       auto accept = [&](const auto& pd) {
         if (x.dtype() == kBFloat16 && onednn::is_reference_impl(pd.impl_info_str()))
@@ -333,7 +328,7 @@ const T* ptr(const Tensor& t) {
 void forward_kernel(const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& b,
                     const ConvParams& p, bool relu) {
   const DType dt = x.dtype();
-  if (onednn_dtype(dt)) {
+  if (onednn::runs_dtype(dt)) {
     auto pr = get_prim(kForward, x, w, y, b.defined(), p, relu);
     if (pr->ok) {
       std::vector<void*> ptrs{x.data_ptr(), w.data_ptr()};
@@ -358,7 +353,7 @@ void forward_kernel(const Tensor& y, const Tensor& x, const Tensor& w, const Ten
 
 void input_grad_kernel(const Tensor& gx, const Tensor& gy, const Tensor& w, const ConvParams& p) {
   const DType dt = gx.dtype();
-  if (onednn_dtype(dt)) {
+  if (onednn::runs_dtype(dt)) {
     auto pr = get_prim(kBackwardData, gx, w, gy, false, p, false);
     if (pr->ok) return execute(*pr, {gy.data_ptr(), w.data_ptr(), gx.data_ptr()});
   }
@@ -378,7 +373,7 @@ void input_grad_kernel(const Tensor& gx, const Tensor& gy, const Tensor& w, cons
 
 void weight_grad_kernel(const Tensor& gw, const Tensor& x, const Tensor& gy, const ConvParams& p) {
   const DType dt = gw.dtype();
-  if (onednn_dtype(dt)) {
+  if (onednn::runs_dtype(dt)) {
     auto pr = get_prim(kBackwardWeights, x, gw, gy, false, p, false);
     if (pr->ok) return execute(*pr, {x.data_ptr(), gy.data_ptr(), gw.data_ptr()});
   }

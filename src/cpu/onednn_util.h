@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/lru_cache.h"
+#include "ignis/dtype.h"
 
 namespace ignis::cpu::onednn {
 
@@ -51,6 +52,13 @@ bool native_bf16();
 /// Turns the native bfloat16 path off (tests compare it with the float32 copies); returns the
 /// previous setting. It stays off on CPUs without native bfloat16.
 bool set_native_bf16_enabled(bool enabled);
+/// Whether the matmul and convolution primitives run `dt` here: float32, and bfloat16 where the
+/// CPU has it natively.
+inline bool runs_dtype(DType dt) { return dt == kFloat32 || (dt == kBFloat16 && native_bf16()); }
+/// oneDNN's data type for float32 or bfloat16.
+inline dnnl::memory::data_type data_type(DType dt) {
+  return dt == kBFloat16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32;
+}
 /// True when a primitive descriptor got oneDNN's reference (unoptimised, scalar) implementation:
 /// the bfloat16 paths then take the float32 copies instead.
 inline bool is_reference_impl(const char* impl_info) {

@@ -66,7 +66,7 @@ std::shared_ptr<const FusedPrim> get_prim(const std::string& key, const Tensor& 
     FusedPrim r;
     try {
       auto& eng = onednn::engine();
-      const auto dt = x.dtype() == kBFloat16 ? memory::data_type::bf16 : memory::data_type::f32;
+      const auto dt = onednn::data_type(x.dtype());
       r.xu = memory::desc(dims4(x), dt, is_cl(x) ? Tag::nhwc : Tag::nchw);
       r.yu = memory::desc(dims4(y), dt, is_cl(y) ? Tag::nhwc : Tag::nchw);
       r.wu = memory::desc({ws[0], ws[1], ws[2], ws[3]}, dt, Tag::oihw);
@@ -154,7 +154,7 @@ Tensor conv_forward_onednn(const Tensor& x, const Tensor& w, const Tensor& b, co
   add_first = add_first && sum;  // without a residual the order means nothing
   if (autograd::any_needs_grad({&x, &w, &b, &other}) || groups != 1) return Tensor();
   const DType dt = x.dtype();
-  if (dt != kFloat32 && !(dt == kBFloat16 && onednn::native_bf16())) return Tensor();
+  if (!onednn::runs_dtype(dt)) return Tensor();
   if (released ? packed->dtype != dt : !w.defined() || !w.is_contiguous()) return Tensor();
   for (const Tensor* t : {&x, &w, &b, &other}) {
     if (t->defined() && (t->dtype() != dt || !t->device().is_cpu())) return Tensor();

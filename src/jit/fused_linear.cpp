@@ -48,7 +48,7 @@ std::shared_ptr<const MatmulPrim> get_prim(const std::string& key, int64_t M, in
   return cache().get(key, [&] {
     MatmulPrim r;
     try {
-      const auto dt = dtype == kBFloat16 ? memory::data_type::bf16 : memory::data_type::f32;
+      const auto dt = onednn::data_type(dtype);
       r.x = memory::desc({M, K}, dt, Tag::ab);
       r.w = memory::desc({K, N}, dt, Tag::ba);  // the [N, K] row-major weight, transposed
       r.b = memory::desc({1, N}, dt, Tag::ab);
@@ -84,7 +84,7 @@ Tensor linear_onednn(const Tensor& x, const Tensor& w, const Tensor& b, const Te
   if (autograd::any_needs_grad({&x, &w, &b, &other})) return Tensor();
   const bool released = packed != nullptr && packed->released;
   const DType dt = x.dtype();
-  if (dt != kFloat32 && !(dt == kBFloat16 && onednn::native_bf16())) return Tensor();
+  if (!onednn::runs_dtype(dt)) return Tensor();
   if (released ? packed->dtype != dt : !w.defined() || !w.is_contiguous()) return Tensor();
   for (const Tensor* t : {&x, &w, &b, &other}) {
     if (t->defined() && (t->dtype() != dt || !t->device().is_cpu())) return Tensor();

@@ -40,14 +40,15 @@ Tensor dense(const Tensor& t, bool activation = false) {
 
 // The bias gradient, gy summed over n, h, w as reductions of contiguous blocks: NCHW over each
 // (n, c) plane, then over n (one reduction over {0, 2, 3} is not one block: a transposing copy);
-// channels-last as the rows of an [N*H*W, C] matrix. bfloat16's planes are summed into float32,
-// so that the result is rounded once, as one reduction's would be.
+// channels-last as the rows of an [N*H*W, C] matrix. The planes' sums are kept in the
+// accumulation type (float32 for bfloat16), so that the result is rounded once, as one
+// reduction's would be.
 Tensor bias_grad(const Tensor& gy) {
   if (gy.suggest_memory_format() == MemoryFormat::ChannelsLast) {
     return gy.permute({0, 2, 3, 1}).reshape({-1, gy.size(1)}).sum({0});
   }
-  if (gy.dtype() == kBFloat16) return gy.sum({2, 3}, false, kFloat32).sum({0}).to(kBFloat16);
-  return gy.sum({2, 3}).sum({0});
+  const DType acc = gy.dtype() == kBFloat16 ? kFloat32 : gy.dtype();
+  return gy.sum({2, 3}, false, acc).sum({0}).to(gy.dtype());
 }
 
 // Runs the forward kernel: out [N, O, Ho, Wo] (sizes already checked).
